@@ -1,0 +1,56 @@
+# Makefile for gpuhash (PGXS).
+#
+#   make && make install          build with nvcc when found (GPU + CPU twin)
+#   make GPUHASH_CUDA=no          build without CUDA (CPU twin only)
+#   make installcheck             pg_regress in a temporary, preloaded instance
+#
+# src/*.c and the plain C parts of cuda/ go through PGXS; cuda/*.cu go through
+# nvcc for Hopper (sm_90) plus PTX, and the CUDA runtime is linked statically
+# so that the installed library needs no CUDA toolkit at run time.
+
+EXTENSION = gpuhash
+MODULE_big = gpuhash
+DATA = gpuhash--0.1.sql
+PGFILEDESC = "gpuhash - GPU hash joins and aggregation"
+
+REGRESS = setup settings devices
+REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=test/regress.conf
+
+PG_CONFIG ?= pg_config
+
+CUDA_HOME ?= /usr/local/cuda
+NVCC ?= $(shell command -v nvcc 2>/dev/null || \
+	{ test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc; })
+ifeq ($(NVCC),)
+GPUHASH_CUDA ?= no
+endif
+GPUHASH_CUDA ?= yes
+
+NVCC_ARCH ?= -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90
+NVCCFLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
+	-Icuda $(NVCC_ARCH)
+
+C_SRCS = $(wildcard src/*.c) $(filter-out cuda/nocuda.c,$(wildcard cuda/*.c))
+ifeq ($(GPUHASH_CUDA),yes)
+CU_OBJS = $(patsubst %.cu,%.o,$(wildcard cuda/*.cu))
+SHLIB_LINK += -L$(CUDA_HOME)/lib64 -lcudart_static -lstdc++ -lrt -ldl -lpthread
+else
+C_SRCS += cuda/nocuda.c
+CU_OBJS =
+endif
+
+OBJS = $(C_SRCS:.c=.o) $(CU_OBJS)
+PG_CPPFLAGS = -Icuda -Isrc
+EXTRA_CLEAN = $(CU_OBJS) cuda/nocuda.o
+
+# nvcc objects have no LLVM bitcode; gpuhash's own code gains nothing from
+# JIT inlining, so skip the bitcode step for every object.
+override with_llvm = no
+
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+cuda/%.o: cuda/%.cu cuda/gpuhash_cuda.h $(wildcard cuda/*.h)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(C_SRCS:.c=.o): src/gpuhash.h cuda/gpuhash_cuda.h $(wildcard cuda/*.h)

@@ -1,0 +1,225 @@
+/*-------------------------------------------------------------------------
+ * device.cu
+ *	  The CUDA runtime as a backend sees it: devices, context, memory, streams.
+ *
+ * Thin wrappers that turn every cudaError_t into a gh_status plus a static
+ * description, so that the PostgreSQL side can raise a proper ERROR without
+ * any C++ frame in between.  The only state is which device's context this
+ * process created: the primary context of the chosen device, created by
+ * gh_cuda_context_init (cudaSetDevice, then cudaFree(NULL) to force it).
+ *-------------------------------------------------------------------------
+ */
+#include <cuda_runtime.h>
+#include <string.h>
+
+#include "gpuhash_cuda.h"
+
+/* gh_fail fills err from a CUDA error and returns the matching status. */
+static gh_status
+gh_fail(gh_error *err, cudaError_t rc, const char *where)
+{
+	gh_status	st;
+
+	switch (rc)
+	{
+		case cudaErrorMemoryAllocation:
+			st = GH_ERR_OOM;
+			break;
+		case cudaErrorNoDevice:
+		case cudaErrorInsufficientDriver:
+		case cudaErrorInvalidDevice:
+		case cudaErrorDevicesUnavailable:
+		case cudaErrorCompatNotSupportedOnDevice:
+		case cudaErrorSystemDriverMismatch:
+		case cudaErrorNoKernelImageForDevice:
+			st = GH_ERR_NO_DEVICE;
+			break;
+		default:
+			st = GH_ERR_CUDA;
+			break;
+	}
+	if (err)
+	{
+		err->status = st;
+		err->cuda_code = (int) rc;
+		err->cuda_name = cudaGetErrorName(rc);
+		err->cuda_string = cudaGetErrorString(rc);
+		err->where = where;
+	}
+	return st;
+}
+
+/* Ordinal of the device whose primary context this process created, or -1. */
+static int	gh_context_ordinal = -1;
+
+#define GH_TRY(call) \
+	do { \
+		cudaError_t gh_rc_ = (call); \
+		if (gh_rc_ != cudaSuccess) \
+			return gh_fail(err, gh_rc_, #call); \
+	} while (0)
+
+extern "C" int
+gh_cuda_built(void)
+{
+	return 1;
+}
+
+extern "C" gh_status
+gh_cuda_device_count(int *count, gh_error *err)
+{
+	cudaError_t rc = cudaGetDeviceCount(count);
+
+	if (rc == cudaErrorNoDevice || rc == cudaErrorInsufficientDriver)
+	{
+		/* no GPU or no driver: a normal situation, not an error */
+		*count = 0;
+		return gh_fail(err, rc, "cudaGetDeviceCount");
+	}
+	if (rc != cudaSuccess)
+	{
+		*count = 0;
+		return gh_fail(err, rc, "cudaGetDeviceCount");
+	}
+	return GH_OK;
+}
+
+extern "C" gh_status
+gh_cuda_device_info(int ordinal, gh_device_info *info, gh_error *err)
+{
+	cudaDeviceProp prop;
+	GH_TRY(cudaGetDeviceProperties(&prop, ordinal));
+	memset(info, 0, sizeof(*info));
+	info->ordinal = ordinal;
+	strncpy(info->name, prop.name, sizeof(info->name) - 1);
+	info->cc_major = prop.major;
+	info->cc_minor = prop.minor;
+	info->multiprocessors = prop.multiProcessorCount;
+	info->total_bytes = prop.totalGlobalMem;
+	info->l2_bytes = (size_t) prop.l2CacheSize;
+
+	/*
+	 * Free memory needs a context.  Report it only for the device whose
+	 * context this backend already created; never create one here.
+	 */
+	if (gh_context_ordinal == ordinal)
+	{
+		size_t		free_b,
+					total_b;
+
+		if (cudaSetDevice(ordinal) == cudaSuccess &&
+			cudaMemGetInfo(&free_b, &total_b) == cudaSuccess)
+			info->free_bytes = free_b;
+	}
+	cudaGetLastError();			/* clear anything the probes above left */
+	return GH_OK;
+}
+
+extern "C" gh_status
+gh_cuda_context_init(int ordinal, gh_error *err)
+{
+	GH_TRY(cudaSetDevice(ordinal));
+	if (gh_context_ordinal != ordinal)
+	{
+		GH_TRY(cudaFree(NULL));
+		gh_context_ordinal = ordinal;
+	}
+	return GH_OK;
+}
+
+extern "C" gh_status
+gh_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, gh_error *err)
+{
+	GH_TRY(cudaMemGetInfo(free_bytes, total_bytes));
+	return GH_OK;
+}
+
+extern "C" gh_status
+gh_cuda_malloc(void **ptr, size_t bytes, gh_error *err)
+{
+	*ptr = NULL;
+	GH_TRY(cudaMalloc(ptr, bytes));
+	return GH_OK;
+}
+
+extern "C" gh_status
+gh_cuda_free(void *ptr, gh_error *err)
+{
+	if (ptr)
+		GH_TRY(cudaFree(ptr));
+	return GH_OK;
+}
+
+extern "C" gh_status
+gh_cuda_host_alloc(void **ptr, size_t bytes, gh_error *err)
+{
+	*ptr = NULL;
+	GH_TRY(cudaMallocHost(ptr, bytes));
+	return GH_OK;
+}
+
+extern "C" gh_status
+gh_cuda_host_free(void *ptr, gh_error *err)
+{
+	if (ptr)
+		GH_TRY(cudaFreeHost(ptr));
+	return GH_OK;
+}
+
+extern "C" gh_status
+gh_cuda_stream_create(void **stream, gh_error *err)
+{
+	cudaStream_t s = NULL;
+
+	*stream = NULL;
+	GH_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	*stream = (void *) s;
+	return GH_OK;
+}
+
+extern "C" gh_status
+gh_cuda_stream_destroy(void *stream, gh_error *err)
+{
+	if (stream)
+		GH_TRY(cudaStreamDestroy((cudaStream_t) stream));
+	return GH_OK;
+}
+
+extern "C" gh_status
+gh_cuda_stream_sync(void *stream, gh_error *err)
+{
+	GH_TRY(cudaStreamSynchronize((cudaStream_t) stream));
+	return GH_OK;
+}
+
+extern "C" gh_status
+gh_cuda_memcpy_htod(void *dst, const void *src, size_t bytes, void *stream,
+					gh_error *err)
+{
+	if (bytes == 0)
+		return GH_OK;
+	GH_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
+						   (cudaStream_t) stream));
+	return GH_OK;
+}
+
+extern "C" gh_status
+gh_cuda_memcpy_dtoh(void *dst, const void *src, size_t bytes, void *stream,
+					gh_error *err)
+{
+	if (bytes == 0)
+		return GH_OK;
+	GH_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost,
+						   (cudaStream_t) stream));
+	return GH_OK;
+}
+
+extern "C" gh_status
+gh_cuda_memset(void *dst, int value, size_t bytes, void *stream,
+			   gh_error *err)
+{
+	if (bytes == 0)
+		return GH_OK;
+	GH_TRY(cudaMemsetAsync(dst, value, bytes, (cudaStream_t) stream));
+	return GH_OK;
+}

@@ -1,0 +1,223 @@
+/*-------------------------------------------------------------------------
+ * gpuhash_cuda.h
+ *	  The one C API between the PostgreSQL side (src/) and the device code (cuda/).
+ *
+ * Everything declared here is plain C: it returns status codes, never throws,
+ * never calls PostgreSQL and never allocates through PostgreSQL.  Device
+ * pointers are opaque to the caller; streams are passed as void *.
+ *
+ * Two families of functions live behind this header:
+ *	- gh_cuda_*: the CUDA runtime seen from a backend (devices, context,
+ *	  allocation, copies, streams).  Implemented in cuda/device.cu, or by
+ *	  cuda/nocuda.c when the library is built without nvcc.
+ *	- gh_mm_*: the static multimap of 64-bit row hashes to 32-bit row indices.
+ *	  The *_gpu functions run kernels (cuda/multimap.cu); the *_cpu functions
+ *	  are the CPU twin (cuda/multimap_cpu.c) with the same slot layout and the
+ *	  same probe sequence (cuda/gh_layout.h).
+ *
+ * Nothing here may be called in the postmaster: CUDA state does not survive
+ * fork().
+ *-------------------------------------------------------------------------
+ */
+#ifndef GPUHASH_CUDA_H
+#define GPUHASH_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status codes returned by every function of this API. */
+typedef enum gh_status
+{
+	GH_OK = 0,
+	GH_ERR_CUDA,				/* a CUDA call failed; see gh_error */
+	GH_ERR_OOM,					/* device (or pinned host) memory exhausted */
+	GH_ERR_NO_DEVICE,			/* no usable GPU, or no driver */
+	GH_ERR_NO_CUDA_BUILD,		/* library was built without nvcc */
+	GH_ERR_TABLE_FULL,			/* multimap probing bound reached */
+	GH_ERR_INVALID,				/* bad argument */
+	GH_ERR_OVERFLOW				/* output buffer smaller than the result */
+} gh_status;
+
+/*
+ * Details of a failure.  Every string is static (never freed), so an error can
+ * be reported after the failing call returned.
+ */
+typedef struct gh_error
+{
+	gh_status	status;
+	int			cuda_code;		/* cudaError_t value, 0 if not a CUDA error */
+	const char *cuda_name;		/* e.g. "cudaErrorMemoryAllocation", or NULL */
+	const char *cuda_string;	/* cudaGetErrorString(), or NULL */
+	const char *where;			/* the call that failed, e.g. "cudaMalloc" */
+} gh_error;
+
+/* ---------------------------------------------------------------------
+ * Devices, context, memory, streams (cuda/device.cu)
+ * ---------------------------------------------------------------------
+ */
+typedef struct gh_device_info
+{
+	int			ordinal;
+	char		name[256];
+	int			cc_major;
+	int			cc_minor;
+	int			multiprocessors;
+	size_t		total_bytes;
+	size_t		free_bytes;		/* only if a context exists on it, else 0 */
+	size_t		l2_bytes;
+} gh_device_info;
+
+/* 1 if the library was compiled with nvcc, 0 for the stub. */
+int			gh_cuda_built(void);
+
+/* Number of visible devices.  Loads the driver; *count = 0 without one. */
+gh_status	gh_cuda_device_count(int *count, gh_error *err);
+gh_status	gh_cuda_device_info(int ordinal, gh_device_info *info, gh_error *err);
+
+/* Creates (or makes current) the primary context of device ordinal. */
+gh_status	gh_cuda_context_init(int ordinal, gh_error *err);
+gh_status	gh_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, gh_error *err);
+
+gh_status	gh_cuda_malloc(void **ptr, size_t bytes, gh_error *err);
+gh_status	gh_cuda_free(void *ptr, gh_error *err);
+gh_status	gh_cuda_host_alloc(void **ptr, size_t bytes, gh_error *err);	/* pinned */
+gh_status	gh_cuda_host_free(void *ptr, gh_error *err);
+
+gh_status	gh_cuda_stream_create(void **stream, gh_error *err);
+gh_status	gh_cuda_stream_destroy(void *stream, gh_error *err);
+gh_status	gh_cuda_stream_sync(void *stream, gh_error *err);
+
+gh_status	gh_cuda_memcpy_htod(void *dst, const void *src, size_t bytes,
+								void *stream, gh_error *err);
+gh_status	gh_cuda_memcpy_dtoh(void *dst, const void *src, size_t bytes,
+								void *stream, gh_error *err);
+gh_status	gh_cuda_memset(void *dst, int value, size_t bytes,
+						   void *stream, gh_error *err);
+
+/* ---------------------------------------------------------------------
+ * Static multimap: 64-bit row hash -> 32-bit row index
+ * (cuda/multimap.cu for *_gpu, cuda/multimap_cpu.c for *_cpu)
+ * ---------------------------------------------------------------------
+ */
+#define GH_NO_ROW			UINT32_MAX	/* "no inner row" in an output pair */
+#define GH_MAX_ROWS			(UINT32_MAX - 1)	/* row indices are < this */
+
+typedef enum gh_probe_scheme
+{
+	GH_PROBE_LINEAR = 0,
+	GH_PROBE_DOUBLE = 1
+} gh_probe_scheme;
+
+/* What a probe returns for each outer (probe) row. */
+typedef enum gh_probe_kind
+{
+	GH_JOIN_INNER = 0,			/* every candidate pair */
+	GH_JOIN_OUTER,				/* every candidate pair; (outer, GH_NO_ROW) if none */
+	GH_JOIN_SEMI,				/* the first candidate only */
+	GH_JOIN_ANTI				/* (outer, GH_NO_ROW) for rows with no candidate */
+} gh_probe_kind;
+
+/* Tuning of one table; group_size is 1, 2, 4, 8, 16 or 32. */
+typedef struct gh_mm_params
+{
+	double		load_factor;	/* in (0, 0.95] */
+	int			group_size;
+	gh_probe_scheme scheme;
+} gh_mm_params;
+
+/*
+ * A built table.  The struct itself is host memory owned by the caller; mem
+ * is one allocation (device memory for *_gpu, host memory for *_cpu) of
+ * gh_mm_bytes() bytes, also owned by the caller.
+ */
+typedef struct gh_mm
+{
+	void	   *mem;
+	uint64_t	capacity;		/* slots, a power of two */
+	uint32_t	nrows;			/* inner rows inserted */
+	uint32_t	ndistinct;		/* distinct hashes (filled by build) */
+	gh_mm_params params;
+} gh_mm;
+
+/* Bytes of the single allocation for nrows rows; sets *capacity. */
+size_t		gh_mm_bytes(uint32_t nrows, const gh_mm_params *params,
+						uint64_t *capacity);
+
+/*
+ * gh_mm_build_*: insert hashes[0..nrows) (row i has index i).  mm->mem must
+ * point at gh_mm_bytes() bytes; the function fills every other field.
+ */
+gh_status	gh_mm_build_gpu(gh_mm *mm, void *mem, const uint64_t *d_hashes,
+							uint32_t nrows, const gh_mm_params *params,
+							void *stream, gh_error *err);
+gh_status	gh_mm_build_cpu(gh_mm *mm, void *mem, const uint64_t *hashes,
+							uint32_t nrows, const gh_mm_params *params,
+							gh_error *err);
+
+/*
+ * gh_mm_probe_count_*: the number of output pairs that gh_mm_probe_retrieve_*
+ * will write for probe[0..nprobe) with this kind.
+ */
+gh_status	gh_mm_probe_count_gpu(const gh_mm *mm, const uint64_t *d_probe,
+								  uint32_t nprobe, gh_probe_kind kind,
+								  uint64_t *total, void *stream, gh_error *err);
+gh_status	gh_mm_probe_count_cpu(const gh_mm *mm, const uint64_t *probe,
+								  uint32_t nprobe, gh_probe_kind kind,
+								  uint64_t *total, gh_error *err);
+
+/*
+ * gh_mm_probe_retrieve_*: write pairs (out_outer[i], out_inner[i]); probe row
+ * p is outer row p.  The pairs of one outer row are contiguous; the order of
+ * outer rows in the output is unspecified on the GPU.  Returns
+ * GH_ERR_OVERFLOW if more than out_capacity pairs would be written; *written
+ * is the number written.
+ */
+gh_status	gh_mm_probe_retrieve_gpu(const gh_mm *mm, const uint64_t *d_probe,
+									 uint32_t nprobe, gh_probe_kind kind,
+									 uint32_t *d_out_outer, uint32_t *d_out_inner,
+									 uint64_t out_capacity, uint64_t *written,
+									 void *stream, gh_error *err);
+gh_status	gh_mm_probe_retrieve_cpu(const gh_mm *mm, const uint64_t *probe,
+									 uint32_t nprobe, gh_probe_kind kind,
+									 uint32_t *out_outer, uint32_t *out_inner,
+									 uint64_t out_capacity, uint64_t *written,
+									 gh_error *err);
+
+/*
+ * gh_mm_probe_ranges_*: for each probe row p, the candidates are
+ * rows[first[p] .. first[p] + count[p]) of the table's row array (count 0:
+ * none).  This is the compact form the executor uses: 8 bytes per probe row
+ * whatever the multiplicity.
+ */
+gh_status	gh_mm_probe_ranges_gpu(const gh_mm *mm, const uint64_t *d_probe,
+								   uint32_t nprobe, uint32_t *d_first,
+								   uint32_t *d_count, void *stream,
+								   gh_error *err);
+gh_status	gh_mm_probe_ranges_cpu(const gh_mm *mm, const uint64_t *probe,
+								   uint32_t nprobe, uint32_t *first,
+								   uint32_t *count, gh_error *err);
+
+/*
+ * gh_mm_mark_matched_*: set bit r of matched (nrows bits, 32-bit words) for
+ * every inner row r that is a candidate of some probe row.  Hash-level only:
+ * the executor still verifies.
+ */
+gh_status	gh_mm_mark_matched_gpu(const gh_mm *mm, const uint64_t *d_probe,
+								   uint32_t nprobe, uint32_t *d_matched,
+								   void *stream, gh_error *err);
+gh_status	gh_mm_mark_matched_cpu(const gh_mm *mm, const uint64_t *probe,
+								   uint32_t nprobe, uint32_t *matched,
+								   gh_error *err);
+
+/* The table's row array (nrows entries, grouped by hash), inside mm->mem. */
+const uint32_t *gh_mm_rows(const gh_mm *mm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* GPUHASH_CUDA_H */

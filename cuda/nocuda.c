@@ -1,0 +1,163 @@
+/*-------------------------------------------------------------------------
+ * nocuda.c
+ *	  Stand-ins for the CUDA side when the library is built without nvcc.
+ *
+ * The Makefile compiles this file instead of cuda/*.cu when no CUDA toolkit
+ * is found, so that gpuhash still builds, installs and runs its CPU twin.
+ * Every GPU entry point reports GH_ERR_NO_CUDA_BUILD.
+ *-------------------------------------------------------------------------
+ */
+#include <string.h>
+
+#include "gpuhash_cuda.h"
+
+static gh_status
+nocuda(gh_error *err, const char *where)
+{
+	if (err)
+	{
+		memset(err, 0, sizeof(*err));
+		err->status = GH_ERR_NO_CUDA_BUILD;
+		err->where = where;
+	}
+	return GH_ERR_NO_CUDA_BUILD;
+}
+
+int
+gh_cuda_built(void)
+{
+	return 0;
+}
+
+gh_status
+gh_cuda_device_count(int *count, gh_error *err)
+{
+	*count = 0;
+	return nocuda(err, "gh_cuda_device_count");
+}
+
+gh_status
+gh_cuda_device_info(int ordinal, gh_device_info *info, gh_error *err)
+{
+	return nocuda(err, "gh_cuda_device_info");
+}
+
+gh_status
+gh_cuda_context_init(int ordinal, gh_error *err)
+{
+	return nocuda(err, "gh_cuda_context_init");
+}
+
+gh_status
+gh_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, gh_error *err)
+{
+	return nocuda(err, "gh_cuda_mem_info");
+}
+
+gh_status
+gh_cuda_malloc(void **ptr, size_t bytes, gh_error *err)
+{
+	*ptr = NULL;
+	return nocuda(err, "gh_cuda_malloc");
+}
+
+gh_status
+gh_cuda_free(void *ptr, gh_error *err)
+{
+	return nocuda(err, "gh_cuda_free");
+}
+
+gh_status
+gh_cuda_host_alloc(void **ptr, size_t bytes, gh_error *err)
+{
+	*ptr = NULL;
+	return nocuda(err, "gh_cuda_host_alloc");
+}
+
+gh_status
+gh_cuda_host_free(void *ptr, gh_error *err)
+{
+	return nocuda(err, "gh_cuda_host_free");
+}
+
+gh_status
+gh_cuda_stream_create(void **stream, gh_error *err)
+{
+	*stream = NULL;
+	return nocuda(err, "gh_cuda_stream_create");
+}
+
+gh_status
+gh_cuda_stream_destroy(void *stream, gh_error *err)
+{
+	return nocuda(err, "gh_cuda_stream_destroy");
+}
+
+gh_status
+gh_cuda_stream_sync(void *stream, gh_error *err)
+{
+	return nocuda(err, "gh_cuda_stream_sync");
+}
+
+gh_status
+gh_cuda_memcpy_htod(void *dst, const void *src, size_t bytes, void *stream,
+					gh_error *err)
+{
+	return nocuda(err, "gh_cuda_memcpy_htod");
+}
+
+gh_status
+gh_cuda_memcpy_dtoh(void *dst, const void *src, size_t bytes, void *stream,
+					gh_error *err)
+{
+	return nocuda(err, "gh_cuda_memcpy_dtoh");
+}
+
+gh_status
+gh_cuda_memset(void *dst, int value, size_t bytes, void *stream,
+			   gh_error *err)
+{
+	return nocuda(err, "gh_cuda_memset");
+}
+
+gh_status
+gh_mm_build_gpu(gh_mm *mm, void *mem, const uint64_t *d_hashes,
+				uint32_t nrows, const gh_mm_params *params,
+				void *stream, gh_error *err)
+{
+	return nocuda(err, "gh_mm_build_gpu");
+}
+
+gh_status
+gh_mm_probe_count_gpu(const gh_mm *mm, const uint64_t *d_probe,
+					  uint32_t nprobe, gh_probe_kind kind,
+					  uint64_t *total, void *stream, gh_error *err)
+{
+	return nocuda(err, "gh_mm_probe_count_gpu");
+}
+
+gh_status
+gh_mm_probe_retrieve_gpu(const gh_mm *mm, const uint64_t *d_probe,
+						 uint32_t nprobe, gh_probe_kind kind,
+						 uint32_t *d_out_outer, uint32_t *d_out_inner,
+						 uint64_t out_capacity, uint64_t *written,
+						 void *stream, gh_error *err)
+{
+	return nocuda(err, "gh_mm_probe_retrieve_gpu");
+}
+
+gh_status
+gh_mm_probe_ranges_gpu(const gh_mm *mm, const uint64_t *d_probe,
+					   uint32_t nprobe, uint32_t *d_first,
+					   uint32_t *d_count, void *stream, gh_error *err)
+{
+	return nocuda(err, "gh_mm_probe_ranges_gpu");
+}
+
+gh_status
+gh_mm_mark_matched_gpu(const gh_mm *mm, const uint64_t *d_probe,
+					   uint32_t nprobe, uint32_t *d_matched,
+					   void *stream, gh_error *err)
+{
+	return nocuda(err, "gh_mm_mark_matched_gpu");
+}

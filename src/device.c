@@ -1,0 +1,513 @@
+/*-------------------------------------------------------------------------
+ * device.c
+ *	  The device layer: where gpuhash's operators run, and the memory they use.
+ *
+ * This is the only PostgreSQL-side code that knows whether a GPU is there.
+ * It resolves gpuhash.device into a target (GPU, the CPU twin, or none),
+ * creates the backend's CUDA context lazily on the first GPU use, turns
+ * every gh_status from cuda/ into ereport(ERROR), and owns every device and
+ * pinned-host allocation.
+ *
+ * Allocations are tracked per ResourceOwner: the one current when they were
+ * made.  A resource-release callback frees whatever an owner still holds
+ * when it is released, so an ERROR anywhere in a GPU operator (or a
+ * cancel, or a subtransaction rollback) gives the device memory back.  The
+ * CPU twin's "device" memory is malloc'd and tracked the same way, so the
+ * release path is exercised by the tests that run without a GPU.
+ *
+ * CUDA is never touched in the postmaster: every entry point that could
+ * reach it checks that we are not the postmaster.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "lib/ilist.h"
+#include "miscadmin.h"
+#include "postmaster/postmaster.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+
+#include "gpuhash.h"
+
+/* One tracked allocation. */
+typedef struct GhAlloc
+{
+	dlist_node	node;
+	ResourceOwner owner;
+	GhTarget	target;
+	bool		pinned_host;	/* host memory from cudaMallocHost */
+	void	   *ptr;
+	size_t		bytes;
+} GhAlloc;
+
+static dlist_head gh_allocs = DLIST_STATIC_INIT(gh_allocs);
+static size_t gh_bytes_in_use = 0;
+
+/* Result of probing for GPUs in this backend: -1 until probed. */
+static int	gh_gpu_count = -1;
+static gh_error gh_probe_error;
+static bool gh_context_ready = false;
+static void *gh_gpu_stream = NULL;
+static bool gh_logged_no_gpu = false;
+static int	gh_allocs_since_injection = 0;
+
+static void gh_release_callback(ResourceReleasePhase phase, bool isCommit,
+								bool isTopLevel, void *arg);
+static void gh_forbid_postmaster(void);
+static void gh_gpu_context(void);
+static void gh_free_entry(GhAlloc *a, bool report);
+
+/*
+ * gpuhash_init_device registers the resource-release callback.  Called from
+ * _PG_init; touches no CUDA.
+ */
+void
+gpuhash_init_device(void)
+{
+	RegisterResourceReleaseCallback(gh_release_callback, NULL);
+}
+
+/*
+ * gh_forbid_postmaster raises an ERROR if called in the postmaster, whose
+ * children would inherit CUDA state that does not survive fork().
+ */
+static void
+gh_forbid_postmaster(void)
+{
+	if (IsPostmasterEnvironment && !IsUnderPostmaster)
+		elog(ERROR, "gpuhash must not use CUDA in the postmaster");
+}
+
+/*
+ * gpuhash_gpu_count returns the number of GPUs this backend can use, probing
+ * once per backend.  The probe loads the driver but creates no context.
+ */
+int
+gpuhash_gpu_count(void)
+{
+	if (gh_gpu_count < 0)
+	{
+		int			n = 0;
+
+		gh_forbid_postmaster();
+		memset(&gh_probe_error, 0, sizeof(gh_probe_error));
+		if (gh_cuda_device_count(&n, &gh_probe_error) != GH_OK)
+			n = 0;
+		gh_gpu_count = n;
+	}
+	return gh_gpu_count;
+}
+
+/*
+ * gh_log_no_gpu logs, once per backend, why gpuhash.device = auto leaves
+ * plans alone.  LOG rather than WARNING: it goes to the server log only, so
+ * clients see no change at all on a host without a GPU.
+ */
+static void
+gh_log_no_gpu(void)
+{
+	if (gh_logged_no_gpu)
+		return;
+	gh_logged_no_gpu = true;
+	ereport(LOG,
+			(errmsg("gpuhash found no usable GPU; gpuhash.device = auto leaves plans unchanged"),
+			 gh_probe_error.status == GH_ERR_NO_CUDA_BUILD ?
+			 errdetail("gpuhash was built without CUDA.") :
+			 errdetail("CUDA reported %s.",
+					   gh_probe_error.cuda_name ? gh_probe_error.cuda_name : "no device")));
+}
+
+/*
+ * gpuhash_plan_target says where a GPU operator planned now would run.  It
+ * never raises an ERROR and never creates a CUDA context: with device = gpu
+ * and no GPU it still answers GPU, so that the executor raises the ERROR the
+ * user asked for.
+ */
+GhTarget
+gpuhash_plan_target(void)
+{
+	if (!gpuhash_enabled)
+		return GH_TARGET_NONE;
+	switch ((GpuhashDeviceSetting) gpuhash_device)
+	{
+		case GPUHASH_DEVICE_CPU:
+			return GH_TARGET_CPU;
+		case GPUHASH_DEVICE_GPU:
+			return GH_TARGET_GPU;
+		case GPUHASH_DEVICE_AUTO:
+			if (gpuhash_gpu_count() > 0)
+				return GH_TARGET_GPU;
+			gh_log_no_gpu();
+			return GH_TARGET_NONE;
+	}
+	return GH_TARGET_NONE;
+}
+
+/*
+ * gpuhash_exec_target resolves the target for an operator about to run and
+ * makes it ready: for the GPU it creates this backend's context if needed.
+ * device = gpu without a usable GPU is an ERROR.  device = auto without one
+ * falls back to the CPU twin, since a plan made elsewhere (or before a
+ * driver failure) must still return its rows.
+ */
+GhTarget
+gpuhash_exec_target(void)
+{
+	switch ((GpuhashDeviceSetting) gpuhash_device)
+	{
+		case GPUHASH_DEVICE_CPU:
+			return GH_TARGET_CPU;
+		case GPUHASH_DEVICE_AUTO:
+			if (gpuhash_gpu_count() == 0)
+			{
+				gh_log_no_gpu();
+				return GH_TARGET_CPU;
+			}
+			gh_gpu_context();
+			return GH_TARGET_GPU;
+		case GPUHASH_DEVICE_GPU:
+			gh_gpu_context();
+			return GH_TARGET_GPU;
+	}
+	return GH_TARGET_CPU;
+}
+
+const char *
+gpuhash_target_name(GhTarget target)
+{
+	switch (target)
+	{
+		case GH_TARGET_GPU:
+			return "gpu";
+		case GH_TARGET_CPU:
+			return "cpu";
+		case GH_TARGET_NONE:
+			break;
+	}
+	return "none";
+}
+
+/*
+ * gh_gpu_context creates this backend's CUDA context (device 0) and its
+ * stream the first time the GPU is needed.
+ */
+static void
+gh_gpu_context(void)
+{
+	gh_error	err;
+	gh_status	st;
+
+	if (gh_context_ready)
+		return;
+	if (gpuhash_gpu_count() == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("gpuhash.device is \"gpu\" but no usable GPU was found"),
+				 gh_probe_error.status == GH_ERR_NO_CUDA_BUILD ?
+				 errdetail("gpuhash was built without CUDA.") :
+				 errdetail("CUDA reported %s.",
+						   gh_probe_error.cuda_name ? gh_probe_error.cuda_name : "no device"),
+				 errhint("Set gpuhash.device to \"auto\" to use a GPU only when one is present, or to \"cpu\".")));
+
+	memset(&err, 0, sizeof(err));
+	st = gh_cuda_context_init(0, &err);
+	if (st == GH_OK)
+		st = gh_cuda_stream_create(&gh_gpu_stream, &err);
+	if (st != GH_OK)
+		gpuhash_report(st, &err, "creating the CUDA context");
+	gh_context_ready = true;
+}
+
+/*
+ * gpuhash_report raises the ERROR for a failed device call.  action says
+ * what gpuhash was doing, in a phrase that fits "while ...".
+ */
+void
+gpuhash_report(gh_status status, const gh_error *err, const char *action)
+{
+	const char *name = (err && err->cuda_name) ? err->cuda_name : "none";
+	const char *where = (err && err->where) ? err->where : "?";
+	const char *text = (err && err->cuda_string) ? err->cuda_string : "";
+
+	switch (status)
+	{
+		case GH_OK:
+			return;
+		case GH_ERR_OOM:
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of device memory while %s", action),
+					 errdetail("%s failed with %s.", where, name),
+					 errhint("Free GPU memory used by other processes, or SET gpuhash.enabled = off to run the query without the GPU.")));
+			break;
+		case GH_ERR_NO_DEVICE:
+		case GH_ERR_NO_CUDA_BUILD:
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("no usable GPU while %s", action),
+					 errdetail("%s failed with %s.", where, name),
+					 errhint("Set gpuhash.device to \"auto\" to use a GPU only when one is present, or to \"cpu\".")));
+			break;
+		case GH_ERR_TABLE_FULL:
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("gpuhash hash table is full while %s", action),
+					 errhint("SET gpuhash.enabled = off to run the query without the GPU.")));
+			break;
+		case GH_ERR_CUDA:
+			ereport(ERROR,
+					(errcode(ERRCODE_SYSTEM_ERROR),
+					 errmsg("GPU operation failed while %s", action),
+					 errdetail("%s failed with %s: %s.", where, name, text),
+					 errhint("SET gpuhash.enabled = off to run the query without the GPU; the server log may say more.")));
+			break;
+		case GH_ERR_INVALID:
+		case GH_ERR_OVERFLOW:
+			elog(ERROR, "gpuhash internal error while %s: %s returned status %d",
+				 action, where, (int) status);
+			break;
+	}
+	elog(ERROR, "gpuhash: unknown device status %d while %s", (int) status, action);
+}
+
+/*
+ * gh_track remembers a fresh allocation under the current resource owner.
+ * The entry is made before the allocation itself so that running out of
+ * backend memory cannot leave an untracked device buffer.
+ */
+static GhAlloc *
+gh_track(GhTarget target, bool pinned_host, size_t bytes)
+{
+	GhAlloc    *a;
+
+	if (CurrentResourceOwner == NULL)
+		elog(ERROR, "gpuhash device memory requested outside a transaction");
+	a = MemoryContextAllocZero(TopMemoryContext, sizeof(GhAlloc));
+	a->owner = CurrentResourceOwner;
+	a->target = target;
+	a->pinned_host = pinned_host;
+	a->bytes = bytes;
+	return a;
+}
+
+/* gh_injected_failure implements gpuhash.inject_alloc_failure. */
+static bool
+gh_injected_failure(void)
+{
+	if (gpuhash_inject_alloc_failure <= 0)
+		return false;
+	return ++gh_allocs_since_injection == gpuhash_inject_alloc_failure;
+}
+
+void
+gpuhash_reset_alloc_injection(void)
+{
+	gh_allocs_since_injection = 0;
+}
+
+static void *
+gh_alloc(GhTarget target, size_t bytes, bool pinned_host)
+{
+	GhAlloc    *a;
+	gh_error	err;
+	gh_status	st = GH_OK;
+
+	gh_forbid_postmaster();
+	CHECK_FOR_INTERRUPTS();
+	if (target == GH_TARGET_NONE)
+		elog(ERROR, "gpuhash: allocation with no target device");
+	if (bytes == 0)
+		bytes = 1;
+	a = gh_track(target, pinned_host, bytes);
+	memset(&err, 0, sizeof(err));
+
+	if (gh_injected_failure())
+	{
+		st = GH_ERR_OOM;
+		err.status = st;
+		err.where = "allocation";
+		err.cuda_name = "a failure injected by gpuhash.inject_alloc_failure";
+	}
+	else if (target == GH_TARGET_CPU)
+	{
+		a->ptr = malloc(bytes);
+		if (a->ptr == NULL)
+		{
+			st = GH_ERR_OOM;
+			err.status = st;
+			err.where = "malloc";
+			err.cuda_name = "ENOMEM";
+		}
+	}
+	else if (pinned_host)
+		st = gh_cuda_host_alloc(&a->ptr, bytes, &err);
+	else
+		st = gh_cuda_malloc(&a->ptr, bytes, &err);
+
+	if (st != GH_OK)
+	{
+		pfree(a);
+		gpuhash_report(st, &err, "allocating device memory");
+	}
+	dlist_push_head(&gh_allocs, &a->node);
+	gh_bytes_in_use += bytes;
+	return a->ptr;
+}
+
+/*
+ * gh_dev_alloc returns device memory on target (plain host memory for the
+ * CPU twin), freed by gh_dev_free or, at the latest, when the current
+ * resource owner is released.
+ */
+void *
+gh_dev_alloc(GhTarget target, size_t bytes)
+{
+	return gh_alloc(target, bytes, false);
+}
+
+/*
+ * gh_host_alloc returns host memory suited for copies to and from target:
+ * pinned for the GPU, plain for the CPU twin.
+ */
+void *
+gh_host_alloc(GhTarget target, size_t bytes)
+{
+	return gh_alloc(target, bytes, target == GH_TARGET_GPU);
+}
+
+/*
+ * gh_free_entry frees one allocation; report says whether a CUDA failure
+ * becomes an ERROR (not during resource release, where we must go on).
+ */
+static void
+gh_free_entry(GhAlloc *a, bool report)
+{
+	gh_error	err;
+	gh_status	st = GH_OK;
+
+	dlist_delete(&a->node);
+	gh_bytes_in_use -= a->bytes;
+	memset(&err, 0, sizeof(err));
+	if (a->target == GH_TARGET_CPU)
+		free(a->ptr);
+	else if (a->pinned_host)
+		st = gh_cuda_host_free(a->ptr, &err);
+	else
+		st = gh_cuda_free(a->ptr, &err);
+	pfree(a);
+	if (st != GH_OK)
+	{
+		if (report)
+			gpuhash_report(st, &err, "freeing device memory");
+		else
+			elog(WARNING, "gpuhash could not free device memory: %s failed with %s",
+				 err.where ? err.where : "?", err.cuda_name ? err.cuda_name : "?");
+	}
+}
+
+void
+gh_dev_free(void *ptr)
+{
+	dlist_iter	iter;
+
+	if (ptr == NULL)
+		return;
+	dlist_foreach(iter, &gh_allocs)
+	{
+		GhAlloc    *a = dlist_container(GhAlloc, node, iter.cur);
+
+		if (a->ptr == ptr)
+		{
+			gh_free_entry(a, true);
+			return;
+		}
+	}
+	elog(ERROR, "gpuhash: freeing device memory it does not own");
+}
+
+size_t
+gh_dev_bytes_in_use(void)
+{
+	return gh_bytes_in_use;
+}
+
+/*
+ * gh_release_callback frees what the resource owner being released still
+ * holds.  On commit that is a leak in gpuhash, reported as a WARNING the
+ * way PostgreSQL reports leaked buffers; on abort it is the normal path.
+ */
+static void
+gh_release_callback(ResourceReleasePhase phase, bool isCommit,
+					bool isTopLevel, void *arg)
+{
+	dlist_mutable_iter iter;
+
+	if (phase != RESOURCE_RELEASE_AFTER_LOCKS)
+		return;
+	dlist_foreach_modify(iter, &gh_allocs)
+	{
+		GhAlloc    *a = dlist_container(GhAlloc, node, iter.cur);
+
+		if (a->owner != CurrentResourceOwner)
+			continue;
+		if (isCommit)
+			elog(WARNING, "gpuhash device memory leak: %zu bytes still allocated",
+				 a->bytes);
+		gh_free_entry(a, false);
+	}
+}
+
+void *
+gh_stream(GhTarget target)
+{
+	return target == GH_TARGET_GPU ? gh_gpu_stream : NULL;
+}
+
+void
+gh_copy_htod(GhTarget target, void *dst, const void *src, size_t bytes)
+{
+	gh_error	err;
+	gh_status	st;
+
+	if (target == GH_TARGET_CPU)
+	{
+		memcpy(dst, src, bytes);
+		return;
+	}
+	memset(&err, 0, sizeof(err));
+	st = gh_cuda_memcpy_htod(dst, src, bytes, gh_gpu_stream, &err);
+	if (st != GH_OK)
+		gpuhash_report(st, &err, "copying to the GPU");
+}
+
+void
+gh_copy_dtoh(GhTarget target, void *dst, const void *src, size_t bytes)
+{
+	gh_error	err;
+	gh_status	st;
+
+	if (target == GH_TARGET_CPU)
+	{
+		memcpy(dst, src, bytes);
+		return;
+	}
+	memset(&err, 0, sizeof(err));
+	st = gh_cuda_memcpy_dtoh(dst, src, bytes, gh_gpu_stream, &err);
+	if (st != GH_OK)
+		gpuhash_report(st, &err, "copying from the GPU");
+}
+
+/* gh_sync waits for the work queued on target's stream. */
+void
+gh_sync(GhTarget target)
+{
+	gh_error	err;
+	gh_status	st;
+
+	if (target != GH_TARGET_GPU)
+		return;
+	memset(&err, 0, sizeof(err));
+	st = gh_cuda_stream_sync(gh_gpu_stream, &err);
+	if (st != GH_OK)
+		gpuhash_report(st, &err, "waiting for the GPU");
+}

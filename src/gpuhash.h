@@ -1,0 +1,53 @@
+/*-------------------------------------------------------------------------
+ * gpuhash.h
+ *	  Declarations shared by the PostgreSQL side of gpuhash (src/).
+ *-------------------------------------------------------------------------
+ */
+#ifndef GPUHASH_H
+#define GPUHASH_H
+
+#include "gpuhash_cuda.h"
+
+/* gpuhash.device */
+typedef enum GpuhashDeviceSetting
+{
+	GPUHASH_DEVICE_AUTO,
+	GPUHASH_DEVICE_GPU,
+	GPUHASH_DEVICE_CPU
+} GpuhashDeviceSetting;
+
+/* Where a GPU operator runs, once gpuhash.device has been resolved. */
+typedef enum GhTarget
+{
+	GH_TARGET_NONE,				/* nowhere: leave PostgreSQL's plans alone */
+	GH_TARGET_GPU,
+	GH_TARGET_CPU				/* the CPU twin of the device code */
+} GhTarget;
+
+/* settings (gpuhash.c) */
+extern bool gpuhash_enabled;
+extern int	gpuhash_device;
+extern bool gpuhash_force_join;
+extern int	gpuhash_inject_alloc_failure;
+
+/* device layer (device.c) */
+extern void gpuhash_init_device(void);
+extern GhTarget gpuhash_plan_target(void);
+extern GhTarget gpuhash_exec_target(void);
+extern const char *gpuhash_target_name(GhTarget target);
+extern int	gpuhash_gpu_count(void);
+extern void gpuhash_report(gh_status status, const gh_error *err,
+						   const char *action);
+extern void *gh_dev_alloc(GhTarget target, size_t bytes);
+extern void *gh_host_alloc(GhTarget target, size_t bytes);
+extern void gh_dev_free(void *ptr);
+extern void gh_copy_htod(GhTarget target, void *dst, const void *src,
+						 size_t bytes);
+extern void gh_copy_dtoh(GhTarget target, void *dst, const void *src,
+						 size_t bytes);
+extern void gh_sync(GhTarget target);
+extern void *gh_stream(GhTarget target);
+extern size_t gh_dev_bytes_in_use(void);
+extern void gpuhash_reset_alloc_injection(void);
+
+#endif							/* GPUHASH_H */

@@ -1,0 +1,111 @@
+#!/bin/bash
+# test/lib.sh - shared helpers for test/run.sh and demo.sh: installing what a
+# fresh Debian 12 machine lacks, running PostgreSQL programs as a non-root
+# user (initdb and postgres refuse root), and throwaway clusters.
+
+GPUHASH_ROOT=${GPUHASH_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+
+# gh_install_deps: install build and test dependencies when they are missing
+# and we may (root with apt-get).  A GPU host has them from .gpuhost/ instead.
+gh_install_deps() {
+  local need=()
+  command -v pg_config >/dev/null 2>&1 || need+=(postgresql-server-dev-15)
+  [ -x /usr/lib/postgresql/15/bin/postgres ] || command -v postgres >/dev/null 2>&1 || need+=(postgresql-15)
+  command -v pg_prove >/dev/null 2>&1 || need+=(libtap-parser-sourcehandler-pgtap-perl)
+  command -v make >/dev/null 2>&1 || need+=(make)
+  command -v gcc >/dev/null 2>&1 || need+=(gcc)
+  local sharedir
+  sharedir=$(pg_config --sharedir 2>/dev/null)
+  if [ -z "$sharedir" ] || ! ls "$sharedir"/extension/pgtap.control >/dev/null 2>&1; then
+    need+=(postgresql-15-pgtap)
+  fi
+  [ ${#need[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "missing: ${need[*]}; install them (Debian: apt-get install ${need[*]})" >&2
+    return 1
+  fi
+  echo "installing ${need[*]}"
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq "${need[@]}" >/dev/null
+}
+
+# gh_pg_bindir: PostgreSQL's server programs (initdb, pg_ctl, postgres)
+gh_pg_bindir() { pg_config --bindir; }
+
+# GH_OSUSER: the user that runs clusters (postgres here, pgrun on a GPU host)
+if [ "$(id -u)" -eq 0 ]; then
+  GH_OSUSER=${GPUHASH_OSUSER:-$(id -u postgres >/dev/null 2>&1 && echo postgres || echo pgrun)}
+  id "$GH_OSUSER" >/dev/null 2>&1 || useradd -m "$GH_OSUSER"
+else
+  GH_OSUSER=$(id -un)
+fi
+
+# gh_as_pg CMD...: run a command as GH_OSUSER, keeping the paths we need
+gh_as_pg() {
+  if [ "$(id -u)" -eq 0 ]; then
+    local q v envs=(PATH="$PATH")
+    for v in LD_LIBRARY_PATH PERL5LIB PGHOST PGPORT PGUSER PGDATABASE PGOPTIONS; do
+      [ -n "${!v:-}" ] && envs+=("$v=${!v}")
+    done
+    q=$(printf '%q ' env "${envs[@]}" "$@")
+    su -s /bin/bash "$GH_OSUSER" -c "cd /tmp && $q"
+  else
+    "$@"
+  fi
+}
+
+# gh_tmpdir: a fresh directory owned by GH_OSUSER
+gh_tmpdir() {
+  local d
+  d=$(mktemp -d /tmp/gpuhash.XXXXXX)
+  chmod 755 "$d"
+  [ "$(id -u)" -eq 0 ] && chown "$GH_OSUSER" "$d"
+  echo "$d"
+}
+
+# gh_free_port: a TCP port nothing listens on
+gh_free_port() {
+  local p
+  for p in $(seq 54320 54420); do
+    if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && [ ! -e /tmp/.s.PGSQL.$p ]; then
+      echo $p; return 0
+    fi
+  done
+  return 1
+}
+
+# gh_cluster_start DIR PORT [EXTRA_CONF]: initdb + start with gpuhash preloaded;
+# exports PGHOST, PGPORT, PGUSER, PGDATABASE for the clients that follow.
+gh_cluster_start() {
+  local dir=$1 port=$2 extra=${3:-}
+  local bin
+  bin=$(gh_pg_bindir)
+  gh_as_pg "$bin/initdb" -D "$dir/data" -U postgres --no-sync -A trust >"$dir/initdb.log" 2>&1 \
+    || { cat "$dir/initdb.log"; return 1; }
+  cat >>"$dir/data/postgresql.conf" <<CONF
+port = $port
+listen_addresses = ''
+unix_socket_directories = '$dir'
+shared_preload_libraries = 'gpuhash'
+fsync = off
+max_parallel_workers_per_gather = 2
+$extra
+CONF
+  gh_as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start >/dev/null \
+    || { cat "$dir/server.log"; return 1; }
+  export PGHOST=$dir PGPORT=$port PGUSER=postgres PGDATABASE=postgres
+}
+
+# gh_cluster_stop DIR
+gh_cluster_stop() {
+  gh_as_pg "$(gh_pg_bindir)/pg_ctl" -D "$1/data" -m fast -w stop >/dev/null 2>&1 || true
+}
+
+# gh_build_install LOG [MAKE ARGS]: build and install the extension (needs
+# write access to pg_config's directories: root, or a user who owns them)
+gh_build_install() {
+  local log=$1; shift
+  if ! (cd "$GPUHASH_ROOT" && make clean && make "$@" && make install "$@") >"$log" 2>&1; then
+    tail -40 "$log"; return 1
+  fi
+}

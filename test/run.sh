@@ -1,0 +1,110 @@
+#!/bin/bash
+# test/run.sh - build, install and run every gpuhash test; exits non-zero on
+# any failure and ends with a "N passed, N failed" line.
+#
+#   test/run.sh                      CPU twin (any machine, CI)
+#   GPUHASH_TEST_DEVICE=gpu test/run.sh   on a GPU host: the same suites with
+#                                    gpuhash.device = gpu, plus the CUDA tests
+#
+# Suites: the multimap unit tests (test/cuda), pg_regress (sql/, expected/)
+# in a temporary preloaded instance, and pgTAP (test/pgtap) via pg_prove in a
+# throwaway cluster.  Logs go to $GPUHASH_TEST_LOGDIR (default: a temp dir).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+cd "$GPUHASH_ROOT"
+
+device=${GPUHASH_TEST_DEVICE:-cpu}
+case $device in cpu) expect_gpu=off ;; gpu) expect_gpu=on ;;
+  *) echo "GPUHASH_TEST_DEVICE must be cpu or gpu" >&2; exit 2 ;; esac
+logdir=${GPUHASH_TEST_LOGDIR:-$(mktemp -d /tmp/gpuhash-test-logs.XXXXXX)}
+mkdir -p "$logdir"
+passed=0 failed=0
+
+note() { printf '\n== %s\n' "$*"; }
+# count_tap FILE: add a TAP stream's ok / not ok lines to the totals
+count_tap() {
+  local ok nok
+  ok=$(grep -cE '^ *ok [0-9]+' "$1" || true)
+  nok=$(grep -cE '^ *not ok [0-9]+' "$1" || true)
+  passed=$((passed + ok)); failed=$((failed + nok))
+  echo "$ok passed, $nok failed in $(basename "$1")"
+}
+
+note "dependencies"
+gh_install_deps || exit 1
+
+note "build and install (log: $logdir/build.log)"
+if ! gh_build_install "$logdir/build.log"; then
+  echo "build failed"; echo "0 passed, 1 failed"; exit 1
+fi
+grep -E 'warning' "$logdir/build.log" | head -20
+
+note "multimap unit tests (CPU twin)"
+if [ -f test/cuda/Makefile ]; then
+  if make -s -C test/cuda cpu >"$logdir/multimap-cpu.tap" 2>&1; then :; else
+    failed=$((failed + 1)); echo "multimap CPU test exited non-zero"; fi
+  count_tap "$logdir/multimap-cpu.tap"
+  grep -E '^ *not ok' "$logdir/multimap-cpu.tap" | head -20
+  if [ "$device" = gpu ]; then
+    note "multimap unit tests (GPU vs CPU)"
+    if make -s -C test/cuda gpu >"$logdir/multimap-gpu.tap" 2>&1; then :; else
+      failed=$((failed + 1)); echo "multimap GPU test exited non-zero"; fi
+    count_tap "$logdir/multimap-gpu.tap"
+    grep -E '^ *not ok' "$logdir/multimap-gpu.tap" | head -20
+  fi
+fi
+
+note "pg_regress (gpuhash.device = $device)"
+work=$(gh_tmpdir)
+cat >"$work/regress.conf" <<CONF
+shared_preload_libraries = 'gpuhash'
+gpuhash.device = $device
+gpuhash_test.gpu = $expect_gpu
+max_parallel_workers_per_gather = 2
+CONF
+tests=$(sed -n 's/^REGRESS *= *//p' Makefile)
+pgxs=$(dirname "$(pg_config --pgxs)")/..
+gh_as_pg "$pgxs/test/regress/pg_regress" \
+  --inputdir="$GPUHASH_ROOT" --outputdir="$work" \
+  --temp-instance="$work/tmp_check" --temp-config="$work/regress.conf" \
+  --bindir="$(gh_pg_bindir)" --dbname=contrib_regression $tests \
+  >"$logdir/regress.log" 2>&1
+cat "$logdir/regress.log" | grep -E '^(test|ok|not ok|     |\s+[a-z_]+ +\.\.\.)|tests (passed|failed)' || true
+ok=$(grep -cE '\.\.\. ok|^ok ' "$logdir/regress.log" || true)
+nok=$(grep -cE '\.\.\. FAILED|^not ok ' "$logdir/regress.log" || true)
+if [ $((ok + nok)) -eq 0 ]; then nok=1; cat "$logdir/regress.log"; fi
+passed=$((passed + ok)); failed=$((failed + nok))
+rm -rf "$logdir/regress-results"; cp -r "$work/results" "$logdir/regress-results" 2>/dev/null
+[ -f "$work/regression.diffs" ] && cp "$work/regression.diffs" "$logdir/" && head -60 "$work/regression.diffs"
+
+note "pgTAP (gpuhash.device = $device)"
+cl=$(gh_tmpdir)
+port=$(gh_free_port)
+if gh_cluster_start "$cl" "$port" "gpuhash.device = $device
+gpuhash_test.gpu = $expect_gpu"; then
+  gh_as_pg psql -X -q -d postgres -c "CREATE DATABASE gpuhash_tap" >/dev/null
+  gh_as_pg psql -X -q -d gpuhash_tap -c "CREATE EXTENSION pgtap" >/dev/null
+  # pg_prove reads the files as GH_OSUSER: give it a readable copy
+  cp -r test/pgtap "$cl/pgtap" && chmod -R a+rX "$cl/pgtap"
+  gh_as_pg pg_prove --verbose -h "$cl" -p "$port" -U postgres -d gpuhash_tap \
+    "$cl"/pgtap/*.sql >"$logdir/pgtap.log" 2>&1
+  rc=$?
+  count_tap "$logdir/pgtap.log"
+  grep -E '^ *not ok|Dubious|Parse errors|Failed' "$logdir/pgtap.log" | head -20
+  # a file that died or planned a different count: one more failure each
+  dubious=$(grep -cE '^Dubious|Parse errors' "$logdir/pgtap.log" || true)
+  failed=$((failed + dubious))
+  if [ $rc -ne 0 ] && [ "$dubious" -eq 0 ] && ! grep -qE '^ *not ok' "$logdir/pgtap.log"; then
+    failed=$((failed + 1)); echo "pg_prove exited $rc"; tail -20 "$logdir/pgtap.log"; fi
+  cp "$cl/server.log" "$logdir/pgtap-server.log" 2>/dev/null
+  gh_cluster_stop "$cl"
+else
+  failed=$((failed + 1)); echo "could not start the pgTAP cluster"
+fi
+rm -rf "$cl" "$work"
+
+echo
+echo "logs: $logdir"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
