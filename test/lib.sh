@@ -8,6 +8,7 @@ GPUHASH_ROOT=${GPUHASH_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 # gh_install_deps: install build and test dependencies when they are missing
 # and we may (root with apt-get).  A GPU host has them from .gpuhost/ instead.
 gh_install_deps() {
+  [ -n "${GPUHASH_SKIP_DEPS:-}" ] && return 0
   local need=()
   command -v pg_config >/dev/null 2>&1 || need+=(postgresql-server-dev-15)
   [ -x /usr/lib/postgresql/15/bin/postgres ] || command -v postgres >/dev/null 2>&1 || need+=(postgresql-15)
