@@ -1,0 +1,1084 @@
+/*
+ * multimap.cu
+ *     GPU static multimap (64-bit row hash -> 32-bit row index): the kernels
+ *     and the extern "C" gh_mm_*_gpu functions of gpuhash_cuda.h.
+ *
+ * Design.  The layout and the probe sequence are gh_layout.h's (one slot per
+ * distinct hash, rows grouped by hash after the slots, one allocation).  A
+ * tile of G threads (cg::tiled_partition<G>, G chosen at run time among
+ * 1..32) handles one key at a time: each thread loads one 16-byte slot of the
+ * key's window, so a window is one coalesced load, and ballots decide "hash
+ * here" / "empty slot here".
+ *
+ * Every kernel works on warp batches of 32*B consecutive rows.  Lane i loads
+ * the hashes of rows base + 32*b + i (coalesced); the tiles then take those
+ * rows round by round through shuffles, with the first window of several
+ * rounds loaded before any is examined so that each thread keeps several
+ * independent random loads in flight; each result goes back by shuffle to the
+ * lane that owns the row.  So each lane ends up with its own rows' groups and
+ * every global write of the batch is coalesced.
+ *
+ * Build = init slots; insert (find or claim the slot with a 64-bit CAS, then
+ * count, one atomic per distinct slot per warp thanks to match_any); give each
+ * group an end offset (one packed atomic per warp hands out row ranges and
+ * counts distinct hashes; groups need not be in slot order, so no scan and no
+ * scratch); scatter (atomicSub on the group's offset, again once per slot per
+ * warp, leaves offset at the group's start).
+ *
+ * Retrieve: each warp computes its batch's output counts, scans them with
+ * shuffles, reserves room for the whole batch with ONE global atomicAdd, and
+ * writes each row's pairs contiguously.  The per-row descriptors (offset,
+ * count, scan) stay in registers and are read across lanes by shuffles, which
+ * is the per-warp staging: rows with at most one pair write straight to
+ * consecutive positions, bigger groups are copied by the whole warp, 32 pairs
+ * per step, so stores are coalesced at any multiplicity.
+ *
+ * Library code: never prints, exits or throws; every CUDA call and launch is
+ * checked and reported through gh_error.
+ */
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include "gh_layout.h"
+
+namespace cg = cooperative_groups;
+
+namespace {
+
+constexpr int kBlock = 256;
+constexpr int kWarpsPerBlock = kBlock / 32;
+constexpr unsigned kFull = 0xffffffffu;
+
+/* Rows per lane per batch: more rows amortize the reservation atomic and add
+ * loads in flight; big tiles already have G rounds per batch. */
+template <int G>
+struct Batch
+{
+    static constexpr int B = G >= 16 ? 1 : 4;
+    static constexpr int ROUNDS = G * B;          /* tile rounds per batch */
+    static constexpr int PF = ROUNDS < 4 ? ROUNDS : 4; /* windows in flight */
+};
+
+struct Table
+{
+    ulonglong2 *slots; /* capacity + 1 slots as {hash, count | offset << 32} */
+    uint64_t capacity;
+    uint64_t mask; /* nwindows - 1 */
+    int scheme;
+};
+
+enum LookupMode
+{
+    kProbe,  /* result: the slot's {count | offset << 32}, 0 if absent */
+    kFind,   /* result: the slot index, GH_NO_SLOT if absent */
+    kInsert  /* result: the slot index, claimed if absent; GH_NO_SLOT if full */
+};
+
+/* Window loads.  Probes run on a finished table: read-only path.  The build
+ * reads slots that other threads are claiming: L2 (coherent) only. */
+template <int MODE>
+__device__ __forceinline__ ulonglong2 load_slot(const ulonglong2 *p)
+{
+    if (MODE == kProbe)
+        return __ldg(p);
+    return __ldcg(p);
+}
+
+__device__ __forceinline__ unsigned lane_id()
+{
+    return threadIdx.x & 31;
+}
+
+/*
+ * Resolve one key in a tile: window 0 was already loaded into v.  Returns the
+ * mode's result in every lane of the tile.  hash != GH_EMPTY_HASH.
+ */
+template <int G, int MODE>
+__device__ __forceinline__ uint64_t resolve(const cg::thread_block_tile<G> &tile,
+                                            const Table &T, uint64_t hash,
+                                            gh_seq seq, ulonglong2 v, uint32_t *full)
+{
+    const unsigned j = tile.thread_rank();
+    uint64_t step = 0;
+
+    for (;;)
+    {
+        const uint64_t base = seq.window * G;
+        const unsigned hit = tile.ballot(v.x == hash);
+
+        if (hit)
+        {
+            const int src = __ffs(hit) - 1;
+
+            if (MODE == kProbe)
+                return tile.shfl(v.y, src);
+            return base + src;
+        }
+        const unsigned empty = tile.ballot(v.x == GH_EMPTY_HASH);
+
+        if (empty)
+        {
+            if (MODE != kInsert)
+                return MODE == kProbe ? 0 : GH_NO_SLOT;
+
+            /* Claim the first empty slot; a lost race shows the winner's
+             * hash, which may be ours, so look at the window again. */
+            const int f = __ffs(empty) - 1;
+            unsigned long long old = 0;
+
+            if (j == (unsigned) f)
+                old = atomicCAS(reinterpret_cast<unsigned long long *>(&T.slots[base + f].x),
+                                (unsigned long long) GH_EMPTY_HASH,
+                                (unsigned long long) hash);
+            old = tile.shfl(old, f);
+            if (old == GH_EMPTY_HASH)
+                return base + f;
+            if (j == (unsigned) f)
+                v.x = old;
+            continue;
+        }
+        if (++step > T.mask)
+        {
+            if (MODE == kInsert && j == 0)
+                *full = 1;
+            return MODE == kProbe ? 0 : GH_NO_SLOT;
+        }
+        seq.window = gh_seq_next_window(&seq);
+        v = load_slot<MODE>(&T.slots[seq.window * G + j]);
+    }
+}
+
+/*
+ * The batch lookup.  Lane i brings hash[b] / ok[b] of row base + 32*b + i and
+ * gets back res[b] for that row (undefined where !ok[b]).  Must be called by
+ * all 32 lanes of the warp.
+ */
+template <int G, int MODE>
+__device__ __forceinline__ void warp_lookup(const Table &T, const uint64_t (&hash)[Batch<G>::B],
+                                            const bool (&ok)[Batch<G>::B],
+                                            uint64_t (&res)[Batch<G>::B], uint32_t *full)
+{
+    constexpr int B = Batch<G>::B;
+    constexpr int NT = 32 / G; /* tiles per warp */
+    constexpr int ROUNDS = Batch<G>::ROUNDS;
+    constexpr int PF = Batch<G>::PF;
+    const cg::thread_block_tile<G> tile = cg::tiled_partition<G>(cg::this_thread_block());
+    const unsigned lane = lane_id();
+    const unsigned t = lane / G;
+    const unsigned j = lane % G;
+
+#pragma unroll
+    for (int b = 0; b < B; b++)
+        res[b] = MODE == kProbe ? 0 : GH_NO_SLOT;
+
+#pragma unroll
+    for (int k0 = 0; k0 < ROUNDS; k0 += PF)
+    {
+        uint64_t kh[PF];
+        bool kv[PF];
+        gh_seq seq[PF];
+        ulonglong2 w[PF];
+
+        /* Issue the first window of PF rounds before examining any. */
+#pragma unroll
+        for (int q = 0; q < PF; q++)
+        {
+            const int k = k0 + q;
+            const int b = k / G; /* rows of round k all come from hash[b] */
+            const unsigned src = (unsigned) ((k * NT) % 32) + t;
+
+            kh[q] = G == 1 ? hash[b] : __shfl_sync(kFull, hash[b], src);
+            kv[q] = G == 1 ? ok[b] : __shfl_sync(kFull, (int) ok[b], src) != 0;
+            seq[q] = gh_seq_start(kh[q], T.mask + 1, T.scheme);
+            if (kv[q] && kh[q] != GH_EMPTY_HASH)
+                w[q] = load_slot<MODE>(&T.slots[seq[q].window * G + j]);
+            else
+                w[q] = make_ulonglong2(0, 0);
+        }
+
+#pragma unroll
+        for (int q = 0; q < PF; q++)
+        {
+            const int k = k0 + q;
+            const int b = k / G;
+            uint64_t r = MODE == kProbe ? 0 : GH_NO_SLOT;
+
+            if (kv[q])
+            {
+                if (kh[q] == GH_EMPTY_HASH)
+                {
+                    if (MODE == kProbe)
+                        r = __ldg(&T.slots[T.capacity]).y;
+                    else
+                        r = T.capacity;
+                }
+                else
+                    r = resolve<G, MODE>(tile, T, kh[q], seq[q], w[q], full);
+            }
+            /* Round k's tile t worked on the row of lane (k*NT)%32 + t. */
+            if (G == 1)
+                res[b] = r;
+            else
+            {
+                const uint64_t got = __shfl_sync(kFull, r, (lane % NT) * G);
+
+                if (lane / NT == (unsigned) (((k * NT) % 32) / NT))
+                    res[b] = got;
+            }
+        }
+    }
+}
+
+/* Inclusive warp scan. */
+__device__ __forceinline__ uint64_t warp_scan(uint64_t x)
+{
+    const unsigned lane = lane_id();
+
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1)
+    {
+        const uint64_t y = __shfl_up_sync(kFull, x, d);
+
+        if (lane >= (unsigned) d)
+            x += y;
+    }
+    return x;
+}
+
+/* Number of entries of the warp's nondecreasing incl[] that are <= item. */
+__device__ __forceinline__ unsigned warp_upper_bound(uint64_t incl, uint64_t item)
+{
+    unsigned lo = 0;
+
+#pragma unroll
+    for (unsigned s = 16; s > 0; s >>= 1)
+    {
+        const uint64_t v = __shfl_sync(kFull, incl, lo + s - 1);
+
+        if (v <= item)
+            lo += s;
+    }
+    return lo;
+}
+
+__device__ __forceinline__ uint32_t group_count(uint64_t y)
+{
+    return (uint32_t) y;
+}
+
+__device__ __forceinline__ uint32_t group_offset(uint64_t y)
+{
+    return (uint32_t) (y >> 32);
+}
+
+/* Warp-uniform loop bounds over batches of 32*B rows. */
+struct WarpLoop
+{
+    uint64_t first;
+    uint64_t stride;
+};
+
+template <int B>
+__device__ __forceinline__ WarpLoop warp_loop()
+{
+    const uint64_t warp = ((uint64_t) blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const uint64_t nwarps = ((uint64_t) gridDim.x * blockDim.x) / 32;
+    WarpLoop l;
+
+    l.first = warp * 32 * B;
+    l.stride = nwarps * 32 * B;
+    return l;
+}
+
+template <int B>
+__device__ __forceinline__ void load_hashes(const uint64_t *__restrict__ src, uint64_t n,
+                                            uint64_t base, uint64_t (&h)[B], bool (&ok)[B])
+{
+    const unsigned lane = lane_id();
+
+#pragma unroll
+    for (int b = 0; b < B; b++)
+    {
+        const uint64_t row = base + 32 * (uint64_t) b + lane;
+
+        ok[b] = row < n;
+        /* Read once: stream past L2 so the table keeps the cache. */
+        h[b] = ok[b] ? __ldcs(reinterpret_cast<const unsigned long long *>(src + row)) : 0;
+    }
+}
+
+/* ---------------------------------------------------------------------
+ * Build kernels
+ * ---------------------------------------------------------------------
+ */
+__global__ void __launch_bounds__(kBlock) k_init(ulonglong2 *slots, uint64_t nslots, gh_ctrl *ctrl)
+{
+    const uint64_t stride = (uint64_t) gridDim.x * blockDim.x;
+
+    for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < nslots; i += stride)
+        slots[i] = make_ulonglong2(GH_EMPTY_HASH, 0);
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+    {
+        ctrl->placed = 0;
+        ctrl->out_cursor = 0;
+        ctrl->full = 0;
+    }
+}
+
+/*
+ * Insert and count.  Lanes whose rows landed in one slot add to its count
+ * with one atomic (match_any), which matters for skewed and adversarial
+ * inputs where thousands of rows share a slot.
+ */
+template <int G>
+__global__ void __launch_bounds__(kBlock) k_insert(Table T, const uint64_t *__restrict__ hashes,
+                                                   uint64_t n, gh_ctrl *ctrl)
+{
+    constexpr int B = Batch<G>::B;
+    const WarpLoop L = warp_loop<B>();
+    const unsigned lane = lane_id();
+
+    for (uint64_t base = L.first; base < n; base += L.stride)
+    {
+        uint64_t h[B];
+        bool ok[B];
+        uint64_t slot[B];
+
+        load_hashes<B>(hashes, n, base, h, ok);
+        warp_lookup<G, kInsert>(T, h, ok, slot, &ctrl->full);
+#pragma unroll
+        for (int b = 0; b < B; b++)
+        {
+            const uint64_t s = ok[b] ? slot[b] : GH_NO_SLOT;
+            const unsigned peers = __match_any_sync(kFull, (unsigned long long) s);
+
+            if (s != GH_NO_SLOT && lane == (unsigned) (__ffs(peers) - 1))
+                atomicAdd(reinterpret_cast<unsigned *>(&T.slots[s].y), (unsigned) __popc(peers));
+        }
+    }
+}
+
+/*
+ * Hand each group the end of a row range.  A warp takes K*32 slots, scans its
+ * counts and reserves the rows of all its groups and their number with one
+ * atomic on (distinct << 32 | rows); rows <= GH_MAX_ROWS never carries.
+ */
+constexpr int kOffsetsPerLane = 4;
+
+__global__ void __launch_bounds__(kBlock) k_offsets(ulonglong2 *slots, uint64_t nslots, gh_ctrl *ctrl)
+{
+    constexpr int K = kOffsetsPerLane;
+    const WarpLoop L = warp_loop<K>();
+    const unsigned lane = lane_id();
+
+    for (uint64_t base = L.first; base < nslots; base += L.stride)
+    {
+        uint32_t c[K];
+        uint32_t sum = 0;
+        uint32_t nonempty = 0;
+
+#pragma unroll
+        for (int k = 0; k < K; k++)
+        {
+            const uint64_t i = base + 32 * (uint64_t) k + lane;
+
+            c[k] = i < nslots ? (uint32_t) slots[i].y : 0;
+            sum += c[k];
+            nonempty += c[k] != 0;
+        }
+        const uint32_t incl = (uint32_t) warp_scan(sum);
+        const uint32_t total = __shfl_sync(kFull, incl, 31);
+        const uint32_t distinct = __reduce_add_sync(kFull, nonempty);
+        unsigned long long start = 0;
+
+        if (lane == 0 && total != 0)
+            start = atomicAdd(reinterpret_cast<unsigned long long *>(&ctrl->placed),
+                              ((unsigned long long) distinct << 32) | total);
+        uint32_t end = (uint32_t) __shfl_sync(kFull, start, 0) + incl - sum;
+
+#pragma unroll
+        for (int k = 0; k < K; k++)
+        {
+            if (c[k] != 0)
+            {
+                const uint64_t i = base + 32 * (uint64_t) k + lane;
+
+                end += c[k];
+                reinterpret_cast<unsigned *>(&slots[i].y)[1] = end;
+            }
+        }
+    }
+}
+
+/* Scatter row indices into their groups; offset walks down to the start. */
+template <int G>
+__global__ void __launch_bounds__(kBlock) k_scatter(Table T, const uint64_t *__restrict__ hashes,
+                                                    uint64_t n, uint32_t *rows)
+{
+    constexpr int B = Batch<G>::B;
+    const WarpLoop L = warp_loop<B>();
+    const unsigned lane = lane_id();
+
+    for (uint64_t base = L.first; base < n; base += L.stride)
+    {
+        uint64_t h[B];
+        bool ok[B];
+        uint64_t slot[B];
+
+        load_hashes<B>(hashes, n, base, h, ok);
+        warp_lookup<G, kFind>(T, h, ok, slot, nullptr);
+#pragma unroll
+        for (int b = 0; b < B; b++)
+        {
+            const uint64_t s = ok[b] ? slot[b] : GH_NO_SLOT;
+            const unsigned peers = __match_any_sync(kFull, (unsigned long long) s);
+            const int leader = __ffs(peers) - 1;
+            const unsigned npeers = __popc(peers);
+            const unsigned rank = __popc(peers & ((1u << lane) - 1));
+            unsigned end = 0;
+
+            if (s != GH_NO_SLOT && lane == (unsigned) leader)
+                end = atomicSub(reinterpret_cast<unsigned *>(&T.slots[s].y) + 1, npeers);
+            end = __shfl_sync(kFull, end, leader);
+            if (s != GH_NO_SLOT)
+                rows[end - npeers + rank] = (uint32_t) (base + 32 * (uint64_t) b + lane);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------
+ * Probe kernels
+ * ---------------------------------------------------------------------
+ */
+__device__ __forceinline__ uint64_t out_count(int kind, uint32_t count)
+{
+    return gh_out_count((gh_probe_kind) kind, count);
+}
+
+template <int G>
+__global__ void __launch_bounds__(kBlock) k_count(Table T, const uint64_t *__restrict__ probe,
+                                                  uint64_t n, int kind, gh_ctrl *ctrl)
+{
+    constexpr int B = Batch<G>::B;
+    __shared__ unsigned long long warp_sums[kWarpsPerBlock];
+    const WarpLoop L = warp_loop<B>();
+    const unsigned lane = lane_id();
+    uint64_t sum = 0;
+
+    for (uint64_t base = L.first; base < n; base += L.stride)
+    {
+        uint64_t h[B];
+        bool ok[B];
+        uint64_t y[B];
+
+        load_hashes<B>(probe, n, base, h, ok);
+        warp_lookup<G, kProbe>(T, h, ok, y, nullptr);
+#pragma unroll
+        for (int b = 0; b < B; b++)
+            if (ok[b])
+                sum += out_count(kind, group_count(y[b]));
+    }
+
+    /* One atomic per block. */
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1)
+        sum += __shfl_down_sync(kFull, sum, d);
+    if (lane == 0)
+        warp_sums[threadIdx.x / 32] = sum;
+    __syncthreads();
+    if (threadIdx.x == 0)
+    {
+        unsigned long long total = 0;
+
+        for (int w = 0; w < kWarpsPerBlock; w++)
+            total += warp_sums[w];
+        if (total != 0)
+            atomicAdd(reinterpret_cast<unsigned long long *>(&ctrl->out_cursor), total);
+    }
+}
+
+template <int G>
+__global__ void __launch_bounds__(kBlock) k_retrieve(Table T, const uint32_t *__restrict__ rows,
+                                                     const uint64_t *__restrict__ probe,
+                                                     uint64_t n, int kind,
+                                                     uint32_t *__restrict__ out_outer,
+                                                     uint32_t *__restrict__ out_inner,
+                                                     uint64_t out_capacity, gh_ctrl *ctrl)
+{
+    constexpr int B = Batch<G>::B;
+    const WarpLoop L = warp_loop<B>();
+    const unsigned lane = lane_id();
+
+    for (uint64_t base = L.first; base < n; base += L.stride)
+    {
+        uint64_t h[B];
+        bool ok[B];
+        uint64_t y[B];
+        uint64_t nout[B];
+        uint64_t incl[B];
+        uint64_t start[B];
+        uint64_t batch_total = 0;
+
+        load_hashes<B>(probe, n, base, h, ok);
+        warp_lookup<G, kProbe>(T, h, ok, y, nullptr);
+#pragma unroll
+        for (int b = 0; b < B; b++)
+        {
+            nout[b] = ok[b] ? out_count(kind, group_count(y[b])) : 0;
+            incl[b] = warp_scan(nout[b]);
+            start[b] = batch_total;
+            batch_total += __shfl_sync(kFull, incl[b], 31);
+        }
+        if (batch_total == 0)
+            continue;
+
+        /* The batch's one reservation in the output. */
+        unsigned long long at = 0;
+
+        if (lane == 0)
+            at = atomicAdd(reinterpret_cast<unsigned long long *>(&ctrl->out_cursor),
+                           (unsigned long long) batch_total);
+        at = __shfl_sync(kFull, at, 0);
+
+#pragma unroll
+        for (int b = 0; b < B; b++)
+        {
+            const uint64_t first = at + start[b];
+            const uint32_t outer = (uint32_t) (base + 32 * (uint64_t) b + lane);
+            const uint32_t count = group_count(y[b]);
+
+            if (__ballot_sync(kFull, nout[b] > 1) == 0)
+            {
+                /* At most one pair per row: consecutive lanes, consecutive slots. */
+                if (nout[b] != 0)
+                {
+                    const uint64_t pos = first + incl[b] - 1;
+                    const uint32_t inner = count ? __ldg(&rows[group_offset(y[b])]) : GH_NO_ROW;
+
+                    if (pos < out_capacity)
+                    {
+                        __stcs(&out_outer[pos], outer);
+                        __stcs(&out_inner[pos], inner);
+                    }
+                }
+                continue;
+            }
+
+            /* Whole warp copies the groups, 32 pairs a step. */
+            const uint64_t total = __shfl_sync(kFull, incl[b], 31);
+
+            for (uint64_t i0 = 0; i0 < total; i0 += 32)
+            {
+                const uint64_t item = i0 + lane;
+                const unsigned seg = warp_upper_bound(incl[b], item < total ? item : total - 1);
+                const uint64_t seg_first = __shfl_sync(kFull, incl[b] - nout[b], seg);
+                const uint64_t seg_y = __shfl_sync(kFull, y[b], seg);
+
+                if (item < total)
+                {
+                    const uint64_t pos = first + item;
+                    const uint32_t cnt = group_count(seg_y);
+                    const uint32_t inner =
+                        cnt ? __ldg(&rows[group_offset(seg_y) + (item - seg_first)]) : GH_NO_ROW;
+
+                    if (pos < out_capacity)
+                    {
+                        __stcs(&out_outer[pos], (uint32_t) (base + 32 * (uint64_t) b + seg));
+                        __stcs(&out_inner[pos], inner);
+                    }
+                }
+            }
+        }
+    }
+}
+
+template <int G>
+__global__ void __launch_bounds__(kBlock) k_ranges(Table T, const uint64_t *__restrict__ probe,
+                                                   uint64_t n, uint32_t *__restrict__ first,
+                                                   uint32_t *__restrict__ count)
+{
+    constexpr int B = Batch<G>::B;
+    const WarpLoop L = warp_loop<B>();
+    const unsigned lane = lane_id();
+
+    for (uint64_t base = L.first; base < n; base += L.stride)
+    {
+        uint64_t h[B];
+        bool ok[B];
+        uint64_t y[B];
+
+        load_hashes<B>(probe, n, base, h, ok);
+        warp_lookup<G, kProbe>(T, h, ok, y, nullptr);
+#pragma unroll
+        for (int b = 0; b < B; b++)
+        {
+            if (ok[b])
+            {
+                const uint64_t row = base + 32 * (uint64_t) b + lane;
+                const uint32_t c = group_count(y[b]);
+
+                __stcs(&first[row], c ? group_offset(y[b]) : 0u);
+                __stcs(&count[row], c);
+            }
+        }
+    }
+}
+
+/*
+ * Mark matched inner rows.  The bit of a group's first row is its claim: the
+ * lane that sets it marks the rest of the group (with the whole warp, as in
+ * retrieve), every later probe of the group stops at that one bit.
+ */
+template <int G>
+__global__ void __launch_bounds__(kBlock) k_mark(Table T, const uint32_t *__restrict__ rows,
+                                                 const uint64_t *__restrict__ probe, uint64_t n,
+                                                 uint32_t *matched)
+{
+    constexpr int B = Batch<G>::B;
+    const WarpLoop L = warp_loop<B>();
+    const unsigned lane = lane_id();
+
+    for (uint64_t base = L.first; base < n; base += L.stride)
+    {
+        uint64_t h[B];
+        bool ok[B];
+        uint64_t y[B];
+
+        load_hashes<B>(probe, n, base, h, ok);
+        warp_lookup<G, kProbe>(T, h, ok, y, nullptr);
+#pragma unroll
+        for (int b = 0; b < B; b++)
+        {
+            const uint32_t count = ok[b] ? group_count(y[b]) : 0;
+            uint64_t rest = 0;
+
+            if (count != 0)
+            {
+                const uint32_t r = __ldg(&rows[group_offset(y[b])]);
+                const uint32_t bit = 1u << (r & 31);
+
+                if ((atomicOr(&matched[r >> 5], bit) & bit) == 0)
+                    rest = count - 1;
+            }
+            const uint64_t incl = warp_scan(rest);
+            const uint64_t total = __shfl_sync(kFull, incl, 31);
+
+            for (uint64_t i0 = 0; i0 < total; i0 += 32)
+            {
+                const uint64_t item = i0 + lane;
+                const unsigned seg = warp_upper_bound(incl, item < total ? item : total - 1);
+                const uint64_t seg_first = __shfl_sync(kFull, incl - rest, seg);
+                const uint64_t seg_y = __shfl_sync(kFull, y[b], seg);
+
+                if (item < total)
+                {
+                    const uint32_t r = __ldg(&rows[group_offset(seg_y) + 1 + (item - seg_first)]);
+
+                    atomicOr(&matched[r >> 5], 1u << (r & 31));
+                }
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------
+ * Host side
+ * ---------------------------------------------------------------------
+ */
+gh_status set_error(gh_error *err, gh_status status, const char *where)
+{
+    if (err != nullptr)
+    {
+        err->status = status;
+        err->cuda_code = 0;
+        err->cuda_name = nullptr;
+        err->cuda_string = nullptr;
+        err->where = where;
+    }
+    return status;
+}
+
+gh_status set_cuda_error(gh_error *err, cudaError_t e, const char *where)
+{
+    const gh_status status = e == cudaErrorMemoryAllocation ? GH_ERR_OOM : GH_ERR_CUDA;
+
+    if (err != nullptr)
+    {
+        err->status = status;
+        err->cuda_code = (int) e;
+        err->cuda_name = cudaGetErrorName(e);
+        err->cuda_string = cudaGetErrorString(e);
+        err->where = where;
+    }
+    return status;
+}
+
+gh_status set_ok(gh_error *err)
+{
+    return set_error(err, GH_OK, nullptr);
+}
+
+#define GH_CUDA(call, where)                                                                       \
+    do                                                                                             \
+    {                                                                                              \
+        const cudaError_t e_ = (call);                                                             \
+        if (e_ != cudaSuccess)                                                                     \
+            return set_cuda_error(err, e_, where);                                                 \
+    } while (0)
+
+/* A launch: the kernel, then the launch error, named after the kernel. */
+#define GH_LAUNCH(where, kernel, grid, ...)                                                        \
+    do                                                                                             \
+    {                                                                                              \
+        kernel<<<(grid), kBlock, 0, st>>>(__VA_ARGS__);                                            \
+        GH_CUDA(cudaGetLastError(), where);                                                        \
+    } while (0)
+
+/*
+ * Blocks for a grid-stride kernel over `units` warp batches: no more than fill
+ * the device once (more blocks only add scheduling), and no more than the
+ * work.
+ */
+template <typename K>
+gh_status grid_for(K kernel, uint64_t units, int *grid, gh_error *err)
+{
+    int dev = 0;
+    int sms = 0;
+    int per_sm = 0;
+
+    GH_CUDA(cudaGetDevice(&dev), "cudaGetDevice");
+    GH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev),
+            "cudaDeviceGetAttribute");
+    GH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, 0),
+            "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    if (per_sm < 1)
+        per_sm = 1;
+    const uint64_t full = (uint64_t) sms * per_sm;
+    const uint64_t blocks = (units + kWarpsPerBlock - 1) / kWarpsPerBlock;
+
+    *grid = (int) (blocks < full ? (blocks ? blocks : 1) : full);
+    return GH_OK;
+}
+
+Table make_table(const gh_mm *mm)
+{
+    Table T;
+
+    T.slots = static_cast<ulonglong2 *>(mm->mem);
+    T.capacity = mm->capacity;
+    T.mask = mm->capacity / (uint64_t) mm->params.group_size - 1;
+    T.scheme = mm->params.scheme;
+    return T;
+}
+
+gh_ctrl *ctrl_of(const gh_mm *mm)
+{
+    return reinterpret_cast<gh_ctrl *>(static_cast<char *>(mm->mem) + gh_ctrl_offset(mm->capacity));
+}
+
+uint32_t *rows_of(const gh_mm *mm)
+{
+    return reinterpret_cast<uint32_t *>(static_cast<char *>(mm->mem) + gh_rows_offset(mm->capacity));
+}
+
+bool mm_valid(const gh_mm *mm)
+{
+    return mm != nullptr && mm->mem != nullptr && gh_params_valid(&mm->params) &&
+           mm->capacity >= (uint64_t) mm->params.group_size &&
+           mm->capacity <= GH_MAX_CAPACITY && (mm->capacity & (mm->capacity - 1)) == 0;
+}
+
+template <int G>
+gh_status build_g(const gh_mm *mm, const uint64_t *d_hashes, cudaStream_t st, gh_error *err)
+{
+    constexpr int B = Batch<G>::B;
+    const Table T = make_table(mm);
+    gh_ctrl *ctrl = ctrl_of(mm);
+    const uint64_t n = mm->nrows;
+    const uint64_t nslots = mm->capacity + 1;
+    int grid;
+    gh_status s;
+
+    if ((s = grid_for(k_init, (nslots + 255) / 32, &grid, err)) != GH_OK)
+        return s;
+    GH_LAUNCH("k_init", k_init, grid, T.slots, nslots, ctrl);
+    if (n == 0)
+        return GH_OK;
+
+    if ((s = grid_for(k_insert<G>, (n + 32 * B - 1) / (32 * B), &grid, err)) != GH_OK)
+        return s;
+    GH_LAUNCH("k_insert", k_insert<G>, grid, T, d_hashes, n, ctrl);
+
+    if ((s = grid_for(k_offsets, (nslots + 32 * kOffsetsPerLane - 1) / (32 * kOffsetsPerLane),
+                      &grid, err)) != GH_OK)
+        return s;
+    GH_LAUNCH("k_offsets", k_offsets, grid, T.slots, nslots, ctrl);
+
+    if ((s = grid_for(k_scatter<G>, (n + 32 * B - 1) / (32 * B), &grid, err)) != GH_OK)
+        return s;
+    GH_LAUNCH("k_scatter", k_scatter<G>, grid, T, d_hashes, n, rows_of(mm));
+    return GH_OK;
+}
+
+template <int G>
+gh_status count_g(const gh_mm *mm, const uint64_t *d_probe, uint64_t n, gh_probe_kind kind,
+                  cudaStream_t st, gh_error *err)
+{
+    constexpr int B = Batch<G>::B;
+    int grid;
+    gh_status s;
+
+    if ((s = grid_for(k_count<G>, (n + 32 * B - 1) / (32 * B), &grid, err)) != GH_OK)
+        return s;
+    GH_LAUNCH("k_count", k_count<G>, grid, make_table(mm), d_probe, n, (int) kind, ctrl_of(mm));
+    return GH_OK;
+}
+
+template <int G>
+gh_status retrieve_g(const gh_mm *mm, const uint64_t *d_probe, uint64_t n, gh_probe_kind kind,
+                     uint32_t *d_outer, uint32_t *d_inner, uint64_t cap, cudaStream_t st,
+                     gh_error *err)
+{
+    constexpr int B = Batch<G>::B;
+    int grid;
+    gh_status s;
+
+    if ((s = grid_for(k_retrieve<G>, (n + 32 * B - 1) / (32 * B), &grid, err)) != GH_OK)
+        return s;
+    GH_LAUNCH("k_retrieve", k_retrieve<G>, grid, make_table(mm), rows_of(mm), d_probe, n,
+              (int) kind, d_outer, d_inner, cap, ctrl_of(mm));
+    return GH_OK;
+}
+
+template <int G>
+gh_status ranges_g(const gh_mm *mm, const uint64_t *d_probe, uint64_t n, uint32_t *d_first,
+                   uint32_t *d_count, cudaStream_t st, gh_error *err)
+{
+    constexpr int B = Batch<G>::B;
+    int grid;
+    gh_status s;
+
+    if ((s = grid_for(k_ranges<G>, (n + 32 * B - 1) / (32 * B), &grid, err)) != GH_OK)
+        return s;
+    GH_LAUNCH("k_ranges", k_ranges<G>, grid, make_table(mm), d_probe, n, d_first, d_count);
+    return GH_OK;
+}
+
+template <int G>
+gh_status mark_g(const gh_mm *mm, const uint64_t *d_probe, uint64_t n, uint32_t *d_matched,
+                 cudaStream_t st, gh_error *err)
+{
+    constexpr int B = Batch<G>::B;
+    int grid;
+    gh_status s;
+
+    if ((s = grid_for(k_mark<G>, (n + 32 * B - 1) / (32 * B), &grid, err)) != GH_OK)
+        return s;
+    GH_LAUNCH("k_mark", k_mark<G>, grid, make_table(mm), rows_of(mm), d_probe, n, d_matched);
+    return GH_OK;
+}
+
+/* The run-time group size picks one of the six instantiations. */
+gh_status build_dispatch(const gh_mm *mm, const uint64_t *d_hashes, cudaStream_t st,
+                         gh_error *err)
+{
+#define GH_CALL(G) build_g<G>(mm, d_hashes, st, err)
+    switch (mm->params.group_size)
+    {
+        case 1: return GH_CALL(1);
+        case 2: return GH_CALL(2);
+        case 4: return GH_CALL(4);
+        case 8: return GH_CALL(8);
+        case 16: return GH_CALL(16);
+        case 32: return GH_CALL(32);
+    }
+#undef GH_CALL
+    return set_error(err, GH_ERR_INVALID, "group_size");
+}
+
+/* Reads the control block back; the one host synchronization of a call. */
+gh_status read_ctrl(const gh_mm *mm, gh_ctrl *out, cudaStream_t st, gh_error *err)
+{
+    GH_CUDA(cudaMemcpyAsync(out, ctrl_of(mm), sizeof(gh_ctrl), cudaMemcpyDeviceToHost, st),
+            "cudaMemcpyAsync");
+    GH_CUDA(cudaStreamSynchronize(st), "cudaStreamSynchronize");
+    return GH_OK;
+}
+
+gh_status reset_cursor(const gh_mm *mm, cudaStream_t st, gh_error *err)
+{
+    GH_CUDA(cudaMemsetAsync(&ctrl_of(mm)->out_cursor, 0, sizeof(uint64_t), st), "cudaMemsetAsync");
+    return GH_OK;
+}
+
+} /* namespace */
+
+extern "C" {
+
+gh_status gh_mm_build_gpu_capacity(gh_mm *mm, void *mem, const uint64_t *d_hashes, uint32_t nrows,
+                                   const gh_mm_params *params, uint64_t capacity, void *stream,
+                                   gh_error *err)
+{
+    const cudaStream_t st = static_cast<cudaStream_t>(stream);
+    gh_ctrl ctrl;
+    gh_status s;
+
+    if (mm == nullptr || mem == nullptr || ((uintptr_t) mem & 15) != 0 ||
+        !gh_params_valid(params) || nrows > GH_MAX_ROWS || (nrows > 0 && d_hashes == nullptr) ||
+        capacity == 0 || capacity > GH_MAX_CAPACITY || (capacity & (capacity - 1)) != 0 ||
+        capacity < (uint64_t) params->group_size)
+        return set_error(err, GH_ERR_INVALID, "gh_mm_build_gpu");
+
+    mm->mem = mem;
+    mm->capacity = capacity;
+    mm->nrows = nrows;
+    mm->ndistinct = 0;
+    mm->params = *params;
+
+    if ((s = build_dispatch(mm, d_hashes, st, err)) != GH_OK)
+        return s;
+    if ((s = read_ctrl(mm, &ctrl, st, err)) != GH_OK)
+        return s;
+    if (ctrl.full)
+        return set_error(err, GH_ERR_TABLE_FULL, "gh_mm_build_gpu");
+    mm->ndistinct = (uint32_t) (ctrl.placed >> 32);
+    return set_ok(err);
+}
+
+gh_status gh_mm_build_gpu(gh_mm *mm, void *mem, const uint64_t *d_hashes, uint32_t nrows,
+                          const gh_mm_params *params, void *stream, gh_error *err)
+{
+    uint64_t capacity = 0;
+
+    if (nrows <= GH_MAX_ROWS)
+        capacity = gh_capacity_for(nrows, params);
+    if (capacity == 0)
+        return set_error(err, GH_ERR_INVALID, "gh_mm_build_gpu");
+    return gh_mm_build_gpu_capacity(mm, mem, d_hashes, nrows, params, capacity, stream, err);
+}
+
+gh_status gh_mm_probe_count_gpu(const gh_mm *mm, const uint64_t *d_probe, uint32_t nprobe,
+                                gh_probe_kind kind, uint64_t *total, void *stream, gh_error *err)
+{
+    const cudaStream_t st = static_cast<cudaStream_t>(stream);
+    gh_ctrl ctrl;
+    gh_status s;
+
+    if (!mm_valid(mm) || (nprobe > 0 && d_probe == nullptr) || !gh_kind_valid(kind) ||
+        total == nullptr)
+        return set_error(err, GH_ERR_INVALID, "gh_mm_probe_count_gpu");
+    if ((s = reset_cursor(mm, st, err)) != GH_OK)
+        return s;
+    if (nprobe > 0)
+    {
+        switch (mm->params.group_size)
+        {
+            case 1: s = count_g<1>(mm, d_probe, nprobe, kind, st, err); break;
+            case 2: s = count_g<2>(mm, d_probe, nprobe, kind, st, err); break;
+            case 4: s = count_g<4>(mm, d_probe, nprobe, kind, st, err); break;
+            case 8: s = count_g<8>(mm, d_probe, nprobe, kind, st, err); break;
+            case 16: s = count_g<16>(mm, d_probe, nprobe, kind, st, err); break;
+            default: s = count_g<32>(mm, d_probe, nprobe, kind, st, err); break;
+        }
+        if (s != GH_OK)
+            return s;
+    }
+    if ((s = read_ctrl(mm, &ctrl, st, err)) != GH_OK)
+        return s;
+    *total = ctrl.out_cursor;
+    return set_ok(err);
+}
+
+gh_status gh_mm_probe_retrieve_gpu(const gh_mm *mm, const uint64_t *d_probe, uint32_t nprobe,
+                                   gh_probe_kind kind, uint32_t *d_out_outer,
+                                   uint32_t *d_out_inner, uint64_t out_capacity,
+                                   uint64_t *written, void *stream, gh_error *err)
+{
+    const cudaStream_t st = static_cast<cudaStream_t>(stream);
+    gh_ctrl ctrl;
+    gh_status s;
+
+    if (written != nullptr)
+        *written = 0;
+    if (!mm_valid(mm) || (nprobe > 0 && d_probe == nullptr) || !gh_kind_valid(kind) ||
+        written == nullptr ||
+        (out_capacity > 0 && (d_out_outer == nullptr || d_out_inner == nullptr)))
+        return set_error(err, GH_ERR_INVALID, "gh_mm_probe_retrieve_gpu");
+    if ((s = reset_cursor(mm, st, err)) != GH_OK)
+        return s;
+    if (nprobe > 0)
+    {
+        switch (mm->params.group_size)
+        {
+            case 1: s = retrieve_g<1>(mm, d_probe, nprobe, kind, d_out_outer, d_out_inner, out_capacity, st, err); break;
+            case 2: s = retrieve_g<2>(mm, d_probe, nprobe, kind, d_out_outer, d_out_inner, out_capacity, st, err); break;
+            case 4: s = retrieve_g<4>(mm, d_probe, nprobe, kind, d_out_outer, d_out_inner, out_capacity, st, err); break;
+            case 8: s = retrieve_g<8>(mm, d_probe, nprobe, kind, d_out_outer, d_out_inner, out_capacity, st, err); break;
+            case 16: s = retrieve_g<16>(mm, d_probe, nprobe, kind, d_out_outer, d_out_inner, out_capacity, st, err); break;
+            default: s = retrieve_g<32>(mm, d_probe, nprobe, kind, d_out_outer, d_out_inner, out_capacity, st, err); break;
+        }
+        if (s != GH_OK)
+            return s;
+    }
+    if ((s = read_ctrl(mm, &ctrl, st, err)) != GH_OK)
+        return s;
+    /* The cursor counts every pair reserved, written or not. */
+    *written = ctrl.out_cursor < out_capacity ? ctrl.out_cursor : out_capacity;
+    if (ctrl.out_cursor > out_capacity)
+        return set_error(err, GH_ERR_OVERFLOW, "gh_mm_probe_retrieve_gpu");
+    return set_ok(err);
+}
+
+gh_status gh_mm_probe_ranges_gpu(const gh_mm *mm, const uint64_t *d_probe, uint32_t nprobe,
+                                 uint32_t *d_first, uint32_t *d_count, void *stream, gh_error *err)
+{
+    const cudaStream_t st = static_cast<cudaStream_t>(stream);
+    gh_status s = GH_OK;
+
+    if (!mm_valid(mm) ||
+        (nprobe > 0 && (d_probe == nullptr || d_first == nullptr || d_count == nullptr)))
+        return set_error(err, GH_ERR_INVALID, "gh_mm_probe_ranges_gpu");
+    if (nprobe > 0)
+    {
+        switch (mm->params.group_size)
+        {
+            case 1: s = ranges_g<1>(mm, d_probe, nprobe, d_first, d_count, st, err); break;
+            case 2: s = ranges_g<2>(mm, d_probe, nprobe, d_first, d_count, st, err); break;
+            case 4: s = ranges_g<4>(mm, d_probe, nprobe, d_first, d_count, st, err); break;
+            case 8: s = ranges_g<8>(mm, d_probe, nprobe, d_first, d_count, st, err); break;
+            case 16: s = ranges_g<16>(mm, d_probe, nprobe, d_first, d_count, st, err); break;
+            default: s = ranges_g<32>(mm, d_probe, nprobe, d_first, d_count, st, err); break;
+        }
+        if (s != GH_OK)
+            return s;
+    }
+    return set_ok(err);
+}
+
+gh_status gh_mm_mark_matched_gpu(const gh_mm *mm, const uint64_t *d_probe, uint32_t nprobe,
+                                 uint32_t *d_matched, void *stream, gh_error *err)
+{
+    const cudaStream_t st = static_cast<cudaStream_t>(stream);
+    gh_status s = GH_OK;
+
+    if (!mm_valid(mm) || (nprobe > 0 && d_probe == nullptr) ||
+        (mm->nrows > 0 && d_matched == nullptr))
+        return set_error(err, GH_ERR_INVALID, "gh_mm_mark_matched_gpu");
+    if (nprobe > 0 && mm->nrows > 0)
+    {
+        switch (mm->params.group_size)
+        {
+            case 1: s = mark_g<1>(mm, d_probe, nprobe, d_matched, st, err); break;
+            case 2: s = mark_g<2>(mm, d_probe, nprobe, d_matched, st, err); break;
+            case 4: s = mark_g<4>(mm, d_probe, nprobe, d_matched, st, err); break;
+            case 8: s = mark_g<8>(mm, d_probe, nprobe, d_matched, st, err); break;
+            case 16: s = mark_g<16>(mm, d_probe, nprobe, d_matched, st, err); break;
+            default: s = mark_g<32>(mm, d_probe, nprobe, d_matched, st, err); break;
+        }
+        if (s != GH_OK)
+            return s;
+    }
+    return set_ok(err);
+}
+
+} /* extern "C" */

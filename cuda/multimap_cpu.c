@@ -1,0 +1,361 @@
+/*
+ * multimap_cpu.c
+ *     The CPU twin of the static multimap (gpuhash.device = cpu), plus the
+ *     size and row-array helpers that both twins share.
+ *
+ * Same layout and probe sequence as the GPU (gh_layout.h), run sequentially,
+ * so that a table built on either side can be probed on either side and the
+ * GPU tests can use this file as their reference.  The build inserts every
+ * hash (counting rows per distinct hash), turns the counts into group ends by
+ * a running sum in slot order, then scatters row indices from the last row to
+ * the first, so each group lists its rows in ascending order.  Retrieve emits
+ * outer rows in ascending order.
+ *
+ * Plain C99: no PostgreSQL, no allocation, no output; errors come back as
+ * status codes.
+ */
+#include <string.h>
+
+#include "gh_layout.h"
+
+static gh_status
+set_error(gh_error *err, gh_status status, const char *where)
+{
+    if (err != NULL)
+    {
+        err->status = status;
+        err->cuda_code = 0;
+        err->cuda_name = NULL;
+        err->cuda_string = NULL;
+        err->where = where;
+    }
+    return status;
+}
+
+static gh_status
+set_ok(gh_error *err)
+{
+    if (err != NULL)
+    {
+        err->status = GH_OK;
+        err->cuda_code = 0;
+        err->cuda_name = NULL;
+        err->cuda_string = NULL;
+        err->where = NULL;
+    }
+    return GH_OK;
+}
+
+size_t
+gh_mm_bytes(uint32_t nrows, const gh_mm_params *params, uint64_t *capacity)
+{
+    uint64_t cap = 0;
+
+    if (nrows <= GH_MAX_ROWS)
+        cap = gh_capacity_for(nrows, params);
+    if (capacity != NULL)
+        *capacity = cap;
+    return cap ? gh_total_bytes(cap, nrows) : 0;
+}
+
+const uint32_t *
+gh_mm_rows(const gh_mm *mm)
+{
+    if (mm == NULL || mm->mem == NULL)
+        return NULL;
+    return (const uint32_t *) ((const char *) mm->mem + gh_rows_offset(mm->capacity));
+}
+
+/* The slot holding hash h, or GH_NO_SLOT.  h == EMPTY: the sentinel slot. */
+static uint64_t
+cpu_lookup(const gh_slot *slots, uint64_t capacity, int g, int scheme, uint64_t h)
+{
+    uint64_t nwindows = capacity / (uint64_t) g;
+    gh_seq seq;
+    uint64_t step;
+
+    if (h == GH_EMPTY_HASH)
+        return capacity;
+    seq = gh_seq_start(h, nwindows, scheme);
+    for (step = 0; step < nwindows; step++)
+    {
+        uint64_t base = seq.window * (uint64_t) g;
+        int empty = 0;
+        int j;
+
+        for (j = 0; j < g; j++)
+        {
+            uint64_t sh = slots[base + j].hash;
+
+            if (sh == h)
+                return base + j;
+            if (sh == GH_EMPTY_HASH)
+                empty = 1;
+        }
+        if (empty)
+            return GH_NO_SLOT;
+        seq.window = gh_seq_next_window(&seq);
+    }
+    return GH_NO_SLOT;
+}
+
+/* The slot of h, claiming the first empty slot on its path if it is new. */
+static uint64_t
+cpu_find_or_insert(gh_slot *slots, uint64_t capacity, int g, int scheme, uint64_t h)
+{
+    uint64_t nwindows = capacity / (uint64_t) g;
+    gh_seq seq;
+    uint64_t step;
+
+    if (h == GH_EMPTY_HASH)
+        return capacity;
+    seq = gh_seq_start(h, nwindows, scheme);
+    for (step = 0; step < nwindows; step++)
+    {
+        uint64_t base = seq.window * (uint64_t) g;
+        uint64_t first_empty = GH_NO_SLOT;
+        int j;
+
+        for (j = 0; j < g; j++)
+        {
+            uint64_t sh = slots[base + j].hash;
+
+            if (sh == h)
+                return base + j;
+            if (sh == GH_EMPTY_HASH && first_empty == GH_NO_SLOT)
+                first_empty = base + j;
+        }
+        if (first_empty != GH_NO_SLOT)
+        {
+            slots[first_empty].hash = h;
+            return first_empty;
+        }
+        seq.window = gh_seq_next_window(&seq);
+    }
+    return GH_NO_SLOT;
+}
+
+gh_status
+gh_mm_build_cpu_capacity(gh_mm *mm, void *mem, const uint64_t *hashes,
+                         uint32_t nrows, const gh_mm_params *params,
+                         uint64_t capacity, gh_error *err)
+{
+    gh_slot *slots;
+    uint32_t *rows;
+    uint64_t s;
+    uint64_t sum = 0;
+    uint32_t ndistinct = 0;
+    int g;
+    int scheme;
+    uint32_t i;
+
+    if (mm == NULL || mem == NULL || ((uintptr_t) mem & 15) != 0 ||
+        !gh_params_valid(params) || nrows > GH_MAX_ROWS ||
+        (nrows > 0 && hashes == NULL) || capacity == 0 ||
+        capacity > GH_MAX_CAPACITY || (capacity & (capacity - 1)) != 0 ||
+        capacity < (uint64_t) params->group_size)
+        return set_error(err, GH_ERR_INVALID, "gh_mm_build_cpu");
+
+    g = params->group_size;
+    scheme = params->scheme;
+    mm->mem = mem;
+    mm->capacity = capacity;
+    mm->nrows = nrows;
+    mm->ndistinct = 0;
+    mm->params = *params;
+
+    slots = (gh_slot *) mem;
+    rows = (uint32_t *) ((char *) mem + gh_rows_offset(capacity));
+    for (s = 0; s <= capacity; s++)
+    {
+        slots[s].hash = GH_EMPTY_HASH;
+        slots[s].count = 0;
+        slots[s].offset = 0;
+    }
+    memset((char *) mem + gh_ctrl_offset(capacity), 0, sizeof(gh_ctrl));
+
+    for (i = 0; i < nrows; i++)
+    {
+        uint64_t slot = cpu_find_or_insert(slots, capacity, g, scheme, hashes[i]);
+
+        if (slot == GH_NO_SLOT)
+            return set_error(err, GH_ERR_TABLE_FULL, "gh_mm_build_cpu");
+        slots[slot].count++;
+    }
+
+    /* Group ends in slot order; the scatter below walks them back to starts. */
+    for (s = 0; s <= capacity; s++)
+    {
+        if (slots[s].count == 0)
+            continue;
+        sum += slots[s].count;
+        slots[s].offset = (uint32_t) sum;
+        ndistinct++;
+    }
+
+    for (i = nrows; i-- > 0;)
+    {
+        uint64_t slot = cpu_lookup(slots, capacity, g, scheme, hashes[i]);
+
+        rows[--slots[slot].offset] = i;
+    }
+
+    mm->ndistinct = ndistinct;
+    return set_ok(err);
+}
+
+gh_status
+gh_mm_build_cpu(gh_mm *mm, void *mem, const uint64_t *hashes, uint32_t nrows,
+                const gh_mm_params *params, gh_error *err)
+{
+    uint64_t capacity = 0;
+
+    if (nrows <= GH_MAX_ROWS)
+        capacity = gh_capacity_for(nrows, params);
+    if (capacity == 0)
+        return set_error(err, GH_ERR_INVALID, "gh_mm_build_cpu");
+    return gh_mm_build_cpu_capacity(mm, mem, hashes, nrows, params, capacity, err);
+}
+
+static int
+mm_valid(const gh_mm *mm)
+{
+    return mm != NULL && mm->mem != NULL && gh_params_valid(&mm->params) &&
+           mm->capacity >= (uint64_t) mm->params.group_size &&
+           (mm->capacity & (mm->capacity - 1)) == 0;
+}
+
+/* The group (first row in rows[], count) of probe hash h; count 0: none. */
+static void
+cpu_group(const gh_mm *mm, uint64_t h, uint32_t *first, uint32_t *count)
+{
+    const gh_slot *slots = (const gh_slot *) mm->mem;
+    uint64_t slot = cpu_lookup(slots, mm->capacity, mm->params.group_size,
+                               mm->params.scheme, h);
+
+    if (slot == GH_NO_SLOT || slots[slot].count == 0)
+    {
+        *first = 0;
+        *count = 0;
+        return;
+    }
+    *first = slots[slot].offset;
+    *count = slots[slot].count;
+}
+
+gh_status
+gh_mm_probe_count_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
+                      gh_probe_kind kind, uint64_t *total, gh_error *err)
+{
+    uint64_t sum = 0;
+    uint32_t p;
+
+    if (!mm_valid(mm) || (nprobe > 0 && probe == NULL) || !gh_kind_valid(kind) ||
+        total == NULL)
+        return set_error(err, GH_ERR_INVALID, "gh_mm_probe_count_cpu");
+    for (p = 0; p < nprobe; p++)
+    {
+        uint32_t first;
+        uint32_t count;
+
+        cpu_group(mm, probe[p], &first, &count);
+        sum += gh_out_count(kind, count);
+    }
+    *total = sum;
+    return set_ok(err);
+}
+
+gh_status
+gh_mm_probe_retrieve_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
+                         gh_probe_kind kind, uint32_t *out_outer,
+                         uint32_t *out_inner, uint64_t out_capacity,
+                         uint64_t *written, gh_error *err)
+{
+    const uint32_t *rows;
+    uint64_t n = 0;
+    uint32_t p;
+
+    if (written != NULL)
+        *written = 0;
+    if (!mm_valid(mm) || (nprobe > 0 && probe == NULL) || !gh_kind_valid(kind) ||
+        written == NULL ||
+        (out_capacity > 0 && (out_outer == NULL || out_inner == NULL)))
+        return set_error(err, GH_ERR_INVALID, "gh_mm_probe_retrieve_cpu");
+
+    rows = gh_mm_rows(mm);
+    for (p = 0; p < nprobe; p++)
+    {
+        uint32_t first;
+        uint32_t count;
+        uint64_t nout;
+        uint64_t k;
+
+        cpu_group(mm, probe[p], &first, &count);
+        nout = gh_out_count(kind, count);
+        for (k = 0; k < nout; k++)
+        {
+            if (n == out_capacity)
+            {
+                *written = n;
+                return set_error(err, GH_ERR_OVERFLOW, "gh_mm_probe_retrieve_cpu");
+            }
+            out_outer[n] = p;
+            out_inner[n] = count ? rows[first + k] : GH_NO_ROW;
+            n++;
+        }
+    }
+    *written = n;
+    return set_ok(err);
+}
+
+gh_status
+gh_mm_probe_ranges_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
+                       uint32_t *first, uint32_t *count, gh_error *err)
+{
+    uint32_t p;
+
+    if (!mm_valid(mm) ||
+        (nprobe > 0 && (probe == NULL || first == NULL || count == NULL)))
+        return set_error(err, GH_ERR_INVALID, "gh_mm_probe_ranges_cpu");
+    for (p = 0; p < nprobe; p++)
+        cpu_group(mm, probe[p], &first[p], &count[p]);
+    return set_ok(err);
+}
+
+/*
+ * A group is marked whole or not at all, so a set bit on its first row means
+ * the whole group is already marked: repeated probes of a big group cost one
+ * bit test.  (The bits must therefore be set only by this function.)
+ */
+gh_status
+gh_mm_mark_matched_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
+                       uint32_t *matched, gh_error *err)
+{
+    const uint32_t *rows;
+    uint32_t p;
+
+    if (!mm_valid(mm) || (nprobe > 0 && probe == NULL) ||
+        (mm->nrows > 0 && matched == NULL))
+        return set_error(err, GH_ERR_INVALID, "gh_mm_mark_matched_cpu");
+
+    rows = gh_mm_rows(mm);
+    for (p = 0; p < nprobe; p++)
+    {
+        uint32_t first;
+        uint32_t count;
+        uint32_t k;
+
+        cpu_group(mm, probe[p], &first, &count);
+        if (count == 0)
+            continue;
+        if (matched[rows[first] >> 5] & (1u << (rows[first] & 31)))
+            continue;
+        for (k = 0; k < count; k++)
+        {
+            uint32_t r = rows[first + k];
+
+            matched[r >> 5] |= 1u << (r & 31);
+        }
+    }
+    return set_ok(err);
+}
