@@ -306,7 +306,7 @@ gpuhash_reset_alloc_injection(void)
 }
 
 static void *
-gh_alloc(GhTarget target, size_t bytes, bool pinned_host)
+gh_alloc(GhTarget target, size_t bytes, bool pinned_host, bool oom_ok)
 {
 	GhAlloc    *a;
 	gh_error	err;
@@ -347,6 +347,8 @@ gh_alloc(GhTarget target, size_t bytes, bool pinned_host)
 	if (st != GH_OK)
 	{
 		pfree(a);
+		if (st == GH_ERR_OOM && oom_ok)
+			return NULL;
 		gpuhash_report(st, &err, "allocating device memory");
 	}
 	dlist_push_head(&gh_allocs, &a->node);
@@ -362,7 +364,17 @@ gh_alloc(GhTarget target, size_t bytes, bool pinned_host)
 void *
 gh_dev_alloc(GhTarget target, size_t bytes)
 {
-	return gh_alloc(target, bytes, false);
+	return gh_alloc(target, bytes, false, false);
+}
+
+/*
+ * gh_dev_try_alloc is gh_dev_alloc, except that running out of memory
+ * returns NULL instead of raising an ERROR, for callers with a fallback.
+ */
+void *
+gh_dev_try_alloc(GhTarget target, size_t bytes)
+{
+	return gh_alloc(target, bytes, false, true);
 }
 
 /*
@@ -372,7 +384,7 @@ gh_dev_alloc(GhTarget target, size_t bytes)
 void *
 gh_host_alloc(GhTarget target, size_t bytes)
 {
-	return gh_alloc(target, bytes, target == GH_TARGET_GPU);
+	return gh_alloc(target, bytes, target == GH_TARGET_GPU, false);
 }
 
 /*

@@ -19,6 +19,7 @@
 #include "utils/guc.h"
 
 #include "gpuhash.h"
+#include "gpuhash_join.h"
 
 PG_MODULE_MAGIC;
 
@@ -26,6 +27,18 @@ bool		gpuhash_enabled = true;
 int			gpuhash_device = GPUHASH_DEVICE_AUTO;
 bool		gpuhash_force_join = false;
 int			gpuhash_inject_alloc_failure = 0;
+int			gpuhash_batch_rows = 65536;
+double		gpuhash_load_factor = 0.5;
+int			gpuhash_group_size = 4;
+int			gpuhash_probe_scheme = GH_PROBE_LINEAR;
+int			gpuhash_device_memory_limit = 0;
+double		gpuhash_join_setup_cost = 1000.0;
+
+static const struct config_enum_entry probe_scheme_options[] = {
+	{"linear", GH_PROBE_LINEAR, false},
+	{"double", GH_PROBE_DOUBLE, false},
+	{NULL, 0, false}
+};
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", GPUHASH_DEVICE_AUTO, false},
@@ -35,6 +48,7 @@ static const struct config_enum_entry device_options[] = {
 };
 
 static void assign_inject_alloc_failure(int newval, void *extra);
+static bool check_group_size(int *newval, void **extra, GucSource source);
 
 void		_PG_init(void);
 
@@ -83,9 +97,77 @@ _PG_init(void)
 							GUC_NOT_IN_SAMPLE,
 							NULL, assign_inject_alloc_failure, NULL);
 
+	DefineCustomIntVariable("gpuhash.batch_rows",
+							"Outer rows sent to the device per probe batch.",
+							NULL,
+							&gpuhash_batch_rows,
+							65536, 1, 16 * 1024 * 1024,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomRealVariable("gpuhash.load_factor",
+							 "Largest fraction of hash table slots in use.",
+							 "Lower is faster to probe and uses more device memory.",
+							 &gpuhash_load_factor,
+							 0.5, 0.05, 0.95,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuhash.group_size",
+							"Threads that probe one row together (1, 2, 4, 8, 16 or 32).",
+							NULL,
+							&gpuhash_group_size,
+							4, 1, 32,
+							PGC_USERSET,
+							0,
+							check_group_size, NULL, NULL);
+
+	DefineCustomEnumVariable("gpuhash.probe_scheme",
+							 "Hash table probing: linear or double hashing.",
+							 NULL,
+							 &gpuhash_probe_scheme,
+							 GH_PROBE_LINEAR,
+							 probe_scheme_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuhash.device_memory_limit",
+							"Device memory one hash table may use; 0 means what the GPU has.",
+							"Larger joins are not planned on the GPU; if one runs anyway it "
+							"finishes on the CPU.",
+							&gpuhash_device_memory_limit,
+							0, 0, INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomRealVariable("gpuhash.join_setup_cost",
+							 "Planner's estimate of the fixed cost of a GPU join.",
+							 NULL,
+							 &gpuhash_join_setup_cost,
+							 1000.0, 0.0, 1e12,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
 	MarkGUCPrefixReserved("gpuhash");
 
 	gpuhash_init_device();
+	gpuhash_init_join_plan();
+}
+
+static bool
+check_group_size(int *newval, void **extra, GucSource source)
+{
+	if (*newval & (*newval - 1))
+	{
+		GUC_check_errdetail("gpuhash.group_size must be 1, 2, 4, 8, 16 or 32.");
+		return false;
+	}
+	return true;
 }
 
 /*

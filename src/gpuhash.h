@@ -39,6 +39,7 @@ extern int	gpuhash_gpu_count(void);
 extern void gpuhash_report(gh_status status, const gh_error *err,
 						   const char *action);
 extern void *gh_dev_alloc(GhTarget target, size_t bytes);
+extern void *gh_dev_try_alloc(GhTarget target, size_t bytes);
 extern void *gh_host_alloc(GhTarget target, size_t bytes);
 extern void gh_dev_free(void *ptr);
 extern void gh_copy_htod(GhTarget target, void *dst, const void *src,

@@ -1,0 +1,178 @@
+/*-------------------------------------------------------------------------
+ * hashtable.c
+ *	  The static multimap of one join, on the GPU or the CPU twin.
+ *
+ * A thin layer over gh_mm_* (cuda/gpuhash_cuda.h) that owns the table's
+ * memory through the device layer, keeps a host view of the table's row
+ * array (the executor walks it for every candidate), and reuses device
+ * buffers across probe batches.  When the GPU has no room for a table (a
+ * wrong estimate, or other work holding the memory), the join finishes on
+ * the CPU twin with the same rows: slower, never wrong.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "portability/instr_time.h"
+#include "utils/memutils.h"
+
+#include "gpuhash_join.h"
+
+static void
+table_params(gh_mm_params *params)
+{
+	params->load_factor = gpuhash_load_factor;
+	params->group_size = gpuhash_group_size;
+	params->scheme = (gh_probe_scheme) gpuhash_probe_scheme;
+}
+
+static void
+check(gh_status st, gh_error *err, const char *action)
+{
+	if (st != GH_OK)
+		gpuhash_report(st, err, action);
+}
+
+/*
+ * build_gpu tries to build the table on the GPU; false if the device memory
+ * it needs is not available (then nothing is left allocated).
+ */
+static bool
+build_gpu(GhTable *t, const uint64 *hashes, uint32 nrows, gh_mm_params *params)
+{
+	uint64_t	capacity;
+	size_t		bytes = gh_mm_bytes(nrows, params, &capacity);
+	size_t		limit = (size_t) gpuhash_device_memory_limit * 1024 * 1024;
+	void	   *d_hashes;
+	gh_error	err;
+
+	if (gpuhash_device_memory_limit > 0 && bytes + nrows * sizeof(uint64) > limit)
+		return false;
+	t->mem = gh_dev_try_alloc(GH_TARGET_GPU, bytes);
+	if (t->mem == NULL)
+		return false;
+	d_hashes = gh_dev_try_alloc(GH_TARGET_GPU, Max(nrows, 1) * sizeof(uint64));
+	if (d_hashes == NULL)
+	{
+		gh_dev_free(t->mem);
+		t->mem = NULL;
+		return false;
+	}
+	t->mem_bytes = bytes;
+	gh_copy_htod(GH_TARGET_GPU, d_hashes, hashes, nrows * sizeof(uint64));
+	memset(&err, 0, sizeof(err));
+	check(gh_mm_build_gpu(&t->mm, t->mem, d_hashes, nrows, params,
+						  gh_stream(GH_TARGET_GPU), &err),
+		  &err, "building the hash table");
+	t->rows_copy = palloc_extended(Max(nrows, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
+	gh_copy_dtoh(GH_TARGET_GPU, t->rows_copy, gh_mm_rows(&t->mm),
+				 nrows * sizeof(uint32));
+	gh_sync(GH_TARGET_GPU);
+	gh_dev_free(d_hashes);
+	t->rows = t->rows_copy;
+	return true;
+}
+
+/*
+ * gh_table_build builds the multimap of hashes[0..nrows) (row i has index i)
+ * on target, or on the CPU twin when the GPU has no room for it.
+ */
+GhTable *
+gh_table_build(GhTarget target, const uint64 *hashes, uint32 nrows)
+{
+	GhTable    *t = palloc0(sizeof(GhTable));
+	gh_mm_params params;
+	instr_time	start,
+				end;
+
+	table_params(&params);
+	INSTR_TIME_SET_CURRENT(start);
+	t->target = target;
+	if (target == GH_TARGET_GPU && !build_gpu(t, hashes, nrows, &params))
+	{
+		ereport(DEBUG1,
+				(errmsg("GpuHashJoin: no room on the GPU for %u inner rows; using the CPU twin",
+						nrows)));
+		t->target = GH_TARGET_CPU;
+	}
+	if (t->target == GH_TARGET_CPU)
+	{
+		uint64_t	capacity;
+		gh_error	err;
+
+		t->mem_bytes = gh_mm_bytes(nrows, &params, &capacity);
+		t->mem = gh_dev_alloc(GH_TARGET_CPU, t->mem_bytes);
+		memset(&err, 0, sizeof(err));
+		check(gh_mm_build_cpu(&t->mm, t->mem, hashes, nrows, &params, &err),
+			  &err, "building the hash table");
+		t->rows = gh_mm_rows(&t->mm);
+	}
+	INSTR_TIME_SET_CURRENT(end);
+	INSTR_TIME_SUBTRACT(end, start);
+	t->device_ms += INSTR_TIME_GET_MILLISEC(end);
+	return t;
+}
+
+/*
+ * gh_table_probe finds, for each of hashes[0..n), the range of the row array
+ * holding its candidates.  hashes, first and count are host buffers from
+ * gh_host_alloc (pinned for the GPU).
+ */
+void
+gh_table_probe(GhTable *t, const uint64 *hashes, uint32 n, uint32 *first,
+			   uint32 *count)
+{
+	gh_error	err;
+	instr_time	start,
+				end;
+
+	INSTR_TIME_SET_CURRENT(start);
+	memset(&err, 0, sizeof(err));
+	if (t->target == GH_TARGET_CPU)
+		check(gh_mm_probe_ranges_cpu(&t->mm, hashes, n, first, count, &err),
+			  &err, "probing the hash table");
+	else
+	{
+		void	   *stream = gh_stream(GH_TARGET_GPU);
+
+		if (n > t->probe_cap)
+		{
+			if (t->d_probe)
+			{
+				gh_dev_free(t->d_probe);
+				gh_dev_free(t->d_first);
+				gh_dev_free(t->d_count);
+				t->d_probe = t->d_first = t->d_count = NULL;
+			}
+			t->d_probe = gh_dev_alloc(GH_TARGET_GPU, n * sizeof(uint64));
+			t->d_first = gh_dev_alloc(GH_TARGET_GPU, n * sizeof(uint32));
+			t->d_count = gh_dev_alloc(GH_TARGET_GPU, n * sizeof(uint32));
+			t->probe_cap = n;
+		}
+		gh_copy_htod(GH_TARGET_GPU, t->d_probe, hashes, n * sizeof(uint64));
+		check(gh_mm_probe_ranges_gpu(&t->mm, t->d_probe, n, t->d_first,
+									 t->d_count, stream, &err),
+			  &err, "probing the hash table");
+		gh_copy_dtoh(GH_TARGET_GPU, first, t->d_first, n * sizeof(uint32));
+		gh_copy_dtoh(GH_TARGET_GPU, count, t->d_count, n * sizeof(uint32));
+		gh_sync(GH_TARGET_GPU);
+	}
+	INSTR_TIME_SET_CURRENT(end);
+	INSTR_TIME_SUBTRACT(end, start);
+	t->device_ms += INSTR_TIME_GET_MILLISEC(end);
+}
+
+/* gh_table_free gives back the table's memory (host copies go with their context). */
+void
+gh_table_free(GhTable *t)
+{
+	if (t->d_probe)
+	{
+		gh_dev_free(t->d_probe);
+		gh_dev_free(t->d_first);
+		gh_dev_free(t->d_count);
+	}
+	if (t->mem)
+		gh_dev_free(t->mem);
+	t->mem = t->d_probe = t->d_first = t->d_count = NULL;
+}

@@ -1,0 +1,756 @@
+/*-------------------------------------------------------------------------
+ * join_exec.c
+ *	  Execution of GpuHashJoin.
+ *
+ * BUILD: the first call runs the inner child to completion.  Each inner row
+ * with no NULL key is copied into the row store (a MinimalTuple; its
+ * position is its row index), its key values are kept for verification, and
+ * its 64-bit row hash is computed with the keys' extended hash functions.
+ * Rows with a NULL key can never match; right and full joins keep them to
+ * emit at the end.  The hashes go to the device, which builds the static
+ * multimap (hashtable.c).
+ *
+ * PROBE: outer rows are pulled in batches of gpuhash.batch_rows.  Each batch
+ * is copied into batch memory and hashed; the device returns, per outer row,
+ * the range of the table's row array holding its candidates.  Every
+ * candidate is verified on the CPU with the join operators' own equality
+ * functions (a shared 64-bit hash is only a hint), then the remaining join
+ * quals are evaluated, and the pair is filtered by the pushed-down quals and
+ * projected.  Left, full and anti joins emit unmatched outer rows; right and
+ * full joins mark matched inner rows and emit the others at the end.
+ *
+ * Expressions: setrefs made every Var of the targetlist and quals an
+ * INDEX_VAR reference into the scan tuple (outer columns, then inner).  At
+ * start-up they are rewritten to OUTER_VAR and INNER_VAR references, so a
+ * pair is evaluated straight from its two stored tuples with no copying.
+ *
+ * Device memory belongs to the device layer's resource-owner tracking, so an
+ * ERROR or cancel at any point frees it; EndCustomScan frees it normally.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "common/hashfn.h"
+#include "executor/executor.h"
+#include "executor/nodeCustom.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "portability/instr_time.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/ruleutils.h"
+#include "commands/explain.h"
+
+#include "gpuhash_join.h"
+
+typedef struct GhjState
+{
+	CustomScanState css;
+
+	/* what the plan says */
+	JoinType	jointype;
+	int			nkeys;
+	int			nouter;
+	bool		single_match;	/* stop at the first match of an outer row */
+	PlanState  *outer_ps;
+	PlanState  *inner_ps;
+	List	   *hashclauses;	/* for EXPLAIN */
+	List	   *joinquals_expr;	/* for EXPLAIN */
+
+	ExprState **outer_keys;
+	ExprState **inner_keys;
+	FmgrInfo   *outer_hash;
+	FmgrInfo   *inner_hash;
+	FmgrInfo   *eq;
+	Oid		   *coll;
+	bool	   *swapped;
+	int16	   *outer_typlen;
+	bool	   *outer_byval;
+	int16	   *inner_typlen;
+	bool	   *inner_byval;
+	ExprState  *joinqual;
+	ExprState  *otherqual;
+	ProjectionInfo *proj;
+
+	TupleTableSlot *outer_slot;
+	TupleTableSlot *inner_slot;
+	TupleTableSlot *null_outer;
+	TupleTableSlot *null_inner;
+	MemoryContext build_cxt;
+	MemoryContext batch_cxt;
+
+	/* build side */
+	bool		built;
+	GhTarget	target;
+	uint32		ninner;
+	MinimalTuple *inner_tuples;
+	Datum	   *inner_keyvals;	/* ninner x nkeys */
+	MinimalTuple *nullkey_tuples;	/* right/full joins only */
+	uint32		n_nullkey;
+	uint32	   *matched;		/* bitmap over ninner: right/full joins */
+	GhTable    *table;
+
+	/* probe side */
+	uint32		batch_cap;
+	uint32		batch_n;
+	MinimalTuple *batch_tuples;
+	Datum	   *batch_keys;		/* batch_cap x nkeys */
+	bool	   *batch_null;
+	uint64	   *batch_hashes;	/* pinned for the GPU */
+	uint32	   *batch_first;
+	uint32	   *batch_count;
+	uint32		cur;
+	uint32		cur_cand;
+	bool		cur_matched;
+	bool		outer_done;
+	bool		emitting_inner;
+	uint32		inner_pos;
+
+	/* for EXPLAIN ANALYZE */
+	uint64		n_batches;
+	uint64		n_candidates;
+	uint64		n_matches;
+	uint64		n_builds;
+	double		build_ms;
+} GhjState;
+
+static void ghj_begin(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *ghj_exec(CustomScanState *node);
+static void ghj_end(CustomScanState *node);
+static void ghj_rescan(CustomScanState *node);
+static void ghj_explain(CustomScanState *node, List *ancestors,
+						ExplainState *es);
+
+static CustomExecMethods ghj_exec_methods = {
+	.CustomName = GPUHASH_JOIN_NAME,
+	.BeginCustomScan = ghj_begin,
+	.ExecCustomScan = ghj_exec,
+	.EndCustomScan = ghj_end,
+	.ReScanCustomScan = ghj_rescan,
+	.ExplainCustomScan = ghj_explain,
+};
+
+Node *
+gpuhash_join_create_state(CustomScan *cscan)
+{
+	GhjState   *s = (GhjState *) newNode(sizeof(GhjState), T_CustomScanState);
+
+	s->css.methods = &ghj_exec_methods;
+	return (Node *) s;
+}
+
+/*
+ * remap_index_vars rewrites INDEX_VAR references into the scan tuple (outer
+ * columns 1..nouter, then inner columns) as OUTER_VAR / INNER_VAR ones.
+ */
+static Node *
+remap_index_vars(Node *node, void *context)
+{
+	int			nouter = *(int *) context;
+
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Var) && ((Var *) node)->varno == INDEX_VAR)
+	{
+		Var		   *var = (Var *) copyObject(node);
+
+		if (var->varattno <= nouter)
+			var->varno = OUTER_VAR;
+		else
+		{
+			var->varno = INNER_VAR;
+			var->varattno -= nouter;
+		}
+		return (Node *) var;
+	}
+	return expression_tree_mutator(node, remap_index_vars, context);
+}
+
+static void *
+remap(void *node, int nouter)
+{
+	return remap_index_vars((Node *) node, &nouter);
+}
+
+static void
+ghj_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	GhjState   *s = (GhjState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	List	   *priv = cscan->custom_private;
+	List	   *outer_hash = list_nth(priv, GHJ_PRIV_OUTER_HASH);
+	List	   *inner_hash = list_nth(priv, GHJ_PRIV_INNER_HASH);
+	List	   *eqfuncs = list_nth(priv, GHJ_PRIV_EQ);
+	List	   *colls = list_nth(priv, GHJ_PRIV_COLL);
+	List	   *swapped = list_nth(priv, GHJ_PRIV_SWAPPED);
+	bool		inner_unique;
+	ListCell   *lc;
+	int			i;
+
+	s->jointype = (JoinType) intVal(list_nth(priv, GHJ_PRIV_JOINTYPE));
+	s->nouter = intVal(list_nth(priv, GHJ_PRIV_NOUTER));
+	inner_unique = intVal(list_nth(priv, GHJ_PRIV_INNER_UNIQUE)) != 0;
+	s->nkeys = intVal(list_nth(priv, GHJ_PRIV_NHASH));
+	s->single_match = inner_unique || s->jointype == JOIN_SEMI;
+
+	eflags &= ~(EXEC_FLAG_BACKWARD | EXEC_FLAG_MARK);
+	s->outer_ps = ExecInitNode(linitial(cscan->custom_plans), estate, eflags);
+	s->inner_ps = ExecInitNode(lsecond(cscan->custom_plans), estate, eflags);
+	node->custom_ps = list_make2(s->outer_ps, s->inner_ps);
+
+	s->outer_slot = ExecInitExtraTupleSlot(estate, ExecGetResultType(s->outer_ps),
+										   &TTSOpsMinimalTuple);
+	s->inner_slot = ExecInitExtraTupleSlot(estate, ExecGetResultType(s->inner_ps),
+										   &TTSOpsMinimalTuple);
+	s->null_outer = ExecInitNullTupleSlot(estate, ExecGetResultType(s->outer_ps),
+										  &TTSOpsVirtual);
+	s->null_inner = ExecInitNullTupleSlot(estate, ExecGetResultType(s->inner_ps),
+										  &TTSOpsVirtual);
+
+	/* keys: the arguments of the hash clauses, outer first */
+	s->hashclauses = list_copy_head(cscan->custom_exprs, s->nkeys);
+	s->joinquals_expr = list_copy_tail(cscan->custom_exprs, s->nkeys);
+	s->outer_keys = palloc(sizeof(ExprState *) * s->nkeys);
+	s->inner_keys = palloc(sizeof(ExprState *) * s->nkeys);
+	s->outer_hash = palloc0(sizeof(FmgrInfo) * s->nkeys);
+	s->inner_hash = palloc0(sizeof(FmgrInfo) * s->nkeys);
+	s->eq = palloc0(sizeof(FmgrInfo) * s->nkeys);
+	s->coll = palloc(sizeof(Oid) * s->nkeys);
+	s->swapped = palloc(sizeof(bool) * s->nkeys);
+	s->outer_typlen = palloc(sizeof(int16) * s->nkeys);
+	s->outer_byval = palloc(sizeof(bool) * s->nkeys);
+	s->inner_typlen = palloc(sizeof(int16) * s->nkeys);
+	s->inner_byval = palloc(sizeof(bool) * s->nkeys);
+	i = 0;
+	foreach(lc, s->hashclauses)
+	{
+		OpExpr	   *op = lfirst_node(OpExpr, lc);
+		Expr	   *okey = remap(linitial(op->args), s->nouter);
+		Expr	   *ikey = remap(lsecond(op->args), s->nouter);
+
+		s->outer_keys[i] = ExecInitExpr(okey, &node->ss.ps);
+		s->inner_keys[i] = ExecInitExpr(ikey, &node->ss.ps);
+		fmgr_info(list_nth_oid(outer_hash, i), &s->outer_hash[i]);
+		fmgr_info(list_nth_oid(inner_hash, i), &s->inner_hash[i]);
+		fmgr_info(list_nth_oid(eqfuncs, i), &s->eq[i]);
+		s->coll[i] = list_nth_oid(colls, i);
+		s->swapped[i] = list_nth_int(swapped, i) != 0;
+		get_typlenbyval(exprType((Node *) okey), &s->outer_typlen[i],
+						&s->outer_byval[i]);
+		get_typlenbyval(exprType((Node *) ikey), &s->inner_typlen[i],
+						&s->inner_byval[i]);
+		i++;
+	}
+	s->joinqual = ExecInitQual(remap(s->joinquals_expr, s->nouter), &node->ss.ps);
+	s->otherqual = ExecInitQual(remap(cscan->scan.plan.qual, s->nouter),
+								&node->ss.ps);
+	s->proj = ExecBuildProjectionInfo(remap(cscan->scan.plan.targetlist, s->nouter),
+									  node->ss.ps.ps_ExprContext,
+									  node->ss.ps.ps_ResultTupleSlot,
+									  &node->ss.ps, NULL);
+
+	s->build_cxt = AllocSetContextCreate(CurrentMemoryContext,
+										 "GpuHashJoin build",
+										 ALLOCSET_DEFAULT_SIZES);
+	s->batch_cxt = AllocSetContextCreate(CurrentMemoryContext,
+										 "GpuHashJoin batch",
+										 ALLOCSET_DEFAULT_SIZES);
+	s->batch_cap = (uint32) gpuhash_batch_rows;
+}
+
+/*
+ * row_hash evaluates the keys of the row in econtext (outer or inner side)
+ * into keys[], copying by-reference values into cxt, and returns the row's
+ * 64-bit hash.  *hasnull is set if any key is NULL (the hash is then 0).
+ */
+static uint64
+row_hash(GhjState *s, bool outer, ExprContext *econtext, Datum *keys,
+		 MemoryContext cxt, bool *hasnull)
+{
+	uint64		h = 0;
+
+	*hasnull = false;
+	for (int i = 0; i < s->nkeys; i++)
+	{
+		ExprState  *es = outer ? s->outer_keys[i] : s->inner_keys[i];
+		int16		typlen = outer ? s->outer_typlen[i] : s->inner_typlen[i];
+		bool		byval = outer ? s->outer_byval[i] : s->inner_byval[i];
+		FmgrInfo   *hf = outer ? &s->outer_hash[i] : &s->inner_hash[i];
+		bool		isnull;
+		Datum		v;
+		MemoryContext old;
+
+		v = ExecEvalExprSwitchContext(es, econtext, &isnull);
+		if (isnull)
+		{
+			*hasnull = true;
+			return 0;
+		}
+		old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+		if (typlen == -1)
+			v = PointerGetDatum(PG_DETOAST_DATUM_PACKED(v));
+		h = hash_combine64(h, DatumGetUInt64(FunctionCall2Coll(hf, s->coll[i], v,
+															   UInt64GetDatum(0))));
+		MemoryContextSwitchTo(old);
+		if (byval)
+			keys[i] = v;
+		else
+		{
+			old = MemoryContextSwitchTo(cxt);
+			keys[i] = datumCopy(v, false, typlen);
+			MemoryContextSwitchTo(old);
+		}
+	}
+	return h;
+}
+
+/* ghj_build runs the inner side to completion and builds the table. */
+static void
+ghj_build(GhjState *s)
+{
+	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
+	uint32		cap = 1024;
+	uint32		nullcap = 0;
+	uint64	   *hashes;
+	bool		keep_nullkeys = (s->jointype == JOIN_RIGHT ||
+								 s->jointype == JOIN_FULL);
+	MemoryContext old;
+	instr_time	start,
+				end;
+
+	INSTR_TIME_SET_CURRENT(start);
+	s->target = gpuhash_exec_target();
+	old = MemoryContextSwitchTo(s->build_cxt);
+	s->inner_tuples = palloc(sizeof(MinimalTuple) * cap);
+	s->inner_keyvals = palloc(sizeof(Datum) * cap * s->nkeys);
+	hashes = palloc(sizeof(uint64) * cap);
+	s->ninner = 0;
+	s->n_nullkey = 0;
+	MemoryContextSwitchTo(old);
+
+	for (;;)
+	{
+		TupleTableSlot *slot;
+		bool		hasnull;
+		uint64		h;
+
+		CHECK_FOR_INTERRUPTS();
+		slot = ExecProcNode(s->inner_ps);
+		if (TupIsNull(slot))
+			break;
+		ResetExprContext(econtext);
+		econtext->ecxt_innertuple = slot;
+		if (s->ninner == cap)
+		{
+			if (cap >= GH_MAX_ROWS)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("inner side of GpuHashJoin has more than %u rows",
+								(unsigned) GH_MAX_ROWS),
+						 errhint("SET gpuhash.enabled = off to run the join without gpuhash.")));
+			cap = (uint32) Min((uint64) cap * 2, (uint64) GH_MAX_ROWS);
+			s->inner_tuples = repalloc_huge(s->inner_tuples, sizeof(MinimalTuple) * cap);
+			s->inner_keyvals = repalloc_huge(s->inner_keyvals,
+											 sizeof(Datum) * cap * s->nkeys);
+			hashes = repalloc_huge(hashes, sizeof(uint64) * cap);
+		}
+		h = row_hash(s, false, econtext, &s->inner_keyvals[(size_t) s->ninner * s->nkeys],
+					 s->build_cxt, &hasnull);
+		old = MemoryContextSwitchTo(s->build_cxt);
+		if (hasnull)
+		{
+			/* can never match; only right and full joins still emit it */
+			if (keep_nullkeys)
+			{
+				if (s->n_nullkey == nullcap)
+				{
+					nullcap = Max(nullcap * 2, 64);
+					s->nullkey_tuples = s->nullkey_tuples ?
+						repalloc_huge(s->nullkey_tuples, sizeof(MinimalTuple) * nullcap) :
+						palloc(sizeof(MinimalTuple) * nullcap);
+				}
+				s->nullkey_tuples[s->n_nullkey++] = ExecCopySlotMinimalTuple(slot);
+			}
+		}
+		else
+		{
+			s->inner_tuples[s->ninner] = ExecCopySlotMinimalTuple(slot);
+			hashes[s->ninner] = h;
+			s->ninner++;
+		}
+		MemoryContextSwitchTo(old);
+	}
+	ResetExprContext(econtext);
+
+	old = MemoryContextSwitchTo(s->build_cxt);
+	s->table = gh_table_build(s->target, hashes, s->ninner);
+	s->target = s->table->target;	/* the CPU twin if the GPU had no room */
+	pfree(hashes);
+	if (keep_nullkeys)
+		s->matched = palloc_extended(sizeof(uint32) * ((s->ninner + 31) / 32 + 1),
+									  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	MemoryContextSwitchTo(old);
+	s->built = true;
+	s->n_builds++;
+	INSTR_TIME_SET_CURRENT(end);
+	INSTR_TIME_SUBTRACT(end, start);
+	s->build_ms += INSTR_TIME_GET_MILLISEC(end);
+}
+
+/*
+ * ghj_next_batch pulls, copies and hashes the next batch of outer rows and
+ * probes the table with it.  Returns false when the outer side is done.
+ */
+static bool
+ghj_next_batch(GhjState *s)
+{
+	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
+	MemoryContext old;
+	uint32		n = 0;
+
+	MemoryContextReset(s->batch_cxt);
+	if (s->batch_tuples == NULL)
+	{
+		old = MemoryContextSwitchTo(s->build_cxt);
+		s->batch_tuples = palloc(sizeof(MinimalTuple) * s->batch_cap);
+		s->batch_keys = palloc(sizeof(Datum) * s->batch_cap * s->nkeys);
+		s->batch_null = palloc(sizeof(bool) * s->batch_cap);
+		MemoryContextSwitchTo(old);
+		s->batch_hashes = gh_host_alloc(s->target, sizeof(uint64) * s->batch_cap);
+		s->batch_first = gh_host_alloc(s->target, sizeof(uint32) * s->batch_cap);
+		s->batch_count = gh_host_alloc(s->target, sizeof(uint32) * s->batch_cap);
+	}
+
+	while (n < s->batch_cap)
+	{
+		TupleTableSlot *slot;
+
+		CHECK_FOR_INTERRUPTS();
+		slot = ExecProcNode(s->outer_ps);
+		if (TupIsNull(slot))
+		{
+			s->outer_done = true;
+			break;
+		}
+		ResetExprContext(econtext);
+		econtext->ecxt_outertuple = slot;
+		s->batch_hashes[n] = row_hash(s, true, econtext,
+									  &s->batch_keys[(size_t) n * s->nkeys],
+									  s->batch_cxt, &s->batch_null[n]);
+		old = MemoryContextSwitchTo(s->batch_cxt);
+		s->batch_tuples[n] = ExecCopySlotMinimalTuple(slot);
+		MemoryContextSwitchTo(old);
+		n++;
+	}
+	ResetExprContext(econtext);
+	s->batch_n = n;
+	s->cur = 0;
+	s->cur_cand = 0;
+	s->cur_matched = false;
+	if (n == 0)
+		return false;
+
+	gh_table_probe(s->table, s->batch_hashes, n, s->batch_first, s->batch_count);
+	for (uint32 i = 0; i < n; i++)
+		if (s->batch_null[i])
+			s->batch_count[i] = 0;
+	s->n_batches++;
+	return true;
+}
+
+/* ghj_verify checks outer row i against inner row r with the operators. */
+static inline bool
+ghj_verify(GhjState *s, uint32 i, uint32 r)
+{
+	Datum	   *ok = &s->batch_keys[(size_t) i * s->nkeys];
+	Datum	   *ik = &s->inner_keyvals[(size_t) r * s->nkeys];
+
+	for (int k = 0; k < s->nkeys; k++)
+	{
+		Datum		a = s->swapped[k] ? ik[k] : ok[k];
+		Datum		b = s->swapped[k] ? ok[k] : ik[k];
+
+		if (!DatumGetBool(FunctionCall2Coll(&s->eq[k], s->coll[k], a, b)))
+			return false;
+	}
+	return true;
+}
+
+/* ghj_emit filters the pair in econtext by the pushed-down quals and projects it. */
+static inline TupleTableSlot *
+ghj_emit(GhjState *s, ExprContext *econtext)
+{
+	if (s->otherqual == NULL || ExecQual(s->otherqual, econtext))
+		return ExecProject(s->proj);
+	InstrCountFiltered1(&s->css, 1);
+	return NULL;
+}
+
+/* ghj_next_unmatched_inner emits inner rows no outer row matched. */
+static TupleTableSlot *
+ghj_next_unmatched_inner(GhjState *s, ExprContext *econtext)
+{
+	while (s->inner_pos < s->ninner + s->n_nullkey)
+	{
+		uint32		p = s->inner_pos++;
+		MinimalTuple tuple;
+		TupleTableSlot *result;
+
+		CHECK_FOR_INTERRUPTS();
+		if (p < s->ninner)
+		{
+			if (s->matched[p / 32] & (1U << (p % 32)))
+				continue;
+			tuple = s->inner_tuples[p];
+		}
+		else
+			tuple = s->nullkey_tuples[p - s->ninner];
+		ResetExprContext(econtext);
+		ExecStoreMinimalTuple(tuple, s->inner_slot, false);
+		econtext->ecxt_outertuple = s->null_outer;
+		econtext->ecxt_innertuple = s->inner_slot;
+		result = ghj_emit(s, econtext);
+		if (result)
+			return result;
+	}
+	return NULL;
+}
+
+static TupleTableSlot *
+ghj_exec(CustomScanState *node)
+{
+	GhjState   *s = (GhjState *) node;
+	ExprContext *econtext = node->ss.ps.ps_ExprContext;
+
+	ResetExprContext(econtext);
+	if (!s->built)
+	{
+		ghj_build(s);
+		/* no inner row can match: inner, semi and right joins are done */
+		if (s->ninner == 0 &&
+			(s->jointype == JOIN_INNER || s->jointype == JOIN_SEMI))
+			s->outer_done = true;
+	}
+
+	for (;;)
+	{
+		uint32		i;
+		bool		emit_null;
+
+		CHECK_FOR_INTERRUPTS();
+		if (s->emitting_inner)
+			return ghj_next_unmatched_inner(s, econtext);
+
+		if (s->cur >= s->batch_n)
+		{
+			if (s->outer_done || !ghj_next_batch(s))
+			{
+				if (s->jointype == JOIN_RIGHT || s->jointype == JOIN_FULL)
+				{
+					s->emitting_inner = true;
+					s->inner_pos = 0;
+					continue;
+				}
+				return NULL;
+			}
+		}
+
+		i = s->cur;
+		ExecStoreMinimalTuple(s->batch_tuples[i], s->outer_slot, false);
+		econtext->ecxt_outertuple = s->outer_slot;
+		while (s->cur_cand < s->batch_count[i])
+		{
+			uint32		r = s->table->rows[s->batch_first[i] + s->cur_cand];
+			MemoryContext old;
+			bool		ok;
+
+			s->cur_cand++;
+			s->n_candidates++;
+			ResetExprContext(econtext);
+			old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+			ok = ghj_verify(s, i, r);
+			MemoryContextSwitchTo(old);
+			if (!ok)
+				continue;
+			ExecStoreMinimalTuple(s->inner_tuples[r], s->inner_slot, false);
+			econtext->ecxt_innertuple = s->inner_slot;
+			if (s->joinqual && !ExecQual(s->joinqual, econtext))
+				continue;
+
+			s->n_matches++;
+			s->cur_matched = true;
+			if (s->matched)
+				s->matched[r / 32] |= 1U << (r % 32);
+			if (s->jointype == JOIN_ANTI || s->single_match)
+				s->cur_cand = s->batch_count[i];
+			if (s->jointype == JOIN_ANTI)
+				break;
+			{
+				TupleTableSlot *result = ghj_emit(s, econtext);
+
+				if (result)
+					return result;
+			}
+		}
+
+		/* outer row i is done */
+		emit_null = !s->cur_matched &&
+			(s->jointype == JOIN_LEFT || s->jointype == JOIN_FULL ||
+			 s->jointype == JOIN_ANTI);
+		s->cur++;
+		s->cur_cand = 0;
+		s->cur_matched = false;
+		if (emit_null)
+		{
+			TupleTableSlot *result;
+
+			ResetExprContext(econtext);
+			econtext->ecxt_innertuple = s->null_inner;
+			result = ghj_emit(s, econtext);
+			if (result)
+				return result;
+		}
+	}
+}
+
+/* ghj_release frees the table and everything the build made. */
+static void
+ghj_release(GhjState *s)
+{
+	if (s->table)
+		gh_table_free(s->table);
+	s->table = NULL;
+	if (s->batch_hashes)
+	{
+		gh_dev_free(s->batch_hashes);
+		gh_dev_free(s->batch_first);
+		gh_dev_free(s->batch_count);
+	}
+	s->batch_hashes = NULL;
+	s->batch_first = NULL;
+	s->batch_count = NULL;
+	s->batch_tuples = NULL;
+	s->inner_tuples = NULL;
+	s->inner_keyvals = NULL;
+	s->nullkey_tuples = NULL;
+	s->matched = NULL;
+	s->ninner = 0;
+	s->n_nullkey = 0;
+	s->built = false;
+	MemoryContextReset(s->batch_cxt);
+	MemoryContextReset(s->build_cxt);
+}
+
+static void
+ghj_reset_probe(GhjState *s)
+{
+	s->batch_n = 0;
+	s->cur = 0;
+	s->cur_cand = 0;
+	s->cur_matched = false;
+	s->outer_done = false;
+	s->emitting_inner = false;
+	s->inner_pos = 0;
+}
+
+static void
+ghj_end(CustomScanState *node)
+{
+	GhjState   *s = (GhjState *) node;
+
+	ghj_release(s);
+	ExecEndNode(s->outer_ps);
+	ExecEndNode(s->inner_ps);
+}
+
+/*
+ * ghj_rescan keeps the table unless the inner side depends on a changed
+ * parameter, as nodeHashjoin.c does; the outer side is always read again.
+ */
+static void
+ghj_rescan(CustomScanState *node)
+{
+	GhjState   *s = (GhjState *) node;
+	Bitmapset  *chg = node->ss.ps.chgParam;
+
+	if (chg != NULL)
+	{
+		UpdateChangedParamSet(s->outer_ps, chg);
+		UpdateChangedParamSet(s->inner_ps, chg);
+	}
+	if (s->built)
+	{
+		if (s->inner_ps->chgParam != NULL)
+			ghj_release(s);		/* ExecProcNode rescans the inner side */
+		else if (s->matched)
+			memset(s->matched, 0, sizeof(uint32) * ((s->ninner + 31) / 32 + 1));
+	}
+	else if (s->inner_ps->chgParam == NULL)
+		ExecReScan(s->inner_ps);
+	ghj_reset_probe(s);
+	if (s->outer_ps->chgParam == NULL)
+		ExecReScan(s->outer_ps);
+}
+
+static const char *
+jointype_name(JoinType jointype)
+{
+	switch (jointype)
+	{
+		case JOIN_INNER:
+			return "Inner";
+		case JOIN_LEFT:
+			return "Left";
+		case JOIN_RIGHT:
+			return "Right";
+		case JOIN_FULL:
+			return "Full";
+		case JOIN_SEMI:
+			return "Semi";
+		case JOIN_ANTI:
+			return "Anti";
+		default:
+			return "?";
+	}
+}
+
+static void
+ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	GhjState   *s = (GhjState *) node;
+	List	   *context;
+	bool		useprefix = list_length(es->rtable) > 1 || es->verbose;
+
+	ExplainPropertyText("Join Type", jointype_name(s->jointype), es);
+	context = set_deparse_context_plan(es->deparse_cxt, node->ss.ps.plan,
+									   ancestors);
+	ExplainPropertyText("Hash Cond",
+						deparse_expression((Node *) make_ands_explicit(s->hashclauses),
+										   context, useprefix, false), es);
+	if (s->joinquals_expr != NIL)
+		ExplainPropertyText("Join Filter",
+							deparse_expression((Node *) make_ands_explicit(s->joinquals_expr),
+											   context, useprefix, false), es);
+	if (es->analyze && s->n_builds > 0)
+	{
+		ExplainPropertyText("Device", gpuhash_target_name(s->target), es);
+		ExplainPropertyUInteger("Inner Rows", NULL, s->ninner + s->n_nullkey, es);
+		ExplainPropertyUInteger("Batches", NULL, s->n_batches, es);
+		ExplainPropertyUInteger("Candidates", NULL, s->n_candidates, es);
+		ExplainPropertyUInteger("Verified Matches", NULL, s->n_matches, es);
+		ExplainPropertyFloat("Build Time", "ms", s->build_ms, 3, es);
+		if (s->table)
+		{
+			double		lf = s->table->mm.capacity ?
+				(double) s->table->mm.ndistinct / s->table->mm.capacity : 0;
+
+			ExplainPropertyFloat("Device Time", "ms", s->table->device_ms, 3, es);
+			ExplainPropertyFloat("Load Factor", NULL, lf, 3, es);
+			ExplainPropertyUInteger("Device Memory", "kB",
+									(s->table->mem_bytes + 1023) / 1024, es);
+		}
+	}
+}

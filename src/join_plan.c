@@ -1,0 +1,497 @@
+/*-------------------------------------------------------------------------
+ * join_plan.c
+ *	  Planning of GpuHashJoin: the join path hook, the cost model and the
+ *	  CustomScan plan.
+ *
+ * For every join that PostgreSQL considers, set_join_pathlist_hook offers a
+ * GpuHashJoin path when the join has at least one hashable, strict equality
+ * clause whose two sides have extended (64-bit) hash functions in the
+ * operator's hash family.  Equal values of types in one family hash alike,
+ * so cross-type keys (int4 = int8) work; every candidate is verified with
+ * the operator's own function at run time, so collations, numeric and user
+ * types stay exact.
+ *
+ * The path joins the cheapest unparameterized outer and inner paths (and,
+ * for inner, left, semi and anti joins, a partial outer path under Gather,
+ * each participant building its own table from a full inner scan).  Its
+ * cost says where the time goes: the inner scan, hashing and copying the
+ * inner rows, a fixed device set-up cost, the outer scan, hashing the outer
+ * rows, the device probe, and verification and emission per candidate.
+ * gpuhash.force_join makes the path nearly free, for tests.
+ *
+ * The plan keeps PostgreSQL's join semantics in a form that survives
+ * copyObject (see gpuhash_join.h for custom_private): the scan tuple is the
+ * outer child's columns followed by the inner child's, so setrefs turns
+ * every Var of the targetlist and quals into an INDEX_VAR reference that the
+ * executor maps back to one side.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/hash.h"
+#include "catalog/pg_amop.h"
+#include "catalog/pg_am.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/restrictinfo.h"
+#include "utils/lsyscache.h"
+#include "utils/catcache.h"
+#include "utils/syscache.h"
+
+#include "gpuhash_join.h"
+
+/* One usable hash clause, as found by the hook. */
+typedef struct HashKey
+{
+	RestrictInfo *rinfo;
+	Expr	   *outer_expr;
+	Expr	   *inner_expr;
+	Oid			opno;			/* operator applied as (outer, inner) or swapped */
+	bool		swapped;
+	Oid			outer_hash;
+	Oid			inner_hash;
+	Oid			eqfunc;
+	Oid			collation;
+} HashKey;
+
+static set_join_pathlist_hook_type prev_join_pathlist_hook = NULL;
+
+static void gpuhash_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
+								  RelOptInfo *outerrel, RelOptInfo *innerrel,
+								  JoinType jointype, JoinPathExtraData *extra);
+static Plan *gpuhash_plan_join(PlannerInfo *root, RelOptInfo *rel,
+							   CustomPath *best_path, List *tlist,
+							   List *clauses, List *custom_plans);
+
+static CustomPathMethods gpuhash_join_path_methods = {
+	.CustomName = GPUHASH_JOIN_NAME,
+	.PlanCustomPath = gpuhash_plan_join,
+};
+
+CustomScanMethods gpuhash_join_scan_methods = {
+	.CustomName = GPUHASH_JOIN_NAME,
+	.CreateCustomScanState = gpuhash_join_create_state,
+};
+
+void
+gpuhash_init_join_plan(void)
+{
+	prev_join_pathlist_hook = set_join_pathlist_hook;
+	set_join_pathlist_hook = gpuhash_join_pathlist;
+	RegisterCustomScanMethods(&gpuhash_join_scan_methods);
+}
+
+/*
+ * extended_hash_functions finds the extended hash support functions of the
+ * two input types of opno in one of its hash families.
+ */
+static bool
+extended_hash_functions(Oid opno, Oid *lhs, Oid *rhs)
+{
+	CatCList   *catlist;
+	bool		found = false;
+
+	catlist = SearchSysCacheList1(AMOPOPID, ObjectIdGetDatum(opno));
+	for (int i = 0; i < catlist->n_members && !found; i++)
+	{
+		Form_pg_amop aform = (Form_pg_amop) GETSTRUCT(&catlist->members[i]->tuple);
+
+		if (aform->amopmethod != HASH_AM_OID ||
+			aform->amopstrategy != HTEqualStrategyNumber)
+			continue;
+		*lhs = get_opfamily_proc(aform->amopfamily, aform->amoplefttype,
+								 aform->amoplefttype, HASHEXTENDED_PROC);
+		*rhs = get_opfamily_proc(aform->amopfamily, aform->amoprighttype,
+								 aform->amoprighttype, HASHEXTENDED_PROC);
+		found = OidIsValid(*lhs) && OidIsValid(*rhs);
+	}
+	ReleaseSysCacheList(catlist);
+	return found;
+}
+
+/*
+ * hash_key_for_clause fills key if rinfo is a join clause GpuHashJoin can
+ * hash and verify: hashjoinable, one side from each input, strict, with
+ * extended hash functions for both sides.
+ */
+static bool
+hash_key_for_clause(RestrictInfo *rinfo, RelOptInfo *outerrel,
+					RelOptInfo *innerrel, HashKey *key)
+{
+	OpExpr	   *op;
+	Oid			lhs_hash,
+				rhs_hash;
+	bool		outer_is_left;
+
+	if (!rinfo->can_join || !OidIsValid(rinfo->hashjoinoperator))
+		return false;
+	if (bms_is_subset(rinfo->left_relids, outerrel->relids) &&
+		bms_is_subset(rinfo->right_relids, innerrel->relids))
+		outer_is_left = true;
+	else if (bms_is_subset(rinfo->left_relids, innerrel->relids) &&
+			 bms_is_subset(rinfo->right_relids, outerrel->relids))
+		outer_is_left = false;
+	else
+		return false;
+
+	op = (OpExpr *) rinfo->clause;
+	if (!IsA(op, OpExpr) || list_length(op->args) != 2)
+		return false;
+	/* a NULL key must never match: only strict operators */
+	if (!op_strict(op->opno))
+		return false;
+	if (!extended_hash_functions(op->opno, &lhs_hash, &rhs_hash))
+		return false;
+
+	key->rinfo = rinfo;
+	key->collation = op->inputcollid;
+	key->eqfunc = get_opcode(op->opno);
+	if (!OidIsValid(key->eqfunc))
+		return false;
+	if (outer_is_left)
+	{
+		key->outer_expr = linitial(op->args);
+		key->inner_expr = lsecond(op->args);
+		key->outer_hash = lhs_hash;
+		key->inner_hash = rhs_hash;
+		key->opno = op->opno;
+		key->swapped = false;
+	}
+	else
+	{
+		Oid			commutator = get_commutator(op->opno);
+
+		key->outer_expr = lsecond(op->args);
+		key->inner_expr = linitial(op->args);
+		key->outer_hash = rhs_hash;
+		key->inner_hash = lhs_hash;
+		/* prefer the commutator, so EXPLAIN shows outer = inner */
+		if (OidIsValid(commutator) && OidIsValid(get_opcode(commutator)))
+		{
+			key->opno = commutator;
+			key->eqfunc = get_opcode(commutator);
+			key->swapped = false;
+		}
+		else
+		{
+			key->opno = op->opno;
+			key->swapped = true;
+		}
+	}
+	return true;
+}
+
+/*
+ * parallel_divisor estimates how many participants share a partial path's
+ * rows, as PostgreSQL's own costing does.
+ */
+static double
+parallel_divisor(Path *path)
+{
+	double		divisor = path->parallel_workers;
+	double		leader = 1.0 - (0.3 * path->parallel_workers);
+
+	if (parallel_leader_participation && leader > 0)
+		divisor += leader;
+	return divisor;
+}
+
+/*
+ * cost_gpu_join fills the path's costs.  Per-row charges are in units of
+ * cpu_operator_cost, like PostgreSQL's: hashing a key is one operator per
+ * key on each side; a device probe is a fraction of one (the GPU does it at
+ * billions of rows per second), on the CPU twin a full one; copying an outer
+ * row into a batch is half a tuple; verifying a candidate is one operator
+ * per key plus the other join quals; emitting is a tuple.
+ */
+static void
+cost_gpu_join(PlannerInfo *root, CustomPath *path, Path *outer, Path *inner,
+			  List *keys, List *joinquals, GhTarget target, double rows)
+{
+	double		nkeys = list_length(keys);
+	double		outer_rows = outer->rows;
+	double		inner_rows = inner->rows;
+	double		probe_op = (target == GH_TARGET_GPU) ? 0.05 : 1.0;
+	QualCost	jq;
+	Cost		startup,
+				run;
+
+	cost_qual_eval(&jq, joinquals, root);
+
+	startup = inner->total_cost;
+	startup += inner_rows * (cpu_tuple_cost + nkeys * cpu_operator_cost);
+	startup += inner_rows * probe_op * cpu_operator_cost;	/* build */
+	if (target == GH_TARGET_GPU)
+		startup += gpuhash_join_setup_cost;
+
+	run = outer->total_cost - outer->startup_cost;
+	startup += outer->startup_cost;
+	run += outer_rows * (0.5 * cpu_tuple_cost + nkeys * cpu_operator_cost);
+	run += outer_rows * probe_op * cpu_operator_cost;
+	run += rows * (nkeys * cpu_operator_cost + jq.per_tuple + cpu_tuple_cost);
+	startup += jq.startup;
+
+	if (gpuhash_force_join)
+	{
+		/* whatever the cost: nearly free, but still ordered by size */
+		startup = 0;
+		run = 1e-6 * (outer_rows + inner_rows);
+	}
+	path->path.startup_cost = startup;
+	path->path.total_cost = startup + run;
+}
+
+/*
+ * device_fits says whether the inner side's table is expected to fit in the
+ * device memory gpuhash may use.  The executor copes when this was wrong
+ * (it finishes on the CPU twin); the planner just avoids the GPU.
+ */
+static bool
+device_fits(Path *inner, GhTarget target)
+{
+	gh_mm_params params;
+	uint64_t	capacity;
+	double		bytes;
+
+	if (target != GH_TARGET_GPU || gpuhash_device_memory_limit <= 0)
+		return true;
+	if (inner->rows >= (double) GH_MAX_ROWS)
+		return false;
+	params.load_factor = gpuhash_load_factor;
+	params.group_size = gpuhash_group_size;
+	params.scheme = gpuhash_probe_scheme;
+	bytes = gh_mm_bytes((uint32) Max(inner->rows, 1), &params, &capacity);
+	bytes += 2.0 * inner->rows * sizeof(uint64);	/* hashes, probe buffers */
+	return bytes <= (double) gpuhash_device_memory_limit * 1024 * 1024;
+}
+
+/*
+ * clauses_of returns the clauses of a RestrictInfo list, pseudoconstant ones
+ * included: a custom join gets no gating Result node, so it evaluates them
+ * itself.
+ */
+static List *
+clauses_of(List *rinfos)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, rinfos)
+		result = lappend(result, lfirst_node(RestrictInfo, lc)->clause);
+	return result;
+}
+
+static CustomPath *
+make_gpu_join_path(PlannerInfo *root, RelOptInfo *joinrel, JoinType jointype,
+				   JoinPathExtraData *extra, Path *outer, Path *inner,
+				   List *keys, List *joinquals, List *otherquals,
+				   GhTarget target, bool partial)
+{
+	CustomPath *cpath = makeNode(CustomPath);
+	double		rows = joinrel->rows;
+
+	cpath->path.pathtype = T_CustomScan;
+	cpath->path.parent = joinrel;
+	cpath->path.pathtarget = joinrel->reltarget;
+	cpath->path.param_info = NULL;
+	cpath->path.parallel_aware = false;
+	cpath->path.parallel_safe = joinrel->consider_parallel &&
+		outer->parallel_safe && inner->parallel_safe;
+	cpath->path.parallel_workers = partial ? outer->parallel_workers : 0;
+	if (partial)
+		rows = clamp_row_est(rows / parallel_divisor(outer));
+	cpath->path.rows = rows;
+	cpath->path.pathkeys = NIL;
+	cpath->flags = 0;			/* no backward scan, no mark/restore */
+	cpath->custom_paths = list_make2(outer, inner);
+	cpath->custom_private = list_make4(keys, joinquals, otherquals,
+									   list_make2_int(jointype,
+													  extra->inner_unique ? 1 : 0));
+	cpath->methods = &gpuhash_join_path_methods;
+	cost_gpu_join(root, cpath, outer, inner, keys, joinquals, target, rows);
+	return cpath;
+}
+
+/*
+ * gpuhash_join_pathlist is the set_join_pathlist_hook: it offers GpuHashJoin
+ * paths for the join of outerrel and innerrel.
+ */
+static void
+gpuhash_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
+					  RelOptInfo *outerrel, RelOptInfo *innerrel,
+					  JoinType jointype, JoinPathExtraData *extra)
+{
+	GhTarget	target;
+	List	   *keys = NIL;
+	List	   *joinquals = NIL;
+	List	   *otherquals = NIL;
+	Path	   *outer;
+	Path	   *inner;
+	ListCell   *lc;
+
+	if (prev_join_pathlist_hook)
+		prev_join_pathlist_hook(root, joinrel, outerrel, innerrel,
+								jointype, extra);
+
+	switch (jointype)
+	{
+		case JOIN_INNER:
+		case JOIN_LEFT:
+		case JOIN_RIGHT:
+		case JOIN_FULL:
+		case JOIN_SEMI:
+		case JOIN_ANTI:
+			break;
+		default:
+			return;
+	}
+	target = gpuhash_plan_target();
+	if (target == GH_TARGET_NONE)
+		return;
+
+	foreach(lc, extra->restrictlist)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+		HashKey    *key = palloc0(sizeof(HashKey));
+
+		/*
+		 * In an outer join, a pushed-down clause filters the joined rows; it
+		 * does not decide what matches.
+		 */
+		if (IS_OUTER_JOIN(jointype) &&
+			RINFO_IS_PUSHED_DOWN(rinfo, joinrel->relids))
+		{
+			otherquals = lappend(otherquals, rinfo);
+			continue;
+		}
+		if (hash_key_for_clause(rinfo, outerrel, innerrel, key))
+			keys = lappend(keys, key);
+		else
+		{
+			pfree(key);
+			joinquals = lappend(joinquals, rinfo);
+		}
+	}
+	if (keys == NIL)
+		return;
+
+	outer = outerrel->cheapest_total_path;
+	inner = innerrel->cheapest_total_path;
+	if (outer == NULL || inner == NULL ||
+		outer->param_info != NULL || inner->param_info != NULL)
+		return;
+	if (!device_fits(inner, target))
+		return;
+
+	add_path(joinrel, (Path *) make_gpu_join_path(root, joinrel, jointype, extra,
+												  outer, inner, keys, joinquals,
+												  otherquals, target, false));
+
+	/*
+	 * A partial path: each participant probes its share of a partial outer
+	 * path against its own table of the whole inner side.  Not for right and
+	 * full joins, whose unmatched inner rows no single participant knows.
+	 */
+	if (joinrel->consider_parallel && outerrel->partial_pathlist != NIL &&
+		jointype != JOIN_RIGHT && jointype != JOIN_FULL &&
+		bms_is_empty(joinrel->lateral_relids))
+	{
+		Path	   *pouter = linitial(outerrel->partial_pathlist);
+		Path	   *pinner = inner->parallel_safe ? inner :
+			get_cheapest_parallel_safe_total_inner(innerrel->pathlist);
+
+		if (pouter->param_info == NULL && pinner != NULL &&
+			pinner->param_info == NULL && pouter->parallel_safe)
+			add_partial_path(joinrel,
+							 (Path *) make_gpu_join_path(root, joinrel, jointype,
+														 extra, pouter, pinner,
+														 keys, joinquals,
+														 otherquals, target, true));
+	}
+}
+
+/*
+ * gpuhash_plan_join turns the chosen path into a CustomScan whose scan tuple
+ * is the outer child's targetlist followed by the inner child's.
+ */
+static Plan *
+gpuhash_plan_join(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+				  List *tlist, List *clauses, List *custom_plans)
+{
+	CustomScan *cscan = makeNode(CustomScan);
+	Plan	   *outer_plan = linitial(custom_plans);
+	Plan	   *inner_plan = lsecond(custom_plans);
+	List	   *keys = linitial(best_path->custom_private);
+	List	   *joinquals = lsecond(best_path->custom_private);
+	List	   *otherquals = lthird(best_path->custom_private);
+	List	   *flags = lfourth(best_path->custom_private);
+	List	   *scan_tlist = NIL;
+	List	   *hashclauses = NIL;
+	List	   *outer_hash = NIL,
+			   *inner_hash = NIL,
+			   *eqfuncs = NIL,
+			   *colls = NIL,
+			   *swapped = NIL;
+	AttrNumber	resno = 1;
+	ListCell   *lc;
+
+	foreach(lc, outer_plan->targetlist)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		scan_tlist = lappend(scan_tlist,
+							 makeTargetEntry(copyObject(tle->expr), resno++,
+											 NULL, false));
+	}
+	foreach(lc, inner_plan->targetlist)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		scan_tlist = lappend(scan_tlist,
+							 makeTargetEntry(copyObject(tle->expr), resno++,
+											 NULL, false));
+	}
+
+	foreach(lc, keys)
+	{
+		HashKey    *key = lfirst(lc);
+		OpExpr	   *op = (OpExpr *) copyObject(key->rinfo->clause);
+
+		/* the clause as (outer, inner), for the executor and EXPLAIN */
+		op->opno = key->opno;
+		op->opfuncid = key->swapped ? get_opcode(key->opno) : key->eqfunc;
+		op->args = list_make2(copyObject(key->outer_expr),
+							  copyObject(key->inner_expr));
+		hashclauses = lappend(hashclauses, op);
+		outer_hash = lappend_oid(outer_hash, key->outer_hash);
+		inner_hash = lappend_oid(inner_hash, key->inner_hash);
+		eqfuncs = lappend_oid(eqfuncs, key->eqfunc);
+		colls = lappend_oid(colls, key->collation);
+		swapped = lappend_int(swapped, key->swapped ? 1 : 0);
+	}
+
+	cscan->scan.plan.targetlist = tlist;
+	cscan->scan.plan.qual = clauses_of(otherquals);
+	cscan->scan.scanrelid = 0;
+	cscan->flags = best_path->flags;
+	cscan->custom_plans = custom_plans;
+	cscan->custom_exprs = list_concat(hashclauses, clauses_of(joinquals));
+	cscan->custom_scan_tlist = scan_tlist;
+	cscan->custom_private = list_make5(makeInteger(linitial_int(flags)),
+									   makeInteger(list_length(outer_plan->targetlist)),
+									   makeInteger(lsecond_int(flags)),
+									   makeInteger(list_length(keys)),
+									   outer_hash);
+	cscan->custom_private = lappend(cscan->custom_private, inner_hash);
+	cscan->custom_private = lappend(cscan->custom_private, eqfuncs);
+	cscan->custom_private = lappend(cscan->custom_private, colls);
+	cscan->custom_private = lappend(cscan->custom_private, swapped);
+	cscan->methods = &gpuhash_join_scan_methods;
+	return &cscan->scan.plan;
+}
