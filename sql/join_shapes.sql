@@ -1,0 +1,83 @@
+-- join_shapes: data shapes and qual placements, gpuhash against native:
+-- duplicates (1000 rows per key), skew (one key with 10000 rows), empty
+-- sides, extra join quals (Join Filter) and filters above outer joins.
+SET gpuhash.enabled = off;
+
+-- the shapes are what they claim (native counts)
+SELECT max(c) AS dup_build_rows_per_key FROM (SELECT count(*) c FROM dup_build GROUP BY k) x;
+SELECT max(c) AS skew_rows_of_top_key FROM (SELECT count(*) c FROM skew_a GROUP BY k) x;
+
+-- duplicates: every join type, both tables on either side of the query
+-- (the planner picks the build side; both orders get exercised), rows and
+-- an aggregate over them
+SELECT j.jt, gh_check(gh_jq(j.jt, 'dup_probe', 'dup_build', 'a.k = b.k')) AS dup_probe_vs_build
+  FROM gh_join_types j ORDER BY j.n;
+SELECT j.jt, gh_check(gh_jq(j.jt, 'dup_build', 'dup_probe', 'a.k = b.k')) AS dup_build_vs_probe
+  FROM gh_join_types j ORDER BY j.n;
+-- 1000 x 1000 rows per key on both sides (2 keys): a million joined rows, counted
+SELECT gh_check('SELECT count(*) AS n, sum(a.v * b.v) AS s, count(DISTINCT a.id) AS da
+                   FROM dup_build a JOIN dup_build b ON a.k = b.k
+                  WHERE a.k IN (3, 17) AND b.k IN (3, 17)') AS dup_million;
+-- with a join filter cutting most of them
+SELECT gh_check('SELECT a.id AS a_id, b.id AS b_id FROM dup_build a JOIN dup_probe b
+                   ON a.k = b.k AND a.v = b.v') AS dup_with_filter;
+
+-- skew: the 10000-row key on the build or the probe side
+SELECT j.jt, gh_check(gh_jq(j.jt, 'skew_a', 'skew_b', 'a.k = b.k')) AS skew_a_first
+  FROM gh_join_types j ORDER BY j.n;
+SELECT j.jt, gh_check(gh_jq(j.jt, 'skew_b', 'skew_a', 'a.k = b.k')) AS skew_b_first
+  FROM gh_join_types j ORDER BY j.n;
+SELECT gh_check('SELECT count(*) AS n, sum(a.v + b.v) AS s FROM skew_a a JOIN skew_a b ON a.k = b.k
+                  WHERE b.id % 10 = 0') AS skew_self;
+
+-- empty sides: an empty table, and a side that a filter empties at run time
+SELECT j.jt, gh_check(gh_jq(j.jt, 'fa', 'fb_empty', 'a.k = b.k')) AS empty_inner
+  FROM gh_join_types j ORDER BY j.n;
+SELECT j.jt, gh_check(gh_jq(j.jt, 'fb_empty', 'fa', 'a.k = b.k')) AS empty_outer
+  FROM gh_join_types j ORDER BY j.n;
+SELECT j.jt, gh_check(gh_jq(j.jt, 'fb_empty', '(SELECT * FROM fa WHERE v > 5000)', 'a.k = b.k')) AS both_empty
+  FROM gh_join_types j ORDER BY j.n;
+SELECT j.jt, gh_check(gh_jq(j.jt, 'fa', '(SELECT * FROM fb WHERE v > 100000 - id * 0)', 'a.k = b.k')) AS emptied_by_filter
+  FROM gh_join_types j ORDER BY j.n;
+SELECT j.jt, gh_check(gh_jq(j.jt, '(SELECT * FROM fa WHERE id < 0)', 'fb', 'a.k = b.k')) AS outer_emptied
+  FROM gh_join_types j ORDER BY j.n;
+-- one row each
+SELECT j.jt, gh_check(gh_jq(j.jt, '(SELECT * FROM fa WHERE id = 5)', '(SELECT * FROM fb WHERE k = 5)', 'a.k = b.k')) AS one_row_each
+  FROM gh_join_types j ORDER BY j.n;
+
+-- extra join quals: Join Filter in every join type (for outer joins a failed
+-- filter means NULL-extended rows, for semi/anti it decides the match)
+CREATE TEMP TABLE filter_conds (n int, cond text);
+INSERT INTO filter_conds VALUES
+  (1, 'a.k = b.k AND a.v < b.v'),
+  (2, 'a.k = b.k AND a.v + b.v > 600'),
+  (3, 'a.k = b.k AND a.t <> b.t || ''x'''),
+  (4, 'a.k = b.k AND (a.v % 3 = 0 OR b.v % 5 = 0)'),
+  (5, 'a.k = b.k AND a.k2 = b.k2 AND a.v <> b.v'),
+  (6, 'a.k = b.k AND b.v IS NOT NULL AND a.id > b.id');
+SELECT f.cond, j.jt, gh_check(gh_jq(j.jt, 'fa', 'fb', f.cond)) AS join_filter
+  FROM filter_conds f, gh_join_types j ORDER BY f.n, j.n;
+-- a join filter that is never true: inner/semi empty, outer joins all NULL-extended
+SELECT j.jt, gh_check(gh_jq(j.jt, 'fa', 'fb', 'a.k = b.k AND a.v > b.v + 100000')) AS never_true_filter
+  FROM gh_join_types j ORDER BY j.n;
+-- a join filter that is NULL (not false) for some pairs
+SELECT j.jt, gh_check(gh_jq(j.jt, 'fa', 'fb', 'a.k = b.k AND nullif(a.v, 3) < b.v')) AS null_filter
+  FROM gh_join_types j ORDER BY j.n;
+
+-- filters above outer joins (WHERE, not ON): on the nullable side, IS NULL
+-- (which PostgreSQL may turn into an anti join), and on the kept side
+SELECT q, gh_check(q) AS where_above_outer FROM (VALUES
+  ('SELECT a.id AS a_id, b.id AS b_id FROM fa a LEFT JOIN fb b ON a.k = b.k WHERE b.v > 250'),
+  ('SELECT a.id AS a_id, b.id AS b_id FROM fa a LEFT JOIN fb b ON a.k = b.k WHERE b.id IS NULL'),
+  ('SELECT a.id AS a_id, b.id AS b_id FROM fa a LEFT JOIN fb b ON a.k = b.k WHERE coalesce(b.v, -1) < 10'),
+  ('SELECT a.id AS a_id, b.id AS b_id FROM fa a LEFT JOIN fb b ON a.k = b.k WHERE a.g = 3'),
+  ('SELECT a.id AS a_id, b.id AS b_id FROM fa a FULL JOIN fb b ON a.k = b.k WHERE a.id IS NULL OR b.id IS NULL'),
+  ('SELECT a.id AS a_id, b.id AS b_id FROM fa a FULL JOIN fb b ON a.k = b.k WHERE coalesce(a.v, 0) + coalesce(b.v, 0) > 700'),
+  ('SELECT a.id AS a_id, b.id AS b_id FROM fa a RIGHT JOIN fb b ON a.k = b.k AND a.g = 5 WHERE b.k2 = 1'),
+  ('SELECT a.id AS a_id, b.id AS b_id FROM fa a LEFT JOIN fb b ON a.k = b.k AND b.v < 100 WHERE a.v < 100')
+) v(q);
+
+-- restrictions pushed to one side only (ON clause of an inner join)
+SELECT gh_check('SELECT a.id AS a_id, b.id AS b_id FROM fa a JOIN fb b ON a.k = b.k AND a.g = 7 AND b.k2 = 4') AS pushed_down;
+
+RESET gpuhash.enabled;
