@@ -47,7 +47,6 @@ enum
 extern CustomScanMethods gpuhash_join_scan_methods;
 
 extern void gpuhash_init_join_plan(void);
-extern void gpuhash_init_join_exec(void);
 extern Node *gpuhash_join_create_state(CustomScan *cscan);
 
 /* settings of the join (gpuhash.c) */
@@ -79,6 +78,7 @@ extern GhTable *gh_table_build(GhTarget target, const uint64 *hashes,
 							   uint32 nrows);
 extern void gh_table_probe(GhTable *table, const uint64 *hashes, uint32 n,
 						   uint32 *first, uint32 *count);
+extern void gh_table_drop_rows(GhTable *table);
 extern void gh_table_free(GhTable *table);
 
 #endif							/* GPUHASH_JOIN_H */

@@ -162,6 +162,19 @@ gh_table_probe(GhTable *t, const uint64 *hashes, uint32 n, uint32 *first,
 	t->device_ms += INSTR_TIME_GET_MILLISEC(end);
 }
 
+/*
+ * gh_table_drop_rows forgets the host view of the row array once the caller
+ * has reordered its own rows by it.  Probe ranges still index that order.
+ */
+void
+gh_table_drop_rows(GhTable *t)
+{
+	if (t->rows_copy)
+		pfree(t->rows_copy);
+	t->rows_copy = NULL;
+	t->rows = NULL;
+}
+
 /* gh_table_free gives back the table's memory (host copies go with their context). */
 void
 gh_table_free(GhTable *t)

@@ -86,8 +86,8 @@ typedef struct GhjState
 	bool		built;
 	GhTarget	target;
 	uint32		ninner;
-	MinimalTuple *inner_tuples;
-	Datum	   *inner_keyvals;	/* ninner x nkeys */
+	Datum	   *inner_recs;		/* ninner records: tuple pointer, then keys */
+	int			stride;			/* Datums per record: 1 + nkeys */
 	MinimalTuple *nullkey_tuples;	/* right/full joins only */
 	uint32		n_nullkey;
 	uint32	   *matched;		/* bitmap over ninner: right/full joins */
@@ -307,6 +307,33 @@ row_hash(GhjState *s, bool outer, ExprContext *econtext, Datum *keys,
 	return h;
 }
 
+/*
+ * ghj_regroup reorders the inner records into the order of the table's row
+ * array, which groups rows by hash.  From then on the candidates of a probe
+ * row are the records first .. first + count - 1 themselves: no indirection
+ * through the row array, and one cache line for a group's first records.
+ */
+static void
+ghj_regroup(GhjState *s)
+{
+	const uint32 *rows = s->table->rows;
+	size_t		stride = s->stride;
+	Datum	   *recs;
+
+	recs = palloc_extended(sizeof(Datum) * Max(s->ninner, 1) * stride,
+						   MCXT_ALLOC_HUGE);
+	for (uint32 j = 0; j < s->ninner; j++)
+	{
+		memcpy(&recs[j * stride], &s->inner_recs[(size_t) rows[j] * stride],
+			   sizeof(Datum) * stride);
+		if ((j & 0xffff) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	pfree(s->inner_recs);
+	s->inner_recs = recs;
+	gh_table_drop_rows(s->table);
+}
+
 /* ghj_build runs the inner side to completion and builds the table. */
 static void
 ghj_build(GhjState *s)
@@ -324,8 +351,8 @@ ghj_build(GhjState *s)
 	INSTR_TIME_SET_CURRENT(start);
 	s->target = gpuhash_exec_target();
 	old = MemoryContextSwitchTo(s->build_cxt);
-	s->inner_tuples = palloc(sizeof(MinimalTuple) * cap);
-	s->inner_keyvals = palloc(sizeof(Datum) * cap * s->nkeys);
+	s->stride = 1 + s->nkeys;
+	s->inner_recs = palloc(sizeof(Datum) * cap * s->stride);
 	hashes = palloc(sizeof(uint64) * cap);
 	s->ninner = 0;
 	s->n_nullkey = 0;
@@ -352,12 +379,11 @@ ghj_build(GhjState *s)
 								(unsigned) GH_MAX_ROWS),
 						 errhint("SET gpuhash.enabled = off to run the join without gpuhash.")));
 			cap = (uint32) Min((uint64) cap * 2, (uint64) GH_MAX_ROWS);
-			s->inner_tuples = repalloc_huge(s->inner_tuples, sizeof(MinimalTuple) * cap);
-			s->inner_keyvals = repalloc_huge(s->inner_keyvals,
-											 sizeof(Datum) * cap * s->nkeys);
+			s->inner_recs = repalloc_huge(s->inner_recs,
+										  sizeof(Datum) * cap * s->stride);
 			hashes = repalloc_huge(hashes, sizeof(uint64) * cap);
 		}
-		h = row_hash(s, false, econtext, &s->inner_keyvals[(size_t) s->ninner * s->nkeys],
+		h = row_hash(s, false, econtext, &s->inner_recs[(size_t) s->ninner * s->stride + 1],
 					 s->build_cxt, &hasnull);
 		old = MemoryContextSwitchTo(s->build_cxt);
 		if (hasnull)
@@ -377,7 +403,8 @@ ghj_build(GhjState *s)
 		}
 		else
 		{
-			s->inner_tuples[s->ninner] = ExecCopySlotMinimalTuple(slot);
+			s->inner_recs[(size_t) s->ninner * s->stride] =
+				PointerGetDatum(ExecCopySlotMinimalTuple(slot));
 			hashes[s->ninner] = h;
 			s->ninner++;
 		}
@@ -389,6 +416,7 @@ ghj_build(GhjState *s)
 	s->table = gh_table_build(s->target, hashes, s->ninner);
 	s->target = s->table->target;	/* the CPU twin if the GPU had no room */
 	pfree(hashes);
+	ghj_regroup(s);
 	if (keep_nullkeys)
 		s->matched = palloc_extended(sizeof(uint32) * ((s->ninner + 31) / 32 + 1),
 									  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
@@ -461,12 +489,12 @@ ghj_next_batch(GhjState *s)
 	return true;
 }
 
-/* ghj_verify checks outer row i against inner row r with the operators. */
+/* ghj_verify checks outer row i against inner record r with the operators. */
 static inline bool
 ghj_verify(GhjState *s, uint32 i, uint32 r)
 {
 	Datum	   *ok = &s->batch_keys[(size_t) i * s->nkeys];
-	Datum	   *ik = &s->inner_keyvals[(size_t) r * s->nkeys];
+	Datum	   *ik = &s->inner_recs[(size_t) r * s->stride + 1];
 
 	for (int k = 0; k < s->nkeys; k++)
 	{
@@ -504,7 +532,7 @@ ghj_next_unmatched_inner(GhjState *s, ExprContext *econtext)
 		{
 			if (s->matched[p / 32] & (1U << (p % 32)))
 				continue;
-			tuple = s->inner_tuples[p];
+			tuple = (MinimalTuple) DatumGetPointer(s->inner_recs[(size_t) p * s->stride]);
 		}
 		else
 			tuple = s->nullkey_tuples[p - s->ninner];
@@ -559,11 +587,30 @@ ghj_exec(CustomScanState *node)
 		}
 
 		i = s->cur;
+
+		/*
+		 * Ask for the inner data of outer rows a little ahead: the candidates'
+		 * records for row i + 16, and the tuple of the first candidate of row
+		 * i + 8, whose record should have arrived by then.  The candidates of a
+		 * batch are known from the device's answer, so the random reads of the
+		 * inner side overlap instead of stalling one after another.  (Written
+		 * in line: GCC drops a static function holding only prefetches.)
+		 */
+		if (s->cur_cand == 0)
+		{
+			uint32		far = i + 16,
+						near = i + 8;
+
+			if (far < s->batch_n && s->batch_count[far] > 0)
+				__builtin_prefetch(&s->inner_recs[(size_t) s->batch_first[far] * s->stride]);
+			if (near < s->batch_n && s->batch_count[near] > 0)
+				__builtin_prefetch(DatumGetPointer(s->inner_recs[(size_t) s->batch_first[near] * s->stride]));
+		}
 		ExecStoreMinimalTuple(s->batch_tuples[i], s->outer_slot, false);
 		econtext->ecxt_outertuple = s->outer_slot;
 		while (s->cur_cand < s->batch_count[i])
 		{
-			uint32		r = s->table->rows[s->batch_first[i] + s->cur_cand];
+			uint32		r = s->batch_first[i] + s->cur_cand;
 			MemoryContext old;
 			bool		ok;
 
@@ -575,7 +622,8 @@ ghj_exec(CustomScanState *node)
 			MemoryContextSwitchTo(old);
 			if (!ok)
 				continue;
-			ExecStoreMinimalTuple(s->inner_tuples[r], s->inner_slot, false);
+			ExecStoreMinimalTuple((MinimalTuple) DatumGetPointer(s->inner_recs[(size_t) r * s->stride]),
+								  s->inner_slot, false);
 			econtext->ecxt_innertuple = s->inner_slot;
 			if (s->joinqual && !ExecQual(s->joinqual, econtext))
 				continue;
@@ -633,8 +681,7 @@ ghj_release(GhjState *s)
 	s->batch_first = NULL;
 	s->batch_count = NULL;
 	s->batch_tuples = NULL;
-	s->inner_tuples = NULL;
-	s->inner_keyvals = NULL;
+	s->inner_recs = NULL;
 	s->nullkey_tuples = NULL;
 	s->matched = NULL;
 	s->ninner = 0;
