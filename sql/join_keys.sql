@@ -51,9 +51,9 @@ SELECT k.cond, j.jt, gh_check(gh_jq(j.jt, 'mk_a', 'mk_b', k.cond)) AS multi_colu
   FROM multi_keys k, gh_join_types j ORDER BY k.n, j.n;
 
 -- NULL keys never match: a side whose keys are all NULL
-SELECT j.jt, gh_check(gh_jq(j.jt, '(SELECT id, NULL::int AS k FROM fa WHERE id <= 500)', 'fb', 'a.k = b.k')) AS all_null_outer
+SELECT j.jt, gh_check(gh_jq(j.jt, '(SELECT id, nullif(id, id) AS k FROM fa WHERE id <= 500)', 'fb', 'a.k = b.k')) AS all_null_outer
   FROM gh_join_types j ORDER BY j.n;
-SELECT j.jt, gh_check(gh_jq(j.jt, 'fa', '(SELECT id, NULL::int AS k FROM fb WHERE id <= 500)', 'a.k = b.k')) AS all_null_inner
+SELECT j.jt, gh_check(gh_jq(j.jt, 'fa', '(SELECT id, nullif(id, id) AS k FROM fb WHERE id <= 500)', 'a.k = b.k')) AS all_null_inner
   FROM gh_join_types j ORDER BY j.n;
 -- one NULL column of a two-column key is enough to never match
 SELECT j.jt, gh_check(gh_jq(j.jt,

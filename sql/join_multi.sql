@@ -67,9 +67,9 @@ SELECT gh_check('WITH j AS NOT MATERIALIZED (SELECT a.id, a.k, b.v FROM fa a JOI
                  SELECT j.id, j.v FROM j WHERE j.v < 50') AS cte_inlined;
 SELECT gh_check('WITH s AS (SELECT k, count(*) AS c FROM fa GROUP BY k)
                  SELECT b.id, s.c FROM fb b LEFT JOIN s ON s.k = b.k') AS cte_grouped;
-SELECT gh_check('WITH RECURSIVE r(n, k) AS (SELECT 1, 10 UNION ALL
-                   SELECT r.n + 1, b.v FROM r JOIN fb b ON b.k = r.k * 3 % 7000 WHERE r.n < 4)
-                 SELECT n, k, count(*) AS c FROM r GROUP BY n, k', 0) AS cte_recursive;
+SELECT gh_check('WITH RECURSIVE r(n, k) AS (SELECT 1, k FROM fb WHERE id <= 20 UNION ALL
+                   SELECT r.n + 1, b.v FROM r JOIN fb b ON b.k = r.k * 3 % 7000 WHERE r.n < 6)
+                 SELECT n, k, count(*) AS c FROM r GROUP BY n, k') AS cte_recursive;
 
 -- UNION ALL of joins, and a join over a UNION ALL
 SELECT gh_check('SELECT a.id, b.v FROM fa a JOIN fb b ON a.k = b.k

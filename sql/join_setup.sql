@@ -236,6 +236,68 @@ BEGIN
   RETURN true;
 END $$;
 
+-- gh_parallel_joins(query): GpuHashJoin nodes of the gpuhash plan that lie
+-- below a Gather or Gather Merge (found by the plan text's indentation)
+CREATE FUNCTION gh_parallel_joins(query text) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE
+  l text;
+  ind int;
+  gather_ind int := NULL;
+  n int := 0;
+BEGIN
+  FOR l IN SELECT * FROM gh_plan_lines(query, 'gpuhash') LOOP
+    ind := length(l) - length(ltrim(l));
+    IF l ~ '^\s*(->\s+)?[A-Z]' AND l !~ '^\s*[A-Za-z ]+:' THEN   -- a node line
+      IF gather_ind IS NOT NULL AND ind <= gather_ind THEN gather_ind := NULL; END IF;
+      IF l ~ 'Gather' AND gather_ind IS NULL THEN gather_ind := ind;
+      ELSIF l ~ 'GpuHashJoin' AND gather_ind IS NOT NULL THEN n := n + 1;
+      END IF;
+    END IF;
+  END LOOP;
+  RETURN n;
+END $$;
+
+-- gh_check_prepared(native_stmt, gpu_stmt, args): runs two prepared
+-- statements of the same query, one prepared for native and one for
+-- gpuhash planning, with the same arguments; returns the row count and the
+-- multiset difference.  The mode is set before each EXECUTE so that a
+-- re-plan (after a cache invalidation) keeps the statement's mode.
+CREATE FUNCTION gh_check_prepared(native_stmt text, gpu_stmt text, args text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  saved_enabled text := current_setting('gpuhash.enabled');
+  saved_force text := current_setting('gpuhash.force_join');
+  nrows bigint;
+  d bigint;
+BEGIN
+  PERFORM gh_set_mode('native');
+  EXECUTE format('CREATE TEMP TABLE gh_p_native AS EXECUTE %I(%s)', native_stmt, args);
+  GET DIAGNOSTICS nrows = ROW_COUNT;
+  PERFORM gh_set_mode('gpuhash');
+  EXECUTE format('CREATE TEMP TABLE gh_p_gpu AS EXECUTE %I(%s)', gpu_stmt, args);
+  PERFORM set_config('gpuhash.enabled', saved_enabled, false);
+  PERFORM set_config('gpuhash.force_join', saved_force, false);
+  CREATE TEMP TABLE gh_p_native_r AS SELECT t::text AS r FROM gh_p_native t;
+  CREATE TEMP TABLE gh_p_gpu_r AS SELECT t::text AS r FROM gh_p_gpu t;
+  d := gh_diff('gh_p_native_r', 'gh_p_gpu_r');
+  DROP TABLE gh_p_native, gh_p_gpu, gh_p_native_r, gh_p_gpu_r;
+  RETURN format('rows=%s diff=%s', nrows, d);
+END $$;
+
+-- gh_check_with(name, value, query): gh_check with one more setting, for
+-- this check only
+CREATE FUNCTION gh_check_with(name text, value text, query text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  saved text := current_setting(name);
+  res text;
+BEGIN
+  PERFORM set_config(name, value, false);
+  res := gh_check(query);
+  PERFORM set_config(name, saved, false);
+  RETURN res;
+END $$;
+
 -- gh_jq(jt, a, b, cond): a join query of type jt (inner, left, right, full,
 -- semi, anti) between tables a and b (aliased a and b) on cond
 CREATE FUNCTION gh_jq(jt text, ta text, tb text, cond text) RETURNS text

@@ -42,7 +42,7 @@ SELECT j.jt, gh_check(gh_jq(j.jt, 'fa', '(SELECT * FROM fb WHERE v > 100000 - id
 SELECT j.jt, gh_check(gh_jq(j.jt, '(SELECT * FROM fa WHERE id < 0)', 'fb', 'a.k = b.k')) AS outer_emptied
   FROM gh_join_types j ORDER BY j.n;
 -- one row each
-SELECT j.jt, gh_check(gh_jq(j.jt, '(SELECT * FROM fa WHERE id = 5)', '(SELECT * FROM fb WHERE k = 5)', 'a.k = b.k')) AS one_row_each
+SELECT j.jt, gh_check(gh_jq(j.jt, '(SELECT * FROM fa WHERE id = 5)', '(SELECT * FROM fb WHERE t = ''v5'')', 'a.k = b.k')) AS one_row_each
   FROM gh_join_types j ORDER BY j.n;
 
 -- extra join quals: Join Filter in every join type (for outer joins a failed
