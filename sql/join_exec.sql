@@ -165,11 +165,11 @@ SET LOCAL gpuhash.enabled = on;
 SET LOCAL gpuhash.force_join = on;
 DECLARE c NO SCROLL CURSOR FOR
   SELECT a.id AS a_id, b.id AS b_id FROM fa a JOIN fb b ON a.k = b.k WHERE a.g < 5;
-MOVE FORWARD 1000 IN c;
-MOVE FORWARD 1000 IN c;
-MOVE FORWARD 1000 IN c;
-MOVE FORWARD ALL IN c;
-MOVE FORWARD 1 IN c;
+SELECT gh_move('c', 'forward', 1000) AS moved;
+SELECT gh_move('c', 'forward', 1000) AS moved;
+SELECT gh_move('c', 'forward', 1000) AS moved;
+SELECT gh_move('c', 'forward') AS moved_rest;
+SELECT gh_move('c', 'forward', 1) AS moved_past_end;
 FETCH BACKWARD 1 FROM c;
 ROLLBACK;
 
@@ -179,11 +179,11 @@ SET LOCAL gpuhash.enabled = on;
 SET LOCAL gpuhash.force_join = on;
 DECLARE c SCROLL CURSOR FOR
   SELECT a.id AS a_id, b.id AS b_id FROM fa a LEFT JOIN fb b ON a.k = b.k WHERE a.g < 5;
-MOVE FORWARD 777 IN c;
-MOVE BACKWARD 500 IN c;
-MOVE FORWARD ALL IN c;
-MOVE BACKWARD ALL IN c;
-MOVE FORWARD ALL IN c;
+SELECT gh_move('c', 'forward', 777) AS moved;
+SELECT gh_move('c', 'backward', 500) AS moved_back;
+SELECT gh_move('c', 'forward') AS moved_rest;
+SELECT gh_move('c', 'backward') AS moved_back_all;
+SELECT gh_move('c', 'forward') AS moved_all_again;
 COMMIT;
 SELECT count(*) AS native_left_rows FROM fa a LEFT JOIN fb b ON a.k = b.k WHERE a.g < 5;
 
@@ -199,6 +199,17 @@ FETCH ALL FROM h;
 CLOSE h;
 SELECT d1.grp, count(*) AS n FROM fact f JOIN dim1 d1 ON f.d1 = d1.id GROUP BY d1.grp ORDER BY d1.grp;
 SELECT gpuhash_device_memory() AS held_after_cursors;
+-- a half-read cursor holds the join's table (so the zeros above can fail);
+-- closing it releases the table
+BEGIN;
+SET LOCAL gpuhash.enabled = on;
+SET LOCAL gpuhash.force_join = on;
+DECLARE half CURSOR FOR SELECT a.id FROM fa a JOIN fb b ON a.k = b.k;
+SELECT gh_move('half', 'forward', 10) AS moved;
+SELECT gpuhash_device_memory() > 0 AS held_while_open;
+CLOSE half;
+SELECT gpuhash_device_memory() AS held_after_close;
+COMMIT;
 
 ------------------------------------------------------------------------------
 -- an ERROR in the middle of a join (a join filter dividing by zero on one

@@ -229,6 +229,22 @@ BEGIN
                 n, m, bad_backward, d_native, d_again);
 END $$;
 
+-- gh_move(cursor, direction, n): MOVE a cursor forward or backward n rows
+-- (all rows when n is NULL); returns how many rows it moved over
+CREATE FUNCTION gh_move(c refcursor, direction text, n int DEFAULT NULL) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE moved bigint;
+BEGIN
+  IF direction = 'forward' AND n IS NULL THEN MOVE FORWARD ALL FROM c;
+  ELSIF direction = 'forward' THEN MOVE FORWARD n FROM c;
+  ELSIF direction = 'backward' AND n IS NULL THEN MOVE BACKWARD ALL FROM c;
+  ELSIF direction = 'backward' THEN MOVE BACKWARD n FROM c;
+  ELSE RAISE EXCEPTION 'gh_move: direction is forward or backward';
+  END IF;
+  GET DIAGNOSTICS moved = ROW_COUNT;
+  RETURN moved;
+END $$;
+
 -- gh_slow(a, b): true, after a short sleep (a join qual that makes a join slow)
 CREATE FUNCTION gh_slow(a int, b int) RETURNS bool LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
@@ -383,8 +399,13 @@ CREATE TABLE t_empty AS SELECT * FROM ta WHERE false;
 DO $$
 BEGIN
   IF (SELECT count(*) FROM pg_collation WHERE collprovider = 'i') > 0 THEN
-    EXECUTE $c$CREATE COLLATION gh_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false)$c$;
-  ELSE
+    BEGIN
+      EXECUTE $c$CREATE COLLATION gh_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false)$c$;
+    EXCEPTION WHEN OTHERS THEN
+      NULL;   -- e.g. a database encoding ICU does not support
+    END;
+  END IF;
+  IF to_regcollation('gh_ci') IS NULL THEN
     EXECUTE $c$CREATE COLLATION gh_ci FROM "C"$c$;
   END IF;
 END $$;
