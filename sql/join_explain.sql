@@ -71,5 +71,14 @@ SELECT gh_explain_analyze('SELECT count(*) FROM fa a JOIN fb b ON a.k = b.k AND 
 -- and the row counts match the native plan's for the same nodes
 SELECT gh_explain_analyze('SELECT count(*) FROM fa a JOIN fb b ON a.k = b.k AND a.v < b.v', 'native');
 
+-- EXPLAIN VERBOSE: the output columns of the join and of its inputs
+SET gpuhash.enabled = on;
+SET gpuhash.force_join = on;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT a.id, b.t, a.k + b.k AS s FROM pa a LEFT JOIN pb b ON a.k = b.k AND a.id < b.id;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT a.id FROM pa a WHERE NOT EXISTS (SELECT 1 FROM pb b WHERE b.k = a.k + 1);
+EXPLAIN (VERBOSE, COSTS OFF) SELECT b, x.c FROM pb b JOIN (SELECT k, count(*) AS c FROM pa GROUP BY k) x ON x.k = b.k;
+RESET gpuhash.force_join;
+SET gpuhash.enabled = off;
+
 RESET max_parallel_workers_per_gather;
 RESET gpuhash.enabled;

@@ -314,6 +314,46 @@ BEGIN
   RETURN res;
 END $$;
 
+-- gh_check_dml(base, dml): runs a data-modifying statement (dml, with %1$s
+-- for the target table's name) on two copies of table base, one natively
+-- and one under gpuhash, and compares the copies afterwards and the
+-- statements' row counts.  gpu_joins counts the GpuHashJoins of the
+-- statement's gpuhash plan (EXPLAIN without ANALYZE: not executed).
+CREATE FUNCTION gh_check_dml(base text, dml text, min_gpu_joins int DEFAULT 1) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  saved_enabled text := current_setting('gpuhash.enabled');
+  saved_force text := current_setting('gpuhash.force_join');
+  n_gpu int;
+  nrows bigint;
+  grows bigint;
+  d bigint;
+  res text;
+BEGIN
+  EXECUTE format('CREATE TABLE gh_dml_native AS SELECT * FROM %s', base);
+  EXECUTE format('CREATE TABLE gh_dml_gpu AS SELECT * FROM %s', base);
+  ANALYZE gh_dml_native, gh_dml_gpu;
+  n_gpu := gh_plan_count(format(dml, 'gh_dml_gpu'), 'gpuhash');
+  PERFORM gh_set_mode('native');
+  EXECUTE format(dml, 'gh_dml_native');
+  GET DIAGNOSTICS nrows = ROW_COUNT;
+  PERFORM gh_set_mode('gpuhash');
+  EXECUTE format(dml, 'gh_dml_gpu');
+  GET DIAGNOSTICS grows = ROW_COUNT;
+  PERFORM set_config('gpuhash.enabled', saved_enabled, false);
+  PERFORM set_config('gpuhash.force_join', saved_force, false);
+  CREATE TEMP TABLE gh_dml_native_r AS SELECT t::text AS r FROM gh_dml_native t;
+  CREATE TEMP TABLE gh_dml_gpu_r AS SELECT t::text AS r FROM gh_dml_gpu t;
+  d := gh_diff('gh_dml_native_r', 'gh_dml_gpu_r');
+  DROP TABLE gh_dml_native, gh_dml_gpu, gh_dml_native_r, gh_dml_gpu_r;
+  res := format('gpu_joins=%s rows=%s diff=%s', n_gpu, nrows, d);
+  IF grows <> nrows THEN res := res || format(' GPUHASH-ROWS=%s', grows); END IF;
+  IF n_gpu < min_gpu_joins THEN
+    res := res || format(' VACUOUS(expected at least %s GpuHashJoin)', min_gpu_joins);
+  END IF;
+  RETURN res;
+END $$;
+
 -- gh_jq(jt, a, b, cond): a join query of type jt (inner, left, right, full,
 -- semi, anti) between tables a and b (aliased a and b) on cond
 CREATE FUNCTION gh_jq(jt text, ta text, tb text, cond text) RETURNS text

@@ -80,4 +80,48 @@ SELECT q, gh_check(q) AS where_above_outer FROM (VALUES
 -- restrictions pushed to one side only (ON clause of an inner join)
 SELECT gh_check('SELECT a.id AS a_id, b.id AS b_id FROM fa a JOIN fb b ON a.k = b.k AND a.g = 7 AND b.k2 = 4') AS pushed_down;
 
+-- quals of an outer join's ON clause that reference one side only: the
+-- kept side's stay in the join (they decide matching, not the rows), the
+-- nullable side's go down to its scan
+SELECT j.jt, gh_check(gh_jq(j.jt, 'fa', 'fb', q)) AS one_sided_on_quals
+  FROM gh_join_types j,
+       (VALUES ('a.k = b.k AND a.g = 3'), ('a.k = b.k AND b.v < 10'), ('a.k = b.k AND a.g = 3 AND b.v < 100')) v(q)
+ ORDER BY q, j.n;
+
+-- what the join emits: whole rows, system columns, and values computed
+-- below an outer join (PlaceHolderVars: NULL in NULL-extended rows, even
+-- when they are constants)
+SELECT q, gh_check(q) AS targetlists FROM (VALUES
+  ('SELECT a, b FROM fa a LEFT JOIN fb b ON a.k = b.k'),
+  ('SELECT row_to_json(b) AS jb, a.id FROM fa a FULL JOIN fb b ON a.k = b.k'),
+  ('SELECT a.ctid AS actid, b.ctid AS bctid, b.tableoid::regclass AS btab FROM fa a JOIN fb b ON a.k = b.k'),
+  ('SELECT a.id, b.x, b.y, b.z FROM fa a LEFT JOIN (SELECT k, 1 AS x, k IS NULL AS y, coalesce(v, 0) + 1 AS z FROM fb) b ON a.k = b.k'),
+  ('SELECT a.x, b.x AS bx, a.id, b.id AS b_id FROM (SELECT id, k, ''a'' AS x FROM fa) a FULL JOIN (SELECT id, k, ''b'' AS x FROM fb) b ON a.k = b.k'),
+  ('SELECT a.id, b.c FROM fa a LEFT JOIN (SELECT k, count(*) AS c FROM fb GROUP BY k) b ON a.k = b.k'),
+  ('SELECT b.id, b.k FROM fa a RIGHT JOIN fb b ON a.k = b.k'),
+  ('SELECT 1 AS one FROM fa a JOIN fb b ON a.k = b.k'),
+  ('SELECT a.k, b.k AS bk, a.k = b.k AS eq, a.k + b.k AS s FROM fa a FULL JOIN fb b ON a.k = b.k')
+) v(q);
+
+-- a table with dropped columns (attribute numbers with holes) on either side
+CREATE TABLE dropped_cols AS SELECT id, 'x' || id AS junk1, k, v, id * 2 AS junk2, t FROM fb;
+ALTER TABLE dropped_cols DROP COLUMN junk1;
+ALTER TABLE dropped_cols DROP COLUMN junk2;
+ANALYZE dropped_cols;
+SELECT j.jt, gh_check(gh_jq(j.jt, 'fa', 'dropped_cols', 'a.k = b.k AND a.v <> b.v')) AS dropped_columns_inner
+  FROM gh_join_types j ORDER BY j.n;
+SELECT gh_check('SELECT d, a.id FROM dropped_cols d JOIN fa a ON d.k = a.k') AS dropped_columns_whole_row;
+
+-- keys stored out of line (TOAST): 10 kB strings that compress badly
+CREATE TABLE toast_a AS
+  SELECT i AS id, (SELECT string_agg(md5((i % 40)::text || '-' || j), '') FROM generate_series(1, 320) j) AS t
+    FROM generate_series(1, 200) i;
+CREATE TABLE toast_b AS
+  SELECT i AS id, (SELECT string_agg(md5((i % 50)::text || '-' || j), '') FROM generate_series(1, 320) j) AS t
+    FROM generate_series(1, 120) i;
+SELECT count(*) FILTER (WHERE pg_column_size(t) > 2000) = count(*) AS all_keys_large,
+       min(length(t)) AS key_length FROM toast_a;
+SELECT j.jt, gh_check(replace(gh_jq(j.jt, 'toast_a', 'toast_b', 'a.t = b.t'), 'b.id AS b_id', 'b.id AS b_id, md5(b.t) AS bt')) AS toasted_keys
+  FROM gh_join_types j ORDER BY j.n;
+
 RESET gpuhash.enabled;

@@ -112,4 +112,50 @@ SELECT CASE WHEN NOT (SELECT collisdeterministic FROM pg_collation WHERE collnam
             ELSE (SELECT count(*) FROM ci_a a JOIN ci_b b ON a.t = b.t WHERE a.t COLLATE "C" <> b.t COLLATE "C") = 0
        END AS collation_as_expected;
 
+-- more hashable types: arrays, composite values, enums, ranges, jsonb,
+-- inet, macaddr, "char", name, pg_lsn, time, timetz
+CREATE TYPE gh_mood AS ENUM ('sad', 'ok', 'happy', 'ecstatic');
+CREATE TYPE gh_pair AS (x int, y text);
+CREATE TABLE more_a AS
+  SELECT i AS id,
+         ARRAY[i % 40, i % 7] AS k_intarr,
+         ARRAY['a' || i % 300, NULL] AS k_textarr,
+         ROW(i % 50, 'p' || i % 3)::gh_pair AS k_composite,
+         (ARRAY['sad', 'ok', 'happy', 'ecstatic']::gh_mood[])[1 + i % 4] AS k_enum,
+         int4range(i % 60, i % 60 + 1 + i % 2) AS k_range,
+         jsonb_build_object('a', i % 450, 'b', ARRAY[1, 2]) AS k_jsonb,
+         ('10.0.' || i % 5 || '.' || i % 37)::inet AS k_inet,
+         ('08:00:2b:01:02:' || lpad(to_hex(i % 256), 2, '0'))::macaddr AS k_macaddr,
+         chr(65 + i % 26)::"char" AS k_char,
+         ('n' || i % 550)::name AS k_name,
+         ('0/' || to_hex(i % 700))::pg_lsn AS k_lsn,
+         time '00:00' + (i % 800) * interval '1.5 seconds' AS k_time,
+         (time '00:00' + (i % 800) * interval '1.5 seconds')::timetz AS k_timetz
+    FROM generate_series(1, 1500) i;
+CREATE TABLE more_b AS
+  SELECT i AS id,
+         ARRAY[i % 50, i % 7] AS k_intarr,
+         ARRAY['a' || i % 350, NULL] AS k_textarr,
+         ROW(i % 60, 'p' || i % 4)::gh_pair AS k_composite,
+         CASE WHEN i <= 40 THEN (ARRAY['sad', 'ok', 'happy', 'ecstatic']::gh_mood[])[1 + i % 3] END AS k_enum,
+         int4range(i % 70, i % 70 + 1 + i % 3) AS k_range,
+         jsonb_build_object('b', ARRAY[1, 2], 'a', i % 500) AS k_jsonb,
+         ('10.0.' || i % 6 || '.' || i % 41)::inet AS k_inet,
+         ('08:00:2b:01:02:' || lpad(to_hex(i % 200), 2, '0'))::macaddr AS k_macaddr,
+         CASE WHEN i <= 60 THEN chr(65 + i % 30)::"char" END AS k_char,
+         ('n' || i % 660)::name AS k_name,
+         ('0/' || to_hex(i % 900))::pg_lsn AS k_lsn,
+         time '00:00' + (i % 1000) * interval '1.5 seconds' AS k_time,
+         (time '00:00' + (i % 1000) * interval '1.5 seconds')::timetz AS k_timetz
+    FROM generate_series(1, 1000) i;
+UPDATE more_a SET k_intarr = NULL, k_composite = NULL, k_jsonb = NULL WHERE id % 29 = 0;
+ANALYZE more_a, more_b;
+CREATE TEMP TABLE more_types (n int, col text);
+INSERT INTO more_types VALUES (1, 'k_intarr'), (2, 'k_textarr'), (3, 'k_composite'), (4, 'k_enum'),
+  (5, 'k_range'), (6, 'k_jsonb'), (7, 'k_inet'), (8, 'k_macaddr'), (9, 'k_char'), (10, 'k_name'),
+  (11, 'k_lsn'), (12, 'k_time'), (13, 'k_timetz');
+SELECT t.col, j.jt, gh_check(replace(gh_jq(j.jt, 'more_a', 'more_b', format('a.%1$I = b.%1$I', t.col)),
+                                     'b.id AS b_id', format('b.id AS b_id, b.%I AS b_key', t.col))) AS more_key_types
+  FROM more_types t, gh_join_types j WHERE j.jt IN ('inner', 'full', 'anti') ORDER BY t.n, j.n;
+
 RESET gpuhash.enabled;
