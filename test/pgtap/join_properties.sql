@@ -10,7 +10,7 @@
 \pset tuples_only true
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS gpuhash;
-SELECT plan(41);
+SELECT plan(45);
 
 SELECT current_setting('gpuhash_test.gpu')::bool AS gpu \gset
 
@@ -43,6 +43,28 @@ BEGIN
 EXCEPTION
   WHEN query_canceled THEN RETURN SQLSTATE;
   WHEN OTHERS THEN RETURN SQLSTATE;
+END $$;
+-- a join run with the Nth gpuhash allocation from its start failing:
+-- 'same' (same rows as native), 'DIFFERENT', or the SQLSTATE it failed with
+CREATE FUNCTION pg_temp.injected(n int, q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  wrapped text := 'SELECT md5(string_agg(x::text, '','' ORDER BY x::text)) FROM (' || q || ') x';
+  nat text;
+  gh text;
+BEGIN
+  PERFORM set_config('gpuhash.enabled', 'off', true);
+  EXECUTE wrapped INTO nat;
+  PERFORM set_config('gpuhash.enabled', 'on', true);
+  PERFORM set_config('gpuhash.force_join', 'on', true);
+  PERFORM set_config('gpuhash.inject_alloc_failure', n::text, true);
+  BEGIN
+    EXECUTE wrapped INTO gh;
+  EXCEPTION WHEN OTHERS THEN
+    PERFORM set_config('gpuhash.inject_alloc_failure', '0', true);
+    RETURN SQLSTATE;
+  END;
+  PERFORM set_config('gpuhash.inject_alloc_failure', '0', true);
+  RETURN CASE WHEN gh = nat THEN 'same' ELSE 'DIFFERENT' END;
 END $$;
 -- a slow join qual: sleeps 1 ms per call
 CREATE FUNCTION pg_temp.slow(a int, b int) RETURNS bool LANGUAGE plpgsql VOLATILE AS $$
@@ -188,6 +210,18 @@ SET LOCAL gpuhash.enabled = on;
 SELECT is((SELECT count(*) FROM jp_l l JOIN jp_r r ON l.k = r.k), :native_count::bigint,
           'and counts the same rows as PostgreSQL');
 SELECT is(gpuhash_device_memory(), 0::bigint, 'nothing held at the end');
+
+------------------------------------------------------------------------------
+-- an allocation failing inside a join (gpuhash.inject_alloc_failure): on
+-- the CPU twin an out-of-memory ERROR (53200); on a GPU the join may
+-- instead finish on the CPU twin (README), but never with other rows
+SELECT CASE WHEN :'gpu'::bool
+  THEN ok(pg_temp.injected(n, 'SELECT l.id, r.id FROM jp_l l FULL JOIN jp_r r ON l.k = r.k') IN ('same', '53200'),
+          format('allocation %s fails in a full join: the same rows or an out-of-memory ERROR', n))
+  ELSE is(pg_temp.injected(n, 'SELECT l.id, r.id FROM jp_l l FULL JOIN jp_r r ON l.k = r.k'), '53200',
+          format('allocation %s fails in a full join: an out-of-memory ERROR', n))
+END FROM generate_series(1, 3) n;
+SELECT is(gpuhash_device_memory(), 0::bigint, 'nothing held after the failed allocations');
 
 ------------------------------------------------------------------------------
 -- parallel workers: the same rows, nothing held in the leader after
