@@ -40,3 +40,19 @@ LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
 COMMENT ON FUNCTION gpuhash_device_memory() IS
 'Bytes of device and pinned host memory this backend holds through gpuhash now';
+
+CREATE FUNCTION gpuhash_plan_survives_copy(query text)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'gpuhash_plan_survives_copy'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION gpuhash_plan_survives_copy(text) IS
+'Test aid: plans query, checks copyObject and nodeToString round trips leave the plan unchanged, returns the number of GpuHashJoin nodes';
+
+CREATE FUNCTION gpuhash_aggregate(query text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'gpuhash_aggregate'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION gpuhash_aggregate(text) IS
+'Runs one SELECT ... GROUP BY with grouping and aggregation on the device; call as SELECT * FROM gpuhash_aggregate(query) AS t(column definitions)';

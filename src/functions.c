@@ -8,6 +8,9 @@
 
 #include "fmgr.h"
 #include "funcapi.h"
+#include "nodes/extensible.h"
+#include "optimizer/optimizer.h"
+#include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 
 #include "gpuhash.h"
@@ -116,4 +119,115 @@ Datum
 gpuhash_device_memory(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_INT64((int64) gh_dev_bytes_in_use());
+}
+
+/*
+ * gpuhash_plan_survives_copy plans query and checks that its plan tree is
+ * unchanged by copyObject and by a nodeToString / stringToNode round trip
+ * (what plan caching and parallel query do to it).  Returns the number of
+ * GpuHashJoin nodes in the plan, so a test can tell it checked something;
+ * raises an ERROR if a copy differs.
+ */
+PG_FUNCTION_INFO_V1(gpuhash_plan_survives_copy);
+
+static int	count_gpu_joins(Plan *plan);
+
+static int
+count_gpu_joins(Plan *plan)
+{
+	int			n = 0;
+	ListCell   *lc;
+
+	if (plan == NULL)
+		return 0;
+	if (IsA(plan, CustomScan))
+	{
+		CustomScan *cscan = (CustomScan *) plan;
+
+		if (strcmp(cscan->methods->CustomName, "GpuHashJoin") == 0)
+			n++;
+		foreach(lc, cscan->custom_plans)
+			n += count_gpu_joins(lfirst(lc));
+	}
+	else if (IsA(plan, Append))
+	{
+		foreach(lc, ((Append *) plan)->appendplans)
+			n += count_gpu_joins(lfirst(lc));
+	}
+	else if (IsA(plan, SubqueryScan))
+		n += count_gpu_joins(((SubqueryScan *) plan)->subplan);
+	return n + count_gpu_joins(plan->lefttree) + count_gpu_joins(plan->righttree);
+}
+
+static int
+count_gpu_joins_subplans(List *subplans)
+{
+	int			n = 0;
+	ListCell   *lc;
+
+	foreach(lc, subplans)
+		n += count_gpu_joins(lfirst(lc));
+	return n;
+}
+
+/* plan_text is nodeToString with every ":location N" made ":location -1". */
+static char *
+plan_text(Plan *plan)
+{
+	char	   *in = nodeToString(plan);
+	StringInfoData out;
+	const char *tag = ":location ";
+
+	initStringInfo(&out);
+	while (*in)
+	{
+		if (strncmp(in, tag, strlen(tag)) == 0)
+		{
+			appendStringInfoString(&out, ":location -1");
+			in += strlen(tag);
+			if (*in == '-')
+				in++;
+			while (*in >= '0' && *in <= '9')
+				in++;
+		}
+		else
+			appendStringInfoChar(&out, *in++);
+	}
+	return out.data;
+}
+
+Datum
+gpuhash_plan_survives_copy(PG_FUNCTION_ARGS)
+{
+	char	   *query = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	List	   *raw = pg_parse_query(query);
+	List	   *stmts;
+	PlannedStmt *plan;
+	PlannedStmt *copy;
+	PlannedStmt *back;
+	char	   *text_of_plan;
+
+	if (list_length(raw) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("gpuhash_plan_survives_copy takes exactly one statement")));
+	stmts = pg_analyze_and_rewrite_fixedparams(linitial(raw), query, NULL, 0, NULL);
+	if (list_length(stmts) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the statement must rewrite to exactly one query")));
+	plan = pg_plan_query(linitial(stmts), query, CURSOR_OPT_PARALLEL_OK, NULL);
+	/*
+	 * PostgreSQL 15's equal() knows no plan nodes: compare their text, with
+	 * token locations blanked (reading a node tree drops them).
+	 */
+	text_of_plan = plan_text(plan->planTree);
+	copy = copyObject(plan);
+	if (strcmp(text_of_plan, plan_text(copy->planTree)) != 0)
+		elog(ERROR, "copyObject changed the plan");
+	back = stringToNode(nodeToString(plan));
+	if (strcmp(text_of_plan, plan_text(back->planTree)) != 0)
+		elog(ERROR, "the plan changed through nodeToString and stringToNode");
+	PG_RETURN_INT32(count_gpu_joins(plan->planTree) +
+					count_gpu_joins_subplans(plan->subplans));
 }

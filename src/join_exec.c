@@ -71,6 +71,7 @@ typedef struct GhjState
 	bool	   *outer_byval;
 	int16	   *inner_typlen;
 	bool	   *inner_byval;
+	Bitmapset  *inner_key_params;	/* PARAM_EXEC ids the inner keys use */
 	ExprState  *joinqual;
 	ExprState  *otherqual;
 	ProjectionInfo *proj;
@@ -169,6 +170,17 @@ remap_index_vars(Node *node, void *context)
 	return expression_tree_mutator(node, remap_index_vars, context);
 }
 
+/* collect_exec_params adds the ids of the PARAM_EXEC Params in node. */
+static bool
+collect_exec_params(Node *node, Bitmapset **ids)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXEC)
+		*ids = bms_add_member(*ids, ((Param *) node)->paramid);
+	return expression_tree_walker(node, collect_exec_params, ids);
+}
+
 static void *
 remap(void *node, int nouter)
 {
@@ -233,6 +245,7 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 
 		s->outer_keys[i] = ExecInitExpr(okey, &node->ss.ps);
 		s->inner_keys[i] = ExecInitExpr(ikey, &node->ss.ps);
+		collect_exec_params((Node *) ikey, &s->inner_key_params);
 		fmgr_info(list_nth_oid(outer_hash, i), &s->outer_hash[i]);
 		fmgr_info(list_nth_oid(inner_hash, i), &s->inner_hash[i]);
 		fmgr_info(list_nth_oid(eqfuncs, i), &s->eq[i]);
@@ -730,8 +743,18 @@ ghj_rescan(CustomScanState *node)
 	}
 	if (s->built)
 	{
+		/*
+		 * Rebuild when the inner rows or their hashes may differ: the inner
+		 * side depends on a changed parameter, or an inner key expression of
+		 * this node does (the child then knows of no change, so rescan it).
+		 */
 		if (s->inner_ps->chgParam != NULL)
 			ghj_release(s);		/* ExecProcNode rescans the inner side */
+		else if (bms_overlap(chg, s->inner_key_params))
+		{
+			ghj_release(s);
+			ExecReScan(s->inner_ps);
+		}
 		else if (s->matched)
 			memset(s->matched, 0, sizeof(uint32) * ((s->ninner + 31) / 32 + 1));
 	}
