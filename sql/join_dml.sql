@@ -3,6 +3,9 @@
 -- carry the target's row identity (ctid, whole rows) through.
 -- gh_check_dml (join_setup) runs each statement on two copies of a table
 -- and compares them afterwards.
+-- no JIT: its cost thresholds are irrelevant here, and some PostgreSQL
+-- builds (the GPU host's) have no LLVM
+SET jit = off;
 SET gpuhash.enabled = off;
 SET max_parallel_workers_per_gather = 0;
 

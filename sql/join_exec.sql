@@ -2,6 +2,9 @@
 -- rescans (the join under a nested loop, a SubPlan, LATERAL, a LIMIT),
 -- generic plans with parameters, cursors (forward, SCROLL backward, WITH
 -- HOLD), errors in the middle of a join, and the join's tuning settings.
+-- no JIT: its cost thresholds are irrelevant here, and some PostgreSQL
+-- builds (the GPU host's) have no LLVM
+SET jit = off;
 SET gpuhash.enabled = off;
 
 ------------------------------------------------------------------------------

@@ -2,6 +2,9 @@
 -- EXPLAIN ANALYZE without timings, through gh_explain / gh_explain_analyze
 -- which drop the device-specific lines), real rows side by side for a small
 -- pair of tables, and checks that the differential helper itself can fail.
+-- no JIT: its cost thresholds are irrelevant here, and some PostgreSQL
+-- builds (the GPU host's) have no LLVM
+SET jit = off;
 SET gpuhash.enabled = off;
 SET max_parallel_workers_per_gather = 0;
 

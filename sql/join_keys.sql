@@ -1,6 +1,9 @@
 -- join_keys: cross-type keys, expression keys, multi-column keys, NULL
 -- keys, and join conditions gpuhash must leave to PostgreSQL; gpuhash
 -- against native for every join type (gh_check, gh_jq: join_setup).
+-- no JIT: its cost thresholds are irrelevant here, and some PostgreSQL
+-- builds (the GPU host's) have no LLVM
+SET jit = off;
 SET gpuhash.enabled = off;
 
 -- the data has what the tests need: cross-type pairs that match and pairs

@@ -2,6 +2,9 @@
 -- multi-way joins (3-5 tables, the join at any depth, mixed join types),
 -- aggregates over joins, CTEs, UNION ALL, joins of grouped subqueries,
 -- self-joins.  gh_check's gpu_joins counts every GpuHashJoin of the plan.
+-- no JIT: its cost thresholds are irrelevant here, and some PostgreSQL
+-- builds (the GPU host's) have no LLVM
+SET jit = off;
 SET gpuhash.enabled = off;
 
 -- star: fact with 1, 2, 3 and 4 dimensions

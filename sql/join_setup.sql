@@ -8,6 +8,9 @@
 -- Modes: "native"  = gpuhash.enabled off (PostgreSQL's own plan);
 --        "gpuhash" = gpuhash.enabled on + gpuhash.force_join on (a
 --                    GpuHashJoin wherever one is legal).
+-- no JIT: its cost thresholds are irrelevant here, and some PostgreSQL
+-- builds (the GPU host's) have no LLVM
+SET jit = off;
 CREATE EXTENSION IF NOT EXISTS gpuhash;
 
 -- gh_set_mode(mode): switch the planner settings for this session; callers

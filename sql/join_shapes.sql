@@ -1,6 +1,9 @@
 -- join_shapes: data shapes and qual placements, gpuhash against native:
 -- duplicates (1000 rows per key), skew (one key with 10000 rows), empty
 -- sides, extra join quals (Join Filter) and filters above outer joins.
+-- no JIT: its cost thresholds are irrelevant here, and some PostgreSQL
+-- builds (the GPU host's) have no LLVM
+SET jit = off;
 SET gpuhash.enabled = off;
 
 -- the shapes are what they claim (native counts)
