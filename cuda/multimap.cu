@@ -48,13 +48,17 @@ namespace {
 constexpr int kBlock = 256;
 constexpr int kWarpsPerBlock = kBlock / 32;
 constexpr unsigned kFull = 0xffffffffu;
+/* Lookup kernels: at least 4 blocks (32 warps) per SM, i.e. <= 64 registers;
+ * random loads need many warps in flight more than they need registers. */
+constexpr int kMinBlocks = 4;
 
 /* Rows per lane per batch: more rows amortize the reservation atomic and add
- * loads in flight; big tiles already have G rounds per batch. */
+ * loads in flight; big tiles already have G rounds per batch, and more than
+ * 16 unrolled rounds spill under the 64-register cap. */
 template <int G>
 struct Batch
 {
-    static constexpr int B = G >= 16 ? 1 : 4;
+    static constexpr int B = G >= 16 ? 1 : (G == 8 ? 2 : 4);
     static constexpr int ROUNDS = G * B;          /* tile rounds per batch */
     static constexpr int PF = ROUNDS < 4 ? ROUNDS : 4; /* windows in flight */
 };
@@ -176,7 +180,6 @@ __device__ __forceinline__ void warp_lookup(const Table &T, const uint64_t (&has
     {
         uint64_t kh[PF];
         bool kv[PF];
-        gh_seq seq[PF];
         ulonglong2 w[PF];
 
         /* Issue the first window of PF rounds before examining any. */
@@ -189,9 +192,9 @@ __device__ __forceinline__ void warp_lookup(const Table &T, const uint64_t (&has
 
             kh[q] = G == 1 ? hash[b] : __shfl_sync(kFull, hash[b], src);
             kv[q] = G == 1 ? ok[b] : __shfl_sync(kFull, (int) ok[b], src) != 0;
-            seq[q] = gh_seq_start(kh[q], T.mask + 1, T.scheme);
             if (kv[q] && kh[q] != GH_EMPTY_HASH)
-                w[q] = load_slot<MODE>(&T.slots[seq[q].window * G + j]);
+                w[q] = load_slot<MODE>(
+                    &T.slots[gh_seq_start(kh[q], T.mask + 1, T.scheme).window * G + j]);
             else
                 w[q] = make_ulonglong2(0, 0);
         }
@@ -213,7 +216,10 @@ __device__ __forceinline__ void warp_lookup(const Table &T, const uint64_t (&has
                         r = T.capacity;
                 }
                 else
-                    r = resolve<G, MODE>(tile, T, kh[q], seq[q], w[q], full);
+                    /* The sequence is recomputed (a few multiplies) rather
+                     * than kept in registers across the prefetch. */
+                    r = resolve<G, MODE>(tile, T, kh[q], gh_seq_start(kh[q], T.mask + 1, T.scheme),
+                                         w[q], full);
             }
             /* Round k's tile t worked on the row of lane (k*NT)%32 + t. */
             if (G == 1)
@@ -331,7 +337,7 @@ __global__ void __launch_bounds__(kBlock) k_init(ulonglong2 *slots, uint64_t nsl
  * inputs where thousands of rows share a slot.
  */
 template <int G>
-__global__ void __launch_bounds__(kBlock) k_insert(Table T, const uint64_t *__restrict__ hashes,
+__global__ void __launch_bounds__(kBlock, kMinBlocks) k_insert(Table T, const uint64_t *__restrict__ hashes,
                                                    uint64_t n, gh_ctrl *ctrl)
 {
     constexpr int B = Batch<G>::B;
@@ -412,7 +418,7 @@ __global__ void __launch_bounds__(kBlock) k_offsets(ulonglong2 *slots, uint64_t 
 
 /* Scatter row indices into their groups; offset walks down to the start. */
 template <int G>
-__global__ void __launch_bounds__(kBlock) k_scatter(Table T, const uint64_t *__restrict__ hashes,
+__global__ void __launch_bounds__(kBlock, kMinBlocks) k_scatter(Table T, const uint64_t *__restrict__ hashes,
                                                     uint64_t n, uint32_t *rows)
 {
     constexpr int B = Batch<G>::B;
@@ -456,7 +462,7 @@ __device__ __forceinline__ uint64_t out_count(int kind, uint32_t count)
 }
 
 template <int G>
-__global__ void __launch_bounds__(kBlock) k_count(Table T, const uint64_t *__restrict__ probe,
+__global__ void __launch_bounds__(kBlock, kMinBlocks) k_count(Table T, const uint64_t *__restrict__ probe,
                                                   uint64_t n, int kind, gh_ctrl *ctrl)
 {
     constexpr int B = Batch<G>::B;
@@ -498,7 +504,7 @@ __global__ void __launch_bounds__(kBlock) k_count(Table T, const uint64_t *__res
 }
 
 template <int G>
-__global__ void __launch_bounds__(kBlock) k_retrieve(Table T, const uint32_t *__restrict__ rows,
+__global__ void __launch_bounds__(kBlock, kMinBlocks) k_retrieve(Table T, const uint32_t *__restrict__ rows,
                                                      const uint64_t *__restrict__ probe,
                                                      uint64_t n, int kind,
                                                      uint32_t *__restrict__ out_outer,
@@ -540,12 +546,20 @@ __global__ void __launch_bounds__(kBlock) k_retrieve(Table T, const uint32_t *__
                            (unsigned long long) batch_total);
         at = __shfl_sync(kFull, at, 0);
 
+        /* First candidates of all B rows, loaded together (independent
+         * random loads in flight) before any store. */
+        uint32_t first_row[B];
+
+#pragma unroll
+        for (int b = 0; b < B; b++)
+            first_row[b] = nout[b] != 0 && group_count(y[b]) != 0 ? __ldg(&rows[group_offset(y[b])])
+                                                                  : GH_NO_ROW;
+
 #pragma unroll
         for (int b = 0; b < B; b++)
         {
             const uint64_t first = at + start[b];
             const uint32_t outer = (uint32_t) (base + 32 * (uint64_t) b + lane);
-            const uint32_t count = group_count(y[b]);
 
             if (__ballot_sync(kFull, nout[b] > 1) == 0)
             {
@@ -553,7 +567,7 @@ __global__ void __launch_bounds__(kBlock) k_retrieve(Table T, const uint32_t *__
                 if (nout[b] != 0)
                 {
                     const uint64_t pos = first + incl[b] - 1;
-                    const uint32_t inner = count ? __ldg(&rows[group_offset(y[b])]) : GH_NO_ROW;
+                    const uint32_t inner = first_row[b];
 
                     if (pos < out_capacity)
                     {
@@ -593,7 +607,7 @@ __global__ void __launch_bounds__(kBlock) k_retrieve(Table T, const uint32_t *__
 }
 
 template <int G>
-__global__ void __launch_bounds__(kBlock) k_ranges(Table T, const uint64_t *__restrict__ probe,
+__global__ void __launch_bounds__(kBlock, kMinBlocks) k_ranges(Table T, const uint64_t *__restrict__ probe,
                                                    uint64_t n, uint32_t *__restrict__ first,
                                                    uint32_t *__restrict__ count)
 {
@@ -630,7 +644,7 @@ __global__ void __launch_bounds__(kBlock) k_ranges(Table T, const uint64_t *__re
  * retrieve), every later probe of the group stops at that one bit.
  */
 template <int G>
-__global__ void __launch_bounds__(kBlock) k_mark(Table T, const uint32_t *__restrict__ rows,
+__global__ void __launch_bounds__(kBlock, kMinBlocks) k_mark(Table T, const uint32_t *__restrict__ rows,
                                                  const uint64_t *__restrict__ probe, uint64_t n,
                                                  uint32_t *matched)
 {

@@ -197,6 +197,10 @@ gh_mm_build_cpu_capacity(gh_mm *mm, void *mem, const uint64_t *hashes,
     {
         uint64_t slot = cpu_lookup(slots, capacity, g, scheme, hashes[i]);
 
+        /* Cannot happen unless the table changed under us: fail, never
+         * write through a missing slot. */
+        if (slot == GH_NO_SLOT || slots[slot].offset == 0)
+            return set_error(err, GH_ERR_INVALID, "gh_mm_build_cpu: table changed during build");
         rows[--slots[slot].offset] = i;
     }
 

@@ -1,0 +1,49 @@
+#!/bin/bash
+# test/cuda/device_run.sh - one GPU-host session for the static multimap:
+# GPU unit test (full), compute-sanitizer memcheck and racecheck (quick
+# subset), microbenchmark.  Logs go to $OUT (or /tmp/mm_out); a summary is
+# printed last.  Binaries built elsewhere (x86-64, CUDA 13) are used when
+# present, else built here.
+# Usage: test/cuda/device_run.sh [seed] [commit]
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+out=${OUT:-/tmp/mm_out}
+mkdir -p "$out"
+seed=${1:-$(date +%s)}
+commit=${2:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+export PATH=$PATH:/usr/local/cuda/bin
+
+{
+  date -u
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv
+} >"$out/gpu.txt" 2>&1
+
+[ -x test/cuda/test_multimap_gpu ] || make -C test/cuda -s gpu >>"$out/gpu.txt" 2>&1
+[ -x bench/multimap_bench ] || make -C bench -s multimap_bench >>"$out/gpu.txt" 2>&1
+
+t0=$(date +%s)
+timeout 240 test/cuda/test_multimap_gpu "$seed" >"$out/gpu_test.log" 2>&1
+echo "exit $?" >>"$out/gpu_test.log"
+t1=$(date +%s)
+timeout 240 bench/run_multimap.sh "$commit" >"$out/bench.md" 2>"$out/bench.err"
+echo "exit $?" >>"$out/bench.err"
+t2=$(date +%s)
+{
+  timeout 100 "$san" --tool memcheck --leak-check full --error-exitcode 3 test/cuda/test_multimap_gpu --quick "$seed"
+  echo "memcheck exit $?"
+  timeout 100 "$san" --tool racecheck --error-exitcode 3 test/cuda/test_multimap_gpu --quick "$seed"
+  echo "racecheck exit $?"
+} >"$out/sanitize.log" 2>&1
+t3=$(date +%s)
+
+echo "== times: gpu test $((t1 - t0)) s, bench $((t2 - t1)) s, sanitizers $((t3 - t2)) s"
+echo "== gpu test: $(grep -c '^ok' "$out/gpu_test.log") ok, $(grep -c '^not ok' "$out/gpu_test.log") not ok"
+grep -A1 '^not ok' "$out/gpu_test.log" | head -20
+grep -E '^#|^1\.\.|^exit|Bail' "$out/gpu_test.log" | tail -5
+echo "== sanitizers"
+grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|exit|not ok|Bail' "$out/sanitize.log" | head -20
+echo "== bench"
+tail -3 "$out/bench.err"
+grep -E 'G reads/s|^\| (0.5|0.7|0.9) \| (1|4) \| (1|2) \||^\| 10' "$out/bench.md" | head -40
