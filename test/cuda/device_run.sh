@@ -24,16 +24,16 @@ export PATH=$PATH:/usr/local/cuda/bin
 [ -x bench/multimap_bench ] || make -C bench -s multimap_bench >>"$out/gpu.txt" 2>&1
 
 t0=$(date +%s)
-timeout 240 test/cuda/test_multimap_gpu "$seed" >"$out/gpu_test.log" 2>&1
+timeout 180 test/cuda/test_multimap_gpu "$seed" >"$out/gpu_test.log" 2>&1
 echo "exit $?" >>"$out/gpu_test.log"
 t1=$(date +%s)
-timeout 240 bench/run_multimap.sh "$commit" >"$out/bench.md" 2>"$out/bench.err"
+timeout 180 bench/run_multimap.sh "$commit" >"$out/bench.md" 2>"$out/bench.err"
 echo "exit $?" >>"$out/bench.err"
 t2=$(date +%s)
 {
-  timeout 100 "$san" --tool memcheck --leak-check full --error-exitcode 3 test/cuda/test_multimap_gpu --quick "$seed"
+  timeout 90 "$san" --tool memcheck --leak-check full --error-exitcode 3 test/cuda/test_multimap_gpu --quick "$seed"
   echo "memcheck exit $?"
-  timeout 100 "$san" --tool racecheck --error-exitcode 3 test/cuda/test_multimap_gpu --quick "$seed"
+  timeout 80 "$san" --tool racecheck --error-exitcode 3 test/cuda/test_multimap_gpu --quick "$seed"
   echo "racecheck exit $?"
 } >"$out/sanitize.log" 2>&1
 t3=$(date +%s)
