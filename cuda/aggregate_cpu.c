@@ -1,0 +1,341 @@
+/*-------------------------------------------------------------------------
+ * aggregate_cpu.c
+ *	  CPU twin of cuda/aggregate.cu: the group-id hash table and the
+ *	  accumulators of gpuhash_aggregate(), run sequentially on the host.
+ *
+ * The twin uses the table layout, the probe sequence (linear from
+ * gh_agg_mix(hash)) and the accumulator layout of the GPU code, and applies
+ * the same per-row updates in row order, so gpuhash.device = cpu exercises
+ * every line of the host side.  The only difference a caller can see is the
+ * numbering of groups: here ids follow first appearance, on the GPU they
+ * follow whichever thread won the insert.  Plain C, no PostgreSQL headers
+ * (see gpuhash_agg.h for the layout and the encodings).
+ *
+ * gh_agg_layout_init also lives here: the host needs it with or without nvcc.
+ *-------------------------------------------------------------------------
+ */
+#include <string.h>
+
+#include "gpuhash_agg.h"
+
+/* Rounds up to a multiple of 16 bytes, so that every array is aligned. */
+static size_t
+align16(size_t x)
+{
+	return (x + 15) & ~(size_t) 15;
+}
+
+void
+gh_agg_layout_init(gh_agg_layout *l, int ncols, const uint8_t *kind,
+				   const uint8_t *ops, uint64_t group_cap)
+{
+	size_t		off = 0;
+	size_t		n8 = align16((size_t) group_cap * 8);
+	size_t		n4 = align16((size_t) group_cap * 4);
+
+	memset(l, 0, sizeof(*l));
+	l->ncols = ncols;
+	l->group_cap = group_cap;
+	l->rows_off = off;
+	off += n8;
+	for (int c = 0; c < ncols; c++)
+	{
+		l->kind[c] = kind[c];
+		l->ops[c] = kind[c] == GH_AGG_KIND_NONE ? 0 : ops[c];
+		l->nonnull_off[c] = off;
+		off += n8;
+		if (l->ops[c] & GH_AGG_OP_SUM)
+		{
+			l->sum_off[c] = off;
+			off += kind[c] == GH_AGG_KIND_FLOAT ? n8 : 2 * n8;
+			if (kind[c] != GH_AGG_KIND_INT)
+			{
+				l->aux_off[c] = off;
+				off += n4;
+			}
+		}
+		if (l->ops[c] & GH_AGG_OP_MIN)
+		{
+			l->min_off[c] = off;
+			off += n8;
+		}
+		if (l->ops[c] & GH_AGG_OP_MAX)
+		{
+			l->max_off[c] = off;
+			off += n8;
+		}
+	}
+	l->bytes = off;
+}
+
+size_t
+gh_agg_table_ctrl_offset(uint64_t capacity)
+{
+	return align16((size_t) capacity * 8) + align16((size_t) capacity * 4);
+}
+
+size_t
+gh_agg_table_bytes(uint64_t capacity)
+{
+	return gh_agg_table_ctrl_offset(capacity) + sizeof(gh_agg_ctrl);
+}
+
+gh_status
+gh_agg_table_init_cpu(void *mem, uint64_t capacity, gh_error *err)
+{
+	uint64_t   *keys = (uint64_t *) mem;
+
+	for (uint64_t s = 0; s < capacity; s++)
+		keys[s] = GH_AGG_EMPTY;
+	memset((char *) mem + gh_agg_table_ctrl_offset(capacity), 0,
+		   sizeof(gh_agg_ctrl));
+	return GH_OK;
+}
+
+/*
+ * insert_or_find returns the slot of hash h (already a stored hash),
+ * inserting it with the next id if absent, or UINT64_MAX if the table is full.
+ */
+static uint64_t
+insert_or_find(uint64_t *keys, uint32_t *ids, gh_agg_ctrl *ctrl,
+			   uint64_t capacity, uint64_t h, uint32_t new_id)
+{
+	uint64_t	mask = capacity - 1;
+	uint64_t	s = gh_agg_mix(h) & mask;
+
+	for (uint64_t step = 0; step < capacity; step++)
+	{
+		if (keys[s] == h)
+			return s;
+		if (keys[s] == GH_AGG_EMPTY)
+		{
+			keys[s] = h;
+			if (new_id == GH_AGG_NO_GROUP)
+				ids[s] = (uint32_t) ctrl->ngroups++;
+			else
+				ids[s] = new_id;
+			return s;
+		}
+		s = (s + 1) & mask;
+	}
+	ctrl->full = 1;
+	return UINT64_MAX;
+}
+
+gh_status
+gh_agg_table_rehash_cpu(const void *old_mem, uint64_t old_cap, void *new_mem,
+						uint64_t new_cap, gh_error *err)
+{
+	const uint64_t *okeys = (const uint64_t *) old_mem;
+	const uint32_t *oids = (const uint32_t *) ((const char *) old_mem +
+											   align16((size_t) old_cap * 8));
+	const gh_agg_ctrl *octrl = (const gh_agg_ctrl *)
+		((const char *) old_mem + gh_agg_table_ctrl_offset(old_cap));
+	uint64_t   *nkeys = (uint64_t *) new_mem;
+	uint32_t   *nids = (uint32_t *) ((char *) new_mem + align16((size_t) new_cap * 8));
+	gh_agg_ctrl *nctrl = (gh_agg_ctrl *)
+		((char *) new_mem + gh_agg_table_ctrl_offset(new_cap));
+
+	for (uint64_t s = 0; s < old_cap; s++)
+	{
+		if (okeys[s] == GH_AGG_EMPTY)
+			continue;
+		if (insert_or_find(nkeys, nids, nctrl, new_cap, okeys[s], oids[s]) == UINT64_MAX)
+		{
+			err->status = GH_ERR_TABLE_FULL;
+			err->where = "gh_agg_table_rehash_cpu";
+			return GH_ERR_TABLE_FULL;
+		}
+	}
+	nctrl->ngroups = octrl->ngroups;
+	return GH_OK;
+}
+
+gh_status
+gh_agg_assign_cpu(void *mem, uint64_t capacity, const uint64_t *hashes,
+				  uint32_t n, uint32_t *ids, gh_error *err)
+{
+	uint64_t   *keys = (uint64_t *) mem;
+	uint32_t   *slot_ids = (uint32_t *) ((char *) mem + align16((size_t) capacity * 8));
+	gh_agg_ctrl *ctrl = (gh_agg_ctrl *) ((char *) mem + gh_agg_table_ctrl_offset(capacity));
+
+	for (uint32_t i = 0; i < n; i++)
+	{
+		uint64_t	s = insert_or_find(keys, slot_ids, ctrl, capacity,
+									   gh_agg_stored_hash(hashes[i]),
+									   GH_AGG_NO_GROUP);
+
+		if (s == UINT64_MAX)
+		{
+			err->status = GH_ERR_TABLE_FULL;
+			err->where = "gh_agg_assign_cpu";
+			return GH_ERR_TABLE_FULL;
+		}
+		ids[i] = slot_ids[s];
+	}
+	return GH_OK;
+}
+
+gh_status
+gh_agg_skip_cpu(uint32_t *ids, const uint32_t *rows, uint32_t nrows,
+				gh_error *err)
+{
+	for (uint32_t i = 0; i < nrows; i++)
+		ids[rows[i]] = GH_AGG_NO_GROUP;
+	return GH_OK;
+}
+
+#define ARR(type, base, off) ((type *) ((char *) (base) + (off)))
+
+gh_status
+gh_agg_acc_init_cpu(void *acc, const gh_agg_layout *l, uint64_t from,
+					uint64_t to, gh_error *err)
+{
+	size_t		n = (size_t) (to - from);
+
+	if (to <= from)
+		return GH_OK;
+	memset(ARR(uint64_t, acc, l->rows_off) + from, 0, n * 8);
+	for (int c = 0; c < l->ncols; c++)
+	{
+		memset(ARR(uint64_t, acc, l->nonnull_off[c]) + from, 0, n * 8);
+		if (l->ops[c] & GH_AGG_OP_SUM)
+		{
+			memset(ARR(uint64_t, acc, l->sum_off[c]) + from, 0, n * 8);
+			if (l->kind[c] != GH_AGG_KIND_FLOAT)
+				memset(ARR(uint64_t, acc, l->sum_off[c]) + l->group_cap + from, 0, n * 8);
+			if (l->aux_off[c])
+				memset(ARR(uint32_t, acc, l->aux_off[c]) + from, 0, n * 4);
+		}
+		for (uint64_t g = from; g < to; g++)
+		{
+			if (l->ops[c] & GH_AGG_OP_MIN)
+			{
+				if (l->kind[c] == GH_AGG_KIND_FLOAT)
+					ARR(uint64_t, acc, l->min_off[c])[g] = GH_AGG_FKEY_MIN_INIT;
+				else
+					ARR(int64_t, acc, l->min_off[c])[g] = GH_AGG_INT_MIN_INIT;
+			}
+			if (l->ops[c] & GH_AGG_OP_MAX)
+			{
+				if (l->kind[c] == GH_AGG_KIND_FLOAT)
+					ARR(uint64_t, acc, l->max_off[c])[g] = GH_AGG_FKEY_MAX_INIT;
+				else
+					ARR(int64_t, acc, l->max_off[c])[g] = GH_AGG_INT_MAX_INIT;
+			}
+		}
+	}
+	return GH_OK;
+}
+
+gh_status
+gh_agg_acc_move_cpu(void *dst, const gh_agg_layout *dl, const void *src,
+					const gh_agg_layout *sl, uint64_t ngroups, gh_error *err)
+{
+	size_t		n8 = (size_t) ngroups * 8;
+
+	memcpy(ARR(char, dst, dl->rows_off), ARR(const char, src, sl->rows_off), n8);
+	for (int c = 0; c < dl->ncols; c++)
+	{
+		memcpy(ARR(char, dst, dl->nonnull_off[c]),
+			   ARR(const char, src, sl->nonnull_off[c]), n8);
+		if (dl->ops[c] & GH_AGG_OP_SUM)
+		{
+			memcpy(ARR(char, dst, dl->sum_off[c]),
+				   ARR(const char, src, sl->sum_off[c]), n8);
+			if (dl->kind[c] != GH_AGG_KIND_FLOAT)
+				memcpy(ARR(uint64_t, dst, dl->sum_off[c]) + dl->group_cap,
+					   ARR(const uint64_t, src, sl->sum_off[c]) + sl->group_cap, n8);
+			if (dl->aux_off[c])
+				memcpy(ARR(char, dst, dl->aux_off[c]),
+					   ARR(const char, src, sl->aux_off[c]), (size_t) ngroups * 4);
+		}
+		if (dl->ops[c] & GH_AGG_OP_MIN)
+			memcpy(ARR(char, dst, dl->min_off[c]), ARR(const char, src, sl->min_off[c]), n8);
+		if (dl->ops[c] & GH_AGG_OP_MAX)
+			memcpy(ARR(char, dst, dl->max_off[c]), ARR(const char, src, sl->max_off[c]), n8);
+	}
+	return GH_OK;
+}
+
+/*
+ * add128 adds the signed v to the 128-bit (hi, lo) exactly the way the GPU
+ * does with atomics: carry of the low word plus sign extension into hi.
+ */
+static inline void
+add128(uint64_t *lo, int64_t *hi, int64_t v)
+{
+	uint64_t	old = *lo;
+	uint64_t	add = (uint64_t) v;
+
+	*lo = old + add;
+	*hi += (int64_t) ((v < 0 ? UINT64_MAX : 0) + (old + add < old ? 1 : 0));
+}
+
+gh_status
+gh_agg_accumulate_cpu(void *acc, const gh_agg_layout *l, uint64_t ngroups,
+					  const gh_agg_batch *b, gh_error *err)
+{
+	uint64_t   *rows = ARR(uint64_t, acc, l->rows_off);
+
+	for (uint32_t i = 0; i < b->n; i++)
+	{
+		uint32_t	g = b->ids[i];
+
+		if (g == GH_AGG_NO_GROUP)
+			continue;
+		rows[g]++;
+		for (int c = 0; c < l->ncols; c++)
+		{
+			uint8_t		ops = l->ops[c];
+
+			if (!b->valid[c][i])
+				continue;
+			ARR(uint64_t, acc, l->nonnull_off[c])[g]++;
+			if (l->kind[c] == GH_AGG_KIND_FLOAT)
+			{
+				double		v = ((const double *) b->vals[c])[i];
+				uint64_t	key = gh_agg_float_key(v);
+
+				if (ops & GH_AGG_OP_SUM)
+				{
+					ARR(double, acc, l->sum_off[c])[g] += v;
+					if (v != v)
+						ARR(uint32_t, acc, l->aux_off[c])[g] |= GH_AGG_SAW_NAN;
+					else if (v - v != 0)
+						ARR(uint32_t, acc, l->aux_off[c])[g] |= GH_AGG_SAW_INF;
+				}
+				if ((ops & GH_AGG_OP_MIN) && key < ARR(uint64_t, acc, l->min_off[c])[g])
+					ARR(uint64_t, acc, l->min_off[c])[g] = key;
+				if ((ops & GH_AGG_OP_MAX) && key > ARR(uint64_t, acc, l->max_off[c])[g])
+					ARR(uint64_t, acc, l->max_off[c])[g] = key;
+			}
+			else if (l->kind[c] != GH_AGG_KIND_NONE)
+			{
+				int64_t		v = ((const int64_t *) b->vals[c])[i];
+
+				if (ops & GH_AGG_OP_SUM)
+				{
+					uint64_t   *lo = ARR(uint64_t, acc, l->sum_off[c]) + g;
+					int64_t    *hi = ARR(int64_t, acc, l->sum_off[c]) + l->group_cap + g;
+
+					if (l->kind[c] == GH_AGG_KIND_NUMERIC)
+					{
+						uint32_t   *ds = ARR(uint32_t, acc, l->aux_off[c]) + g;
+
+						add128(lo, hi, gh_agg_num_m(v));
+						if ((uint32_t) gh_agg_num_dscale(v) > *ds)
+							*ds = (uint32_t) gh_agg_num_dscale(v);
+					}
+					else
+						add128(lo, hi, v);
+				}
+				if ((ops & GH_AGG_OP_MIN) && v < ARR(int64_t, acc, l->min_off[c])[g])
+					ARR(int64_t, acc, l->min_off[c])[g] = v;
+				if ((ops & GH_AGG_OP_MAX) && v > ARR(int64_t, acc, l->max_off[c])[g])
+					ARR(int64_t, acc, l->max_off[c])[g] = v;
+			}
+		}
+	}
+	return GH_OK;
+}

@@ -1,0 +1,300 @@
+/*-------------------------------------------------------------------------
+ * gpuhash_agg.h
+ *	  The C API of gpuhash_aggregate()'s device code: a hash table that gives
+ *	  every 64-bit group hash a dense group id, and per-group accumulators.
+ *
+ * Same conventions as gpuhash_cuda.h: plain C, status codes, never throws,
+ * never calls PostgreSQL, the caller owns every allocation and passes the
+ * stream.  The *_gpu functions run kernels (cuda/aggregate.cu); the *_cpu
+ * functions are the CPU twin (cuda/aggregate_cpu.c) with the same table
+ * layout, the same probe sequence and the same accumulator layout, so that
+ * gpuhash.device = cpu runs exactly the host code that a GPU run does.
+ *
+ * The design, in the order a batch of input rows meets it:
+ *
+ *	1. gh_agg_assign_*: every row's group hash is inserted into (or found in)
+ *	   an open-addressing table of 64-bit hashes; the first insertion of a hash
+ *	   takes the next dense group id from a counter.  Each row gets its group
+ *	   id.  The table only knows hashes: the host then checks every row's key
+ *	   against its group's representative key, because two different keys can
+ *	   share a hash.
+ *	2. gh_agg_skip_*: rows whose key did not match are taken out of the
+ *	   batch (their id becomes GH_AGG_NO_GROUP); the host aggregates them in
+ *	   an exact CPU table keyed by the whole key.
+ *	3. gh_agg_accumulate_*: every remaining row adds itself to its group's
+ *	   accumulators with atomics.
+ *
+ * Accumulators are a structure of arrays indexed by group id, in one
+ * allocation described by gh_agg_layout.  Per input column (one aggregate
+ * argument, shared by every aggregate that uses it):
+ *	nonnull		uint64		rows whose value is not NULL (count(x), avg)
+ *	sum			INT, NUMERIC: 128-bit two's complement as uint64 lo[] and
+ *				int64 hi[]; FLOAT: double
+ *	aux			FLOAT: uint32 flags (GH_AGG_SAW_INF, GH_AGG_SAW_NAN);
+ *				NUMERIC: uint32 largest display scale seen
+ *	min, max	INT: int64; FLOAT: uint64 order key (gh_agg_float_key);
+ *				NUMERIC: int64 packed value (gh_agg_num_pack)
+ * plus one uint64 rows[] for count(*).  Exact 128-bit integer sums: each
+ * atomicAdd on the low word returns the old value, from which the carry of
+ * that one addition is known exactly; the carry and the sign extension go to
+ * the high word.  The sum of all those parts is the exact 128-bit sum however
+ * the additions interleave.
+ *
+ * NUMERIC values travel as fixed point: the host scales every value to one
+ * column scale S (the largest display scale seen so far), and packs the
+ * scaled integer m with the value's own display scale d as (m << 8) | d.
+ * The packing keeps the order of m (d only breaks ties), so min/max are plain
+ * 64-bit atomics and still return a value with its own display scale; sums
+ * use m and the largest d.  Values that do not fit (|m| >= 2^55, d > 255,
+ * NaN, infinities) never reach the device: the host aggregates them.
+ *-------------------------------------------------------------------------
+ */
+#ifndef GPUHASH_AGG_H
+#define GPUHASH_AGG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuhash_cuda.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifdef __CUDACC__
+#define GH_AGG_HD static inline __host__ __device__
+#else
+#define GH_AGG_HD static inline
+#endif
+
+/* Most input columns (distinct aggregate arguments) of one aggregation. */
+#define GH_AGG_MAX_COLS		32
+
+/* A row taken out of the device aggregation, and "no group yet". */
+#define GH_AGG_NO_GROUP		UINT32_MAX
+
+/* Most groups one table can number: ids are uint32, one is reserved. */
+#define GH_AGG_MAX_GROUPS	((uint64_t) UINT32_MAX - 1)
+
+/* Empty table slot; a real hash equal to it is stored as GH_AGG_EMPTY - 1. */
+#define GH_AGG_EMPTY		UINT64_MAX
+
+/* Value kinds of an input column. */
+typedef enum gh_agg_kind
+{
+	GH_AGG_KIND_NONE = 0,		/* only NULL or not: count(x) of any type */
+	GH_AGG_KIND_INT,			/* int64 */
+	GH_AGG_KIND_FLOAT,			/* double */
+	GH_AGG_KIND_NUMERIC			/* packed fixed point, see above */
+} gh_agg_kind;
+
+/* What is accumulated for an input column, besides its non-NULL count. */
+#define GH_AGG_OP_SUM		0x01
+#define GH_AGG_OP_MIN		0x02
+#define GH_AGG_OP_MAX		0x04
+
+/* Bits of the FLOAT aux word. */
+#define GH_AGG_SAW_INF		0x01
+#define GH_AGG_SAW_NAN		0x02
+
+/* NUMERIC packing limits. */
+#define GH_AGG_NUM_MAX_ABS	((int64_t) 1 << 55)	/* |m| must be below */
+#define GH_AGG_NUM_MAX_DSCALE 255
+
+/* "No value yet" of the min and max arrays, by kind. */
+#define GH_AGG_INT_MIN_INIT		INT64_MAX
+#define GH_AGG_INT_MAX_INIT		INT64_MIN
+#define GH_AGG_FKEY_MIN_INIT	UINT64_MAX
+#define GH_AGG_FKEY_MAX_INIT	((uint64_t) 0)
+
+/*
+ * Where each accumulator array lives inside one allocation of `bytes` bytes
+ * for group_cap groups.  Offsets of arrays a column does not have are 0.
+ */
+typedef struct gh_agg_layout
+{
+	int			ncols;
+	uint8_t		kind[GH_AGG_MAX_COLS];
+	uint8_t		ops[GH_AGG_MAX_COLS];
+	uint64_t	group_cap;
+	size_t		bytes;
+	size_t		rows_off;
+	size_t		nonnull_off[GH_AGG_MAX_COLS];
+	size_t		sum_off[GH_AGG_MAX_COLS];	/* lo[]; hi[] follows for INT/NUMERIC */
+	size_t		aux_off[GH_AGG_MAX_COLS];
+	size_t		min_off[GH_AGG_MAX_COLS];
+	size_t		max_off[GH_AGG_MAX_COLS];
+} gh_agg_layout;
+
+/*
+ * One batch of input rows as the accumulate step sees it.  All pointers are
+ * on the target (device memory for *_gpu).  vals[c] holds n int64, double or
+ * packed numeric values (NULL for KIND_NONE); valid[c][i] is 1 where row i's
+ * value is to be aggregated on the device.
+ */
+typedef struct gh_agg_batch
+{
+	uint32_t	n;
+	const uint32_t *ids;
+	const void *vals[GH_AGG_MAX_COLS];
+	const uint8_t *valid[GH_AGG_MAX_COLS];
+} gh_agg_batch;
+
+/* Fills l for ncols columns of the given kinds and ops and group_cap groups. */
+void		gh_agg_layout_init(gh_agg_layout *l, int ncols, const uint8_t *kind,
+							   const uint8_t *ops, uint64_t group_cap);
+
+/*
+ * The hash table: one allocation of gh_agg_table_bytes(capacity) bytes holding
+ * uint64 keys[capacity], uint32 ids[capacity] and a gh_agg_ctrl.  capacity is
+ * a power of two; the caller keeps the number of groups at most half of it
+ * (gpuhash.load_factor), which bounds every probe.
+ */
+typedef struct gh_agg_ctrl
+{
+	uint64_t	ngroups;		/* ids handed out */
+	uint32_t	full;			/* nonzero: an insert found no free slot */
+	uint32_t	pad;
+} gh_agg_ctrl;
+
+size_t		gh_agg_table_bytes(uint64_t capacity);
+size_t		gh_agg_table_ctrl_offset(uint64_t capacity);
+
+gh_status	gh_agg_table_init_gpu(void *mem, uint64_t capacity, void *stream,
+								  gh_error *err);
+gh_status	gh_agg_table_init_cpu(void *mem, uint64_t capacity, gh_error *err);
+
+/* Moves every hash and its id of old_mem into the empty table new_mem. */
+gh_status	gh_agg_table_rehash_gpu(const void *old_mem, uint64_t old_cap,
+									void *new_mem, uint64_t new_cap,
+									void *stream, gh_error *err);
+gh_status	gh_agg_table_rehash_cpu(const void *old_mem, uint64_t old_cap,
+									void *new_mem, uint64_t new_cap,
+									gh_error *err);
+
+/*
+ * gh_agg_assign_*: ids[i] = the group id of hashes[i], inserting new hashes.
+ * The table's ctrl then holds the new number of groups (the GPU version
+ * returns before the kernels finish; copy ctrl back on the same stream).
+ */
+gh_status	gh_agg_assign_gpu(void *mem, uint64_t capacity, const uint64_t *hashes,
+							  uint32_t n, uint32_t *ids, void *stream,
+							  gh_error *err);
+gh_status	gh_agg_assign_cpu(void *mem, uint64_t capacity, const uint64_t *hashes,
+							  uint32_t n, uint32_t *ids, gh_error *err);
+
+/* ids[rows[i]] = GH_AGG_NO_GROUP for i < nrows. */
+gh_status	gh_agg_skip_gpu(uint32_t *ids, const uint32_t *rows, uint32_t nrows,
+							void *stream, gh_error *err);
+gh_status	gh_agg_skip_cpu(uint32_t *ids, const uint32_t *rows, uint32_t nrows,
+							gh_error *err);
+
+/* Sets groups [from, to) of every accumulator array to "nothing yet". */
+gh_status	gh_agg_acc_init_gpu(void *acc, const gh_agg_layout *l, uint64_t from,
+								uint64_t to, void *stream, gh_error *err);
+gh_status	gh_agg_acc_init_cpu(void *acc, const gh_agg_layout *l, uint64_t from,
+								uint64_t to, gh_error *err);
+
+/* Copies groups [0, ngroups) of every array from src (layout sl) to dst (dl). */
+gh_status	gh_agg_acc_move_gpu(void *dst, const gh_agg_layout *dl,
+								const void *src, const gh_agg_layout *sl,
+								uint64_t ngroups, void *stream, gh_error *err);
+gh_status	gh_agg_acc_move_cpu(void *dst, const gh_agg_layout *dl,
+								const void *src, const gh_agg_layout *sl,
+								uint64_t ngroups, gh_error *err);
+
+/*
+ * gh_agg_accumulate_*: adds every row of b whose id is not GH_AGG_NO_GROUP to
+ * its group.  ngroups (the number of groups, all below l->group_cap) lets the
+ * GPU choose a shared-memory path when there are few groups.
+ */
+gh_status	gh_agg_accumulate_gpu(void *acc, const gh_agg_layout *l,
+								  uint64_t ngroups, const gh_agg_batch *b,
+								  void *stream, gh_error *err);
+gh_status	gh_agg_accumulate_cpu(void *acc, const gh_agg_layout *l,
+								  uint64_t ngroups, const gh_agg_batch *b,
+								  gh_error *err);
+
+/* ---------------------------------------------------------------------
+ * Value encodings, shared by the host, the kernels and the CPU twin
+ * ---------------------------------------------------------------------
+ */
+
+/* The slot where the probe for hash h starts: a strong mix of h. */
+GH_AGG_HD uint64_t
+gh_agg_mix(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= UINT64_C(0xff51afd7ed558ccd);
+	h ^= h >> 33;
+	h *= UINT64_C(0xc4ceb9fe1a85ec53);
+	h ^= h >> 33;
+	return h;
+}
+
+/* The key stored for hash h: every 64-bit value except the empty marker. */
+GH_AGG_HD uint64_t
+gh_agg_stored_hash(uint64_t h)
+{
+	return h == GH_AGG_EMPTY ? GH_AGG_EMPTY - 1 : h;
+}
+
+/*
+ * gh_agg_float_key maps a double to a uint64 whose unsigned order is
+ * PostgreSQL's float order: every NaN is one value above +Infinity.
+ * -0 sorts just below +0; PostgreSQL calls them equal, so either is a right
+ * minimum.
+ */
+GH_AGG_HD uint64_t
+gh_agg_float_key(double d)
+{
+	union
+	{
+		double		d;
+		uint64_t	u;
+	}			v;
+
+	if (d != d)
+		return UINT64_C(0xfff8000000000000) | UINT64_C(0x8000000000000000);
+	v.d = d;
+	return (v.u & UINT64_C(0x8000000000000000)) ? ~v.u
+		: v.u | UINT64_C(0x8000000000000000);
+}
+
+GH_AGG_HD double
+gh_agg_float_unkey(uint64_t k)
+{
+	union
+	{
+		double		d;
+		uint64_t	u;
+	}			v;
+
+	v.u = (k & UINT64_C(0x8000000000000000)) ? k & ~UINT64_C(0x8000000000000000) : ~k;
+	return v.d;
+}
+
+/* Packed NUMERIC value: scaled integer m and display scale d. */
+GH_AGG_HD int64_t
+gh_agg_num_pack(int64_t m, int d)
+{
+	return (int64_t) ((uint64_t) m << 8) | (int64_t) d;
+}
+
+GH_AGG_HD int64_t
+gh_agg_num_m(int64_t packed)
+{
+	return packed >> 8;			/* arithmetic shift: gcc, clang and nvcc */
+}
+
+GH_AGG_HD int
+gh_agg_num_dscale(int64_t packed)
+{
+	return (int) (packed & 0xff);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* GPUHASH_AGG_H */

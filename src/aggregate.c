@@ -1,0 +1,726 @@
+/*-------------------------------------------------------------------------
+ * aggregate.c
+ *	  gpuhash_aggregate(query text): an ad-hoc GROUP BY run on the device.
+ *
+ * The query goes through four steps, and the first three execute nothing:
+ *
+ * 1. Parse (pg_parse_query): exactly one statement, a plain SELECT with no
+ *	  INTO, no locking clause, no set operation and no data-modifying WITH.
+ * 2. Analyze and rewrite it to a Query as PostgreSQL would, then check the
+ *	  tree: no window functions, grouping sets, HAVING, DISTINCT, ORDER BY,
+ *	  LIMIT or set-returning functions at the top level, no locking anywhere,
+ *	  and every output column is either a GROUP BY expression, an expression
+ *	  of the group keys, or one call of a supported aggregate (count(*),
+ *	  count(x), and sum, avg, min, max over smallint, integer, bigint, real,
+ *	  double precision and numeric) with no DISTINCT, ORDER BY or FILTER.
+ *	  Anything else is an ERROR with a hint listing what is supported.
+ * 3. Check the caller's column definition list against the result types.
+ * 4. Build the input query, a copy of the Query whose target list is the
+ *	  group keys followed by the distinct aggregate arguments, with the
+ *	  grouping removed; plan it with the planner (parallel plans allowed) and
+ *	  run it with the executor under transaction_read_only = on, with the
+ *	  caller's privileges and snapshot.  A DestReceiver hands every row to
+ *	  the group sets of aggregate_groups.c, which hash, group and aggregate
+ *	  on the device and put the result rows into the tuplestore.
+ *
+ * transaction_read_only = on (set for the duration, like a function's SET
+ * clause) is what makes "runs the query read-only" hold even for volatile
+ * functions that the query calls: any write they attempt is an ERROR.
+ *
+ * Output columns that are expressions of the keys but not GROUP BY
+ * expressions themselves (a column functionally dependent on a grouped
+ * primary key, or "a + 1" with GROUP BY a) are carried: evaluated per input
+ * row, never hashed or compared, and taken from the row that became the
+ * group's representative, as PostgreSQL takes them from one row of the group.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/hash.h"
+#include "access/nbtree.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_amop.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_coerce.h"
+#include "parser/parsetree.h"
+#include "tcop/tcopprot.h"
+#include "tcop/utility.h"
+#include "utils/builtins.h"
+#include "utils/catcache.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+
+#include "gpuhash_agg.h"
+
+PG_FUNCTION_INFO_V1(gpuhash_aggregate);
+
+/* What every refusal's hint says. */
+#define GH_AGG_HINT \
+	"gpuhash_aggregate runs one SELECT ... GROUP BY whose output columns are " \
+	"GROUP BY expressions and the aggregates count(*), count(x), and sum, avg, " \
+	"min, max of smallint, integer, bigint, real, double precision or numeric, " \
+	"without DISTINCT, ORDER BY or FILTER in the aggregates; its FROM and " \
+	"WHERE may be anything. Sort, filter or limit the result in the calling query."
+
+#define REFUSE(...) \
+	ereport(ERROR, \
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED), \
+			 errmsg(__VA_ARGS__), \
+			 errhint(GH_AGG_HINT)))
+
+#define REFUSE_DETAIL(detail, ...) \
+	ereport(ERROR, \
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED), \
+			 errmsg(__VA_ARGS__), \
+			 errdetail_internal("%s", detail), \
+			 errhint(GH_AGG_HINT)))
+
+/* The aggregates we run, by function OID. */
+typedef struct GhAggDef
+{
+	Oid			fnoid;
+	GhAggFunc	func;
+	GhValType	vtype;
+} GhAggDef;
+
+static const GhAggDef gh_agg_defs[] = {
+	{F_COUNT_, GHAF_COUNT_STAR, GHV_OTHER},
+	{F_COUNT_ANY, GHAF_COUNT, GHV_OTHER},
+	{F_SUM_INT2, GHAF_SUM, GHV_INT2},
+	{F_SUM_INT4, GHAF_SUM, GHV_INT4},
+	{F_SUM_INT8, GHAF_SUM, GHV_INT8},
+	{F_SUM_FLOAT4, GHAF_SUM, GHV_FLOAT4},
+	{F_SUM_FLOAT8, GHAF_SUM, GHV_FLOAT8},
+	{F_SUM_NUMERIC, GHAF_SUM, GHV_NUMERIC},
+	{F_AVG_INT2, GHAF_AVG, GHV_INT2},
+	{F_AVG_INT4, GHAF_AVG, GHV_INT4},
+	{F_AVG_INT8, GHAF_AVG, GHV_INT8},
+	{F_AVG_FLOAT4, GHAF_AVG, GHV_FLOAT4},
+	{F_AVG_FLOAT8, GHAF_AVG, GHV_FLOAT8},
+	{F_AVG_NUMERIC, GHAF_AVG, GHV_NUMERIC},
+	{F_MIN_INT2, GHAF_MIN, GHV_INT2},
+	{F_MIN_INT4, GHAF_MIN, GHV_INT4},
+	{F_MIN_INT8, GHAF_MIN, GHV_INT8},
+	{F_MIN_FLOAT4, GHAF_MIN, GHV_FLOAT4},
+	{F_MIN_FLOAT8, GHAF_MIN, GHV_FLOAT8},
+	{F_MIN_NUMERIC, GHAF_MIN, GHV_NUMERIC},
+	{F_MAX_INT2, GHAF_MAX, GHV_INT2},
+	{F_MAX_INT4, GHAF_MAX, GHV_INT4},
+	{F_MAX_INT8, GHAF_MAX, GHV_INT8},
+	{F_MAX_FLOAT4, GHAF_MAX, GHV_FLOAT4},
+	{F_MAX_FLOAT8, GHAF_MAX, GHV_FLOAT8},
+	{F_MAX_NUMERIC, GHAF_MAX, GHV_NUMERIC},
+};
+
+/* The DestReceiver that feeds the input rows to a run. */
+typedef struct GhAggDest
+{
+	DestReceiver pub;
+	GhAggRun   *run;
+} GhAggDest;
+
+static void check_raw(List *raws);
+static Query *analyze(const char *sql);
+static void check_query(Query *q);
+static bool find_row_marks(Node *node, void *context);
+static GhAggPlan *plan_aggregation(Query *q, const char *sql);
+static void add_group_key(GhAggPlan *plan, Expr *expr, Oid eqop, bool hashable,
+						  int position);
+static int	add_carried(GhAggPlan *plan, Expr *expr, int position, const char *name);
+static int	add_call(GhAggPlan *plan, Aggref *agg, int position, const char *name);
+static bool extended_hash_proc(Oid eqop, Oid type, Oid *proc);
+static GhKeyEq key_eqmode(Oid type, Oid eqop, Oid collation, bool byval);
+static void check_coldef(GhAggPlan *plan, TupleDesc expected);
+static char *describe_columns(GhAggPlan *plan);
+static void run_input(GhAggPlan *plan, GhAggRun *run);
+
+/*
+ * gpuhash_aggregate runs the GROUP BY query in its argument with grouping
+ * and aggregation on the device and returns PostgreSQL's groups.
+ */
+Datum
+gpuhash_aggregate(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *sql = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	GhAggPlan  *plan;
+	GhAggRun   *run;
+	GhTarget	target;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+
+	plan = plan_aggregation(analyze(sql), sql);
+	check_coldef(plan, rsinfo->setDesc);
+
+	target = gpuhash_exec_target();
+	run = gh_agg_run_begin(plan, target);
+	run_input(plan, run);
+	gh_agg_run_finish(run, rsinfo->setResult, rsinfo->setDesc);
+	gh_agg_run_end(run);
+	return (Datum) 0;
+}
+
+/*
+ * check_raw checks what only the raw parse tree shows well: the number and
+ * kind of statements, INTO, locking clauses, set operations and
+ * data-modifying WITH.
+ */
+static void
+check_raw(List *raws)
+{
+	RawStmt    *raw;
+	SelectStmt *sel;
+
+	if (list_length(raws) != 1)
+		REFUSE_DETAIL(psprintf("The query string holds %d statements.", list_length(raws)),
+					  "gpuhash_aggregate takes exactly one SQL statement");
+	raw = linitial_node(RawStmt, raws);
+	if (!IsA(raw->stmt, SelectStmt))
+		REFUSE_DETAIL(psprintf("The statement is %s.", CreateCommandName(raw->stmt)),
+					  "gpuhash_aggregate accepts only a SELECT statement");
+	sel = (SelectStmt *) raw->stmt;
+	if (sel->intoClause)
+		REFUSE("gpuhash_aggregate does not accept SELECT ... INTO");
+	if (sel->op != SETOP_NONE)
+		REFUSE("gpuhash_aggregate does not accept UNION, INTERSECT or EXCEPT at the top level");
+	if (sel->lockingClause != NIL)
+		REFUSE("gpuhash_aggregate does not accept locking clauses such as FOR UPDATE");
+	if (sel->valuesLists != NIL)
+		REFUSE("gpuhash_aggregate does not accept a VALUES list as the query");
+	if (sel->withClause)
+	{
+		ListCell   *lc;
+
+		foreach(lc, sel->withClause->ctes)
+		{
+			CommonTableExpr *cte = lfirst_node(CommonTableExpr, lc);
+
+			if (!IsA(cte->ctequery, SelectStmt))
+				REFUSE_DETAIL(psprintf("WITH query \"%s\" is %s.", cte->ctename,
+									   CreateCommandName(cte->ctequery)),
+							  "gpuhash_aggregate does not accept data-modifying statements in WITH");
+		}
+	}
+}
+
+/*
+ * analyze parses sql, checks the raw tree, and returns the analyzed and
+ * rewritten Query after checking it.  Nothing is executed.
+ */
+static Query *
+analyze(const char *sql)
+{
+	List	   *raws = pg_parse_query(sql);
+	RawStmt    *raw;
+	List	   *queries;
+	Query	   *q;
+
+	check_raw(raws);
+	raw = linitial_node(RawStmt, raws);
+	queries = pg_analyze_and_rewrite_fixedparams(raw, sql, NULL, 0, NULL);
+	if (list_length(queries) != 1)
+		REFUSE("gpuhash_aggregate accepts only a SELECT statement");
+	q = linitial_node(Query, queries);
+	check_query(q);
+	return q;
+}
+
+/* find_row_marks: true if any query in the tree locks rows. */
+static bool
+find_row_marks(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+	{
+		Query	   *q = (Query *) node;
+
+		if (q->rowMarks != NIL)
+			return true;
+		return query_tree_walker(q, find_row_marks, context, 0);
+	}
+	return expression_tree_walker(node, find_row_marks, context);
+}
+
+/* check_query refuses every top-level feature we do not run. */
+static void
+check_query(Query *q)
+{
+	if (q->commandType != CMD_SELECT || q->utilityStmt != NULL)
+		REFUSE("gpuhash_aggregate accepts only a SELECT statement");
+	if (q->hasModifyingCTE)
+		REFUSE("gpuhash_aggregate does not accept data-modifying statements in WITH");
+	if (find_row_marks((Node *) q, NULL))
+		REFUSE("gpuhash_aggregate does not accept locking clauses such as FOR UPDATE");
+	if (q->setOperations)
+		REFUSE("gpuhash_aggregate does not accept UNION, INTERSECT or EXCEPT at the top level");
+	if (q->hasWindowFuncs)
+		REFUSE("gpuhash_aggregate does not run window functions");
+	if (q->groupingSets != NIL)
+		REFUSE("gpuhash_aggregate does not run GROUPING SETS, ROLLUP or CUBE");
+	if (q->hasTargetSRFs)
+		REFUSE("gpuhash_aggregate does not accept set-returning functions in the select list");
+	if (q->distinctClause != NIL)
+		REFUSE("gpuhash_aggregate does not accept SELECT DISTINCT");
+	if (q->havingQual != NULL)
+		REFUSE("gpuhash_aggregate does not accept HAVING");
+	if (q->sortClause != NIL)
+		REFUSE("gpuhash_aggregate does not accept ORDER BY in the query");
+	if (q->limitCount != NULL || q->limitOffset != NULL)
+		REFUSE("gpuhash_aggregate does not accept LIMIT or OFFSET in the query");
+	if (!q->hasAggs && q->groupClause == NIL)
+		REFUSE("the query given to gpuhash_aggregate has neither GROUP BY nor aggregates");
+}
+
+/*
+ * plan_aggregation turns a checked Query into a GhAggPlan: the keys, the
+ * input columns, the aggregate calls, the output columns and the input
+ * query.  Refuses unsupported output columns, aggregates and key types.
+ */
+static GhAggPlan *
+plan_aggregation(Query *q, const char *sql)
+{
+	GhAggPlan  *plan = palloc0(sizeof(GhAggPlan));
+	int			ntle = list_length(q->targetList);
+	int			ngroup = list_length(q->groupClause);
+	int		   *group_key;		/* key index of each groupClause entry */
+	List	   *tlist = NIL;
+	ListCell   *lc;
+	int			i;
+	Query	   *input;
+
+	plan->sql = sql;
+	plan->keys = palloc0(sizeof(GhAggKey) * (ngroup + ntle));
+	plan->cols = palloc0(sizeof(GhAggCol) * (ntle + 1));
+	plan->calls = palloc0(sizeof(GhAggCall) * (ntle + 1));
+	plan->out = palloc0(sizeof(GhAggOut) * (ntle + 1));
+	group_key = palloc(sizeof(int) * (ngroup + 1));
+
+	/* the group keys, in GROUP BY order */
+	i = 0;
+	foreach(lc, q->groupClause)
+	{
+		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
+		TargetEntry *tle = get_sortgroupclause_tle(sgc, q->targetList);
+
+		group_key[i] = plan->nkeys;
+		add_group_key(plan, tle->expr, sgc->eqop, sgc->hashable, i + 1);
+		i++;
+	}
+
+	/* the output columns */
+	foreach(lc, q->targetList)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+		GhAggOut   *out;
+		ListCell   *gc;
+		int			k = -1;
+
+		if (tle->resjunk)
+			continue;
+		out = &plan->out[plan->nout];
+		out->name = tle->resname ? pstrdup(tle->resname) : psprintf("column%d", tle->resno);
+		out->type = exprType((Node *) tle->expr);
+		out->typmod = exprTypmod((Node *) tle->expr);
+
+		/* a GROUP BY expression, referenced or repeated */
+		i = 0;
+		foreach(gc, q->groupClause)
+		{
+			SortGroupClause *sgc = lfirst_node(SortGroupClause, gc);
+
+			if ((tle->ressortgroupref != 0 &&
+				 sgc->tleSortGroupRef == tle->ressortgroupref) ||
+				equal(get_sortgroupclause_expr(sgc, q->targetList), tle->expr))
+			{
+				k = group_key[i];
+				break;
+			}
+			i++;
+		}
+		if (k >= 0)
+		{
+			out->is_key = true;
+			out->index = k;
+		}
+		else if (IsA(tle->expr, Aggref))
+		{
+			out->is_key = false;
+			out->index = add_call(plan, (Aggref *) tle->expr, plan->nout + 1, out->name);
+			out->type = plan->calls[out->index].result_type;
+			out->typmod = -1;
+		}
+		else if (!contain_agg_clause((Node *) tle->expr))
+		{
+			out->is_key = true;
+			out->index = add_carried(plan, tle->expr, plan->nout + 1, out->name);
+		}
+		else
+			REFUSE_DETAIL("Each output column must be a GROUP BY expression or one aggregate call; compute expressions of aggregates in the calling query.",
+						  "output column %d (\"%s\") of the query is an expression of aggregates",
+						  plan->nout + 1, out->name);
+		plan->nout++;
+	}
+
+	/* count(x)-only columns need no values, only NULL or not */
+	for (i = 0; i < plan->ncols; i++)
+		if (plan->cols[i].ops == 0)
+			plan->cols[i].kind = GH_AGG_KIND_NONE;
+
+	/* the input query: keys, then aggregate arguments, no grouping */
+	for (i = 0; i < plan->nkeys; i++)
+		tlist = lappend(tlist, makeTargetEntry(copyObject(plan->keys[i].expr),
+											   list_length(tlist) + 1,
+											   psprintf("k%d", i + 1), false));
+	for (i = 0; i < plan->ncols; i++)
+		tlist = lappend(tlist, makeTargetEntry(copyObject(plan->cols[i].expr),
+											   list_length(tlist) + 1,
+											   psprintf("v%d", i + 1), false));
+	input = copyObject(q);
+	input->targetList = tlist;
+	input->groupClause = NIL;
+	input->groupDistinct = false;
+	input->hasAggs = false;
+	input->havingQual = NULL;
+	plan->input = input;
+	return plan;
+}
+
+/*
+ * add_group_key adds a GROUP BY expression as a hashed and verified key,
+ * with the hash and equality functions of its grouping operator.
+ */
+static void
+add_group_key(GhAggPlan *plan, Expr *expr, Oid eqop, bool hashable, int position)
+{
+	GhAggKey   *key = &plan->keys[plan->nkeys];
+
+	key->expr = expr;
+	key->type = exprType((Node *) expr);
+	key->collation = exprCollation((Node *) expr);
+	get_typlenbyval(key->type, &key->typlen, &key->typbyval);
+	if (!hashable || !extended_hash_proc(eqop, key->type, &key->hash_proc))
+		REFUSE_DETAIL(psprintf("GROUP BY expression %d has type %s, which has no hash operator class with an extended hash function.",
+							   position, format_type_be(key->type)),
+					  "gpuhash_aggregate cannot hash GROUP BY expression %d", position);
+	key->eq_proc = get_opcode(eqop);
+	key->eqmode = key_eqmode(key->type, eqop, key->collation, key->typbyval);
+	fmgr_info(key->hash_proc, &key->hash);
+	fmgr_info(key->eq_proc, &key->eq);
+	plan->nkeys++;
+}
+
+/*
+ * add_carried adds an output expression of the keys that is not a GROUP BY
+ * expression: carried along with the representative row, never hashed.
+ * Volatile expressions are refused: PostgreSQL evaluates them once per
+ * group, we would evaluate them once per row.
+ */
+static int
+add_carried(GhAggPlan *plan, Expr *expr, int position, const char *name)
+{
+	GhAggKey   *key;
+
+	for (int i = 0; i < plan->nkeys; i++)
+		if (plan->keys[i].carried && equal(plan->keys[i].expr, expr))
+			return i;
+	if (contain_volatile_functions((Node *) expr))
+		REFUSE("output column %d (\"%s\") is neither a GROUP BY expression nor an aggregate, and it calls volatile functions",
+			   position, name);
+	key = &plan->keys[plan->nkeys];
+	key->expr = expr;
+	key->type = exprType((Node *) expr);
+	key->collation = exprCollation((Node *) expr);
+	get_typlenbyval(key->type, &key->typlen, &key->typbyval);
+	key->carried = true;
+	return plan->nkeys++;
+}
+
+/* col_vtype maps a type to the value type of an input column. */
+static GhValType
+col_vtype(Oid type)
+{
+	switch (type)
+	{
+		case INT2OID:
+			return GHV_INT2;
+		case INT4OID:
+			return GHV_INT4;
+		case INT8OID:
+			return GHV_INT8;
+		case FLOAT4OID:
+			return GHV_FLOAT4;
+		case FLOAT8OID:
+			return GHV_FLOAT8;
+		case NUMERICOID:
+			return GHV_NUMERIC;
+		default:
+			return GHV_OTHER;
+	}
+}
+
+/*
+ * add_call checks one aggregate call and adds it, and its argument as an
+ * input column (shared with other calls on the same expression).
+ */
+static int
+add_call(GhAggPlan *plan, Aggref *agg, int position, const char *name)
+{
+	const GhAggDef *def = NULL;
+	GhAggCall  *call;
+	Expr	   *arg;
+	int			c;
+
+	if (agg->aggdistinct != NIL)
+		REFUSE("gpuhash_aggregate does not run DISTINCT inside aggregates (output column %d, \"%s\")",
+			   position, name);
+	if (agg->aggorder != NIL || agg->aggkind != AGGKIND_NORMAL)
+		REFUSE("gpuhash_aggregate does not run ordered aggregates (output column %d, \"%s\")",
+			   position, name);
+	if (agg->aggfilter != NULL)
+		REFUSE("gpuhash_aggregate does not run FILTER clauses (output column %d, \"%s\")",
+			   position, name);
+	for (int i = 0; i < lengthof(gh_agg_defs); i++)
+		if (gh_agg_defs[i].fnoid == agg->aggfnoid)
+			def = &gh_agg_defs[i];
+	if (def == NULL || agg->agglevelsup != 0)
+		REFUSE_DETAIL(psprintf("Output column %d (\"%s\") calls %s.", position, name,
+							   format_procedure(agg->aggfnoid)),
+					  "gpuhash_aggregate does not run the aggregate %s",
+					  format_procedure(agg->aggfnoid));
+
+	call = &plan->calls[plan->ncalls];
+	call->func = def->func;
+	call->fnoid = agg->aggfnoid;
+	call->result_type = agg->aggtype;
+	call->col = -1;
+	if (def->func == GHAF_COUNT_STAR)
+		return plan->ncalls++;
+
+	arg = linitial_node(TargetEntry, agg->args)->expr;
+	for (c = 0; c < plan->ncols; c++)
+		if (equal(plan->cols[c].expr, arg))
+			break;
+	if (c == plan->ncols)
+	{
+		if (plan->ncols == GH_AGG_MAX_COLS)
+			REFUSE("gpuhash_aggregate runs aggregates over at most %d distinct arguments",
+				   GH_AGG_MAX_COLS);
+		plan->cols[c].expr = arg;
+		plan->cols[c].type = exprType((Node *) arg);
+		plan->cols[c].vtype = col_vtype(plan->cols[c].type);
+		switch (plan->cols[c].vtype)
+		{
+			case GHV_INT2:
+			case GHV_INT4:
+			case GHV_INT8:
+				plan->cols[c].kind = GH_AGG_KIND_INT;
+				break;
+			case GHV_FLOAT4:
+			case GHV_FLOAT8:
+				plan->cols[c].kind = GH_AGG_KIND_FLOAT;
+				break;
+			case GHV_NUMERIC:
+				plan->cols[c].kind = GH_AGG_KIND_NUMERIC;
+				break;
+			case GHV_OTHER:
+				plan->cols[c].kind = GH_AGG_KIND_NONE;
+				break;
+		}
+		plan->ncols++;
+	}
+	if (def->func != GHAF_COUNT && plan->cols[c].vtype != def->vtype)
+		elog(ERROR, "gpuhash_aggregate: argument of %s has type %s",
+			 format_procedure(agg->aggfnoid), format_type_be(plan->cols[c].type));
+	switch (def->func)
+	{
+		case GHAF_SUM:
+		case GHAF_AVG:
+			plan->cols[c].ops |= GH_AGG_OP_SUM;
+			break;
+		case GHAF_MIN:
+			plan->cols[c].ops |= GH_AGG_OP_MIN;
+			break;
+		case GHAF_MAX:
+			plan->cols[c].ops |= GH_AGG_OP_MAX;
+			break;
+		default:
+			break;
+	}
+	call->col = c;
+	return plan->ncalls++;
+}
+
+/*
+ * extended_hash_proc finds the extended hash function of type in a hash
+ * opfamily that has eqop as its equality operator.
+ */
+static bool
+extended_hash_proc(Oid eqop, Oid type, Oid *proc)
+{
+	CatCList   *catlist = SearchSysCacheList1(AMOPOPID, ObjectIdGetDatum(eqop));
+	bool		found = false;
+
+	for (int i = 0; i < catlist->n_members && !found; i++)
+	{
+		Form_pg_amop aform = (Form_pg_amop) GETSTRUCT(&catlist->members[i]->tuple);
+
+		if (aform->amopmethod != HASH_AM_OID ||
+			aform->amopstrategy != HTEqualStrategyNumber)
+			continue;
+		*proc = get_opfamily_proc(aform->amopfamily, aform->amoplefttype,
+								  aform->amoplefttype, HASHEXTENDED_PROC);
+		found = OidIsValid(*proc);
+	}
+	ReleaseSysCacheList(catlist);
+	return found;
+}
+
+/*
+ * key_eqmode says whether eqop on type is equality of the stored image, so
+ * that rows can be verified without calling the operator.  The type's
+ * default btree opclass answers through its equalimage support function,
+ * for this collation; only that opclass's own equality counts (text's
+ * pattern opclass shares "=" and calls it bytewise, which is not true for
+ * nondeterministic collations).
+ */
+static GhKeyEq
+key_eqmode(Oid type, Oid eqop, Oid collation, bool byval)
+{
+	TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_BTREE_OPFAMILY);
+	Oid			proc;
+
+	if (!OidIsValid(tc->btree_opf) ||
+		get_opfamily_member(tc->btree_opf, tc->btree_opintype, tc->btree_opintype,
+							BTEqualStrategyNumber) != eqop)
+		return GHK_EQ_FUNC;
+	proc = get_opfamily_proc(tc->btree_opf, tc->btree_opintype, tc->btree_opintype,
+							 BTEQUALIMAGE_PROC);
+	if (OidIsValid(proc) &&
+		DatumGetBool(OidFunctionCall1Coll(proc, collation,
+										  ObjectIdGetDatum(tc->btree_opintype))))
+		return byval ? GHK_EQ_BYVAL : GHK_EQ_IMAGE;
+	return GHK_EQ_FUNC;
+}
+
+/* describe_columns: "name type, ..." of the query's result. */
+static char *
+describe_columns(GhAggPlan *plan)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < plan->nout; i++)
+		appendStringInfo(&buf, "%s%s %s", i ? ", " : "",
+						 quote_identifier(plan->out[i].name),
+						 format_type_be(plan->out[i].type));
+	return buf.data;
+}
+
+/*
+ * check_coldef compares the caller's column definition list with the
+ * query's result types, as PostgreSQL compares a function's result row with
+ * the one the query expects (same count; each type the same or binary
+ * coercible to the declared one), and shows the right list when they differ.
+ */
+static void
+check_coldef(GhAggPlan *plan, TupleDesc expected)
+{
+	bool		ok = expected->natts == plan->nout;
+
+	for (int i = 0; ok && i < plan->nout; i++)
+	{
+		Oid			declared = TupleDescAttr(expected, i)->atttypid;
+
+		ok = declared == plan->out[i].type ||
+			IsBinaryCoercible(plan->out[i].type, declared);
+	}
+	if (!ok)
+	{
+		StringInfoData got;
+
+		initStringInfo(&got);
+		for (int i = 0; i < expected->natts; i++)
+			appendStringInfo(&got, "%s%s %s", i ? ", " : "",
+							 quote_identifier(NameStr(TupleDescAttr(expected, i)->attname)),
+							 format_type_be(TupleDescAttr(expected, i)->atttypid));
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column definition list does not match the result of the query given to gpuhash_aggregate"),
+				 errdetail("The query returns (%s); the column definition list says (%s).",
+						   describe_columns(plan), got.data),
+				 errhint("Use AS t(%s).", describe_columns(plan))));
+	}
+}
+
+static bool
+dest_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	gh_agg_run_add(((GhAggDest *) self)->run, slot);
+	return true;
+}
+
+static void
+dest_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+}
+
+static void
+dest_shutdown(DestReceiver *self)
+{
+}
+
+static void
+dest_destroy(DestReceiver *self)
+{
+}
+
+/*
+ * run_input plans the input query and runs it to completion with the
+ * executor, read-only, every row going to run.
+ */
+static void
+run_input(GhAggPlan *plan, GhAggRun *run)
+{
+	GhAggDest	dest;
+	PlannedStmt *pstmt;
+	QueryDesc  *qd;
+	int			nestlevel;
+
+	memset(&dest, 0, sizeof(dest));
+	dest.pub.receiveSlot = dest_receive;
+	dest.pub.rStartup = dest_startup;
+	dest.pub.rShutdown = dest_shutdown;
+	dest.pub.rDestroy = dest_destroy;
+	dest.pub.mydest = DestNone;
+	dest.run = run;
+
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("transaction_read_only", "on",
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+
+	pstmt = pg_plan_query(plan->input, plan->sql, CURSOR_OPT_PARALLEL_OK, NULL);
+	qd = CreateQueryDesc(pstmt, plan->sql, GetActiveSnapshot(), InvalidSnapshot,
+						 (DestReceiver *) &dest, NULL, NULL, 0);
+	ExecutorStart(qd, 0);
+	ExecutorRun(qd, ForwardScanDirection, 0, true);
+	ExecutorFinish(qd);
+	ExecutorEnd(qd);
+	FreeQueryDesc(qd);
+
+	AtEOXact_GUC(true, nestlevel);
+}

@@ -1,0 +1,1658 @@
+/*-------------------------------------------------------------------------
+ * aggregate_groups.c
+ *	  The group sets of gpuhash_aggregate(): input rows in, PostgreSQL's
+ *	  groups out.
+ *
+ * Rows arrive one at a time from the executor (gh_agg_run_add) and are
+ * staged in a batch of gpuhash.batch_rows rows: the group hash of the keys
+ * (the keys' extended hash functions, combined; a NULL key hashes to a
+ * constant of its position, so NULLs form their own group), a copy of the
+ * keys, and each aggregate argument as the device wants it (int64, double, or
+ * NUMERIC as fixed point).  A full batch is flushed:
+ *
+ *	1. The device table gives every row a group id by hash (gh_agg_assign).
+ *	2. The host checks every row's key against its group's representative
+ *	   with the keys' equality (the first row of a new group becomes its
+ *	   representative).  Two different keys with one hash meet here: the
+ *	   later row does not match, and is taken out of the device batch.
+ *	3. The device accumulates the rest (gh_agg_accumulate).
+ *	4. Rows taken out go to the fallback set, a CPU group set keyed by the
+ *	   whole key (hash, then equality), with the same accumulators.
+ *	5. NUMERIC values the device cannot take (NaN, infinities, more than 18
+ *	   digits, scale above 24, or too large once scaled) are added on the
+ *	   host, per group, with PostgreSQL's numeric functions ("side" state).
+ * Every group thus lives in exactly one set, and every key in one group:
+ * a hash collision costs a little CPU time, never a wrong merge.
+ *
+ * NUMERIC fixed point: each column has a scale S, the largest display scale
+ * seen so far (at most 24).  When a batch brings a larger one, the existing
+ * sums and extremes of that column are rescaled on the host (rescale_column);
+ * what no longer fits moves to the side state.
+ *
+ * At the end (gh_agg_run_finish) the accumulators come back to the host and
+ * every group becomes one result row, built with PostgreSQL's own numeric
+ * functions (int64_to_numeric, numeric_in, numeric_div, numeric_add) so that
+ * values and display scales are what the native aggregates return.
+ *
+ * Memory: device buffers and accumulators through the device layer (freed by
+ * the resource owner on ERROR); keys and representatives in memory contexts
+ * under the caller's; the batch context is reset after every batch.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "common/hashfn.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "portability/instr_time.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/float.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
+
+#include "gpuhash_agg.h"
+
+/* Largest NUMERIC display scale that the device takes. */
+#define NUM_SCALE_CAP	24
+
+/* Result of num_decode. */
+#define NUMV_FINITE		0
+#define NUMV_NAN		1
+#define NUMV_PINF		2
+#define NUMV_NINF		3
+#define NUMV_BIG		4		/* finite, but not for the device */
+
+/* A NUMERIC value of the batch that the host aggregates. */
+typedef struct GhSideRow
+{
+	uint32		row;
+	int			col;
+	int			kind;			/* NUMV_* */
+	Datum		value;			/* NUMV_BIG: the value, in batch memory */
+} GhSideRow;
+
+/* Host-side NUMERIC state of one (group, column). */
+typedef struct GhNumSide
+{
+	uint64		key;			/* (group << 8) | column */
+	int64		count;			/* values counted here */
+	int64		nan;
+	int64		pinf;
+	int64		ninf;
+	Datum		sum;			/* finite values added here, or 0 */
+	Datum		min;
+	Datum		max;
+} GhNumSide;
+
+/* A set of groups: the device set, or the exact CPU fallback set. */
+typedef struct GhGroupSet
+{
+	bool		exact;			/* the fallback set */
+	GhTarget	target;
+	/* device set: the hash table on the target */
+	void	   *table;
+	uint64		table_cap;
+	/* fallback set: open addressing over (hash, id + 1), host memory */
+	uint64	   *ex_hash;
+	uint32	   *ex_id;
+	uint64		ex_cap;
+	/* accumulators on the target */
+	void	   *acc;
+	gh_agg_layout layout;
+	uint64		ngroups;
+	/* representatives: ngroups x nkeys */
+	Datum	   *rep_vals;
+	bool	   *rep_nulls;
+	bool	   *rep_set;
+	uint64		rep_cap;
+	HTAB	   *side;
+	/* at the end: accumulators on the host */
+	char	   *host_acc;
+} GhGroupSet;
+
+struct GhAggRun
+{
+	GhAggPlan  *plan;
+	GhTarget	target;
+	int			nkeys;
+	int			ncols;
+	MemoryContext cxt;
+	MemoryContext batch_cxt;
+	MemoryContext rep_cxt;
+	MemoryContext side_cxt;
+
+	/* the batch being filled (host; pinned for the GPU) */
+	uint32		cap;
+	uint32		n;
+	uint64	   *h_hashes;
+	uint32	   *h_ids;
+	uint32	   *h_bad;
+	int64	   *h_vals[GH_AGG_MAX_COLS];
+	uint8	   *h_valid[GH_AGG_MAX_COLS];
+	uint8	   *h_ds[GH_AGG_MAX_COLS];	/* NUMERIC: display scale */
+	int			batch_ds[GH_AGG_MAX_COLS];
+	int			scale[GH_AGG_MAX_COLS]; /* NUMERIC: column scale, -1: none */
+	Datum	   *keys;			/* cap x nkeys */
+	bool	   *knulls;
+	GhSideRow  *side_rows;
+	int			nside;
+	int			side_cap;
+	/* the same on the target */
+	uint64	   *d_hashes;
+	uint32	   *d_ids;
+	uint32	   *d_bad;
+	void	   *d_vals[GH_AGG_MAX_COLS];
+	uint8	   *d_valid[GH_AGG_MAX_COLS];
+	/* rows of the batch that go to the fallback set */
+	uint32	   *fb_ids;
+	int64	   *fb_vals[GH_AGG_MAX_COLS];
+	uint8	   *fb_valid[GH_AGG_MAX_COLS];
+
+	GhGroupSet	main;
+	GhGroupSet	fb;
+
+	Datum		num_nan;
+	Datum		num_pinf;
+	Datum		num_ninf;
+
+	/* counters and timings, for DEBUG1 */
+	uint64		rows;
+	uint64		batches;
+	uint64		bad_rows;
+	uint64		side_values;
+	uint64		rescales;
+	instr_time	t_begin;
+	double		ms_flush;
+	double		ms_device;
+	double		ms_verify;
+	double		ms_finish;
+};
+
+static void flush(GhAggRun *run);
+static void set_init(GhAggRun *run, GhGroupSet *s, bool exact, GhTarget target);
+static void ensure_groups(GhAggRun *run, GhGroupSet *s, uint64 need);
+static void ensure_table(GhAggRun *run, GhGroupSet *s, uint32 n);
+static void set_rep(GhAggRun *run, GhGroupSet *s, uint64 g, uint32 row);
+static bool row_equals_rep(GhAggRun *run, GhGroupSet *s, uint64 g, uint32 row);
+static uint32 exact_find(GhAggRun *run, GhGroupSet *s, uint32 row);
+static void to_fallback(GhAggRun *run, uint32 nbad);
+static void apply_side_rows(GhAggRun *run, uint32 nbad);
+static void prepare_numeric(GhAggRun *run);
+static void rescale_column(GhAggRun *run, int c, int newscale);
+static GhNumSide *side_entry(GhAggRun *run, GhGroupSet *s, uint64 g, int c);
+static void side_add_finite(GhAggRun *run, GhNumSide *e, Datum v, bool count,
+							bool sum, bool extremes);
+static int	num_decode(Datum d, int64 *m, int *dscale);
+static Datum num_make(int128 v, int scale, int dscale);
+static Datum num_from_int128(int128 v);
+static void report(gh_status st, const gh_error *err, const char *action);
+
+/* Powers of ten up to 10^38, the largest below 2^127. */
+static int128
+pow10_128(int k)
+{
+	int128		r = 1;
+
+	Assert(k >= 0 && k <= 38);
+	while (k-- > 0)
+		r *= 10;
+	return r;
+}
+
+static void
+report(gh_status st, const gh_error *err, const char *action)
+{
+	if (st != GH_OK)
+		gpuhash_report(st, err, action);
+}
+
+#define DEV_CALL(call, action) \
+	do { \
+		gh_error	err_; \
+		gh_status	st_; \
+		memset(&err_, 0, sizeof(err_)); \
+		st_ = (call); \
+		report(st_, &err_, action); \
+	} while (0)
+
+#define GPU(run) ((run)->target == GH_TARGET_GPU)
+
+static double
+ms_since(instr_time start)
+{
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	INSTR_TIME_SUBTRACT(now, start);
+	return INSTR_TIME_GET_MILLISEC(now);
+}
+
+/*
+ * gh_agg_run_begin allocates the batch buffers and the two group sets of
+ * one gpuhash_aggregate() call.
+ */
+GhAggRun *
+gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
+											  "gpuhash_aggregate",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	GhAggRun   *run = palloc0(sizeof(GhAggRun));
+	size_t		hbytes;
+	size_t		dbytes;
+	char	   *h;
+	char	   *d;
+	uint32		cap = (uint32) Max(gpuhash_batch_rows, 1);
+
+	INSTR_TIME_SET_CURRENT(run->t_begin);
+	run->plan = plan;
+	run->target = target;
+	run->nkeys = plan->nkeys;
+	run->ncols = plan->ncols;
+	run->cxt = cxt;
+	run->batch_cxt = AllocSetContextCreate(cxt, "gpuhash_aggregate batch",
+										   ALLOCSET_DEFAULT_SIZES);
+	run->rep_cxt = AllocSetContextCreate(cxt, "gpuhash_aggregate keys",
+										 ALLOCSET_DEFAULT_SIZES);
+	run->side_cxt = AllocSetContextCreate(cxt, "gpuhash_aggregate numeric",
+										  ALLOCSET_DEFAULT_SIZES);
+	run->cap = cap;
+
+	/* one host and one target allocation for all the batch arrays */
+	hbytes = (size_t) cap * (8 + 4 + 4 + (size_t) plan->ncols * 9);
+	dbytes = hbytes;
+	h = gh_host_alloc(target, hbytes);
+	d = gh_dev_alloc(target, dbytes);
+	run->h_hashes = (uint64 *) h;
+	run->d_hashes = (uint64 *) d;
+	h += (size_t) cap * 8;
+	d += (size_t) cap * 8;
+	for (int c = 0; c < plan->ncols; c++)
+	{
+		run->h_vals[c] = (int64 *) h;
+		run->d_vals[c] = d;
+		h += (size_t) cap * 8;
+		d += (size_t) cap * 8;
+	}
+	run->h_ids = (uint32 *) h;
+	run->d_ids = (uint32 *) d;
+	h += (size_t) cap * 4;
+	d += (size_t) cap * 4;
+	run->h_bad = (uint32 *) h;
+	run->d_bad = (uint32 *) d;
+	h += (size_t) cap * 4;
+	d += (size_t) cap * 4;
+	for (int c = 0; c < plan->ncols; c++)
+	{
+		run->h_valid[c] = (uint8 *) h;
+		run->d_valid[c] = (uint8 *) d;
+		h += cap;
+		d += cap;
+		run->scale[c] = -1;
+		run->batch_ds[c] = -1;
+		if (plan->cols[c].kind == GH_AGG_KIND_NUMERIC)
+			run->h_ds[c] = palloc(cap);
+	}
+	run->keys = palloc(sizeof(Datum) * cap * Max(run->nkeys, 1));
+	run->knulls = palloc(sizeof(bool) * cap * Max(run->nkeys, 1));
+
+	run->num_nan = DirectFunctionCall3(numeric_in, CStringGetDatum("NaN"),
+									   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+	run->num_pinf = DirectFunctionCall3(numeric_in, CStringGetDatum("Infinity"),
+										ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+	run->num_ninf = DirectFunctionCall3(numeric_in, CStringGetDatum("-Infinity"),
+										ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+
+	set_init(run, &run->main, false, target);
+	set_init(run, &run->fb, true, GH_TARGET_CPU);
+	MemoryContextSwitchTo(old);
+	return run;
+}
+
+/* set_init prepares an empty group set with room for 1024 groups. */
+static void
+set_init(GhAggRun *run, GhGroupSet *s, bool exact, GhTarget target)
+{
+	uint8		kind[GH_AGG_MAX_COLS];
+	uint8		ops[GH_AGG_MAX_COLS];
+
+	memset(s, 0, sizeof(*s));
+	s->exact = exact;
+	s->target = target;
+	for (int c = 0; c < run->ncols; c++)
+	{
+		kind[c] = run->plan->cols[c].kind;
+		ops[c] = run->plan->cols[c].ops;
+	}
+	gh_agg_layout_init(&s->layout, run->ncols, kind, ops, 0);
+	ensure_groups(run, s, 1024);
+}
+
+/*
+ * ensure_groups makes room for need groups: accumulators (moved to a larger
+ * allocation, the new part initialised) and representatives.
+ */
+static void
+ensure_groups(GhAggRun *run, GhGroupSet *s, uint64 need)
+{
+	if (need > GH_AGG_MAX_GROUPS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("gpuhash_aggregate supports at most %llu groups",
+						(unsigned long long) GH_AGG_MAX_GROUPS)));
+	if (need > s->layout.group_cap)
+	{
+		uint64		newcap = Max(need, Max(s->layout.group_cap * 2, 1024));
+		gh_agg_layout nl;
+		void	   *nacc;
+
+		newcap = Min(newcap, GH_AGG_MAX_GROUPS);
+		gh_agg_layout_init(&nl, s->layout.ncols, s->layout.kind, s->layout.ops, newcap);
+		nacc = gh_dev_alloc(s->target, nl.bytes);
+		if (s->target == GH_TARGET_GPU)
+		{
+			if (s->acc)
+				DEV_CALL(gh_agg_acc_move_gpu(nacc, &nl, s->acc, &s->layout, s->ngroups,
+											 gh_stream(s->target), &err_),
+						 "growing the aggregate's accumulators");
+			DEV_CALL(gh_agg_acc_init_gpu(nacc, &nl, s->ngroups, newcap,
+										 gh_stream(s->target), &err_),
+					 "growing the aggregate's accumulators");
+		}
+		else
+		{
+			if (s->acc)
+				DEV_CALL(gh_agg_acc_move_cpu(nacc, &nl, s->acc, &s->layout, s->ngroups, &err_),
+						 "growing the aggregate's accumulators");
+			DEV_CALL(gh_agg_acc_init_cpu(nacc, &nl, s->ngroups, newcap, &err_),
+					 "growing the aggregate's accumulators");
+		}
+		if (s->acc)
+			gh_dev_free(s->acc);
+		s->acc = nacc;
+		s->layout = nl;
+	}
+	if (need > s->rep_cap)
+	{
+		uint64		newcap = Max(need, Max(s->rep_cap * 2, 1024));
+		size_t		nk = Max(run->nkeys, 1);
+
+		if (s->rep_vals == NULL)
+		{
+			s->rep_vals = MemoryContextAllocHuge(run->cxt, sizeof(Datum) * nk * newcap);
+			s->rep_nulls = MemoryContextAllocHuge(run->cxt, sizeof(bool) * nk * newcap);
+			s->rep_set = MemoryContextAllocHuge(run->cxt, sizeof(bool) * newcap);
+		}
+		else
+		{
+			s->rep_vals = repalloc_huge(s->rep_vals, sizeof(Datum) * nk * newcap);
+			s->rep_nulls = repalloc_huge(s->rep_nulls, sizeof(bool) * nk * newcap);
+			s->rep_set = repalloc_huge(s->rep_set, sizeof(bool) * newcap);
+		}
+		memset(s->rep_set + s->rep_cap, 0, newcap - s->rep_cap);
+		s->rep_cap = newcap;
+	}
+}
+
+/*
+ * ensure_table keeps the device table's load at most gpuhash.load_factor
+ * even if every one of the next n rows starts a new group.
+ */
+static void
+ensure_table(GhAggRun *run, GhGroupSet *s, uint32 n)
+{
+	double		need = ((double) s->ngroups + n) / gpuhash_load_factor;
+	uint64		cap = 1024;
+	void	   *mem;
+
+	if (s->table != NULL && need <= (double) s->table_cap)
+		return;
+	while ((double) cap < need)
+		cap <<= 1;
+	mem = gh_dev_alloc(s->target, gh_agg_table_bytes(cap));
+	if (s->target == GH_TARGET_GPU)
+	{
+		void	   *stream = gh_stream(s->target);
+
+		DEV_CALL(gh_agg_table_init_gpu(mem, cap, stream, &err_), "building the group table");
+		if (s->table)
+			DEV_CALL(gh_agg_table_rehash_gpu(s->table, s->table_cap, mem, cap, stream, &err_),
+					 "growing the group table");
+	}
+	else
+	{
+		DEV_CALL(gh_agg_table_init_cpu(mem, cap, &err_), "building the group table");
+		if (s->table)
+			DEV_CALL(gh_agg_table_rehash_cpu(s->table, s->table_cap, mem, cap, &err_),
+					 "growing the group table");
+	}
+	if (s->table)
+		gh_dev_free(s->table);
+	s->table = mem;
+	s->table_cap = cap;
+}
+
+/* NULL keys hash to a constant of their position. */
+static inline uint64
+null_hash(int k)
+{
+	return UINT64CONST(0x9e3779b97f4a7c15) * (uint64) (k + 1);
+}
+
+/*
+ * gh_agg_run_add stages one input row: its group hash, a copy of its keys,
+ * and its aggregate arguments; flushes the batch when it is full.
+ */
+void
+gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot)
+{
+	GhAggPlan  *plan = run->plan;
+	MemoryContext old = MemoryContextSwitchTo(run->batch_cxt);
+	uint32		i = run->n;
+	uint64		h = 0;
+	Datum	   *kv = run->keys + (size_t) i * run->nkeys;
+	bool	   *kn = run->knulls + (size_t) i * run->nkeys;
+
+	slot_getallattrs(slot);
+	for (int k = 0; k < run->nkeys; k++)
+	{
+		GhAggKey   *key = &plan->keys[k];
+		Datum		v = slot->tts_values[k];
+
+		kn[k] = slot->tts_isnull[k];
+		if (kn[k])
+		{
+			kv[k] = (Datum) 0;
+			if (!key->carried)
+				h = hash_combine64(h, null_hash(k));
+			continue;
+		}
+		if (key->typlen == -1)
+			v = PointerGetDatum(PG_DETOAST_DATUM_PACKED(v));
+		if (!key->carried)
+			h = hash_combine64(h, DatumGetUInt64(FunctionCall2Coll(&key->hash,
+																   key->collation, v,
+																   UInt64GetDatum(0))));
+		kv[k] = key->typbyval ? v : datumCopy(v, false, key->typlen);
+	}
+	run->h_hashes[i] = h;
+
+	for (int c = 0; c < run->ncols; c++)
+	{
+		GhAggCol   *col = &plan->cols[c];
+		Datum		v = slot->tts_values[run->nkeys + c];
+		int64		m;
+		int			ds;
+		int			kind;
+
+		if (slot->tts_isnull[run->nkeys + c])
+		{
+			run->h_valid[c][i] = 0;
+			continue;
+		}
+		run->h_valid[c][i] = 1;
+		switch (col->vtype)
+		{
+			case GHV_INT2:
+				run->h_vals[c][i] = DatumGetInt16(v);
+				break;
+			case GHV_INT4:
+				run->h_vals[c][i] = DatumGetInt32(v);
+				break;
+			case GHV_INT8:
+				run->h_vals[c][i] = DatumGetInt64(v);
+				break;
+			case GHV_FLOAT4:
+				((double *) run->h_vals[c])[i] = (double) DatumGetFloat4(v);
+				break;
+			case GHV_FLOAT8:
+				((double *) run->h_vals[c])[i] = DatumGetFloat8(v);
+				break;
+			case GHV_NUMERIC:
+				if (col->kind == GH_AGG_KIND_NONE)
+					break;
+				kind = num_decode(v, &m, &ds);
+				if (kind == NUMV_FINITE)
+				{
+					run->h_vals[c][i] = m;
+					run->h_ds[c][i] = (uint8) ds;
+					run->batch_ds[c] = Max(run->batch_ds[c], ds);
+					break;
+				}
+				run->h_valid[c][i] = 0;
+				if (run->nside == run->side_cap)
+				{
+					run->side_cap = Max(run->side_cap * 2, 64);
+					run->side_rows = run->side_rows
+						? repalloc(run->side_rows, sizeof(GhSideRow) * run->side_cap)
+						: MemoryContextAlloc(run->cxt, sizeof(GhSideRow) * run->side_cap);
+				}
+				run->side_rows[run->nside].row = i;
+				run->side_rows[run->nside].col = c;
+				run->side_rows[run->nside].kind = kind;
+				run->side_rows[run->nside].value =
+					kind == NUMV_BIG ? datumCopy(v, false, -1) : (Datum) 0;
+				run->nside++;
+				break;
+			case GHV_OTHER:
+				break;
+		}
+	}
+	run->n++;
+	run->rows++;
+	MemoryContextSwitchTo(old);
+	if (run->n == run->cap)
+		flush(run);
+}
+
+/*
+ * flush aggregates the staged batch: group ids from the device, key checks,
+ * device accumulation, fallback rows and host-side NUMERIC values.
+ */
+static void
+flush(GhAggRun *run)
+{
+	GhGroupSet *s = &run->main;
+	uint32		n = run->n;
+	uint32		nbad = 0;
+	gh_agg_ctrl ctrl;
+	gh_agg_batch b;
+	void	   *stream = gh_stream(run->target);
+	MemoryContext old;
+	instr_time	t0,
+				t1;
+
+	if (n == 0)
+		return;
+	INSTR_TIME_SET_CURRENT(t0);
+	old = MemoryContextSwitchTo(run->batch_cxt);
+	prepare_numeric(run);
+	ensure_table(run, s, n);
+
+	/* 1. group ids; the values travel meanwhile */
+	gh_copy_htod(run->target, run->d_hashes, run->h_hashes, (size_t) n * 8);
+	if (GPU(run))
+		DEV_CALL(gh_agg_assign_gpu(s->table, s->table_cap, run->d_hashes, n, run->d_ids,
+								   stream, &err_), "grouping rows on the GPU");
+	else
+		DEV_CALL(gh_agg_assign_cpu(s->table, s->table_cap, run->d_hashes, n, run->d_ids,
+								   &err_), "grouping rows");
+	for (int c = 0; c < run->ncols; c++)
+	{
+		if (run->plan->cols[c].kind != GH_AGG_KIND_NONE)
+			gh_copy_htod(run->target, run->d_vals[c], run->h_vals[c], (size_t) n * 8);
+		gh_copy_htod(run->target, run->d_valid[c], run->h_valid[c], n);
+	}
+	gh_copy_dtoh(run->target, run->h_ids, run->d_ids, (size_t) n * 4);
+	gh_copy_dtoh(run->target, &ctrl, (char *) s->table + gh_agg_table_ctrl_offset(s->table_cap),
+				 sizeof(ctrl));
+	gh_sync(run->target);
+	INSTR_TIME_SET_CURRENT(t1);
+	run->ms_device += INSTR_TIME_GET_MILLISEC(t1) - INSTR_TIME_GET_MILLISEC(t0);
+	if (ctrl.full)
+		gpuhash_report(GH_ERR_TABLE_FULL, NULL, "grouping rows");
+	ensure_groups(run, s, ctrl.ngroups);
+
+	/* 2. every row against its group's representative */
+	for (uint32 i = 0; i < n; i++)
+	{
+		uint32		g = run->h_ids[i];
+
+		if (g >= ctrl.ngroups)
+			elog(ERROR, "gpuhash_aggregate: group id %u out of range", g);
+		if (!s->rep_set[g])
+			set_rep(run, s, g, i);
+		else if (!row_equals_rep(run, s, g, i))
+			run->h_bad[nbad++] = i;
+		if ((i & 0xffff) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	s->ngroups = ctrl.ngroups;
+	run->ms_verify += ms_since(t1);
+
+	/* 3. accumulate what matched */
+	INSTR_TIME_SET_CURRENT(t1);
+	memset(&b, 0, sizeof(b));
+	b.n = n;
+	b.ids = run->d_ids;
+	for (int c = 0; c < run->ncols; c++)
+	{
+		b.vals[c] = run->d_vals[c];
+		b.valid[c] = run->d_valid[c];
+	}
+	if (nbad > 0)
+		gh_copy_htod(run->target, run->d_bad, run->h_bad, (size_t) nbad * 4);
+	if (GPU(run))
+	{
+		if (nbad > 0)
+			DEV_CALL(gh_agg_skip_gpu(run->d_ids, run->d_bad, nbad, stream, &err_),
+					 "aggregating on the GPU");
+		DEV_CALL(gh_agg_accumulate_gpu(s->acc, &s->layout, s->ngroups, &b, stream, &err_),
+				 "aggregating on the GPU");
+	}
+	else
+	{
+		if (nbad > 0)
+			DEV_CALL(gh_agg_skip_cpu(run->d_ids, run->d_bad, nbad, &err_), "aggregating");
+		DEV_CALL(gh_agg_accumulate_cpu(s->acc, &s->layout, s->ngroups, &b, &err_),
+				 "aggregating");
+	}
+	run->ms_device += ms_since(t1);
+
+	/* 4, 5. the rest on the host */
+	if (nbad > 0)
+		to_fallback(run, nbad);
+	if (run->nside > 0)
+		apply_side_rows(run, nbad);
+
+	run->bad_rows += nbad;
+	run->batches++;
+	run->n = 0;
+	run->nside = 0;
+	for (int c = 0; c < run->ncols; c++)
+		run->batch_ds[c] = -1;
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(run->batch_cxt);
+	run->ms_flush += ms_since(t0);
+}
+
+/* set_rep makes row the representative of group g of set s. */
+static void
+set_rep(GhAggRun *run, GhGroupSet *s, uint64 g, uint32 row)
+{
+	Datum	   *rv = s->rep_vals + g * run->nkeys;
+	bool	   *rn = s->rep_nulls + g * run->nkeys;
+	Datum	   *kv = run->keys + (size_t) row * run->nkeys;
+	bool	   *kn = run->knulls + (size_t) row * run->nkeys;
+
+	for (int k = 0; k < run->nkeys; k++)
+	{
+		GhAggKey   *key = &run->plan->keys[k];
+
+		rn[k] = kn[k];
+		if (kn[k])
+			rv[k] = (Datum) 0;
+		else if (key->typbyval)
+			rv[k] = kv[k];
+		else
+		{
+			MemoryContext old = MemoryContextSwitchTo(run->rep_cxt);
+
+			rv[k] = datumCopy(kv[k], false, key->typlen);
+			MemoryContextSwitchTo(old);
+		}
+	}
+	s->rep_set[g] = true;
+}
+
+/*
+ * row_equals_rep compares row's group keys with group g's representative
+ * with the keys' equality; NULL equals NULL, as in GROUP BY.
+ */
+static bool
+row_equals_rep(GhAggRun *run, GhGroupSet *s, uint64 g, uint32 row)
+{
+	Datum	   *rv = s->rep_vals + g * run->nkeys;
+	bool	   *rn = s->rep_nulls + g * run->nkeys;
+	Datum	   *kv = run->keys + (size_t) row * run->nkeys;
+	bool	   *kn = run->knulls + (size_t) row * run->nkeys;
+
+	for (int k = 0; k < run->nkeys; k++)
+	{
+		GhAggKey   *key = &run->plan->keys[k];
+
+		if (key->carried)
+			continue;
+		if (kn[k] || rn[k])
+		{
+			if (kn[k] != rn[k])
+				return false;
+			continue;
+		}
+		switch (key->eqmode)
+		{
+			case GHK_EQ_BYVAL:
+				if (kv[k] != rv[k])
+					return false;
+				break;
+			case GHK_EQ_IMAGE:
+				if (!datum_image_eq(kv[k], rv[k], false, key->typlen))
+					return false;
+				break;
+			case GHK_EQ_FUNC:
+				if (!DatumGetBool(FunctionCall2Coll(&key->eq, key->collation,
+													kv[k], rv[k])))
+					return false;
+				break;
+		}
+	}
+	return true;
+}
+
+/*
+ * exact_find returns the fallback group of row's key, creating it: open
+ * addressing over the row hash, every hash match checked with the keys'
+ * equality, so that keys sharing a hash get groups of their own.
+ */
+static uint32
+exact_find(GhAggRun *run, GhGroupSet *s, uint32 row)
+{
+	uint64		h = run->h_hashes[row];
+	uint64		mask;
+	uint64		slot;
+
+	if ((s->ngroups + 1) * 2 > s->ex_cap)
+	{
+		uint64		ncap = Max(s->ex_cap * 2, 64);
+		uint64	   *nh = MemoryContextAllocHuge(run->cxt, sizeof(uint64) * ncap);
+		uint32	   *ni = MemoryContextAllocHuge(run->cxt, sizeof(uint32) * ncap);
+
+		memset(ni, 0, sizeof(uint32) * ncap);
+		for (uint64 o = 0; o < s->ex_cap; o++)
+		{
+			if (s->ex_id[o] == 0)
+				continue;
+			slot = gh_agg_mix(s->ex_hash[o]) & (ncap - 1);
+			while (ni[slot] != 0)
+				slot = (slot + 1) & (ncap - 1);
+			nh[slot] = s->ex_hash[o];
+			ni[slot] = s->ex_id[o];
+		}
+		if (s->ex_hash)
+		{
+			pfree(s->ex_hash);
+			pfree(s->ex_id);
+		}
+		s->ex_hash = nh;
+		s->ex_id = ni;
+		s->ex_cap = ncap;
+	}
+	mask = s->ex_cap - 1;
+	slot = gh_agg_mix(h) & mask;
+	for (;;)
+	{
+		uint32		id = s->ex_id[slot];
+
+		if (id == 0)
+		{
+			uint32		g = (uint32) s->ngroups;
+
+			ensure_groups(run, s, s->ngroups + 1);
+			set_rep(run, s, g, row);
+			s->ngroups++;
+			s->ex_hash[slot] = h;
+			s->ex_id[slot] = g + 1;
+			return g;
+		}
+		if (s->ex_hash[slot] == h && row_equals_rep(run, s, id - 1, row))
+			return id - 1;
+		slot = (slot + 1) & mask;
+	}
+}
+
+/*
+ * to_fallback aggregates the rows listed in h_bad (keys that did not match
+ * their device group's representative) in the fallback set.
+ */
+static void
+to_fallback(GhAggRun *run, uint32 nbad)
+{
+	GhGroupSet *s = &run->fb;
+	gh_agg_batch b;
+
+	if (run->fb_ids == NULL)
+	{
+		run->fb_ids = MemoryContextAlloc(run->cxt, sizeof(uint32) * run->cap);
+		for (int c = 0; c < run->ncols; c++)
+		{
+			run->fb_vals[c] = MemoryContextAlloc(run->cxt, sizeof(int64) * run->cap);
+			run->fb_valid[c] = MemoryContextAlloc(run->cxt, run->cap);
+		}
+	}
+	memset(&b, 0, sizeof(b));
+	for (uint32 j = 0; j < nbad; j++)
+	{
+		uint32		i = run->h_bad[j];
+
+		run->fb_ids[j] = exact_find(run, s, i);
+		for (int c = 0; c < run->ncols; c++)
+		{
+			run->fb_vals[c][j] = run->h_vals[c][i];
+			run->fb_valid[c][j] = run->h_valid[c][i];
+		}
+	}
+	b.n = nbad;
+	b.ids = run->fb_ids;
+	for (int c = 0; c < run->ncols; c++)
+	{
+		b.vals[c] = run->fb_vals[c];
+		b.valid[c] = run->fb_valid[c];
+	}
+	DEV_CALL(gh_agg_accumulate_cpu(s->acc, &s->layout, s->ngroups, &b, &err_),
+			 "aggregating colliding keys");
+}
+
+/*
+ * apply_side_rows adds the batch's host-side NUMERIC values to their groups,
+ * in whichever set their row went to.
+ */
+static void
+apply_side_rows(GhAggRun *run, uint32 nbad)
+{
+	for (int j = 0; j < run->nside; j++)
+	{
+		GhSideRow  *r = &run->side_rows[j];
+		GhGroupSet *s = &run->main;
+		uint64		g = run->h_ids[r->row];
+		GhNumSide  *e;
+		uint32		lo = 0,
+					hi = nbad;
+
+		/* h_bad is in row order: is this row one of them? */
+		while (lo < hi)
+		{
+			uint32		mid = (lo + hi) / 2;
+
+			if (run->h_bad[mid] < r->row)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < nbad && run->h_bad[lo] == r->row)
+		{
+			s = &run->fb;
+			g = run->fb_ids[lo];
+		}
+		e = side_entry(run, s, g, r->col);
+		switch (r->kind)
+		{
+			case NUMV_NAN:
+				e->count++;
+				e->nan++;
+				break;
+			case NUMV_PINF:
+				e->count++;
+				e->pinf++;
+				break;
+			case NUMV_NINF:
+				e->count++;
+				e->ninf++;
+				break;
+			default:
+				side_add_finite(run, e, r->value, true, true, true);
+				break;
+		}
+		run->side_values++;
+	}
+}
+
+/* side_entry returns the host-side NUMERIC state of (g, c), creating it. */
+static GhNumSide *
+side_entry(GhAggRun *run, GhGroupSet *s, uint64 g, int c)
+{
+	uint64		key = (g << 8) | (uint64) c;
+	GhNumSide  *e;
+	bool		found;
+
+	if (s->side == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(uint64);
+		ctl.entrysize = sizeof(GhNumSide);
+		ctl.hcxt = run->cxt;
+		s->side = hash_create("gpuhash_aggregate numeric", 64, &ctl,
+							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	e = hash_search(s->side, &key, HASH_ENTER, &found);
+	if (!found)
+	{
+		memset(e, 0, sizeof(*e));
+		e->key = key;
+	}
+	return e;
+}
+
+static int
+num_cmp(Datum a, Datum b)
+{
+	return DatumGetInt32(DirectFunctionCall2(numeric_cmp, a, b));
+}
+
+/*
+ * side_add_finite adds the finite NUMERIC v to e: to its count, its sum and
+ * its extremes, as asked.
+ */
+static void
+side_add_finite(GhAggRun *run, GhNumSide *e, Datum v, bool count, bool sum,
+				bool extremes)
+{
+	MemoryContext old = MemoryContextSwitchTo(run->side_cxt);
+
+	if (count)
+		e->count++;
+	if (sum)
+	{
+		if (e->sum == (Datum) 0)
+			e->sum = datumCopy(v, false, -1);
+		else
+		{
+			Datum		prev = e->sum;
+
+			e->sum = DirectFunctionCall2(numeric_add, prev, v);
+			pfree(DatumGetPointer(prev));
+		}
+	}
+	if (extremes)
+	{
+		if (e->min == (Datum) 0 || num_cmp(v, e->min) < 0)
+			e->min = datumCopy(v, false, -1);
+		if (e->max == (Datum) 0 || num_cmp(v, e->max) > 0)
+			e->max = datumCopy(v, false, -1);
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * prepare_numeric brings the batch's NUMERIC values to their column's scale
+ * and packs them; values that do not fit become host-side rows.
+ */
+static void
+prepare_numeric(GhAggRun *run)
+{
+	for (int c = 0; c < run->ncols; c++)
+	{
+		int			scale;
+
+		if (run->plan->cols[c].kind != GH_AGG_KIND_NUMERIC)
+			continue;
+		if (run->batch_ds[c] > run->scale[c])
+			rescale_column(run, c, run->batch_ds[c]);
+		scale = run->scale[c];
+		for (uint32 i = 0; i < run->n; i++)
+		{
+			int64		m = run->h_vals[c][i];
+			int			ds = run->h_ds[c][i];
+			int128		v;
+
+			if (!run->h_valid[c][i])
+				continue;
+			v = (int128) m * pow10_128(scale - ds);
+			if (v > -(GH_AGG_NUM_MAX_ABS - 1) && v < GH_AGG_NUM_MAX_ABS - 1)
+			{
+				run->h_vals[c][i] = gh_agg_num_pack((int64) v, ds);
+				continue;
+			}
+			/* too large for the device at this scale: the host adds it */
+			run->h_valid[c][i] = 0;
+			if (run->nside == run->side_cap)
+			{
+				run->side_cap = Max(run->side_cap * 2, 64);
+				run->side_rows = run->side_rows
+					? repalloc(run->side_rows, sizeof(GhSideRow) * run->side_cap)
+					: MemoryContextAlloc(run->cxt, sizeof(GhSideRow) * run->side_cap);
+			}
+			run->side_rows[run->nside].row = i;
+			run->side_rows[run->nside].col = c;
+			run->side_rows[run->nside].kind = NUMV_BIG;
+			run->side_rows[run->nside].value = num_make(m, ds, ds);
+			run->nside++;
+		}
+	}
+}
+
+/*
+ * rescale_column raises NUMERIC column c's scale to newscale in both sets:
+ * sums and packed extremes are multiplied by the power of ten on the host;
+ * those that would no longer fit move to the host-side state.
+ */
+static void
+rescale_column(GhAggRun *run, int c, int newscale)
+{
+	int			oldscale = run->scale[c];
+	int			k = newscale - oldscale;
+	int128		f = pow10_128(Max(k, 0));
+	GhGroupSet *sets[2] = {&run->main, &run->fb};
+
+	run->scale[c] = newscale;
+	if (oldscale < 0)
+		return;
+	run->rescales++;
+	for (int si = 0; si < 2; si++)
+	{
+		GhGroupSet *s = sets[si];
+		gh_agg_layout *l = &s->layout;
+		uint64		ng = s->ngroups;
+		bool		gpu = s->target == GH_TARGET_GPU;
+		uint64	   *lo = NULL;
+		int64	   *hi = NULL;
+		uint32	   *aux = NULL;
+		int64	   *mins = NULL;
+		int64	   *maxs = NULL;
+
+		if (ng == 0)
+			continue;
+		/* the column's arrays, on the host */
+		if (l->ops[c] & GH_AGG_OP_SUM)
+		{
+			lo = (uint64 *) ((char *) s->acc + l->sum_off[c]);
+			hi = (int64 *) (lo + l->group_cap);
+			aux = (uint32 *) ((char *) s->acc + l->aux_off[c]);
+		}
+		if (l->ops[c] & GH_AGG_OP_MIN)
+			mins = (int64 *) ((char *) s->acc + l->min_off[c]);
+		if (l->ops[c] & GH_AGG_OP_MAX)
+			maxs = (int64 *) ((char *) s->acc + l->max_off[c]);
+		if (gpu)
+		{
+			uint64	   *dlo = lo;
+			int64	   *dhi = hi;
+			uint32	   *daux = aux;
+			int64	   *dmin = mins;
+			int64	   *dmax = maxs;
+
+			if (lo)
+			{
+				lo = palloc(ng * 8);
+				hi = palloc(ng * 8);
+				aux = palloc(ng * 4);
+				gh_copy_dtoh(s->target, lo, dlo, ng * 8);
+				gh_copy_dtoh(s->target, hi, dhi, ng * 8);
+				gh_copy_dtoh(s->target, aux, daux, ng * 4);
+			}
+			if (mins)
+			{
+				mins = palloc(ng * 8);
+				gh_copy_dtoh(s->target, mins, dmin, ng * 8);
+			}
+			if (maxs)
+			{
+				maxs = palloc(ng * 8);
+				gh_copy_dtoh(s->target, maxs, dmax, ng * 8);
+			}
+			gh_sync(s->target);
+			/* the host arrays are rewritten below, then copied back */
+			for (uint64 g = 0; g < ng; g++)
+			{
+				if (lo)
+				{
+					int128		v = ((int128) hi[g] << 64) | lo[g];
+					int128		r;
+
+					if (v != 0)
+					{
+						if (k > 38 || __builtin_mul_overflow(v, f, &r) ||
+							r >= ((int128) 1 << 126) || r <= -((int128) 1 << 126))
+						{
+							side_add_finite(run, side_entry(run, s, g, c),
+											num_make(v, oldscale, aux[g]), false, true, false);
+							r = 0;
+						}
+						lo[g] = (uint64) r;
+						hi[g] = (int64) (r >> 64);
+					}
+				}
+				for (int mm = 0; mm < 2; mm++)
+				{
+					int64	   *arr = mm == 0 ? mins : maxs;
+					int64		init = mm == 0 ? GH_AGG_INT_MIN_INIT : GH_AGG_INT_MAX_INIT;
+					int128		r;
+
+					if (arr == NULL || arr[g] == init)
+						continue;
+					r = (int128) gh_agg_num_m(arr[g]) * (k > 38 ? 0 : f);
+					if (k > 38 || r <= -(GH_AGG_NUM_MAX_ABS - 1) || r >= GH_AGG_NUM_MAX_ABS - 1)
+					{
+						side_add_finite(run, side_entry(run, s, g, c),
+										num_make(gh_agg_num_m(arr[g]), oldscale,
+												 gh_agg_num_dscale(arr[g])),
+										false, false, true);
+						arr[g] = init;
+					}
+					else
+						arr[g] = gh_agg_num_pack((int64) r, gh_agg_num_dscale(arr[g]));
+				}
+			}
+			if (lo)
+			{
+				gh_copy_htod(s->target, dlo, lo, ng * 8);
+				gh_copy_htod(s->target, dhi, hi, ng * 8);
+			}
+			if (mins)
+				gh_copy_htod(s->target, dmin, mins, ng * 8);
+			if (maxs)
+				gh_copy_htod(s->target, dmax, maxs, ng * 8);
+			gh_sync(s->target);
+			continue;
+		}
+		/* the CPU twin's accumulators are host memory: rewrite in place */
+		for (uint64 g = 0; g < ng; g++)
+		{
+			if (lo)
+			{
+				int128		v = ((int128) hi[g] << 64) | lo[g];
+				int128		r;
+
+				if (v != 0)
+				{
+					if (k > 38 || __builtin_mul_overflow(v, f, &r) ||
+						r >= ((int128) 1 << 126) || r <= -((int128) 1 << 126))
+					{
+						side_add_finite(run, side_entry(run, s, g, c),
+										num_make(v, oldscale, aux[g]), false, true, false);
+						r = 0;
+					}
+					lo[g] = (uint64) r;
+					hi[g] = (int64) (r >> 64);
+				}
+			}
+			for (int mm = 0; mm < 2; mm++)
+			{
+				int64	   *arr = mm == 0 ? mins : maxs;
+				int64		init = mm == 0 ? GH_AGG_INT_MIN_INIT : GH_AGG_INT_MAX_INIT;
+				int128		r;
+
+				if (arr == NULL || arr[g] == init)
+					continue;
+				r = (int128) gh_agg_num_m(arr[g]) * (k > 38 ? 0 : f);
+				if (k > 38 || r <= -(GH_AGG_NUM_MAX_ABS - 1) || r >= GH_AGG_NUM_MAX_ABS - 1)
+				{
+					side_add_finite(run, side_entry(run, s, g, c),
+									num_make(gh_agg_num_m(arr[g]), oldscale,
+											 gh_agg_num_dscale(arr[g])),
+									false, false, true);
+					arr[g] = init;
+				}
+				else
+					arr[g] = gh_agg_num_pack((int64) r, gh_agg_num_dscale(arr[g]));
+			}
+		}
+	}
+}
+
+/*
+ * num_decode reads a NUMERIC's on-disk form (a stable format: pg_upgrade
+ * keeps it) into m = value * 10^dscale.  Returns NUMV_FINITE with *m and
+ * *dscale set, a special value's kind, or NUMV_BIG when the value has more
+ * than 18 significant digits or a display scale above NUM_SCALE_CAP.
+ *
+ * The format: a uint16 header, then base-10000 int16 digits, the first of
+ * weight w.  Header flags 0xC000: NaN (0xC000), +Inf (0xD000) or -Inf
+ * (0xF000) by the top four bits; 0x8000: short form, sign 0x2000, display
+ * scale in 0x1F80, weight in 0x007F (sign bit 0x0040); otherwise long form,
+ * sign 0x4000 and display scale 0x3FFF, and an int16 weight follows.
+ */
+static int
+num_decode(Datum d, int64 *m, int *dscale)
+{
+	struct varlena *v = PG_DETOAST_DATUM_PACKED(d);
+	const char *p = VARDATA_ANY(v);
+	int			len = VARSIZE_ANY_EXHDR(v);
+	uint16		h;
+	bool		neg;
+	int			ds;
+	int			weight;
+	int			hdr;
+	int128		acc = 0;
+
+	memcpy(&h, p, sizeof(h));
+	if ((h & 0xC000) == 0xC000)
+	{
+		if ((h & 0xF000) == 0xD000)
+			return NUMV_PINF;
+		if ((h & 0xF000) == 0xF000)
+			return NUMV_NINF;
+		return NUMV_NAN;
+	}
+	if (h & 0x8000)
+	{
+		neg = (h & 0x2000) != 0;
+		ds = (h & 0x1F80) >> 7;
+		weight = (h & 0x0040) ? (int) ((h & 0x003F) | ~0x003F) : (int) (h & 0x003F);
+		hdr = 2;
+	}
+	else
+	{
+		int16		w;
+
+		neg = (h & 0x4000) != 0;
+		ds = h & 0x3FFF;
+		memcpy(&w, p + 2, sizeof(w));
+		weight = w;
+		hdr = 4;
+	}
+	if (ds > NUM_SCALE_CAP)
+		return NUMV_BIG;
+	for (int i = 0; i < (len - hdr) / 2; i++)
+	{
+		int16		digit;
+		int			e = 4 * (weight - i) + ds;
+
+		memcpy(&digit, p + hdr + 2 * i, sizeof(digit));
+		if (digit == 0)
+			continue;
+		if (e < 0)
+		{
+			int			div = e == -1 ? 10 : e == -2 ? 100 : 1000;
+
+			if (e < -3 || digit % div != 0)
+				return NUMV_BIG;	/* not a canonical value; let PostgreSQL add it */
+			acc += digit / div;
+		}
+		else
+		{
+			if (e > 18)
+				return NUMV_BIG;
+			acc += (int128) digit * pow10_128(e);
+		}
+		if (acc > PG_INT64_MAX)
+			return NUMV_BIG;
+	}
+	*m = neg ? -(int64) acc : (int64) acc;
+	*dscale = ds;
+	return NUMV_FINITE;
+}
+
+/*
+ * num_make returns the NUMERIC v / 10^scale with display scale dscale
+ * (dscale <= scale; v must be a multiple of 10^(scale - dscale)).
+ */
+static Datum
+num_make(int128 v, int scale, int dscale)
+{
+	char		digits[64];
+	char		buf[80];
+	int			nd = 0;
+	int			pos = 0;
+	bool		neg = v < 0;
+	uint128		u;
+
+	if (scale > dscale)
+		v /= pow10_128(scale - dscale);
+	u = neg ? (uint128) (-(v + 1)) + 1 : (uint128) v;
+	do
+	{
+		digits[nd++] = (char) ('0' + (int) (u % 10));
+		u /= 10;
+	} while (u != 0);
+	while (nd <= dscale)
+		digits[nd++] = '0';
+	if (neg)
+		buf[pos++] = '-';
+	for (int i = nd - 1; i >= 0; i--)
+	{
+		buf[pos++] = digits[i];
+		if (i == dscale && dscale > 0)
+			buf[pos++] = '.';
+	}
+	buf[pos] = '\0';
+	return DirectFunctionCall3(numeric_in, CStringGetDatum(buf),
+							   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+}
+
+static Datum
+num_from_int128(int128 v)
+{
+	if (v >= PG_INT64_MIN && v <= PG_INT64_MAX)
+		return NumericGetDatum(int64_to_numeric((int64) v));
+	return num_make(v, 0, 0);
+}
+
+/* ---- the result ---------------------------------------------------------- */
+
+#define ACC(type, s, off) ((type *) ((s)->host_acc + (off)))
+
+/*
+ * fetch_accumulators makes the set's accumulators readable on the host.
+ */
+static void
+fetch_accumulators(GhAggRun *run, GhGroupSet *s)
+{
+	gh_agg_layout *l = &s->layout;
+	size_t		n8 = s->ngroups * 8;
+	char	   *d = s->acc;
+
+	if (s->target != GH_TARGET_GPU)
+	{
+		s->host_acc = s->acc;
+		return;
+	}
+	s->host_acc = gh_host_alloc(s->target, l->bytes);
+	gh_copy_dtoh(s->target, s->host_acc + l->rows_off, d + l->rows_off, n8);
+	for (int c = 0; c < l->ncols; c++)
+	{
+		gh_copy_dtoh(s->target, s->host_acc + l->nonnull_off[c], d + l->nonnull_off[c], n8);
+		if (l->ops[c] & GH_AGG_OP_SUM)
+		{
+			gh_copy_dtoh(s->target, s->host_acc + l->sum_off[c], d + l->sum_off[c], n8);
+			if (l->kind[c] != GH_AGG_KIND_FLOAT)
+				gh_copy_dtoh(s->target, s->host_acc + l->sum_off[c] + l->group_cap * 8,
+							 d + l->sum_off[c] + l->group_cap * 8, n8);
+			if (l->aux_off[c])
+				gh_copy_dtoh(s->target, s->host_acc + l->aux_off[c], d + l->aux_off[c],
+							 s->ngroups * 4);
+		}
+		if (l->ops[c] & GH_AGG_OP_MIN)
+			gh_copy_dtoh(s->target, s->host_acc + l->min_off[c], d + l->min_off[c], n8);
+		if (l->ops[c] & GH_AGG_OP_MAX)
+			gh_copy_dtoh(s->target, s->host_acc + l->max_off[c], d + l->max_off[c], n8);
+	}
+	gh_sync(s->target);
+}
+
+/* int_sum reads group g's 128-bit sum of column c. */
+static int128
+int_sum(GhGroupSet *s, uint64 g, int c)
+{
+	uint64	   *lo = ACC(uint64, s, s->layout.sum_off[c]);
+	int64	   *hi = (int64 *) (lo + s->layout.group_cap);
+
+	return ((int128) hi[g] << 64) | lo[g];
+}
+
+/*
+ * float_sum reads group g's float sum of column c, raising PostgreSQL's
+ * overflow ERROR when finite inputs gave an infinite (or NaN) sum.
+ */
+static double
+float_sum(GhGroupSet *s, uint64 g, int c)
+{
+	double		d = ACC(double, s, s->layout.sum_off[c])[g];
+	uint32		flags = ACC(uint32, s, s->layout.aux_off[c])[g];
+
+	if (!isfinite(d) && (flags & (GH_AGG_SAW_INF | GH_AGG_SAW_NAN)) == 0)
+		float_overflow_error();
+	return d;
+}
+
+/* numeric_total: group g's NUMERIC sum of column c (no special values). */
+static Datum
+numeric_total(GhAggRun *run, GhGroupSet *s, uint64 g, int c, GhNumSide *e)
+{
+	uint64		nn = ACC(uint64, s, s->layout.nonnull_off[c])[g];
+	Datum		dev = (Datum) 0;
+
+	if (nn > 0)
+		dev = num_make(int_sum(s, g, c), run->scale[c],
+					   (int) ACC(uint32, s, s->layout.aux_off[c])[g]);
+	if (e == NULL || e->sum == (Datum) 0)
+		return dev;
+	if (dev == (Datum) 0)
+		return e->sum;
+	return DirectFunctionCall2(numeric_add, dev, e->sum);
+}
+
+/* numeric_extreme: group g's NUMERIC min (want < 0) or max (want > 0). */
+static Datum
+numeric_extreme(GhAggRun *run, GhGroupSet *s, uint64 g, int c, GhNumSide *e,
+				int want, bool *isnull)
+{
+	int64		packed;
+	Datum		best = (Datum) 0;
+	bool		nan = e && e->nan > 0;
+	bool		pinf = e && e->pinf > 0;
+	bool		ninf = e && e->ninf > 0;
+
+	if (want > 0 && nan)
+		return run->num_nan;
+	if (want > 0 && pinf)
+		return run->num_pinf;
+	if (want < 0 && ninf)
+		return run->num_ninf;
+	packed = want < 0 ? ACC(int64, s, s->layout.min_off[c])[g]
+		: ACC(int64, s, s->layout.max_off[c])[g];
+	if (packed != (want < 0 ? GH_AGG_INT_MIN_INIT : GH_AGG_INT_MAX_INIT))
+		best = num_make(gh_agg_num_m(packed), run->scale[c], gh_agg_num_dscale(packed));
+	if (e)
+	{
+		Datum		side = want < 0 ? e->min : e->max;
+
+		if (side != (Datum) 0 &&
+			(best == (Datum) 0 || num_cmp(side, best) * want > 0))
+			best = side;
+	}
+	if (best != (Datum) 0)
+		return best;
+	if (want < 0 && pinf)
+		return run->num_pinf;
+	if (want < 0 && nan)
+		return run->num_nan;
+	if (want > 0 && ninf)
+		return run->num_ninf;
+	*isnull = true;
+	return (Datum) 0;
+}
+
+/*
+ * call_value computes aggregate call k of group g of set s (g < 0: the one
+ * group of an aggregation without GROUP BY over no rows).
+ */
+static Datum
+call_value(GhAggRun *run, GhGroupSet *s, int64 g, GhAggCall *call, bool *isnull)
+{
+	int			c = call->col;
+	GhValType	vt = c >= 0 ? run->plan->cols[c].vtype : GHV_OTHER;
+	uint64		nn;
+	GhNumSide  *e = NULL;
+
+	*isnull = false;
+	if (g < 0)
+	{
+		if (call->func == GHAF_COUNT_STAR || call->func == GHAF_COUNT)
+			return Int64GetDatum(0);
+		*isnull = true;
+		return (Datum) 0;
+	}
+	if (call->func == GHAF_COUNT_STAR)
+		return Int64GetDatum((int64) ACC(uint64, s, s->layout.rows_off)[g]);
+	nn = ACC(uint64, s, s->layout.nonnull_off[c])[g];
+	if (vt == GHV_NUMERIC && s->side != NULL && run->plan->cols[c].kind != GH_AGG_KIND_NONE)
+	{
+		uint64		key = ((uint64) g << 8) | (uint64) c;
+
+		e = hash_search(s->side, &key, HASH_FIND, NULL);
+	}
+	if (call->func == GHAF_COUNT)
+		return Int64GetDatum((int64) (nn + (e ? e->count : 0)));
+	if (nn + (e ? e->count : 0) == 0)
+	{
+		*isnull = true;
+		return (Datum) 0;
+	}
+
+	switch (vt)
+	{
+		case GHV_INT2:
+		case GHV_INT4:
+		case GHV_INT8:
+			switch (call->func)
+			{
+				case GHAF_SUM:
+					{
+						int128		v = int_sum(s, g, c);
+
+						if (vt == GHV_INT8)
+							return num_from_int128(v);
+						if (v < PG_INT64_MIN || v > PG_INT64_MAX)
+							ereport(ERROR,
+									(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+									 errmsg("bigint out of range")));
+						return Int64GetDatum((int64) v);
+					}
+				case GHAF_AVG:
+					return DirectFunctionCall2(numeric_div,
+											   num_from_int128(int_sum(s, g, c)),
+											   NumericGetDatum(int64_to_numeric((int64) nn)));
+				case GHAF_MIN:
+				case GHAF_MAX:
+					{
+						int64		v = call->func == GHAF_MIN
+							? ACC(int64, s, s->layout.min_off[c])[g]
+							: ACC(int64, s, s->layout.max_off[c])[g];
+
+						if (vt == GHV_INT2)
+							return Int16GetDatum((int16) v);
+						if (vt == GHV_INT4)
+							return Int32GetDatum((int32) v);
+						return Int64GetDatum(v);
+					}
+				default:
+					break;
+			}
+			break;
+		case GHV_FLOAT4:
+		case GHV_FLOAT8:
+			switch (call->func)
+			{
+				case GHAF_SUM:
+					{
+						double		d = float_sum(s, g, c);
+
+						if (vt == GHV_FLOAT4)
+						{
+							float4		f = (float4) d;
+
+							if (isinf(f) && !isinf(d))
+								float_overflow_error();
+							return Float4GetDatum(f);
+						}
+						return Float8GetDatum(d);
+					}
+				case GHAF_AVG:
+					return Float8GetDatum(float_sum(s, g, c) / (double) nn);
+				case GHAF_MIN:
+				case GHAF_MAX:
+					{
+						double		d = gh_agg_float_unkey(call->func == GHAF_MIN
+														   ? ACC(uint64, s, s->layout.min_off[c])[g]
+														   : ACC(uint64, s, s->layout.max_off[c])[g]);
+
+						if (vt == GHV_FLOAT4)
+							return Float4GetDatum((float4) d);
+						return Float8GetDatum(d);
+					}
+				default:
+					break;
+			}
+			break;
+		case GHV_NUMERIC:
+			if (call->func == GHAF_MIN || call->func == GHAF_MAX)
+				return numeric_extreme(run, s, g, c, e, call->func == GHAF_MIN ? -1 : 1,
+									   isnull);
+			if (e && (e->nan > 0 || (e->pinf > 0 && e->ninf > 0)))
+				return run->num_nan;
+			if (e && e->pinf > 0)
+				return run->num_pinf;
+			if (e && e->ninf > 0)
+				return run->num_ninf;
+			if (call->func == GHAF_SUM)
+				return numeric_total(run, s, g, c, e);
+			return DirectFunctionCall2(numeric_div, numeric_total(run, s, g, c, e),
+									   NumericGetDatum(int64_to_numeric((int64) (nn + (e ? e->count : 0)))));
+		case GHV_OTHER:
+			break;
+	}
+	elog(ERROR, "gpuhash_aggregate: unexpected aggregate %u", call->fnoid);
+	return (Datum) 0;
+}
+
+/* emit_set puts one result row per group of s into store. */
+static void
+emit_set(GhAggRun *run, GhGroupSet *s, Tuplestorestate *store, TupleDesc desc,
+		 MemoryContext rowcxt, Datum *values, bool *nulls, bool empty_row)
+{
+	GhAggPlan  *plan = run->plan;
+	int64		ng = empty_row ? 1 : (int64) s->ngroups;
+
+	for (int64 i = 0; i < ng; i++)
+	{
+		int64		g = empty_row ? -1 : i;
+		MemoryContext old = MemoryContextSwitchTo(rowcxt);
+
+		for (int o = 0; o < plan->nout; o++)
+		{
+			GhAggOut   *out = &plan->out[o];
+
+			if (out->is_key)
+			{
+				nulls[o] = s->rep_nulls[g * run->nkeys + out->index];
+				values[o] = s->rep_vals[g * run->nkeys + out->index];
+			}
+			else
+				values[o] = call_value(run, s, g, &plan->calls[out->index], &nulls[o]);
+		}
+		MemoryContextSwitchTo(old);
+		tuplestore_putvalues(store, desc, values, nulls);
+		MemoryContextReset(rowcxt);
+		if ((i & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * gh_agg_run_finish flushes the last batch and puts every group, as a result
+ * row, into store.
+ */
+void
+gh_agg_run_finish(GhAggRun *run, Tuplestorestate *store, TupleDesc desc)
+{
+	MemoryContext rowcxt;
+	Datum	   *values;
+	bool	   *nulls;
+	instr_time	t0;
+
+	flush(run);
+	INSTR_TIME_SET_CURRENT(t0);
+	gh_sync(run->target);
+	rowcxt = AllocSetContextCreate(run->cxt, "gpuhash_aggregate row",
+								   ALLOCSET_DEFAULT_SIZES);
+	values = MemoryContextAlloc(run->cxt, sizeof(Datum) * Max(run->plan->nout, 1));
+	nulls = MemoryContextAlloc(run->cxt, sizeof(bool) * Max(run->plan->nout, 1));
+	fetch_accumulators(run, &run->main);
+	fetch_accumulators(run, &run->fb);
+	emit_set(run, &run->main, store, desc, rowcxt, values, nulls, false);
+	emit_set(run, &run->fb, store, desc, rowcxt, values, nulls, false);
+	/* no GROUP BY: one group even over no rows, as in SQL */
+	if (run->nkeys == 0 && run->main.ngroups == 0 && run->fb.ngroups == 0)
+		emit_set(run, &run->main, store, desc, rowcxt, values, nulls, true);
+	run->ms_finish = ms_since(t0);
+
+	elog(DEBUG1, "gpuhash_aggregate on %s: %llu rows, %llu batches, %llu groups on the device, "
+		 "%llu rows in %llu exact fallback groups, %llu numeric values on the host, %llu rescales; "
+		 "ms: total %.1f, input and staging %.1f, device %.1f, key checks %.1f, other batch work %.1f, result rows %.1f",
+		 gpuhash_target_name(run->target),
+		 (unsigned long long) run->rows, (unsigned long long) run->batches,
+		 (unsigned long long) run->main.ngroups, (unsigned long long) run->bad_rows,
+		 (unsigned long long) run->fb.ngroups, (unsigned long long) run->side_values,
+		 (unsigned long long) run->rescales,
+		 ms_since(run->t_begin), ms_since(run->t_begin) - run->ms_flush - run->ms_finish,
+		 run->ms_device, run->ms_verify,
+		 run->ms_flush - run->ms_device - run->ms_verify, run->ms_finish);
+}
+
+/* gh_agg_run_end gives back the device memory and the run's memory. */
+void
+gh_agg_run_end(GhAggRun *run)
+{
+	GhGroupSet *sets[2] = {&run->main, &run->fb};
+
+	for (int i = 0; i < 2; i++)
+	{
+		GhGroupSet *s = sets[i];
+
+		if (s->host_acc && s->host_acc != s->acc)
+			gh_dev_free(s->host_acc);
+		if (s->acc)
+			gh_dev_free(s->acc);
+		if (s->table)
+			gh_dev_free(s->table);
+	}
+	gh_dev_free(run->h_hashes);
+	gh_dev_free(run->d_hashes);
+	MemoryContextDelete(run->cxt);
+}
