@@ -11,7 +11,10 @@
 -- no JIT: its cost thresholds are irrelevant here, and some PostgreSQL
 -- builds (the GPU host's) have no LLVM
 SET jit = off;
+-- (setup normally created it already; quiet either way)
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gpuhash;
+RESET client_min_messages;
 
 -- gh_set_mode(mode): switch the planner settings for this session; callers
 -- save and restore the previous values.
