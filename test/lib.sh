@@ -89,6 +89,7 @@ listen_addresses = ''
 unix_socket_directories = '$dir'
 shared_preload_libraries = 'gpuhash'
 fsync = off
+jit = off
 max_parallel_workers_per_gather = 2
 $extra
 CONF

@@ -62,6 +62,7 @@ shared_preload_libraries = 'gpuhash'
 gpuhash.device = $device
 gpuhash_test.gpu = $expect_gpu
 max_parallel_workers_per_gather = 2
+jit = off
 CONF
 tests=$(sed -n 's/^REGRESS *= *//p' Makefile)
 pgxs=$(dirname "$(pg_config --pgxs)")/..
