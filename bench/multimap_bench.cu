@@ -172,16 +172,61 @@ static void print_row(const Result &r, uint64_t nbuild, uint64_t nprobe, double 
     fflush(stdout);
 }
 
+/*
+ * --profile: a few builds and joins of nbuild x nbuild, nothing else, so that
+ * a profiler (ncu) run over it lists each kernel's time.
+ */
+static int run_profile(uint64_t n)
+{
+    const double lfs[] = {0.5, 0.9};
+    const int groups[] = {1, 2};
+    uint64_t *d_build, *d_probe;
+    uint32_t *d_outer, *d_inner;
+    void *mem;
+    gh_mm_params big = {0.5, 1, GH_PROBE_LINEAR};
+
+    CK(cudaMalloc(&mem, gh_mm_bytes((uint32_t) n, &big, nullptr)));
+    CK(cudaMalloc(&d_build, n * 8));
+    CK(cudaMalloc(&d_probe, n * 8));
+    CK(cudaMalloc(&d_outer, n * 4));
+    CK(cudaMalloc(&d_inner, n * 4));
+    launch_gen_build(d_build, n, 1, 42);
+    gen_probe<<<4096, 256, 0, stream>>>(d_probe, n, n, 42, 7);
+    CK(cudaGetLastError());
+    for (double lf : lfs)
+        for (int g : groups)
+        {
+            gh_mm_params prm = {lf, g, GH_PROBE_LINEAR};
+            gh_mm mm;
+            uint64_t total = 0, written = 0;
+            double b = time_ms([&] {
+                GH(gh_mm_build_gpu(&mm, mem, d_build, (uint32_t) n, &prm, stream, &err_));
+            });
+            double j = time_ms([&] {
+                GH(gh_mm_probe_count_gpu(&mm, d_probe, (uint32_t) n, GH_JOIN_INNER, &total, stream,
+                                         &err_));
+                GH(gh_mm_probe_retrieve_gpu(&mm, d_probe, (uint32_t) n, GH_JOIN_INNER, d_outer,
+                                            d_inner, total, &written, stream, &err_));
+            });
+            printf("profile lf %.1f G %d: build %.3f ms, count+retrieve %.3f ms (%llu pairs)\n", lf,
+                   g, b, j, (unsigned long long) written);
+        }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     uint64_t nbuild = 10000000, nprobe = 100000000;
     bool quick = false;
+    bool profile = false;
     std::string commit = "unknown";
 
     for (int i = 1; i < argc; i++)
     {
         if (!strcmp(argv[i], "--quick"))
             quick = true;
+        else if (!strcmp(argv[i], "--profile"))
+            profile = true;
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--build") && i + 1 < argc)
@@ -192,11 +237,13 @@ int main(int argc, char **argv)
             commit = argv[++i];
         else
         {
-            printf("usage: multimap_bench [--quick] [--reps N] [--build N] [--probe N] "
+            printf("usage: multimap_bench [--quick | --profile] [--reps N] [--build N] [--probe N] "
                    "[--commit ID]\n");
             return strcmp(argv[i], "--help") == 0 ? 0 : 1;
         }
     }
+    if (profile)
+        return run_profile(nbuild);
     if (quick)
     {
         nbuild = 1000000;

@@ -51,6 +51,8 @@ constexpr unsigned kFull = 0xffffffffu;
 /* Lookup kernels: at least 4 blocks (32 warps) per SM, i.e. <= 64 registers;
  * random loads need many warps in flight more than they need registers. */
 constexpr int kMinBlocks = 4;
+/* Steps of 32 pairs that a warp copies at once when groups are big. */
+constexpr int kCopyUnroll = 4;
 
 /* Rows per lane per batch: more rows amortize the reservation atomic and add
  * loads in flight; big tiles already have G rounds per batch, and more than
@@ -71,11 +73,15 @@ struct Table
     int scheme;
 };
 
+/* Set in a kInsert result when this row's CAS created the slot (and its
+ * count of 1); slot indices stay below 2^41. */
+constexpr uint64_t kClaimed = (uint64_t) 1 << 62;
+
 enum LookupMode
 {
     kProbe,  /* result: the slot's {count | offset << 32}, 0 if absent */
     kFind,   /* result: the slot index, GH_NO_SLOT if absent */
-    kInsert  /* result: the slot index, claimed if absent; GH_NO_SLOT if full */
+    kInsert  /* result: the slot index, claimed if absent (| kClaimed); GH_NO_SLOT if full */
 };
 
 /* Window loads.  Probes run on a finished table: read-only path.  The build
@@ -125,18 +131,20 @@ __device__ __forceinline__ uint64_t resolve(const cg::thread_block_tile<G> &tile
             if (MODE != kInsert)
                 return MODE == kProbe ? 0 : GH_NO_SLOT;
 
-            /* Claim the first empty slot; a lost race shows the winner's
-             * hash, which may be ours, so look at the window again. */
+            /* Claim the first empty slot, counting this row in the same
+             * 16-byte CAS (empty slots are exactly {EMPTY, 0}); a lost race
+             * shows the winner's hash, which may be ours, so look at the
+             * window again. */
             const int f = __ffs(empty) - 1;
             unsigned long long old = 0;
 
             if (j == (unsigned) f)
-                old = atomicCAS(reinterpret_cast<unsigned long long *>(&T.slots[base + f].x),
-                                (unsigned long long) GH_EMPTY_HASH,
-                                (unsigned long long) hash);
+                old = atomicCAS(&T.slots[base + f], make_ulonglong2(GH_EMPTY_HASH, 0),
+                                make_ulonglong2(hash, 1))
+                          .x;
             old = tile.shfl(old, f);
             if (old == GH_EMPTY_HASH)
-                return base + f;
+                return (base + f) | kClaimed;
             if (j == (unsigned) f)
                 v.x = old;
             continue;
@@ -332,7 +340,8 @@ __global__ void __launch_bounds__(kBlock) k_init(ulonglong2 *slots, uint64_t nsl
 }
 
 /*
- * Insert and count.  Lanes whose rows landed in one slot add to its count
+ * Insert and count.  A row that created its slot is already counted by the
+ * claiming CAS; lanes whose other rows landed in one slot add to its count
  * with one atomic (match_any), which matters for skewed and adversarial
  * inputs where thousands of rows share a slot.
  */
@@ -355,29 +364,39 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) k_insert(Table T, const ui
 #pragma unroll
         for (int b = 0; b < B; b++)
         {
-            const uint64_t s = ok[b] ? slot[b] : GH_NO_SLOT;
+            const uint64_t r = ok[b] ? slot[b] : GH_NO_SLOT;
+            const bool claimed = r != GH_NO_SLOT && (r & kClaimed) != 0;
+            const uint64_t s = r == GH_NO_SLOT ? r : (r & ~kClaimed);
             const unsigned peers = __match_any_sync(kFull, (unsigned long long) s);
+            const unsigned add = __popc(peers) - __popc(peers & __ballot_sync(kFull, claimed));
 
-            if (s != GH_NO_SLOT && lane == (unsigned) (__ffs(peers) - 1))
-                atomicAdd(reinterpret_cast<unsigned *>(&T.slots[s].y), (unsigned) __popc(peers));
+            if (s != GH_NO_SLOT && add != 0 && lane == (unsigned) (__ffs(peers) - 1))
+                atomicAdd(reinterpret_cast<unsigned *>(&T.slots[s].y), add);
         }
     }
 }
 
 /*
- * Hand each group the end of a row range.  A warp takes K*32 slots, scans its
- * counts and reserves the rows of all its groups and their number with one
- * atomic on (distinct << 32 | rows); rows <= GH_MAX_ROWS never carries.
+ * Hand each group the end of a row range.  A block takes K*256 slots, scans
+ * their counts and reserves the rows of all its groups and their number with
+ * one atomic on (distinct << 32 | rows) (rows <= GH_MAX_ROWS never carry):
+ * all blocks hit that one address, so it is one atomic per 2048 slots, not
+ * per warp.
  */
-constexpr int kOffsetsPerLane = 4;
+constexpr int kOffsetsPerThread = 8;
+constexpr int kOffsetsChunk = kOffsetsPerThread * kBlock;
 
 __global__ void __launch_bounds__(kBlock) k_offsets(ulonglong2 *slots, uint64_t nslots, gh_ctrl *ctrl)
 {
-    constexpr int K = kOffsetsPerLane;
-    const WarpLoop L = warp_loop<K>();
+    constexpr int K = kOffsetsPerThread;
+    __shared__ uint32_t warp_rows[kWarpsPerBlock];
+    __shared__ uint32_t warp_distinct[kWarpsPerBlock];
+    __shared__ unsigned long long block_start;
     const unsigned lane = lane_id();
+    const unsigned warp = threadIdx.x / 32;
 
-    for (uint64_t base = L.first; base < nslots; base += L.stride)
+    for (uint64_t base = (uint64_t) blockIdx.x * kOffsetsChunk; base < nslots;
+         base += (uint64_t) gridDim.x * kOffsetsChunk)
     {
         uint32_t c[K];
         uint32_t sum = 0;
@@ -386,33 +405,53 @@ __global__ void __launch_bounds__(kBlock) k_offsets(ulonglong2 *slots, uint64_t 
 #pragma unroll
         for (int k = 0; k < K; k++)
         {
-            const uint64_t i = base + 32 * (uint64_t) k + lane;
+            const uint64_t i = base + (uint64_t) k * kBlock + threadIdx.x;
 
             c[k] = i < nslots ? (uint32_t) slots[i].y : 0;
             sum += c[k];
             nonempty += c[k] != 0;
         }
         const uint32_t incl = (uint32_t) warp_scan(sum);
-        const uint32_t total = __shfl_sync(kFull, incl, 31);
         const uint32_t distinct = __reduce_add_sync(kFull, nonempty);
-        unsigned long long start = 0;
 
-        if (lane == 0 && total != 0)
-            start = atomicAdd(reinterpret_cast<unsigned long long *>(&ctrl->placed),
-                              ((unsigned long long) distinct << 32) | total);
-        uint32_t end = (uint32_t) __shfl_sync(kFull, start, 0) + incl - sum;
+        if (lane == 31)
+        {
+            warp_rows[warp] = incl;
+            warp_distinct[warp] = distinct;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0)
+        {
+            uint32_t rows = 0;
+            uint32_t nd = 0;
 
+            for (int w = 0; w < kWarpsPerBlock; w++)
+            {
+                rows += warp_rows[w];
+                nd += warp_distinct[w];
+            }
+            block_start = rows ? atomicAdd(reinterpret_cast<unsigned long long *>(&ctrl->placed),
+                                           ((unsigned long long) nd << 32) | rows)
+                               : 0;
+        }
+        __syncthreads();
+        uint32_t end = (uint32_t) block_start + incl - sum;
+
+        for (unsigned w = 0; w < warp; w++)
+            end += warp_rows[w];
 #pragma unroll
         for (int k = 0; k < K; k++)
         {
             if (c[k] != 0)
             {
-                const uint64_t i = base + 32 * (uint64_t) k + lane;
+                const uint64_t i = base + (uint64_t) k * kBlock + threadIdx.x;
 
                 end += c[k];
                 reinterpret_cast<unsigned *>(&slots[i].y)[1] = end;
             }
         }
+        /* warp_rows and block_start are rewritten by the next chunk. */
+        __syncthreads();
     }
 }
 
@@ -578,27 +617,39 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) k_retrieve(Table T, const 
                 continue;
             }
 
-            /* Whole warp copies the groups, 32 pairs a step. */
+            /* Whole warp copies the groups, kCopyUnroll*32 pairs a step: all
+             * the step's row loads are issued before its stores, or each
+             * step would wait out one memory latency. */
             const uint64_t total = __shfl_sync(kFull, incl[b], 31);
 
-            for (uint64_t i0 = 0; i0 < total; i0 += 32)
+            for (uint64_t i0 = 0; i0 < total; i0 += 32 * kCopyUnroll)
             {
-                const uint64_t item = i0 + lane;
-                const unsigned seg = warp_upper_bound(incl[b], item < total ? item : total - 1);
-                const uint64_t seg_first = __shfl_sync(kFull, incl[b] - nout[b], seg);
-                const uint64_t seg_y = __shfl_sync(kFull, y[b], seg);
+                uint32_t inner[kCopyUnroll];
+                uint32_t outer_of[kCopyUnroll];
 
-                if (item < total)
+#pragma unroll
+                for (int u = 0; u < kCopyUnroll; u++)
                 {
-                    const uint64_t pos = first + item;
-                    const uint32_t cnt = group_count(seg_y);
-                    const uint32_t inner =
-                        cnt ? __ldg(&rows[group_offset(seg_y) + (item - seg_first)]) : GH_NO_ROW;
+                    const uint64_t item = i0 + 32 * u + lane;
+                    const unsigned seg = warp_upper_bound(incl[b], item < total ? item : total - 1);
+                    const uint64_t seg_first = __shfl_sync(kFull, incl[b] - nout[b], seg);
+                    const uint64_t seg_y = __shfl_sync(kFull, y[b], seg);
 
-                    if (pos < out_capacity)
+                    outer_of[u] = (uint32_t) (base + 32 * (uint64_t) b + seg);
+                    inner[u] = item < total && group_count(seg_y) != 0
+                                   ? __ldg(&rows[group_offset(seg_y) + (item - seg_first)])
+                                   : GH_NO_ROW;
+                }
+#pragma unroll
+                for (int u = 0; u < kCopyUnroll; u++)
+                {
+                    const uint64_t item = i0 + 32 * u + lane;
+                    const uint64_t pos = first + item;
+
+                    if (item < total && pos < out_capacity)
                     {
-                        __stcs(&out_outer[pos], (uint32_t) (base + 32 * (uint64_t) b + seg));
-                        __stcs(&out_inner[pos], inner);
+                        __stcs(&out_outer[pos], outer_of[u]);
+                        __stcs(&out_inner[pos], inner[u]);
                     }
                 }
             }
@@ -823,7 +874,7 @@ gh_status build_g(const gh_mm *mm, const uint64_t *d_hashes, cudaStream_t st, gh
         return s;
     GH_LAUNCH("k_insert", k_insert<G>, grid, T, d_hashes, n, ctrl);
 
-    if ((s = grid_for(k_offsets, (nslots + 32 * kOffsetsPerLane - 1) / (32 * kOffsetsPerLane),
+    if ((s = grid_for(k_offsets, (nslots + kOffsetsChunk - 1) / kOffsetsChunk * kWarpsPerBlock,
                       &grid, err)) != GH_OK)
         return s;
     GH_LAUNCH("k_offsets", k_offsets, grid, T.slots, nslots, ctrl);

@@ -37,8 +37,14 @@ t2=$(date +%s)
   echo "racecheck exit $?"
 } >"$out/sanitize.log" 2>&1
 t3=$(date +%s)
+# Per-kernel times of a few 10M builds and joins (clocks left as they are).
+ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+timeout 120 "$ncu" --clock-control none --metrics gpu__time_duration.sum -k regex:k_ --csv \
+  bench/multimap_bench --profile --reps 1 >"$out/ncu.csv" 2>&1
+echo "ncu exit $?" >>"$out/ncu.csv"
+t4=$(date +%s)
 
-echo "== times: gpu test $((t1 - t0)) s, bench $((t2 - t1)) s, sanitizers $((t3 - t2)) s"
+echo "== times: gpu test $((t1 - t0)) s, bench $((t2 - t1)) s, sanitizers $((t3 - t2)) s, ncu $((t4 - t3)) s"
 echo "== gpu test: $(grep -c '^ok' "$out/gpu_test.log") ok, $(grep -c '^not ok' "$out/gpu_test.log") not ok"
 grep -A1 '^not ok' "$out/gpu_test.log" | head -20
 grep -E '^#|^1\.\.|^exit|Bail' "$out/gpu_test.log" | tail -5
@@ -46,4 +52,19 @@ echo "== sanitizers"
 grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|exit|not ok|Bail' "$out/sanitize.log" | head -20
 echo "== bench"
 tail -3 "$out/bench.err"
-grep -E 'G reads/s|^\| (0.5|0.7|0.9) \| (1|4) \| (1|2) \||^\| 10' "$out/bench.md" | head -40
+grep -E 'G reads/s' "$out/bench.md"
+grep -E '^\| 0.5 \| (1|16) \| (1|2) \| linear' "$out/bench.md"
+sed -n '/^## Inner join/,$p' "$out/bench.md" | grep -E '^\| 0.(5|9) \| (1|2) \|'
+echo "== ncu (kernel: mean us over launches, in launch order of first appearance)"
+grep -E '^profile|ncu exit' "$out/ncu.csv"
+python3 - "$out/ncu.csv" <<'PY' || true
+import csv, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 14 and r[12] == "gpu__time_duration.sum"]
+seq = []
+for r in rows:
+    name = r[4].split("(")[0].split("::")[-1].split("<")[0]
+    grid = r[8]
+    seq.append((name + " " + r[7] + "x" + grid, float(r[14].replace(",", "")), r[13]))
+for k, v, u in seq:
+    print(f"{k:50s} {v:12.1f} {u}")
+PY
