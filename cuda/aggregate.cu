@@ -13,6 +13,13 @@
  * ids: no thread ever spins on another.  The host keeps the load at most
  * gpuhash.load_factor (at most 0.95, 0.5 by default), so a probe always ends.
  *
+ * Exact device keys (gh_agg_assign_exact_gpu) take four kernels, each
+ * starting when the previous one has finished, so that no thread waits for
+ * another: remember the group count; insert each row's key hash (the thread
+ * that creates a group records itself as the group's winner row); resolve
+ * ids and let each winner copy its key into the group's representative;
+ * compare every row with its representative and list the ones that differ.
+ *
  * Accumulation.  Two kernels apply the same per-row update (acc_row):
  *	- few groups (all of their accumulators fit in 48 kB of shared memory):
  *	  each block aggregates its share of the rows into a private copy in
@@ -68,6 +75,11 @@ inline unsigned grid_for(uint64_t n)
     if (b == 0) b = 1;
     if (b > 0x7fffffff) b = 0x7fffffff;
     return (unsigned)b;
+}
+
+template <typename T> __device__ inline T *arr(char *base, size_t off)
+{
+    return (T *)(base + off);
 }
 
 /* ---- the table ---------------------------------------------------------- */
@@ -173,6 +185,82 @@ __global__ void copy_ngroups_kernel(TableView from, TableView to)
     to.ctrl->ngroups = from.ctrl->ngroups;
 }
 
+/* ---- exact device keys ---------------------------------------------------- */
+
+__global__ void exact_begin_kernel(TableView t)
+{
+    t.ctrl->prev = t.ctrl->ngroups;
+    t.ctrl->nbad = 0;
+}
+
+__device__ inline uint64_t exact_hash(const gh_agg_keys &k, uint32_t i, uint8_t *mask)
+{
+    uint8_t m = k.nkeys > 0 ? k.nullmask[i] : 0;
+    uint64_t h = gh_agg_key_hash_init(m);
+    for (int j = 0; j < k.nkeys; j++) h = gh_agg_key_hash_step(h, k.vals[j][i]);
+    *mask = m;
+    return h;
+}
+
+/* slots[i]: row i's slot; winners[id - prev]: the row that created group id */
+__global__ void exact_insert_kernel(TableView t, gh_agg_keys k, uint32_t n, uint32_t *slots,
+                                    uint32_t *winners)
+{
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+
+    uint8_t mask;
+    bool won;
+    uint64_t s = probe_insert(t, gh_agg_stored_hash(exact_hash(k, i, &mask)), &won);
+    if (s == UINT64_MAX) {
+        t.ctrl->full = 1;
+        slots[i] = UINT32_MAX;
+        return;
+    }
+    if (won) {
+        uint64_t id = atomicAdd((unsigned long long *)&t.ctrl->ngroups, 1ULL);
+        t.ids[s] = (uint32_t)id;
+        winners[id - t.ctrl->prev] = i;
+    }
+    slots[i] = (uint32_t)s;
+}
+
+__global__ void exact_resolve_kernel(TableView t, char *acc, gh_agg_layout l, gh_agg_keys k, uint32_t n,
+                                     const uint32_t *slots, const uint32_t *winners, uint32_t *ids)
+{
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    uint32_t s = slots[i];
+    if (s == UINT32_MAX) {
+        ids[i] = GH_AGG_NO_GROUP;
+        return;
+    }
+    uint32_t g = t.ids[s];
+    uint64_t prev = t.ctrl->prev;
+    ids[i] = g;
+    if (g >= prev && winners[g - prev] == i) {
+        for (int j = 0; j < k.nkeys; j++) arr<unsigned long long>(acc, l.key_off[j])[g] = k.vals[j][i];
+        if (k.nkeys > 0) arr<uint8_t>(acc, l.knull_off)[g] = k.nullmask[i];
+    }
+}
+
+__global__ void exact_verify_kernel(TableView t, char *acc, gh_agg_layout l, gh_agg_keys k, uint32_t n,
+                                    uint32_t *ids, uint32_t *bad)
+{
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    uint32_t g = ids[i];
+    if (g == GH_AGG_NO_GROUP || k.nkeys == 0) return;
+
+    bool same = arr<uint8_t>(acc, l.knull_off)[g] == k.nullmask[i];
+    for (int j = 0; same && j < k.nkeys; j++)
+        same = arr<unsigned long long>(acc, l.key_off[j])[g] == k.vals[j][i];
+    if (!same) {
+        ids[i] = GH_AGG_NO_GROUP;
+        bad[atomicAdd(&t.ctrl->nbad, 1u)] = i;
+    }
+}
+
 __global__ void skip_kernel(uint32_t *ids, const uint32_t *rows, uint32_t nrows)
 {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -181,14 +269,11 @@ __global__ void skip_kernel(uint32_t *ids, const uint32_t *rows, uint32_t nrows)
 
 /* ---- accumulators ------------------------------------------------------- */
 
-template <typename T> __device__ inline T *arr(char *base, size_t off)
-{
-    return (T *)(base + off);
-}
-
 __device__ void acc_init_group(char *base, const gh_agg_layout &l, uint64_t g)
 {
     arr<unsigned long long>(base, l.rows_off)[g] = 0;
+    for (int k = 0; k < l.nkeys; k++) arr<unsigned long long>(base, l.key_off[k])[g] = 0;
+    if (l.nkeys > 0) arr<uint8_t>(base, l.knull_off)[g] = 0;
     for (int c = 0; c < l.ncols; c++) {
         arr<unsigned long long>(base, l.nonnull_off[c])[g] = 0;
         if (l.ops[c] & GH_AGG_OP_SUM) {
@@ -378,6 +463,25 @@ extern "C" gh_status gh_agg_assign_gpu(void *mem, uint64_t capacity, const uint6
     return GH_OK;
 }
 
+extern "C" gh_status gh_agg_assign_exact_gpu(void *mem, uint64_t capacity, void *acc, const gh_agg_layout *l,
+                                             const gh_agg_keys *k, uint32_t n, uint32_t *ids, uint32_t *scratch,
+                                             uint32_t *bad, void *stream, gh_error *err)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    TableView t = table_view(mem, capacity);
+
+    exact_begin_kernel<<<1, 1, 0, s>>>(t);
+    AGG_LAUNCHED("exact_begin_kernel");
+    if (n == 0) return GH_OK;
+    exact_insert_kernel<<<grid_for(n), kThreads, 0, s>>>(t, *k, n, scratch, scratch + n);
+    AGG_LAUNCHED("exact_insert_kernel");
+    exact_resolve_kernel<<<grid_for(n), kThreads, 0, s>>>(t, (char *)acc, *l, *k, n, scratch, scratch + n, ids);
+    AGG_LAUNCHED("exact_resolve_kernel");
+    exact_verify_kernel<<<grid_for(n), kThreads, 0, s>>>(t, (char *)acc, *l, *k, n, ids, bad);
+    AGG_LAUNCHED("exact_verify_kernel");
+    return GH_OK;
+}
+
 extern "C" gh_status gh_agg_skip_gpu(uint32_t *ids, const uint32_t *rows, uint32_t nrows, void *stream,
                                      gh_error *err)
 {
@@ -412,6 +516,8 @@ extern "C" gh_status gh_agg_acc_move_gpu(void *dst, const gh_agg_layout *dl, con
             "cudaMemcpyAsync")
     if (ngroups == 0) return GH_OK;
     MOVE(dl->rows_off, sl->rows_off, n8);
+    for (int k = 0; k < dl->nkeys; k++) MOVE(dl->key_off[k], sl->key_off[k], n8);
+    if (dl->nkeys > 0) MOVE(dl->knull_off, sl->knull_off, (size_t)ngroups);
     for (int c = 0; c < dl->ncols; c++) {
         MOVE(dl->nonnull_off[c], sl->nonnull_off[c], n8);
         if (dl->ops[c] & GH_AGG_OP_SUM) {
@@ -434,7 +540,8 @@ extern "C" gh_status gh_agg_accumulate_gpu(void *acc, const gh_agg_layout *l, ui
     gh_agg_layout sl;
 
     if (b->n == 0 || ngroups == 0) return GH_OK;
-    gh_agg_layout_init(&sl, l->ncols, l->kind, l->ops, ngroups);
+    /* the shared copy needs no keys: only the global one holds them */
+    gh_agg_layout_init(&sl, l->ncols, l->kind, l->ops, 0, ngroups);
     if (sl.bytes <= kSharedBudget) {
         static int nblocks = 0;
         if (nblocks == 0) {

@@ -18,6 +18,9 @@
 
 #include "gpuhash_agg.h"
 
+/* Array `type` at byte offset off of base. */
+#define ARR(type, base, off) ((type *) ((char *) (base) + (off)))
+
 /* Rounds up to a multiple of 16 bytes, so that every array is aligned. */
 static size_t
 align16(size_t x)
@@ -27,7 +30,7 @@ align16(size_t x)
 
 void
 gh_agg_layout_init(gh_agg_layout *l, int ncols, const uint8_t *kind,
-				   const uint8_t *ops, uint64_t group_cap)
+				   const uint8_t *ops, int nkeys, uint64_t group_cap)
 {
 	size_t		off = 0;
 	size_t		n8 = align16((size_t) group_cap * 8);
@@ -35,9 +38,20 @@ gh_agg_layout_init(gh_agg_layout *l, int ncols, const uint8_t *kind,
 
 	memset(l, 0, sizeof(*l));
 	l->ncols = ncols;
+	l->nkeys = nkeys;
 	l->group_cap = group_cap;
 	l->rows_off = off;
 	off += n8;
+	for (int k = 0; k < nkeys; k++)
+	{
+		l->key_off[k] = off;
+		off += n8;
+	}
+	if (nkeys > 0)
+	{
+		l->knull_off = off;
+		off += align16((size_t) group_cap);
+	}
 	for (int c = 0; c < ncols; c++)
 	{
 		l->kind[c] = kind[c];
@@ -177,6 +191,65 @@ gh_agg_assign_cpu(void *mem, uint64_t capacity, const uint64_t *hashes,
 }
 
 gh_status
+gh_agg_assign_exact_cpu(void *mem, uint64_t capacity, void *acc,
+						const gh_agg_layout *l, const gh_agg_keys *k,
+						uint32_t n, uint32_t *ids, uint32_t *scratch,
+						uint32_t *bad, gh_error *err)
+{
+	uint64_t   *keys = (uint64_t *) mem;
+	uint32_t   *slot_ids = (uint32_t *) ((char *) mem + align16((size_t) capacity * 8));
+	gh_agg_ctrl *ctrl = (gh_agg_ctrl *) ((char *) mem + gh_agg_table_ctrl_offset(capacity));
+	uint8_t    *rep_null = l->nkeys > 0 ? ARR(uint8_t, acc, l->knull_off) : NULL;
+
+	ctrl->prev = ctrl->ngroups;
+	ctrl->nbad = 0;
+	for (uint32_t i = 0; i < n; i++)
+	{
+		uint8_t		mask = k->nkeys > 0 ? k->nullmask[i] : 0;
+		uint64_t	h = gh_agg_key_hash_init(mask);
+		uint64_t	before = ctrl->ngroups;
+		uint64_t	s;
+		uint32_t	g;
+		int			same = 1;
+
+		for (int j = 0; j < k->nkeys; j++)
+			h = gh_agg_key_hash_step(h, k->vals[j][i]);
+		s = insert_or_find(keys, slot_ids, ctrl, capacity, gh_agg_stored_hash(h),
+						   GH_AGG_NO_GROUP);
+		if (s == UINT64_MAX)
+		{
+			err->status = GH_ERR_TABLE_FULL;
+			err->where = "gh_agg_assign_exact_cpu";
+			return GH_ERR_TABLE_FULL;
+		}
+		g = slot_ids[s];
+		if (ctrl->ngroups != before)
+		{
+			/* a new group: this row's key represents it */
+			for (int j = 0; j < k->nkeys; j++)
+				ARR(uint64_t, acc, l->key_off[j])[g] = k->vals[j][i];
+			if (rep_null)
+				rep_null[g] = mask;
+		}
+		else
+		{
+			if (rep_null && rep_null[g] != mask)
+				same = 0;
+			for (int j = 0; same && j < k->nkeys; j++)
+				same = ARR(uint64_t, acc, l->key_off[j])[g] == k->vals[j][i];
+		}
+		if (same)
+			ids[i] = g;
+		else
+		{
+			ids[i] = GH_AGG_NO_GROUP;
+			bad[ctrl->nbad++] = i;
+		}
+	}
+	return GH_OK;
+}
+
+gh_status
 gh_agg_skip_cpu(uint32_t *ids, const uint32_t *rows, uint32_t nrows,
 				gh_error *err)
 {
@@ -184,8 +257,6 @@ gh_agg_skip_cpu(uint32_t *ids, const uint32_t *rows, uint32_t nrows,
 		ids[rows[i]] = GH_AGG_NO_GROUP;
 	return GH_OK;
 }
-
-#define ARR(type, base, off) ((type *) ((char *) (base) + (off)))
 
 gh_status
 gh_agg_acc_init_cpu(void *acc, const gh_agg_layout *l, uint64_t from,
@@ -196,6 +267,10 @@ gh_agg_acc_init_cpu(void *acc, const gh_agg_layout *l, uint64_t from,
 	if (to <= from)
 		return GH_OK;
 	memset(ARR(uint64_t, acc, l->rows_off) + from, 0, n * 8);
+	for (int k = 0; k < l->nkeys; k++)
+		memset(ARR(uint64_t, acc, l->key_off[k]) + from, 0, n * 8);
+	if (l->nkeys > 0)
+		memset(ARR(uint8_t, acc, l->knull_off) + from, 0, n);
 	for (int c = 0; c < l->ncols; c++)
 	{
 		memset(ARR(uint64_t, acc, l->nonnull_off[c]) + from, 0, n * 8);
@@ -235,6 +310,11 @@ gh_agg_acc_move_cpu(void *dst, const gh_agg_layout *dl, const void *src,
 	size_t		n8 = (size_t) ngroups * 8;
 
 	memcpy(ARR(char, dst, dl->rows_off), ARR(const char, src, sl->rows_off), n8);
+	for (int k = 0; k < dl->nkeys; k++)
+		memcpy(ARR(char, dst, dl->key_off[k]), ARR(const char, src, sl->key_off[k]), n8);
+	if (dl->nkeys > 0)
+		memcpy(ARR(char, dst, dl->knull_off), ARR(const char, src, sl->knull_off),
+			   (size_t) ngroups);
 	for (int c = 0; c < dl->ncols; c++)
 	{
 		memcpy(ARR(char, dst, dl->nonnull_off[c]),

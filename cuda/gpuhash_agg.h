@@ -40,6 +40,15 @@
  * the high word.  The sum of all those parts is the exact 128-bit sum however
  * the additions interleave.
  *
+ * Exact device keys.  When every group key is a by-value type whose equality
+ * is equality of the value's bits (integers, dates, timestamps, bool, oid),
+ * the host sends the keys' Datum bits and a NULL mask instead of a hash, and
+ * gh_agg_assign_exact_* does everything on the device: it hashes the key,
+ * assigns ids, stores each new group's key as its representative (in the
+ * accumulators' key arrays), checks every row against its representative
+ * and lists the rows that differ (true hash collisions) for the host.  The
+ * host then handles no row at all unless it collided.
+ *
  * NUMERIC values travel as fixed point: the host scales every value to one
  * column scale S (the largest display scale seen so far), and packs the
  * scaled integer m with the value's own display scale d as (m << 8) | d.
@@ -69,6 +78,9 @@ extern "C" {
 
 /* Most input columns (distinct aggregate arguments) of one aggregation. */
 #define GH_AGG_MAX_COLS		32
+
+/* Most keys of the exact device-key path (one bit each in the NULL mask). */
+#define GH_AGG_MAX_KEYS		8
 
 /* A row taken out of the device aggregation, and "no group yet". */
 #define GH_AGG_NO_GROUP		UINT32_MAX
@@ -114,11 +126,14 @@ typedef enum gh_agg_kind
 typedef struct gh_agg_layout
 {
 	int			ncols;
+	int			nkeys;			/* exact device keys, else 0 */
 	uint8_t		kind[GH_AGG_MAX_COLS];
 	uint8_t		ops[GH_AGG_MAX_COLS];
 	uint64_t	group_cap;
 	size_t		bytes;
 	size_t		rows_off;
+	size_t		key_off[GH_AGG_MAX_KEYS];	/* uint64 representative key */
+	size_t		knull_off;		/* uint8 NULL mask of the representative */
 	size_t		nonnull_off[GH_AGG_MAX_COLS];
 	size_t		sum_off[GH_AGG_MAX_COLS];	/* lo[]; hi[] follows for INT/NUMERIC */
 	size_t		aux_off[GH_AGG_MAX_COLS];
@@ -140,9 +155,24 @@ typedef struct gh_agg_batch
 	const uint8_t *valid[GH_AGG_MAX_COLS];
 } gh_agg_batch;
 
-/* Fills l for ncols columns of the given kinds and ops and group_cap groups. */
+/*
+ * The keys of a batch for the exact path, on the target: vals[k][i] is the
+ * Datum of key k of row i (0 if NULL), nullmask[i] has bit k set if it is
+ * NULL.
+ */
+typedef struct gh_agg_keys
+{
+	int			nkeys;
+	const uint64_t *vals[GH_AGG_MAX_KEYS];
+	const uint8_t *nullmask;
+} gh_agg_keys;
+
+/*
+ * Fills l for ncols columns of the given kinds and ops, nkeys exact device
+ * keys (0 when the host keeps the representatives) and group_cap groups.
+ */
 void		gh_agg_layout_init(gh_agg_layout *l, int ncols, const uint8_t *kind,
-							   const uint8_t *ops, uint64_t group_cap);
+							   const uint8_t *ops, int nkeys, uint64_t group_cap);
 
 /*
  * The hash table: one allocation of gh_agg_table_bytes(capacity) bytes holding
@@ -153,8 +183,9 @@ void		gh_agg_layout_init(gh_agg_layout *l, int ncols, const uint8_t *kind,
 typedef struct gh_agg_ctrl
 {
 	uint64_t	ngroups;		/* ids handed out */
+	uint64_t	prev;			/* ngroups before the current batch (exact) */
 	uint32_t	full;			/* nonzero: an insert found no free slot */
-	uint32_t	pad;
+	uint32_t	nbad;			/* rows listed in bad[] (exact) */
 } gh_agg_ctrl;
 
 size_t		gh_agg_table_bytes(uint64_t capacity);
@@ -182,6 +213,23 @@ gh_status	gh_agg_assign_gpu(void *mem, uint64_t capacity, const uint64_t *hashes
 							  gh_error *err);
 gh_status	gh_agg_assign_cpu(void *mem, uint64_t capacity, const uint64_t *hashes,
 							  uint32_t n, uint32_t *ids, gh_error *err);
+
+/*
+ * gh_agg_assign_exact_*: the exact device-key path.  Gives every row of the
+ * batch its group id by the keys in k, stores the keys of new groups as
+ * their representatives in acc (layout l, which must have room for every
+ * group the batch can create), and sets ids[i] = GH_AGG_NO_GROUP for rows
+ * whose key differs from their group's representative, listing them in
+ * bad[0 .. ctrl.nbad) in no particular order.  scratch holds 2 * n uint32.
+ */
+gh_status	gh_agg_assign_exact_gpu(void *mem, uint64_t capacity, void *acc,
+									const gh_agg_layout *l, const gh_agg_keys *k,
+									uint32_t n, uint32_t *ids, uint32_t *scratch,
+									uint32_t *bad, void *stream, gh_error *err);
+gh_status	gh_agg_assign_exact_cpu(void *mem, uint64_t capacity, void *acc,
+									const gh_agg_layout *l, const gh_agg_keys *k,
+									uint32_t n, uint32_t *ids, uint32_t *scratch,
+									uint32_t *bad, gh_error *err);
 
 /* ids[rows[i]] = GH_AGG_NO_GROUP for i < nrows. */
 gh_status	gh_agg_skip_gpu(uint32_t *ids, const uint32_t *rows, uint32_t nrows,
@@ -230,6 +278,23 @@ gh_agg_mix(uint64_t h)
 	h *= UINT64_C(0xc4ceb9fe1a85ec53);
 	h ^= h >> 33;
 	return h;
+}
+
+/*
+ * The group hash of exact device keys: a chain of mixes, started from the
+ * NULL mask, over the key words.  The mask is mixed first so that a NULL
+ * key (word 0) does not hash like a key that is 1 and not NULL.
+ */
+GH_AGG_HD uint64_t
+gh_agg_key_hash_init(uint8_t nullmask)
+{
+	return gh_agg_mix((uint64_t) nullmask + UINT64_C(0x2545f4914f6cdd1d));
+}
+
+GH_AGG_HD uint64_t
+gh_agg_key_hash_step(uint64_t h, uint64_t word)
+{
+	return gh_agg_mix(h + word + UINT64_C(0x9e3779b97f4a7c15));
 }
 
 /* The key stored for hash h: every 64-bit value except the empty marker. */

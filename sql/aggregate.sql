@@ -236,12 +236,27 @@ SELECT * FROM agg_check(
   'region text, c bigint, s bigint, mi numeric, ma numeric');
 RESET gpuhash.force_join;
 
--- a parallel plan produces the input
+-- a parallel plan produces the input: rows one by one, or (keys and
+-- arguments the device takes whole) packets made in the workers
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SELECT * FROM agg_check('SELECT k1000 % 7, count(*), sum(i8), avg(n), max(f4) FROM agg_v GROUP BY 1',
                         'k int, c bigint, s numeric, a numeric, m real');
+SELECT * FROM agg_check('SELECT k1000, count(*), count(t), sum(i2), avg(i4), min(i8), max(i8), sum(f4), avg(f8), max(f8)
+                           FROM agg_v GROUP BY k1000',
+                        'k int, c bigint, ct bigint, s2 bigint, a4 numeric, mi8 bigint, ma8 bigint, sf real, af float8, mf float8');
+SELECT * FROM agg_check('SELECT i2 % 5, id % 3 = 0, count(*), sum(id) FROM agg_v GROUP BY 1, 2',
+                        'k int, b bool, c bigint, s bigint');
+SELECT * FROM agg_check('SELECT count(*), count(i4), sum(i8) FROM agg_v', 'c bigint, c4 bigint, s numeric');
+-- packets of a single row, and none at all
+SELECT * FROM agg_check('SELECT count(*), count(i4) FROM agg_v WHERE id = 7', 'c bigint, c4 bigint');
+SELECT * FROM agg_check('SELECT count(*), count(i4) FROM agg_v WHERE id = -7', 'c bigint, c4 bigint');
+SELECT * FROM agg_check('SELECT k13, count(*) FROM agg_v WHERE id % 5000 = 1 GROUP BY k13', 'k int, c bigint');
+SET gpuhash.batch_rows = 100;
+SELECT * FROM agg_check('SELECT k1000 % 50, k13, count(*), sum(i4), min(f8) FROM agg_v GROUP BY 1, 2',
+                        'k int, k2 int, c bigint, s bigint, m float8');
+RESET gpuhash.batch_rows;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;

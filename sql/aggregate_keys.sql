@@ -161,6 +161,61 @@ SELECT * FROM agg_check('SELECT k % 1000, k, count(*) FROM agg_coll GROUP BY 1, 
                         'a int8, k int8, c bigint');
 RESET gpuhash.batch_rows;
 
+-- Those bigint keys take the exact device-key path, which does not use
+-- PostgreSQL's hash functions.  The host-checked path does: an output column
+-- computed from the key (carried along, not a GROUP BY expression) makes the
+-- query take it.  The DEBUG1 line counts the keys that collided with another
+-- key's hash: 2001 of the 3002 (1001 hashes).
+SET client_min_messages = debug1;
+SELECT count(*) AS groups, sum(c) AS rows
+  FROM gpuhash_aggregate('SELECT k, k * 2 AS twice, count(*) FROM agg_coll GROUP BY k')
+       AS t(k int8, t int8, c bigint);
+SET gpuhash.batch_rows = 50;
+SELECT count(*) AS groups, sum(c) AS rows
+  FROM gpuhash_aggregate('SELECT k, k * 2 AS twice, count(*) FROM agg_coll GROUP BY k')
+       AS t(k int8, t int8, c bigint);
+RESET gpuhash.batch_rows;
+RESET client_min_messages;
+SELECT * FROM agg_check('SELECT k, k * 2 AS twice, count(*), sum(v), avg(v), min(v), max(v) FROM agg_coll GROUP BY k',
+                        'k int8, t int8, c bigint, s bigint, a numeric, mi int, ma int');
+
+-- Collisions on the exact device-key path.  Its group hash chains
+-- gh_agg_mix (murmur3's 64-bit finalizer) over the key Datums, starting from
+-- a mix of the NULL mask; agg_mix computes the mix in SQL (checked against
+-- two values from the C code).  For two bigint keys that are not NULL, the
+-- hash after the first key a is h1(a) = mix(a + D), D being the start value
+-- plus the step constant (6212776320184721948), and the key
+-- (a2, b + h1(a) - h1(a2)) has the same hash as (a, b).
+CREATE FUNCTION agg_wrap(x numeric) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+  SELECT (CASE WHEN r >= 9223372036854775808 THEN r - 18446744073709551616 ELSE r END)::bigint
+    FROM (SELECT mod(mod(x, 18446744073709551616) + 18446744073709551616, 18446744073709551616) AS r) s $$;
+CREATE FUNCTION agg_shr33(x bigint) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+  SELECT (x::bit(64) >> 33)::bigint $$;
+CREATE FUNCTION agg_mix(h bigint) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+  SELECT h3 # agg_shr33(h3)
+    FROM (SELECT agg_wrap((h2 # agg_shr33(h2))::numeric * -4265267296055464877) AS h3
+            FROM (SELECT agg_wrap((h # agg_shr33(h))::numeric * -49064778989728563) AS h2) a) b $$;
+CREATE FUNCTION agg_h1(w bigint) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+  SELECT agg_mix(agg_wrap(w::numeric + 6212776320184721948)) $$;
+SELECT agg_mix(12345) = 1716623506685013753 AND agg_mix(1) = -5451962507482445012 AS agg_mix_is_the_c_mix;
+CREATE TABLE agg_xcoll AS
+SELECT j::int8 AS a, j::int8 * 3 AS b, r AS v FROM generate_series(1, 500) j, generate_series(1, 3) r
+UNION ALL
+SELECT j + 1000000, agg_wrap(j * 3 + agg_h1(j)::numeric - agg_h1(j + 1000000)::numeric), r + 10
+  FROM generate_series(1, 500) j, generate_series(1, 2) r
+UNION ALL
+SELECT NULL, j, 1 FROM generate_series(1, 5) j;
+SET client_min_messages = debug1;
+SELECT count(*) AS groups, sum(c) AS rows
+  FROM gpuhash_aggregate('SELECT a, b, count(*) FROM agg_xcoll GROUP BY a, b') AS t(a int8, b int8, c bigint);
+RESET client_min_messages;
+SELECT * FROM agg_check('SELECT a, b, count(*), sum(v), avg(v), min(v), max(v) FROM agg_xcoll GROUP BY a, b',
+                        'a int8, b int8, c bigint, s bigint, a2 numeric, mi int, ma int');
+SET gpuhash.batch_rows = 40;
+SELECT * FROM agg_check('SELECT b, a, count(*), sum(v) FROM agg_xcoll GROUP BY a, b',
+                        'b int8, a int8, c bigint, s bigint');
+RESET gpuhash.batch_rows;
+
 -- from one group to a million
 SELECT * FROM agg_check('SELECT 1 AS one, count(*), sum(v) FROM agg_k GROUP BY 1', 'o int, c bigint, s bigint');
 SELECT * FROM agg_check('SELECT g % 10 AS k, count(*), sum(g), min(g) FROM generate_series(1, 300000) g GROUP BY 1',

@@ -23,6 +23,10 @@
  *	  the group sets of aggregate_groups.c, which hash, group and aggregate
  *	  on the device and put the result rows into the tuplestore.
  *
+ * When the plan is parallel and the keys suit the device, the workers pack
+ * rows into device-ready packets (aggregate_pack.c) and only packets reach
+ * this process.
+ *
  * transaction_read_only = on (set for the duration, like a function's SET
  * clause) is what makes "runs the query read-only" hold even for volatile
  * functions that the query calls: any write they attempt is an ERROR.
@@ -130,6 +134,7 @@ typedef struct GhAggDest
 {
 	DestReceiver pub;
 	GhAggRun   *run;
+	bool		packed;			/* rows come as packets (aggregate_pack.c) */
 } GhAggDest;
 
 static void check_raw(List *raws);
@@ -374,6 +379,15 @@ plan_aggregation(Query *q, const char *sql)
 						  plan->nout + 1, out->name);
 		plan->nout++;
 	}
+
+	/*
+	 * Keys that are by value with bitwise equality can be grouped exactly on
+	 * the device, with no hashing or checking on the host.
+	 */
+	plan->device_keys = plan->nkeys <= GH_AGG_MAX_KEYS;
+	for (i = 0; i < plan->nkeys; i++)
+		if (plan->keys[i].carried || plan->keys[i].eqmode != GHK_EQ_BYVAL)
+			plan->device_keys = false;
 
 	/* count(x)-only columns need no values, only NULL or not */
 	for (i = 0; i < plan->ncols; i++)
@@ -669,7 +683,24 @@ check_coldef(GhAggPlan *plan, TupleDesc expected)
 static bool
 dest_receive(TupleTableSlot *slot, DestReceiver *self)
 {
-	gh_agg_run_add(((GhAggDest *) self)->run, slot);
+	GhAggDest  *dest = (GhAggDest *) self;
+
+	if (dest->packed)
+	{
+		bool		isnull;
+		Datum		v = slot_getattr(slot, 1, &isnull);
+		bytea	   *packet;
+
+		if (isnull)
+			elog(ERROR, "gpuhash_aggregate: NULL packet");
+		/* a tiny packet may have been given a short header on the way */
+		packet = DatumGetByteaP(v);
+		gh_agg_run_add_packet(dest->run, (GhAggPacketHeader *) packet);
+		if ((Pointer) packet != DatumGetPointer(v))
+			pfree(packet);
+	}
+	else
+		gh_agg_run_add(dest->run, slot);
 	return true;
 }
 
@@ -714,6 +745,7 @@ run_input(GhAggPlan *plan, GhAggRun *run)
 							 GUC_ACTION_SAVE, true, 0, false);
 
 	pstmt = pg_plan_query(plan->input, plan->sql, CURSOR_OPT_PARALLEL_OK, NULL);
+	dest.packed = gh_agg_try_pack(plan, pstmt);
 	qd = CreateQueryDesc(pstmt, plan->sql, GetActiveSnapshot(), InvalidSnapshot,
 						 (DestReceiver *) &dest, NULL, NULL, 0);
 	ExecutorStart(qd, 0);

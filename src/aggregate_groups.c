@@ -91,7 +91,7 @@ typedef struct GhNumSide
 /* A set of groups: the device set, or the exact CPU fallback set. */
 typedef struct GhGroupSet
 {
-	bool		exact;			/* the fallback set */
+	bool		fallback;		/* the exact CPU set of colliding keys */
 	GhTarget	target;
 	/* device set: the hash table on the target */
 	void	   *table;
@@ -126,8 +126,11 @@ struct GhAggRun
 	MemoryContext side_cxt;
 
 	/* the batch being filled (host; pinned for the GPU) */
+	bool		exact;			/* keys grouped exactly on the device */
 	uint32		cap;
 	uint32		n;
+	uint64	   *h_keys[GH_AGG_MAX_KEYS];	/* exact: key Datums */
+	uint8	   *h_knull;		/* exact: NULL masks */
 	uint64	   *h_hashes;
 	uint32	   *h_ids;
 	uint32	   *h_bad;
@@ -142,6 +145,9 @@ struct GhAggRun
 	int			nside;
 	int			side_cap;
 	/* the same on the target */
+	uint64	   *d_keys[GH_AGG_MAX_KEYS];
+	uint8	   *d_knull;
+	uint32	   *d_scratch;		/* exact: 2 * cap */
 	uint64	   *d_hashes;
 	uint32	   *d_ids;
 	uint32	   *d_bad;
@@ -161,6 +167,7 @@ struct GhAggRun
 
 	/* counters and timings, for DEBUG1 */
 	uint64		rows;
+	uint64		packets;
 	uint64		batches;
 	uint64		bad_rows;
 	uint64		side_values;
@@ -173,12 +180,12 @@ struct GhAggRun
 };
 
 static void flush(GhAggRun *run);
-static void set_init(GhAggRun *run, GhGroupSet *s, bool exact, GhTarget target);
+static void set_init(GhAggRun *run, GhGroupSet *s, bool fallback, GhTarget target);
 static void ensure_groups(GhAggRun *run, GhGroupSet *s, uint64 need);
 static void ensure_table(GhAggRun *run, GhGroupSet *s, uint32 n);
 static void set_rep(GhAggRun *run, GhGroupSet *s, uint64 g, uint32 row);
 static bool row_equals_rep(GhAggRun *run, GhGroupSet *s, uint64 g, uint32 row);
-static uint32 exact_find(GhAggRun *run, GhGroupSet *s, uint32 row);
+static uint32 exact_find(GhAggRun *run, GhGroupSet *s, uint32 row, uint64 h);
 static void to_fallback(GhAggRun *run, uint32 nbad);
 static void apply_side_rows(GhAggRun *run, uint32 nbad);
 static void prepare_numeric(GhAggRun *run);
@@ -247,7 +254,8 @@ gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
 	size_t		dbytes;
 	char	   *h;
 	char	   *d;
-	uint32		cap = (uint32) Max(gpuhash_batch_rows, 1);
+	uint32		cap;
+	int			nk;
 
 	INSTR_TIME_SET_CURRENT(run->t_begin);
 	run->plan = plan;
@@ -261,17 +269,37 @@ gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
 										 ALLOCSET_DEFAULT_SIZES);
 	run->side_cxt = AllocSetContextCreate(cxt, "gpuhash_aggregate numeric",
 										  ALLOCSET_DEFAULT_SIZES);
+	run->exact = plan->device_keys;
+	cap = (uint32) Min((int64) Max(gpuhash_batch_rows, 1) * GH_AGG_BATCH_PACKETS,
+					   GH_AGG_MAX_BATCH);
 	run->cap = cap;
+	nk = run->exact ? run->nkeys : 0;
 
-	/* one host and one target allocation for all the batch arrays */
-	hbytes = (size_t) cap * (8 + 4 + 4 + (size_t) plan->ncols * 9);
-	dbytes = hbytes;
+	/*
+	 * One host and one target allocation for all the batch arrays: hashes
+	 * (or, exact, key Datums and NULL masks), values, ids, bad rows, valid
+	 * flags; the target also holds the exact path's scratch.
+	 */
+	hbytes = (size_t) cap * (8 + 4 + 4 + (size_t) plan->ncols * 9 + (size_t) nk * 8 + 1);
+	dbytes = hbytes + (run->exact ? (size_t) cap * 8 : 0);
 	h = gh_host_alloc(target, hbytes);
 	d = gh_dev_alloc(target, dbytes);
 	run->h_hashes = (uint64 *) h;
 	run->d_hashes = (uint64 *) d;
 	h += (size_t) cap * 8;
 	d += (size_t) cap * 8;
+	for (int k = 0; k < nk; k++)
+	{
+		run->h_keys[k] = (uint64 *) h;
+		run->d_keys[k] = (uint64 *) d;
+		h += (size_t) cap * 8;
+		d += (size_t) cap * 8;
+	}
+	if (run->exact)
+	{
+		run->d_scratch = (uint32 *) d;
+		d += (size_t) cap * 8;
+	}
 	for (int c = 0; c < plan->ncols; c++)
 	{
 		run->h_vals[c] = (int64 *) h;
@@ -298,6 +326,8 @@ gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
 		if (plan->cols[c].kind == GH_AGG_KIND_NUMERIC)
 			run->h_ds[c] = palloc(cap);
 	}
+	run->h_knull = (uint8 *) h;
+	run->d_knull = (uint8 *) d;
 	run->keys = palloc(sizeof(Datum) * cap * Max(run->nkeys, 1));
 	run->knulls = palloc(sizeof(bool) * cap * Max(run->nkeys, 1));
 
@@ -316,20 +346,21 @@ gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
 
 /* set_init prepares an empty group set with room for 1024 groups. */
 static void
-set_init(GhAggRun *run, GhGroupSet *s, bool exact, GhTarget target)
+set_init(GhAggRun *run, GhGroupSet *s, bool fallback, GhTarget target)
 {
 	uint8		kind[GH_AGG_MAX_COLS];
 	uint8		ops[GH_AGG_MAX_COLS];
 
 	memset(s, 0, sizeof(*s));
-	s->exact = exact;
+	s->fallback = fallback;
 	s->target = target;
 	for (int c = 0; c < run->ncols; c++)
 	{
 		kind[c] = run->plan->cols[c].kind;
 		ops[c] = run->plan->cols[c].ops;
 	}
-	gh_agg_layout_init(&s->layout, run->ncols, kind, ops, 0);
+	gh_agg_layout_init(&s->layout, run->ncols, kind, ops,
+					   run->exact && !fallback ? run->nkeys : 0, 0);
 	ensure_groups(run, s, 1024);
 }
 
@@ -352,7 +383,8 @@ ensure_groups(GhAggRun *run, GhGroupSet *s, uint64 need)
 		void	   *nacc;
 
 		newcap = Min(newcap, GH_AGG_MAX_GROUPS);
-		gh_agg_layout_init(&nl, s->layout.ncols, s->layout.kind, s->layout.ops, newcap);
+		gh_agg_layout_init(&nl, s->layout.ncols, s->layout.kind, s->layout.ops,
+						   s->layout.nkeys, newcap);
 		nacc = gh_dev_alloc(s->target, nl.bytes);
 		if (s->target == GH_TARGET_GPU)
 		{
@@ -437,6 +469,24 @@ ensure_table(GhAggRun *run, GhGroupSet *s, uint32 n)
 	s->table_cap = cap;
 }
 
+/* add_side_row lists a NUMERIC value of the batch for the host. */
+static void
+add_side_row(GhAggRun *run, uint32 row, int col, int kind, Datum value)
+{
+	if (run->nside == run->side_cap)
+	{
+		run->side_cap = Max(run->side_cap * 2, 64);
+		run->side_rows = run->side_rows
+			? repalloc(run->side_rows, sizeof(GhSideRow) * run->side_cap)
+			: MemoryContextAlloc(run->cxt, sizeof(GhSideRow) * run->side_cap);
+	}
+	run->side_rows[run->nside].row = row;
+	run->side_rows[run->nside].col = col;
+	run->side_rows[run->nside].kind = kind;
+	run->side_rows[run->nside].value = value;
+	run->nside++;
+}
+
 /* NULL keys hash to a constant of their position. */
 static inline uint64
 null_hash(int k)
@@ -445,52 +495,22 @@ null_hash(int k)
 }
 
 /*
- * gh_agg_run_add stages one input row: its group hash, a copy of its keys,
- * and its aggregate arguments; flushes the batch when it is full.
+ * stage_values stages the aggregate arguments of row i of the batch.
  */
-void
-gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot)
+static void
+stage_values(GhAggRun *run, uint32 i, Datum *values, bool *isnull)
 {
 	GhAggPlan  *plan = run->plan;
-	MemoryContext old = MemoryContextSwitchTo(run->batch_cxt);
-	uint32		i = run->n;
-	uint64		h = 0;
-	Datum	   *kv = run->keys + (size_t) i * run->nkeys;
-	bool	   *kn = run->knulls + (size_t) i * run->nkeys;
-
-	slot_getallattrs(slot);
-	for (int k = 0; k < run->nkeys; k++)
-	{
-		GhAggKey   *key = &plan->keys[k];
-		Datum		v = slot->tts_values[k];
-
-		kn[k] = slot->tts_isnull[k];
-		if (kn[k])
-		{
-			kv[k] = (Datum) 0;
-			if (!key->carried)
-				h = hash_combine64(h, null_hash(k));
-			continue;
-		}
-		if (key->typlen == -1)
-			v = PointerGetDatum(PG_DETOAST_DATUM_PACKED(v));
-		if (!key->carried)
-			h = hash_combine64(h, DatumGetUInt64(FunctionCall2Coll(&key->hash,
-																   key->collation, v,
-																   UInt64GetDatum(0))));
-		kv[k] = key->typbyval ? v : datumCopy(v, false, key->typlen);
-	}
-	run->h_hashes[i] = h;
 
 	for (int c = 0; c < run->ncols; c++)
 	{
 		GhAggCol   *col = &plan->cols[c];
-		Datum		v = slot->tts_values[run->nkeys + c];
+		Datum		v = values[c];
 		int64		m;
 		int			ds;
 		int			kind;
 
-		if (slot->tts_isnull[run->nkeys + c])
+		if (isnull[c])
 		{
 			run->h_valid[c][i] = 0;
 			continue;
@@ -525,24 +545,74 @@ gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot)
 					break;
 				}
 				run->h_valid[c][i] = 0;
-				if (run->nside == run->side_cap)
-				{
-					run->side_cap = Max(run->side_cap * 2, 64);
-					run->side_rows = run->side_rows
-						? repalloc(run->side_rows, sizeof(GhSideRow) * run->side_cap)
-						: MemoryContextAlloc(run->cxt, sizeof(GhSideRow) * run->side_cap);
-				}
-				run->side_rows[run->nside].row = i;
-				run->side_rows[run->nside].col = c;
-				run->side_rows[run->nside].kind = kind;
-				run->side_rows[run->nside].value =
-					kind == NUMV_BIG ? datumCopy(v, false, -1) : (Datum) 0;
-				run->nside++;
+				add_side_row(run, i, c, kind,
+							 kind == NUMV_BIG ? datumCopy(v, false, -1) : (Datum) 0);
 				break;
 			case GHV_OTHER:
 				break;
 		}
 	}
+}
+
+/*
+ * gh_agg_run_add stages one input row: its keys (as Datums for the exact
+ * device path; otherwise a copy, and the group hash of the keys' hash
+ * functions) and its aggregate arguments; flushes the batch when full.
+ */
+void
+gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot)
+{
+	GhAggPlan  *plan = run->plan;
+	MemoryContext old = MemoryContextSwitchTo(run->batch_cxt);
+	uint32		i = run->n;
+
+	slot_getallattrs(slot);
+	if (run->exact)
+	{
+		uint8		mask = 0;
+
+		for (int k = 0; k < run->nkeys; k++)
+		{
+			if (slot->tts_isnull[k])
+			{
+				mask |= 1 << k;
+				run->h_keys[k][i] = 0;
+			}
+			else
+				run->h_keys[k][i] = (uint64) slot->tts_values[k];
+		}
+		run->h_knull[i] = mask;
+	}
+	else
+	{
+		uint64		h = 0;
+		Datum	   *kv = run->keys + (size_t) i * run->nkeys;
+		bool	   *kn = run->knulls + (size_t) i * run->nkeys;
+
+		for (int k = 0; k < run->nkeys; k++)
+		{
+			GhAggKey   *key = &plan->keys[k];
+			Datum		v = slot->tts_values[k];
+
+			kn[k] = slot->tts_isnull[k];
+			if (kn[k])
+			{
+				kv[k] = (Datum) 0;
+				if (!key->carried)
+					h = hash_combine64(h, null_hash(k));
+				continue;
+			}
+			if (key->typlen == -1)
+				v = PointerGetDatum(PG_DETOAST_DATUM_PACKED(v));
+			if (!key->carried)
+				h = hash_combine64(h, DatumGetUInt64(FunctionCall2Coll(&key->hash,
+																	   key->collation, v,
+																	   UInt64GetDatum(0))));
+			kv[k] = key->typbyval ? v : datumCopy(v, false, key->typlen);
+		}
+		run->h_hashes[i] = h;
+	}
+	stage_values(run, i, slot->tts_values + run->nkeys, slot->tts_isnull + run->nkeys);
 	run->n++;
 	run->rows++;
 	MemoryContextSwitchTo(old);
@@ -551,11 +621,57 @@ gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot)
 }
 
 /*
- * flush aggregates the staged batch: group ids from the device, key checks,
- * device accumulation, fallback rows and host-side NUMERIC values.
+ * gh_agg_run_add_packet stages a packet of rows that a parallel worker
+ * already put in the device's form (exact keys; no NUMERIC columns).
  */
-static void
-flush(GhAggRun *run)
+void
+gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
+{
+	uint32		n = pkt->n;
+	const char *p = (const char *) (pkt + 1);
+
+	if (!run->exact || pkt->nkeys != (uint32) run->nkeys ||
+		pkt->ncols != (uint32) run->ncols || n > run->cap)
+		elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
+	if (run->n + n > run->cap)
+		flush(run);
+	for (int k = 0; k < run->nkeys; k++)
+	{
+		memcpy(run->h_keys[k] + run->n, p, (size_t) n * 8);
+		p += (size_t) n * 8;
+	}
+	if (run->nkeys > 0)
+	{
+		memcpy(run->h_knull + run->n, p, n);
+		p += n;
+	}
+	else
+		memset(run->h_knull + run->n, 0, n);
+	for (int c = 0; c < run->ncols; c++)
+	{
+		if (run->plan->cols[c].kind != GH_AGG_KIND_NONE)
+		{
+			memcpy(run->h_vals[c] + run->n, p, (size_t) n * 8);
+			p += (size_t) n * 8;
+		}
+		memcpy(run->h_valid[c] + run->n, p, n);
+		p += n;
+	}
+	run->n += n;
+	run->rows += n;
+	run->packets++;
+	if (run->n == run->cap)
+		flush(run);
+}
+
+/*
+ * device_generic runs a batch through the device with the host checking
+ * keys: group ids by hash, every row against its group's representative,
+ * then accumulation of the rows that matched.  Returns the number of rows
+ * listed in h_bad (in row order) for the fallback set.
+ */
+static uint32
+device_generic(GhAggRun *run)
 {
 	GhGroupSet *s = &run->main;
 	uint32		n = run->n;
@@ -563,18 +679,11 @@ flush(GhAggRun *run)
 	gh_agg_ctrl ctrl;
 	gh_agg_batch b;
 	void	   *stream = gh_stream(run->target);
-	MemoryContext old;
 	instr_time	t0,
 				t1;
 
-	if (n == 0)
-		return;
-	INSTR_TIME_SET_CURRENT(t0);
-	old = MemoryContextSwitchTo(run->batch_cxt);
-	prepare_numeric(run);
-	ensure_table(run, s, n);
-
 	/* 1. group ids; the values travel meanwhile */
+	INSTR_TIME_SET_CURRENT(t0);
 	gh_copy_htod(run->target, run->d_hashes, run->h_hashes, (size_t) n * 8);
 	if (GPU(run))
 		DEV_CALL(gh_agg_assign_gpu(s->table, s->table_cap, run->d_hashes, n, run->d_ids,
@@ -643,8 +752,127 @@ flush(GhAggRun *run)
 				 "aggregating");
 	}
 	run->ms_device += ms_since(t1);
+	return nbad;
+}
 
-	/* 4, 5. the rest on the host */
+static int
+cmp_uint32(const void *a, const void *b)
+{
+	uint32		x = *(const uint32 *) a;
+	uint32		y = *(const uint32 *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/*
+ * device_exact runs a batch through the exact device-key path: the device
+ * groups, checks and accumulates; the host only learns the group count and
+ * the rows whose key collided with another's hash (listed in h_bad, in row
+ * order, with their keys put where the fallback set reads them).
+ */
+static uint32
+device_exact(GhAggRun *run)
+{
+	GhGroupSet *s = &run->main;
+	uint32		n = run->n;
+	uint32		nbad;
+	gh_agg_ctrl ctrl;
+	gh_agg_batch b;
+	gh_agg_keys keys;
+	void	   *stream = gh_stream(run->target);
+	instr_time	t0;
+
+	/* room for every group this batch could create */
+	ensure_groups(run, s, s->ngroups + n);
+
+	INSTR_TIME_SET_CURRENT(t0);
+	memset(&keys, 0, sizeof(keys));
+	keys.nkeys = run->nkeys;
+	for (int k = 0; k < run->nkeys; k++)
+	{
+		gh_copy_htod(run->target, run->d_keys[k], run->h_keys[k], (size_t) n * 8);
+		keys.vals[k] = run->d_keys[k];
+	}
+	if (run->nkeys > 0)
+		gh_copy_htod(run->target, run->d_knull, run->h_knull, n);
+	keys.nullmask = run->d_knull;
+	memset(&b, 0, sizeof(b));
+	b.n = n;
+	b.ids = run->d_ids;
+	for (int c = 0; c < run->ncols; c++)
+	{
+		if (run->plan->cols[c].kind != GH_AGG_KIND_NONE)
+			gh_copy_htod(run->target, run->d_vals[c], run->h_vals[c], (size_t) n * 8);
+		gh_copy_htod(run->target, run->d_valid[c], run->h_valid[c], n);
+		b.vals[c] = run->d_vals[c];
+		b.valid[c] = run->d_valid[c];
+	}
+	if (GPU(run))
+		DEV_CALL(gh_agg_assign_exact_gpu(s->table, s->table_cap, s->acc, &s->layout, &keys, n,
+										 run->d_ids, run->d_scratch, run->d_bad, stream, &err_),
+				 "grouping rows on the GPU");
+	else
+		DEV_CALL(gh_agg_assign_exact_cpu(s->table, s->table_cap, s->acc, &s->layout, &keys, n,
+										 run->d_ids, run->d_scratch, run->d_bad, &err_),
+				 "grouping rows");
+	gh_copy_dtoh(run->target, &ctrl, (char *) s->table + gh_agg_table_ctrl_offset(s->table_cap),
+				 sizeof(ctrl));
+	gh_sync(run->target);
+	if (ctrl.full)
+		gpuhash_report(GH_ERR_TABLE_FULL, NULL, "grouping rows");
+	s->ngroups = ctrl.ngroups;
+	nbad = ctrl.nbad;
+
+	/* accumulation runs on while the host stages the next batch */
+	if (GPU(run))
+		DEV_CALL(gh_agg_accumulate_gpu(s->acc, &s->layout, s->ngroups, &b, stream, &err_),
+				 "aggregating on the GPU");
+	else
+		DEV_CALL(gh_agg_accumulate_cpu(s->acc, &s->layout, s->ngroups, &b, &err_),
+				 "aggregating");
+
+	if (nbad > 0 || run->nside > 0)
+	{
+		if (nbad > 0)
+			gh_copy_dtoh(run->target, run->h_bad, run->d_bad, (size_t) nbad * 4);
+		if (run->nside > 0)
+			gh_copy_dtoh(run->target, run->h_ids, run->d_ids, (size_t) n * 4);
+		gh_sync(run->target);
+		qsort(run->h_bad, nbad, sizeof(uint32), cmp_uint32);
+		for (uint32 j = 0; j < nbad; j++)
+		{
+			uint32		i = run->h_bad[j];
+
+			for (int k = 0; k < run->nkeys; k++)
+			{
+				run->keys[(size_t) i * run->nkeys + k] = (Datum) run->h_keys[k][i];
+				run->knulls[(size_t) i * run->nkeys + k] = (run->h_knull[i] >> k) & 1;
+			}
+		}
+	}
+	run->ms_device += ms_since(t0);
+	return nbad;
+}
+
+/*
+ * flush aggregates the staged batch on the device; rows whose keys collided
+ * go to the fallback set, and NUMERIC values the device cannot hold to the
+ * host-side state.
+ */
+static void
+flush(GhAggRun *run)
+{
+	uint32		nbad;
+	MemoryContext old;
+	instr_time	t0;
+
+	if (run->n == 0)
+		return;
+	INSTR_TIME_SET_CURRENT(t0);
+	old = MemoryContextSwitchTo(run->batch_cxt);
+	prepare_numeric(run);
+	ensure_table(run, &run->main, run->n);
+	nbad = run->exact ? device_exact(run) : device_generic(run);
 	if (nbad > 0)
 		to_fallback(run, nbad);
 	if (run->nside > 0)
@@ -740,9 +968,8 @@ row_equals_rep(GhAggRun *run, GhGroupSet *s, uint64 g, uint32 row)
  * equality, so that keys sharing a hash get groups of their own.
  */
 static uint32
-exact_find(GhAggRun *run, GhGroupSet *s, uint32 row)
+exact_find(GhAggRun *run, GhGroupSet *s, uint32 row, uint64 h)
 {
-	uint64		h = run->h_hashes[row];
 	uint64		mask;
 	uint64		slot;
 
@@ -818,8 +1045,15 @@ to_fallback(GhAggRun *run, uint32 nbad)
 	for (uint32 j = 0; j < nbad; j++)
 	{
 		uint32		i = run->h_bad[j];
+		uint64		h = run->h_hashes[i];
 
-		run->fb_ids[j] = exact_find(run, s, i);
+		if (run->exact)
+		{
+			h = gh_agg_key_hash_init(run->h_knull[i]);
+			for (int k = 0; k < run->nkeys; k++)
+				h = gh_agg_key_hash_step(h, run->h_keys[k][i]);
+		}
+		run->fb_ids[j] = exact_find(run, s, i, h);
 		for (int c = 0; c < run->ncols; c++)
 		{
 			run->fb_vals[c][j] = run->h_vals[c][i];
@@ -990,187 +1224,124 @@ prepare_numeric(GhAggRun *run)
 			}
 			/* too large for the device at this scale: the host adds it */
 			run->h_valid[c][i] = 0;
-			if (run->nside == run->side_cap)
-			{
-				run->side_cap = Max(run->side_cap * 2, 64);
-				run->side_rows = run->side_rows
-					? repalloc(run->side_rows, sizeof(GhSideRow) * run->side_cap)
-					: MemoryContextAlloc(run->cxt, sizeof(GhSideRow) * run->side_cap);
-			}
-			run->side_rows[run->nside].row = i;
-			run->side_rows[run->nside].col = c;
-			run->side_rows[run->nside].kind = NUMV_BIG;
-			run->side_rows[run->nside].value = num_make(m, ds, ds);
-			run->nside++;
+			add_side_row(run, i, c, NUMV_BIG, num_make(m, ds, ds));
 		}
 	}
 }
 
 /*
- * rescale_column raises NUMERIC column c's scale to newscale in both sets:
- * sums and packed extremes are multiplied by the power of ten on the host;
- * those that would no longer fit move to the host-side state.
+ * rescale_groups multiplies the sums (lo, hi) and packed extremes (mins,
+ * maxs; any may be NULL) of ng groups of set s, column c, by f = 10^k, on the
+ * host.  A sum that would come near the 128-bit limit, or an extreme whose
+ * scaled integer would no longer fit the packing, moves to the host-side
+ * state (at the old scale, with its own display scale) and leaves the device
+ * array empty.
+ */
+static void
+rescale_groups(GhAggRun *run, GhGroupSet *s, int c, int oldscale, int128 f,
+			   uint64 ng, uint64 *lo, int64 *hi, const uint32 *aux,
+			   int64 *mins, int64 *maxs)
+{
+	const int128 sum_limit = (int128) 1 << 126;
+
+	for (uint64 g = 0; g < ng; g++)
+	{
+		if (lo)
+		{
+			int128		v = ((int128) hi[g] << 64) | lo[g];
+			int128		r = 0;
+
+			if (v != 0 &&
+				(__builtin_mul_overflow(v, f, &r) || r >= sum_limit || r <= -sum_limit))
+			{
+				side_add_finite(run, side_entry(run, s, g, c),
+								num_make(v, oldscale, (int) aux[g]), false, true, false);
+				r = 0;
+			}
+			lo[g] = (uint64) r;
+			hi[g] = (int64) (r >> 64);
+		}
+		for (int mm = 0; mm < 2; mm++)
+		{
+			int64	   *arr = mm == 0 ? mins : maxs;
+			int64		init = mm == 0 ? GH_AGG_INT_MIN_INIT : GH_AGG_INT_MAX_INIT;
+			int128		r;
+
+			if (arr == NULL || arr[g] == init)
+				continue;
+			r = (int128) gh_agg_num_m(arr[g]) * f;
+			if (r <= -(GH_AGG_NUM_MAX_ABS - 1) || r >= GH_AGG_NUM_MAX_ABS - 1)
+			{
+				side_add_finite(run, side_entry(run, s, g, c),
+								num_make(gh_agg_num_m(arr[g]), oldscale,
+										 gh_agg_num_dscale(arr[g])),
+								false, false, true);
+				arr[g] = init;
+			}
+			else
+				arr[g] = gh_agg_num_pack((int64) r, gh_agg_num_dscale(arr[g]));
+		}
+	}
+}
+
+/*
+ * rescale_column raises NUMERIC column c's scale to newscale in both sets.
+ * The GPU's arrays of that column make a round trip to the host; the CPU
+ * twin's are rewritten where they are.  Scales only grow, at most
+ * NUM_SCALE_CAP times per run, so this stays rare.
  */
 static void
 rescale_column(GhAggRun *run, int c, int newscale)
 {
 	int			oldscale = run->scale[c];
-	int			k = newscale - oldscale;
-	int128		f = pow10_128(Max(k, 0));
 	GhGroupSet *sets[2] = {&run->main, &run->fb};
 
 	run->scale[c] = newscale;
 	if (oldscale < 0)
 		return;
+	Assert(newscale > oldscale && newscale <= NUM_SCALE_CAP);
 	run->rescales++;
 	for (int si = 0; si < 2; si++)
 	{
 		GhGroupSet *s = sets[si];
 		gh_agg_layout *l = &s->layout;
 		uint64		ng = s->ngroups;
-		bool		gpu = s->target == GH_TARGET_GPU;
-		uint64	   *lo = NULL;
-		int64	   *hi = NULL;
-		uint32	   *aux = NULL;
-		int64	   *mins = NULL;
-		int64	   *maxs = NULL;
+		char	   *acc = s->acc;
+		/* device addresses of the column's arrays, NULL where absent */
+		void	   *dev[5] = {NULL, NULL, NULL, NULL, NULL};
+		size_t		size[5] = {8, 8, 4, 8, 8};
+		void	   *host[5];
 
 		if (ng == 0)
 			continue;
-		/* the column's arrays, on the host */
 		if (l->ops[c] & GH_AGG_OP_SUM)
 		{
-			lo = (uint64 *) ((char *) s->acc + l->sum_off[c]);
-			hi = (int64 *) (lo + l->group_cap);
-			aux = (uint32 *) ((char *) s->acc + l->aux_off[c]);
+			dev[0] = acc + l->sum_off[c];
+			dev[1] = acc + l->sum_off[c] + l->group_cap * 8;
+			dev[2] = acc + l->aux_off[c];
 		}
 		if (l->ops[c] & GH_AGG_OP_MIN)
-			mins = (int64 *) ((char *) s->acc + l->min_off[c]);
+			dev[3] = acc + l->min_off[c];
 		if (l->ops[c] & GH_AGG_OP_MAX)
-			maxs = (int64 *) ((char *) s->acc + l->max_off[c]);
-		if (gpu)
+			dev[4] = acc + l->max_off[c];
+		for (int a = 0; a < 5; a++)
 		{
-			uint64	   *dlo = lo;
-			int64	   *dhi = hi;
-			uint32	   *daux = aux;
-			int64	   *dmin = mins;
-			int64	   *dmax = maxs;
-
-			if (lo)
+			host[a] = dev[a];
+			if (dev[a] && s->target == GH_TARGET_GPU)
 			{
-				lo = palloc(ng * 8);
-				hi = palloc(ng * 8);
-				aux = palloc(ng * 4);
-				gh_copy_dtoh(s->target, lo, dlo, ng * 8);
-				gh_copy_dtoh(s->target, hi, dhi, ng * 8);
-				gh_copy_dtoh(s->target, aux, daux, ng * 4);
+				host[a] = palloc(ng * size[a]);
+				gh_copy_dtoh(s->target, host[a], dev[a], ng * size[a]);
 			}
-			if (mins)
-			{
-				mins = palloc(ng * 8);
-				gh_copy_dtoh(s->target, mins, dmin, ng * 8);
-			}
-			if (maxs)
-			{
-				maxs = palloc(ng * 8);
-				gh_copy_dtoh(s->target, maxs, dmax, ng * 8);
-			}
-			gh_sync(s->target);
-			/* the host arrays are rewritten below, then copied back */
-			for (uint64 g = 0; g < ng; g++)
-			{
-				if (lo)
-				{
-					int128		v = ((int128) hi[g] << 64) | lo[g];
-					int128		r;
-
-					if (v != 0)
-					{
-						if (k > 38 || __builtin_mul_overflow(v, f, &r) ||
-							r >= ((int128) 1 << 126) || r <= -((int128) 1 << 126))
-						{
-							side_add_finite(run, side_entry(run, s, g, c),
-											num_make(v, oldscale, aux[g]), false, true, false);
-							r = 0;
-						}
-						lo[g] = (uint64) r;
-						hi[g] = (int64) (r >> 64);
-					}
-				}
-				for (int mm = 0; mm < 2; mm++)
-				{
-					int64	   *arr = mm == 0 ? mins : maxs;
-					int64		init = mm == 0 ? GH_AGG_INT_MIN_INIT : GH_AGG_INT_MAX_INIT;
-					int128		r;
-
-					if (arr == NULL || arr[g] == init)
-						continue;
-					r = (int128) gh_agg_num_m(arr[g]) * (k > 38 ? 0 : f);
-					if (k > 38 || r <= -(GH_AGG_NUM_MAX_ABS - 1) || r >= GH_AGG_NUM_MAX_ABS - 1)
-					{
-						side_add_finite(run, side_entry(run, s, g, c),
-										num_make(gh_agg_num_m(arr[g]), oldscale,
-												 gh_agg_num_dscale(arr[g])),
-										false, false, true);
-						arr[g] = init;
-					}
-					else
-						arr[g] = gh_agg_num_pack((int64) r, gh_agg_num_dscale(arr[g]));
-				}
-			}
-			if (lo)
-			{
-				gh_copy_htod(s->target, dlo, lo, ng * 8);
-				gh_copy_htod(s->target, dhi, hi, ng * 8);
-			}
-			if (mins)
-				gh_copy_htod(s->target, dmin, mins, ng * 8);
-			if (maxs)
-				gh_copy_htod(s->target, dmax, maxs, ng * 8);
-			gh_sync(s->target);
-			continue;
 		}
-		/* the CPU twin's accumulators are host memory: rewrite in place */
-		for (uint64 g = 0; g < ng; g++)
+		gh_sync(s->target);
+		rescale_groups(run, s, c, oldscale, pow10_128(newscale - oldscale), ng,
+					   host[0], host[1], host[2], host[3], host[4]);
+		if (s->target == GH_TARGET_GPU)
 		{
-			if (lo)
-			{
-				int128		v = ((int128) hi[g] << 64) | lo[g];
-				int128		r;
-
-				if (v != 0)
-				{
-					if (k > 38 || __builtin_mul_overflow(v, f, &r) ||
-						r >= ((int128) 1 << 126) || r <= -((int128) 1 << 126))
-					{
-						side_add_finite(run, side_entry(run, s, g, c),
-										num_make(v, oldscale, aux[g]), false, true, false);
-						r = 0;
-					}
-					lo[g] = (uint64) r;
-					hi[g] = (int64) (r >> 64);
-				}
-			}
-			for (int mm = 0; mm < 2; mm++)
-			{
-				int64	   *arr = mm == 0 ? mins : maxs;
-				int64		init = mm == 0 ? GH_AGG_INT_MIN_INIT : GH_AGG_INT_MAX_INIT;
-				int128		r;
-
-				if (arr == NULL || arr[g] == init)
-					continue;
-				r = (int128) gh_agg_num_m(arr[g]) * (k > 38 ? 0 : f);
-				if (k > 38 || r <= -(GH_AGG_NUM_MAX_ABS - 1) || r >= GH_AGG_NUM_MAX_ABS - 1)
-				{
-					side_add_finite(run, side_entry(run, s, g, c),
-									num_make(gh_agg_num_m(arr[g]), oldscale,
-											 gh_agg_num_dscale(arr[g])),
-									false, false, true);
-					arr[g] = init;
-				}
-				else
-					arr[g] = gh_agg_num_pack((int64) r, gh_agg_num_dscale(arr[g]));
-			}
+			for (int a = 0; a < 5; a++)
+				if (dev[a] && a != 2)
+					gh_copy_htod(s->target, dev[a], host[a], ng * size[a]);
+			gh_sync(s->target);
 		}
 	}
 }
@@ -1324,6 +1495,10 @@ fetch_accumulators(GhAggRun *run, GhGroupSet *s)
 	}
 	s->host_acc = gh_host_alloc(s->target, l->bytes);
 	gh_copy_dtoh(s->target, s->host_acc + l->rows_off, d + l->rows_off, n8);
+	for (int k = 0; k < l->nkeys; k++)
+		gh_copy_dtoh(s->target, s->host_acc + l->key_off[k], d + l->key_off[k], n8);
+	if (l->nkeys > 0)
+		gh_copy_dtoh(s->target, s->host_acc + l->knull_off, d + l->knull_off, s->ngroups);
 	for (int c = 0; c < l->ncols; c++)
 	{
 		gh_copy_dtoh(s->target, s->host_acc + l->nonnull_off[c], d + l->nonnull_off[c], n8);
@@ -1578,7 +1753,13 @@ emit_set(GhAggRun *run, GhGroupSet *s, Tuplestorestate *store, TupleDesc desc,
 		{
 			GhAggOut   *out = &plan->out[o];
 
-			if (out->is_key)
+			if (out->is_key && s->layout.nkeys > 0)
+			{
+				/* a key the device grouped and kept */
+				nulls[o] = (ACC(uint8, s, s->layout.knull_off)[g] >> out->index) & 1;
+				values[o] = (Datum) ACC(uint64, s, s->layout.key_off[out->index])[g];
+			}
+			else if (out->is_key)
 			{
 				nulls[o] = s->rep_nulls[g * run->nkeys + out->index];
 				values[o] = s->rep_vals[g * run->nkeys + out->index];
@@ -1622,14 +1803,19 @@ gh_agg_run_finish(GhAggRun *run, Tuplestorestate *store, TupleDesc desc)
 		emit_set(run, &run->main, store, desc, rowcxt, values, nulls, true);
 	run->ms_finish = ms_since(t0);
 
-	elog(DEBUG1, "gpuhash_aggregate on %s: %llu rows, %llu batches, %llu groups on the device, "
-		 "%llu rows in %llu exact fallback groups, %llu numeric values on the host, %llu rescales; "
-		 "ms: total %.1f, input and staging %.1f, device %.1f, key checks %.1f, other batch work %.1f, result rows %.1f",
-		 gpuhash_target_name(run->target),
-		 (unsigned long long) run->rows, (unsigned long long) run->batches,
-		 (unsigned long long) run->main.ngroups, (unsigned long long) run->bad_rows,
-		 (unsigned long long) run->fb.ngroups, (unsigned long long) run->side_values,
-		 (unsigned long long) run->rescales,
+	/* counts that do not depend on the device, then where the time went */
+	elog(DEBUG1, "gpuhash_aggregate: %llu input rows, %llu groups on the device, "
+		 "%llu colliding keys in the fallback set",
+		 (unsigned long long) run->rows, (unsigned long long) run->main.ngroups,
+		 (unsigned long long) run->fb.ngroups);
+	elog(DEBUG2, "gpuhash_aggregate on %s, %s keys: %llu packets from parallel workers, "
+		 "%llu batches, %llu rows in the fallback set, "
+		 "%llu numeric values on the host, %llu rescales; "
+		 "ms: total %.1f, input and staging %.1f, device %.1f, key checks %.1f, "
+		 "other batch work %.1f, result rows %.1f",
+		 gpuhash_target_name(run->target), run->exact ? "device" : "host-checked",
+		 (unsigned long long) run->packets, (unsigned long long) run->batches, (unsigned long long) run->bad_rows,
+		 (unsigned long long) run->side_values, (unsigned long long) run->rescales,
 		 ms_since(run->t_begin), ms_since(run->t_begin) - run->ms_flush - run->ms_finish,
 		 run->ms_device, run->ms_verify,
 		 run->ms_flush - run->ms_device - run->ms_verify, run->ms_finish);

@@ -12,6 +12,7 @@
 #include "executor/tuptable.h"
 #include "fmgr.h"
 #include "nodes/parsenodes.h"
+#include "nodes/plannodes.h"
 #include "utils/tuplestore.h"
 
 #include "gpuhash.h"
@@ -104,6 +105,7 @@ typedef struct GhAggPlan
 	Query	   *input;			/* keys, then input columns, FROM/WHERE */
 	int			nkeys;
 	GhAggKey   *keys;
+	bool		device_keys;	/* every key by value with bitwise equality */
 	int			ncols;
 	GhAggCol   *cols;
 	int			ncalls;
@@ -112,15 +114,42 @@ typedef struct GhAggPlan
 	GhAggOut   *out;
 } GhAggPlan;
 
+/*
+ * A device batch holds this many packets of gpuhash.batch_rows rows: a
+ * packet is what a parallel worker sends at a time (aggregate_pack.c), a
+ * batch is what one round trip to the device carries.
+ */
+#define GH_AGG_BATCH_PACKETS	16
+#define GH_AGG_MAX_BATCH		(4 * 1024 * 1024)
+
+/*
+ * A packet of input rows in the form the device takes, as a bytea: this
+ * header, then for each key uint64 vals[n], then uint8 nullmask[n] (if any
+ * key), then for each input column 8-byte vals[n] (int64 or double; none for
+ * count-only columns) and uint8 valid[n].
+ */
+typedef struct GhAggPacketHeader
+{
+	int32		vl_len_;
+	uint32		n;
+	uint32		nkeys;
+	uint32		ncols;
+} GhAggPacketHeader;
+
 /* A run: the group sets and the batch being filled (aggregate_groups.c). */
 typedef struct GhAggRun GhAggRun;
 
 /* aggregate_groups.c */
 extern GhAggRun *gh_agg_run_begin(GhAggPlan *plan, GhTarget target);
 extern void gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot);
+extern void gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt);
 extern void gh_agg_run_finish(GhAggRun *run, Tuplestorestate *store,
 							  TupleDesc desc);
 extern void gh_agg_run_end(GhAggRun *run);
+
+/* aggregate_pack.c */
+extern void gpuhash_init_aggregate(void);
+extern bool gh_agg_try_pack(GhAggPlan *plan, PlannedStmt *pstmt);
 
 /* settings this module reads (gpuhash.c) */
 extern int	gpuhash_batch_rows;

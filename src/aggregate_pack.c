@@ -1,0 +1,379 @@
+/*-------------------------------------------------------------------------
+ * aggregate_pack.c
+ *	  GpuHashAggPack: packs gpuhash_aggregate()'s input rows into device-ready
+ *	  packets inside parallel workers.
+ *
+ * When the planner makes the input query parallel (Gather over a partial
+ * plan that already computes the keys and aggregate arguments), one process
+ * would otherwise receive every row through the tuple queues and take each
+ * apart: at 10^8 rows that alone costs more than the aggregation.  Instead,
+ * gh_agg_try_pack puts a GpuHashAggPack custom scan between the Gather and
+ * its partial plan.  In every participant it pulls gpuhash.batch_rows rows
+ * from the partial plan, writes their keys (Datum bits and a NULL mask) and
+ * arguments (int64 or double, with valid flags) column by column into one
+ * bytea packet, and returns the packet as a one-column tuple; the Gather
+ * hands packets to gpuhash_aggregate's receiver, which copies them into the
+ * device batch with a few memcpys (gh_agg_run_add_packet).
+ *
+ * Only the exact device-key path is packed: keys by value with bitwise
+ * equality (the device then groups without any host check) and arguments
+ * that are integers or floats.  NUMERIC arguments need the host-side state
+ * for values the device cannot hold, and other keys need the host's hash and
+ * equality functions; such queries take rows one by one in the leader.
+ *
+ * The plan is changed after planning, so nothing here runs through setrefs:
+ * the node has no expressions of its own, reads its child's output columns
+ * by position, and its one output column is described by custom_scan_tlist.
+ * Workers find the node's methods by name, which needs
+ * gpuhash_init_aggregate() to have run in _PG_init; until it has, queries
+ * are simply not packed.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+
+#include "gpuhash_agg.h"
+
+#define GH_PACK_NAME "GpuHashAggPack"
+
+/*
+ * custom_private of a GpuHashAggPack: an IntList of rows per packet, number
+ * of keys, number of input columns, then each column's GhValType and
+ * gh_agg_kind.
+ */
+enum
+{
+	PACK_PRIV_CAP,
+	PACK_PRIV_NKEYS,
+	PACK_PRIV_NCOLS,
+	PACK_PRIV_COLS
+};
+
+typedef struct PackState
+{
+	CustomScanState css;
+	PlanState  *child;
+	uint32		cap;
+	int			nkeys;
+	int			ncols;
+	GhValType	vtype[GH_AGG_MAX_COLS];
+	uint8		kind[GH_AGG_MAX_COLS];
+	bool		done;
+	/* one packet being filled, column by column */
+	uint64	   *keys[GH_AGG_MAX_KEYS];
+	uint8	   *nullmask;
+	int64	   *vals[GH_AGG_MAX_COLS];
+	uint8	   *valid[GH_AGG_MAX_COLS];
+	bytea	   *packet;
+} PackState;
+
+static Node *pack_create_state(CustomScan *cscan);
+static void pack_begin(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *pack_exec(CustomScanState *node);
+static void pack_end(CustomScanState *node);
+static void pack_rescan(CustomScanState *node);
+
+static CustomScanMethods pack_scan_methods = {
+	.CustomName = GH_PACK_NAME,
+	.CreateCustomScanState = pack_create_state,
+};
+
+static CustomExecMethods pack_exec_methods = {
+	.CustomName = GH_PACK_NAME,
+	.BeginCustomScan = pack_begin,
+	.ExecCustomScan = pack_exec,
+	.EndCustomScan = pack_end,
+	.ReScanCustomScan = pack_rescan,
+};
+
+static bool pack_registered = false;
+
+/*
+ * gpuhash_init_aggregate registers GpuHashAggPack so that parallel workers,
+ * which load the library and run _PG_init, can read plans that contain it.
+ */
+void
+gpuhash_init_aggregate(void)
+{
+	RegisterCustomScanMethods(&pack_scan_methods);
+	pack_registered = true;
+}
+
+/* max_plan_node_id: the largest plan_node_id in the tree below plan. */
+static int
+max_plan_node_id(Plan *plan)
+{
+	int			m;
+	List	   *children = NIL;
+	ListCell   *lc;
+
+	if (plan == NULL)
+		return -1;
+	m = plan->plan_node_id;
+	m = Max(m, max_plan_node_id(plan->lefttree));
+	m = Max(m, max_plan_node_id(plan->righttree));
+	switch (nodeTag(plan))
+	{
+		case T_Append:
+			children = ((Append *) plan)->appendplans;
+			break;
+		case T_MergeAppend:
+			children = ((MergeAppend *) plan)->mergeplans;
+			break;
+		case T_BitmapAnd:
+			children = ((BitmapAnd *) plan)->bitmapplans;
+			break;
+		case T_BitmapOr:
+			children = ((BitmapOr *) plan)->bitmapplans;
+			break;
+		case T_CustomScan:
+			children = ((CustomScan *) plan)->custom_plans;
+			break;
+		case T_SubqueryScan:
+			m = Max(m, max_plan_node_id(((SubqueryScan *) plan)->subplan));
+			break;
+		default:
+			break;
+	}
+	foreach(lc, children)
+		m = Max(m, max_plan_node_id((Plan *) lfirst(lc)));
+	return m;
+}
+
+/*
+ * gh_agg_try_pack puts a GpuHashAggPack under the Gather at the top of
+ * pstmt when the run can take packets.  Returns whether it did; the query
+ * then returns one bytea packet per row.
+ */
+bool
+gh_agg_try_pack(GhAggPlan *plan, PlannedStmt *pstmt)
+{
+	Gather	   *gather;
+	Plan	   *child;
+	CustomScan *cs;
+	List	   *priv;
+	int			i;
+	int			m;
+	ListCell   *lc;
+
+	if (!pack_registered || !plan->device_keys || !IsA(pstmt->planTree, Gather))
+		return false;
+	for (i = 0; i < plan->ncols; i++)
+		if (plan->cols[i].kind == GH_AGG_KIND_NUMERIC)
+			return false;
+	gather = (Gather *) pstmt->planTree;
+	child = outerPlan(gather);
+	if (child == NULL || gather->plan.qual != NIL ||
+		list_length(gather->plan.targetlist) != plan->nkeys + plan->ncols)
+		return false;
+	/* the Gather must pass its child's columns through unchanged */
+	i = 1;
+	foreach(lc, gather->plan.targetlist)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+		Var		   *var = (Var *) tle->expr;
+
+		if (!IsA(var, Var) || var->varno != OUTER_VAR || var->varattno != i)
+			return false;
+		i++;
+	}
+
+	priv = list_make3(makeInteger(gpuhash_batch_rows), makeInteger(plan->nkeys),
+					  makeInteger(plan->ncols));
+	for (i = 0; i < plan->ncols; i++)
+	{
+		priv = lappend(priv, makeInteger(plan->cols[i].vtype));
+		priv = lappend(priv, makeInteger(plan->cols[i].kind));
+	}
+
+	m = max_plan_node_id(pstmt->planTree);
+	foreach(lc, pstmt->subplans)
+		m = Max(m, max_plan_node_id((Plan *) lfirst(lc)));
+
+	cs = makeNode(CustomScan);
+	cs->scan.plan.startup_cost = child->startup_cost;
+	cs->scan.plan.total_cost = child->total_cost;
+	cs->scan.plan.plan_rows = Max(1.0, child->plan_rows / Max(gpuhash_batch_rows, 1));
+	cs->scan.plan.plan_width = child->plan_width * Max(gpuhash_batch_rows, 1);
+	cs->scan.plan.parallel_aware = false;
+	cs->scan.plan.parallel_safe = true;
+	cs->scan.plan.plan_node_id = m + 1;
+	cs->scan.plan.extParam = bms_copy(child->extParam);
+	cs->scan.plan.allParam = bms_copy(child->allParam);
+	cs->scan.plan.targetlist =
+		list_make1(makeTargetEntry((Expr *) makeVar(INDEX_VAR, 1, BYTEAOID, -1, InvalidOid, 0),
+								   1, NULL, false));
+	cs->scan.scanrelid = 0;
+	cs->custom_scan_tlist =
+		list_make1(makeTargetEntry((Expr *) makeNullConst(BYTEAOID, -1, InvalidOid),
+								   1, NULL, false));
+	cs->custom_plans = list_make1(child);
+	cs->custom_private = priv;
+	cs->methods = &pack_scan_methods;
+
+	outerPlan(gather) = (Plan *) cs;
+	gather->plan.targetlist =
+		list_make1(makeTargetEntry((Expr *) makeVar(OUTER_VAR, 1, BYTEAOID, -1, InvalidOid, 0),
+								   1, NULL, false));
+	return true;
+}
+
+static Node *
+pack_create_state(CustomScan *cscan)
+{
+	PackState  *ps = (PackState *) newNode(sizeof(PackState), T_CustomScanState);
+
+	ps->css.methods = &pack_exec_methods;
+	return (Node *) ps;
+}
+
+static void
+pack_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	PackState  *ps = (PackState *) node;
+	CustomScan *cs = (CustomScan *) node->ss.ps.plan;
+	List	   *priv = cs->custom_private;
+
+	ps->child = ExecInitNode(linitial(cs->custom_plans), estate, eflags);
+	node->custom_ps = list_make1(ps->child);
+	ps->cap = (uint32) intVal(list_nth(priv, PACK_PRIV_CAP));
+	ps->nkeys = intVal(list_nth(priv, PACK_PRIV_NKEYS));
+	ps->ncols = intVal(list_nth(priv, PACK_PRIV_NCOLS));
+	if (ps->nkeys > GH_AGG_MAX_KEYS || ps->ncols > GH_AGG_MAX_COLS || ps->cap == 0)
+		elog(ERROR, "GpuHashAggPack: malformed plan");
+	for (int c = 0; c < ps->ncols; c++)
+	{
+		ps->vtype[c] = (GhValType) intVal(list_nth(priv, PACK_PRIV_COLS + 2 * c));
+		ps->kind[c] = (uint8) intVal(list_nth(priv, PACK_PRIV_COLS + 2 * c + 1));
+	}
+	for (int k = 0; k < ps->nkeys; k++)
+		ps->keys[k] = palloc(sizeof(uint64) * ps->cap);
+	ps->nullmask = palloc(ps->cap);
+	for (int c = 0; c < ps->ncols; c++)
+	{
+		ps->vals[c] = palloc(sizeof(int64) * ps->cap);
+		ps->valid[c] = palloc(ps->cap);
+	}
+	ps->packet = palloc(sizeof(GhAggPacketHeader) +
+						(size_t) ps->cap * (ps->nkeys * 8 + 1 + ps->ncols * 9));
+}
+
+/*
+ * pack_exec returns the next packet: up to cap rows of the child, as one
+ * bytea in the form gh_agg_run_add_packet reads.
+ */
+static TupleTableSlot *
+pack_exec(CustomScanState *node)
+{
+	PackState  *ps = (PackState *) node;
+	TupleTableSlot *out = node->ss.ss_ScanTupleSlot;
+	GhAggPacketHeader *hdr = (GhAggPacketHeader *) ps->packet;
+	uint32		n = 0;
+	char	   *p;
+
+	ExecClearTuple(out);
+	while (!ps->done && n < ps->cap)
+	{
+		TupleTableSlot *slot = ExecProcNode(ps->child);
+		uint8		mask = 0;
+
+		if (TupIsNull(slot))
+		{
+			ps->done = true;
+			break;
+		}
+		slot_getallattrs(slot);
+		for (int k = 0; k < ps->nkeys; k++)
+		{
+			if (slot->tts_isnull[k])
+			{
+				mask |= 1 << k;
+				ps->keys[k][n] = 0;
+			}
+			else
+				ps->keys[k][n] = (uint64) slot->tts_values[k];
+		}
+		ps->nullmask[n] = mask;
+		for (int c = 0; c < ps->ncols; c++)
+		{
+			Datum		v = slot->tts_values[ps->nkeys + c];
+
+			ps->valid[c][n] = !slot->tts_isnull[ps->nkeys + c];
+			if (!ps->valid[c][n])
+				continue;
+			switch (ps->vtype[c])
+			{
+				case GHV_INT2:
+					ps->vals[c][n] = DatumGetInt16(v);
+					break;
+				case GHV_INT4:
+					ps->vals[c][n] = DatumGetInt32(v);
+					break;
+				case GHV_INT8:
+					ps->vals[c][n] = DatumGetInt64(v);
+					break;
+				case GHV_FLOAT4:
+					((double *) ps->vals[c])[n] = (double) DatumGetFloat4(v);
+					break;
+				case GHV_FLOAT8:
+					((double *) ps->vals[c])[n] = DatumGetFloat8(v);
+					break;
+				default:
+					break;
+			}
+		}
+		n++;
+	}
+	if (n == 0)
+		return out;
+
+	/* the packet: header, then each array at its length for n rows */
+	p = (char *) (hdr + 1);
+	for (int k = 0; k < ps->nkeys; k++)
+	{
+		memcpy(p, ps->keys[k], (size_t) n * 8);
+		p += (size_t) n * 8;
+	}
+	if (ps->nkeys > 0)
+	{
+		memcpy(p, ps->nullmask, n);
+		p += n;
+	}
+	for (int c = 0; c < ps->ncols; c++)
+	{
+		if (ps->kind[c] != GH_AGG_KIND_NONE)
+		{
+			memcpy(p, ps->vals[c], (size_t) n * 8);
+			p += (size_t) n * 8;
+		}
+		memcpy(p, ps->valid[c], n);
+		p += n;
+	}
+	hdr->n = n;
+	hdr->nkeys = (uint32) ps->nkeys;
+	hdr->ncols = (uint32) ps->ncols;
+	SET_VARSIZE(ps->packet, p - (char *) ps->packet);
+	out->tts_values[0] = PointerGetDatum(ps->packet);
+	out->tts_isnull[0] = false;
+	return ExecStoreVirtualTuple(out);
+}
+
+static void
+pack_end(CustomScanState *node)
+{
+	ExecEndNode(((PackState *) node)->child);
+}
+
+static void
+pack_rescan(CustomScanState *node)
+{
+	PackState  *ps = (PackState *) node;
+
+	ExecReScan(ps->child);
+	ps->done = false;
+}
