@@ -1,0 +1,161 @@
+#!/bin/bash
+# bench/agg/run.sh - gpuhash_aggregate against native GROUP BY, on a GPU host
+# (or anywhere, with BENCH_DEVICE=cpu).  Markdown on stdout.
+#
+#   bench/agg/run.sh [ROWS [GROUPS...]]     default: 100000000 rows, all three group counts
+#
+# Needs gpuhash built and installed (make install) and PostgreSQL's programs on
+# PATH (on a GPU host: source .gpuhost/pg.sh first).  It starts a throwaway
+# cluster (gpuhash preloaded, 16 parallel workers), fills an unlogged table
+#   bench_agg(k10, kmid, kbig, v int4)   with generate_series, ROWS rows;
+#   k10 has 10 groups, kmid min(10^6, ROWS/100), kbig min(5*10^7, ROWS/2)
+# and runs, for each group count G, the query
+#   SELECT k, count(*), sum(v), avg(v), min(v), max(v) FROM bench_agg GROUP BY k
+# natively (serial, 8 and 16 workers) and through gpuhash_aggregate (input
+# serial, and input from 16 workers).  Each configuration: one warm-up run
+# that also checksums the result (every row's text, hashed and summed, so row
+# order does not matter; all must equal the native serial checksum), then
+# REPEATS timed runs (EXPLAIN ANALYZE with TIMING OFF: planning plus
+# execution, the result is computed but not sent); the table shows medians.
+# For gpuhash it also prints its DEBUG2 breakdown of where the time went.
+#
+# Environment: REPEATS (3), CONFIGS (serial p8 p16 gpu gpu_p16),
+# BENCH_DEVICE (gpu), BENCH_WORK_MEM (1GB, native hash tables; larger ones
+# spill, as they would), BENCH_SHARED_BUFFERS (24GB), BENCH_LOAD_JOBS (8).
+# Rough duration at 10^8 rows on 16 cores: 2 minutes to load, then a few
+# minutes per group count; 5*10^7 groups with native serial takes longest
+# (CONFIGS="p8 p16 gpu gpu_p16" leaves it out).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../test/lib.sh"
+
+rows=${1:-100000000}
+shift || true
+groups=("$@")
+repeats=${REPEATS:-3}
+configs=${CONFIGS:-"serial p8 p16 gpu gpu_p16"}
+device=${BENCH_DEVICE:-gpu}
+jobs=${BENCH_LOAD_JOBS:-8}
+
+mid=$(( rows / 100 < 1000000 ? rows / 100 : 1000000 )); [ $mid -lt 1 ] && mid=1
+big=$(( rows / 2 < 50000000 ? rows / 2 : 50000000 )); [ $big -lt 1 ] && big=1
+[ ${#groups[@]} -eq 0 ] && groups=(10 $mid $big)
+
+dir=$(gh_tmpdir)
+port=$(gh_free_port)
+trap 'gh_cluster_stop "$dir"; rm -rf "$dir"' EXIT
+gh_cluster_start "$dir" "$port" "gpuhash.device = $device
+shared_buffers = ${BENCH_SHARED_BUFFERS:-24GB}
+work_mem = ${BENCH_WORK_MEM:-1GB}
+max_worker_processes = 40
+max_parallel_workers = 16
+max_parallel_workers_per_gather = 16
+jit = off
+max_wal_size = 20GB
+checkpoint_timeout = 1h" >/dev/null
+
+q() { gh_as_pg psql -X -qAt -v ON_ERROR_STOP=1 "$@"; }
+
+# --- data ---------------------------------------------------------------
+t0=$(date +%s.%N)
+q -c "CREATE EXTENSION gpuhash" \
+  -c "CREATE UNLOGGED TABLE bench_agg (k10 int, kmid int, kbig int, v int)"
+chunk=$(( (rows + jobs - 1) / jobs ))
+pids=()
+for j in $(seq 0 $((jobs - 1))); do
+  lo=$(( j * chunk + 1 )); hi=$(( (j + 1) * chunk )); [ $hi -gt $rows ] && hi=$rows
+  [ $lo -gt $hi ] && continue
+  q -c "INSERT INTO bench_agg
+        SELECT g % 10, (g * 7919) % $mid, (g * 7919) % $big, (g * 104729) % 1000000
+          FROM generate_series($lo::int8, $hi::int8) g" &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+q -c "VACUUM (FREEZE, ANALYZE) bench_agg" -c "ALTER TABLE bench_agg SET (parallel_workers = 16)"
+size=$(q -c "SELECT pg_size_pretty(pg_relation_size('bench_agg'))")
+t1=$(date +%s.%N)
+
+# --- runs ---------------------------------------------------------------
+setting() {
+  case $1 in
+    serial|gpu) echo "SET max_parallel_workers_per_gather = 0;" ;;
+    p8) echo "SET max_parallel_workers_per_gather = 8;" ;;
+    p16|gpu_p16) echo "SET max_parallel_workers_per_gather = 16;" ;;
+  esac
+}
+query() {  # query CONFIG COLUMN
+  local inner="SELECT $2 AS k, count(*), sum(v), avg(v), min(v), max(v) FROM bench_agg GROUP BY $2"
+  case $1 in
+    gpu|gpu_p16) echo "SELECT * FROM gpuhash_aggregate('$inner') AS t(k int, n bigint, s bigint, a numeric, mi int, ma int)" ;;
+    *) echo "$inner" ;;
+  esac
+}
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+
+declare -A ms sum
+notes=()
+for g in "${groups[@]}"; do
+  case $g in 10) col=k10 ;; $mid) col=kmid ;; $big) col=kbig ;;
+    *) echo "groups must be 10, $mid or $big at $rows rows" >&2; exit 2 ;; esac
+  for c in $configs; do
+    # warm-up, with the checksum (and gpuhash's own account of its time)
+    out=$(q 2>&1 <<SQL
+$(setting $c)
+SET client_min_messages = debug2;
+SELECT count(*) || ' ' || sum(hashtextextended(t::text, 0)::numeric) FROM ($(query $c $col)) t;
+SQL
+)
+    sum[$g,$c]=$(echo "$out" | grep -v '^DEBUG' | tail -1)
+    dbg=$(echo "$out" | grep 'gpuhash_aggregate on' | sed 's/^DEBUG: *//' || true)
+    [ -n "$dbg" ] && notes+=("G=$g $c: $dbg")
+    times=()
+    for r in $(seq 1 "$repeats"); do
+      out=$(q <<SQL
+$(setting $c)
+EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF, SUMMARY ON) $(query $c $col);
+SQL
+)
+      plan=$(echo "$out" | sed -n 's/^Planning Time: \([0-9.]*\) ms/\1/p')
+      exec=$(echo "$out" | sed -n 's/^Execution Time: \([0-9.]*\) ms/\1/p')
+      times+=("$(echo "$plan + $exec" | bc)")
+    done
+    ms[$g,$c]=$(printf '%s\n' "${times[@]}" | median)
+  done
+done
+
+# --- report -------------------------------------------------------------
+gpu=$(q -c "SELECT coalesce((SELECT name FROM gpuhash_devices() WHERE ordinal = 0), 'no GPU')")
+printf '## gpuhash_aggregate vs native GROUP BY\n\n'
+printf '%s rows (%s table, loaded in %.0f s), %s cores, %s, PostgreSQL %s, gpuhash.device = %s, work_mem %s.\n' \
+  "$rows" "$size" "$(echo "$t1 - $t0" | bc)" "$(nproc)" "$gpu" "$(q -c 'SHOW server_version')" "$device" \
+  "${BENCH_WORK_MEM:-1GB}"
+printf 'Query: SELECT k, count(*), sum(v), avg(v), min(v), max(v) FROM bench_agg GROUP BY k (v int4).\n'
+printf 'Median of %s runs after a warm-up, ms (planning + execution, result not sent to the client).\n\n' "$repeats"
+hdr="| groups |"; sep="|---|"
+for c in $configs; do
+  case $c in serial) h="native serial" ;; p8) h="native 8 workers" ;; p16) h="native 16 workers" ;;
+    gpu) h="gpuhash, serial input" ;; gpu_p16) h="gpuhash, 16-worker input" ;; esac
+  hdr="$hdr $h |"; sep="$sep---|"
+done
+case " $configs " in *" p16 "*) hdr="$hdr best gpuhash vs native 16 workers |"; sep="$sep---|" ;; esac
+hdr="$hdr results identical |"; sep="$sep---|"
+echo "$hdr"; echo "$sep"
+allsame=1
+for g in "${groups[@]}"; do
+  line="| $g |"; ref=""; same=yes; best=""
+  for c in $configs; do
+    line="$line ${ms[$g,$c]} |"
+    [ -z "$ref" ] && ref=${sum[$g,$c]}
+    [ "${sum[$g,$c]}" != "$ref" ] && { same=NO; allsame=0; }
+    case $c in gpu|gpu_p16)
+      if [ -z "$best" ] || [ "$(echo "${ms[$g,$c]} < $best" | bc)" = 1 ]; then best=${ms[$g,$c]}; fi ;; esac
+  done
+  case " $configs " in *" p16 "*)
+    if [ -n "$best" ]; then line="$line $(echo "scale=2; ${ms[$g,p16]} / $best" | bc)x |"; else line="$line - |"; fi ;; esac
+  echo "$line $same ($(echo "$ref" | cut -d' ' -f1) groups) |"
+done
+if [ ${#notes[@]} -gt 0 ]; then
+  printf '\nWhere gpuhash_aggregate spent its time (its DEBUG2 line, warm-up run):\n\n'
+  for n in "${notes[@]}"; do echo "- $n"; done
+fi
+[ $allsame = 1 ]
