@@ -110,8 +110,9 @@ typedef struct GhGroupSet
 	bool	   *rep_set;
 	uint64		rep_cap;
 	HTAB	   *side;
-	/* at the end: accumulators on the host */
+	/* at the end: accumulators on the host, and their layout */
 	char	   *host_acc;
+	gh_agg_layout hl;
 } GhGroupSet;
 
 struct GhAggRun
@@ -1479,44 +1480,53 @@ num_from_int128(int128 v)
 #define ACC(type, s, off) ((type *) ((s)->host_acc + (off)))
 
 /*
- * fetch_accumulators makes the set's accumulators readable on the host.
+ * fetch_accumulators makes the set's accumulators readable on the host.  A
+ * GPU set's arrays come back into a layout for exactly ngroups groups, in
+ * ordinary memory: pinning gigabytes for one copy would cost more than it
+ * saves.
  */
 static void
 fetch_accumulators(GhAggRun *run, GhGroupSet *s)
 {
 	gh_agg_layout *l = &s->layout;
+	gh_agg_layout *hl = &s->hl;
 	size_t		n8 = s->ngroups * 8;
 	char	   *d = s->acc;
+	char	   *h;
 
 	if (s->target != GH_TARGET_GPU)
 	{
 		s->host_acc = s->acc;
+		s->hl = s->layout;
 		return;
 	}
-	s->host_acc = gh_host_alloc(s->target, l->bytes);
-	gh_copy_dtoh(s->target, s->host_acc + l->rows_off, d + l->rows_off, n8);
+	gh_agg_layout_init(hl, l->ncols, l->kind, l->ops, l->nkeys, Max(s->ngroups, 1));
+	h = s->host_acc = MemoryContextAllocHuge(run->cxt, hl->bytes);
+#define BACK(field, bytes) \
+	gh_copy_dtoh(s->target, h + hl->field, d + l->field, (bytes))
+	BACK(rows_off, n8);
 	for (int k = 0; k < l->nkeys; k++)
-		gh_copy_dtoh(s->target, s->host_acc + l->key_off[k], d + l->key_off[k], n8);
+		BACK(key_off[k], n8);
 	if (l->nkeys > 0)
-		gh_copy_dtoh(s->target, s->host_acc + l->knull_off, d + l->knull_off, s->ngroups);
+		BACK(knull_off, s->ngroups);
 	for (int c = 0; c < l->ncols; c++)
 	{
-		gh_copy_dtoh(s->target, s->host_acc + l->nonnull_off[c], d + l->nonnull_off[c], n8);
+		BACK(nonnull_off[c], n8);
 		if (l->ops[c] & GH_AGG_OP_SUM)
 		{
-			gh_copy_dtoh(s->target, s->host_acc + l->sum_off[c], d + l->sum_off[c], n8);
+			BACK(sum_off[c], n8);
 			if (l->kind[c] != GH_AGG_KIND_FLOAT)
-				gh_copy_dtoh(s->target, s->host_acc + l->sum_off[c] + l->group_cap * 8,
+				gh_copy_dtoh(s->target, h + hl->sum_off[c] + hl->group_cap * 8,
 							 d + l->sum_off[c] + l->group_cap * 8, n8);
 			if (l->aux_off[c])
-				gh_copy_dtoh(s->target, s->host_acc + l->aux_off[c], d + l->aux_off[c],
-							 s->ngroups * 4);
+				BACK(aux_off[c], s->ngroups * 4);
 		}
 		if (l->ops[c] & GH_AGG_OP_MIN)
-			gh_copy_dtoh(s->target, s->host_acc + l->min_off[c], d + l->min_off[c], n8);
+			BACK(min_off[c], n8);
 		if (l->ops[c] & GH_AGG_OP_MAX)
-			gh_copy_dtoh(s->target, s->host_acc + l->max_off[c], d + l->max_off[c], n8);
+			BACK(max_off[c], n8);
 	}
+#undef BACK
 	gh_sync(s->target);
 }
 
@@ -1524,8 +1534,8 @@ fetch_accumulators(GhAggRun *run, GhGroupSet *s)
 static int128
 int_sum(GhGroupSet *s, uint64 g, int c)
 {
-	uint64	   *lo = ACC(uint64, s, s->layout.sum_off[c]);
-	int64	   *hi = (int64 *) (lo + s->layout.group_cap);
+	uint64	   *lo = ACC(uint64, s, s->hl.sum_off[c]);
+	int64	   *hi = (int64 *) (lo + s->hl.group_cap);
 
 	return ((int128) hi[g] << 64) | lo[g];
 }
@@ -1537,8 +1547,8 @@ int_sum(GhGroupSet *s, uint64 g, int c)
 static double
 float_sum(GhGroupSet *s, uint64 g, int c)
 {
-	double		d = ACC(double, s, s->layout.sum_off[c])[g];
-	uint32		flags = ACC(uint32, s, s->layout.aux_off[c])[g];
+	double		d = ACC(double, s, s->hl.sum_off[c])[g];
+	uint32		flags = ACC(uint32, s, s->hl.aux_off[c])[g];
 
 	if (!isfinite(d) && (flags & (GH_AGG_SAW_INF | GH_AGG_SAW_NAN)) == 0)
 		float_overflow_error();
@@ -1549,12 +1559,12 @@ float_sum(GhGroupSet *s, uint64 g, int c)
 static Datum
 numeric_total(GhAggRun *run, GhGroupSet *s, uint64 g, int c, GhNumSide *e)
 {
-	uint64		nn = ACC(uint64, s, s->layout.nonnull_off[c])[g];
+	uint64		nn = ACC(uint64, s, s->hl.nonnull_off[c])[g];
 	Datum		dev = (Datum) 0;
 
 	if (nn > 0)
 		dev = num_make(int_sum(s, g, c), run->scale[c],
-					   (int) ACC(uint32, s, s->layout.aux_off[c])[g]);
+					   (int) ACC(uint32, s, s->hl.aux_off[c])[g]);
 	if (e == NULL || e->sum == (Datum) 0)
 		return dev;
 	if (dev == (Datum) 0)
@@ -1579,8 +1589,8 @@ numeric_extreme(GhAggRun *run, GhGroupSet *s, uint64 g, int c, GhNumSide *e,
 		return run->num_pinf;
 	if (want < 0 && ninf)
 		return run->num_ninf;
-	packed = want < 0 ? ACC(int64, s, s->layout.min_off[c])[g]
-		: ACC(int64, s, s->layout.max_off[c])[g];
+	packed = want < 0 ? ACC(int64, s, s->hl.min_off[c])[g]
+		: ACC(int64, s, s->hl.max_off[c])[g];
 	if (packed != (want < 0 ? GH_AGG_INT_MIN_INIT : GH_AGG_INT_MAX_INIT))
 		best = num_make(gh_agg_num_m(packed), run->scale[c], gh_agg_num_dscale(packed));
 	if (e)
@@ -1624,8 +1634,8 @@ call_value(GhAggRun *run, GhGroupSet *s, int64 g, GhAggCall *call, bool *isnull)
 		return (Datum) 0;
 	}
 	if (call->func == GHAF_COUNT_STAR)
-		return Int64GetDatum((int64) ACC(uint64, s, s->layout.rows_off)[g]);
-	nn = ACC(uint64, s, s->layout.nonnull_off[c])[g];
+		return Int64GetDatum((int64) ACC(uint64, s, s->hl.rows_off)[g]);
+	nn = ACC(uint64, s, s->hl.nonnull_off[c])[g];
 	if (vt == GHV_NUMERIC && s->side != NULL && run->plan->cols[c].kind != GH_AGG_KIND_NONE)
 	{
 		uint64		key = ((uint64) g << 8) | (uint64) c;
@@ -1667,8 +1677,8 @@ call_value(GhAggRun *run, GhGroupSet *s, int64 g, GhAggCall *call, bool *isnull)
 				case GHAF_MAX:
 					{
 						int64		v = call->func == GHAF_MIN
-							? ACC(int64, s, s->layout.min_off[c])[g]
-							: ACC(int64, s, s->layout.max_off[c])[g];
+							? ACC(int64, s, s->hl.min_off[c])[g]
+							: ACC(int64, s, s->hl.max_off[c])[g];
 
 						if (vt == GHV_INT2)
 							return Int16GetDatum((int16) v);
@@ -1704,8 +1714,8 @@ call_value(GhAggRun *run, GhGroupSet *s, int64 g, GhAggCall *call, bool *isnull)
 				case GHAF_MAX:
 					{
 						double		d = gh_agg_float_unkey(call->func == GHAF_MIN
-														   ? ACC(uint64, s, s->layout.min_off[c])[g]
-														   : ACC(uint64, s, s->layout.max_off[c])[g]);
+														   ? ACC(uint64, s, s->hl.min_off[c])[g]
+														   : ACC(uint64, s, s->hl.max_off[c])[g]);
 
 						if (vt == GHV_FLOAT4)
 							return Float4GetDatum((float4) d);
@@ -1753,11 +1763,11 @@ emit_set(GhAggRun *run, GhGroupSet *s, Tuplestorestate *store, TupleDesc desc,
 		{
 			GhAggOut   *out = &plan->out[o];
 
-			if (out->is_key && s->layout.nkeys > 0)
+			if (out->is_key && s->hl.nkeys > 0)
 			{
 				/* a key the device grouped and kept */
-				nulls[o] = (ACC(uint8, s, s->layout.knull_off)[g] >> out->index) & 1;
-				values[o] = (Datum) ACC(uint64, s, s->layout.key_off[out->index])[g];
+				nulls[o] = (ACC(uint8, s, s->hl.knull_off)[g] >> out->index) & 1;
+				values[o] = (Datum) ACC(uint64, s, s->hl.key_off[out->index])[g];
 			}
 			else if (out->is_key)
 			{
@@ -1831,8 +1841,6 @@ gh_agg_run_end(GhAggRun *run)
 	{
 		GhGroupSet *s = sets[i];
 
-		if (s->host_acc && s->host_acc != s->acc)
-			gh_dev_free(s->host_acc);
 		if (s->acc)
 			gh_dev_free(s->acc);
 		if (s->table)
