@@ -33,6 +33,7 @@ int			gpuhash_group_size = 4;
 int			gpuhash_probe_scheme = GH_PROBE_LINEAR;
 int			gpuhash_device_memory_limit = 0;
 double		gpuhash_join_setup_cost = 1000.0;
+double		gpuhash_worker_context_cost = 20000.0;
 
 static const struct config_enum_entry probe_scheme_options[] = {
 	{"linear", GH_PROBE_LINEAR, false},
@@ -149,6 +150,15 @@ _PG_init(void)
 							 NULL,
 							 &gpuhash_join_setup_cost,
 							 1000.0, 0.0, 1e12,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomRealVariable("gpuhash.worker_context_cost",
+							 "Planner's estimate of the cost of a parallel worker creating its CUDA context.",
+							 NULL,
+							 &gpuhash_worker_context_cost,
+							 20000.0, 0.0, 1e12,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);

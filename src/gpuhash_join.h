@@ -56,6 +56,7 @@ extern int	gpuhash_group_size;
 extern int	gpuhash_probe_scheme;
 extern int	gpuhash_device_memory_limit;
 extern double gpuhash_join_setup_cost;
+extern double gpuhash_worker_context_cost;
 
 /* The device hash table of one join (hashtable.c). */
 typedef struct GhTable

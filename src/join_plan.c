@@ -231,7 +231,17 @@ cost_gpu_join(PlannerInfo *root, CustomPath *path, Path *outer, Path *inner,
 	startup += inner_rows * (cpu_tuple_cost + nkeys * cpu_operator_cost);
 	startup += inner_rows * probe_op * cpu_operator_cost;	/* build */
 	if (target == GH_TARGET_GPU)
+	{
 		startup += gpuhash_join_setup_cost;
+
+		/*
+		 * Every parallel worker is a new process that creates its own CUDA
+		 * context, and the driver creates them one after another: measured
+		 * on an H200, about 0.2 s per worker.
+		 */
+		if (path->path.parallel_workers > 0)
+			startup += gpuhash_worker_context_cost * path->path.parallel_workers;
+	}
 
 	run = outer->total_cost - outer->startup_cost;
 	startup += outer->startup_cost;

@@ -6,7 +6,8 @@
 #   test/gpuhost.sh tests device     steps: tests (test/run.sh with
 #                                    gpuhash.device = gpu), device
 #                                    (bench/run_device.sh), multimap
-#                                    (bench/run_multimap.sh), sanitize
+#                                    (bench/run_multimap.sh), joinbench
+#                                    (bench/join/run.sh $JOINBENCH_ARGS), sanitize
 #                                    (compute-sanitizer on the CUDA tests)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +27,10 @@ for step in "$@"; do
       tar czf "$out/test-logs.tgz" -C /tmp gh-logs 2>/dev/null ;;
     device)
       bash bench/run_device.sh 5 2>"$out/device.err" | tee "$out/device.md" || rc=1 ;;
+    joinbench)
+      # JOINBENCH_ARGS: e.g. "--scale 0.1 --workloads 'int4 text left floor'"
+      eval "bash bench/join/run.sh --out /tmp/joinbench ${JOINBENCH_ARGS:-}" 2>&1 | tee "$out/joinbench.md" || rc=1
+      tar czf "$out/joinbench-logs.tgz" -C /tmp joinbench 2>/dev/null ;;
     multimap)
       bash bench/run_multimap.sh 2>&1 | tee "$out/multimap.md" || rc=1 ;;
     sanitize)
