@@ -31,6 +31,8 @@ for step in "$@"; do
       # JOINBENCH_ARGS: e.g. "--scale 0.1 --workloads 'int4 text left floor'"
       eval "bash bench/join/run.sh --out /tmp/joinbench ${JOINBENCH_ARGS:-}" 2>&1 | tee "$out/joinbench.md" || rc=1
       tar czf "$out/joinbench-logs.tgz" -C /tmp joinbench 2>/dev/null ;;
+    joinexplain)
+      bash bench/join/explain.sh /tmp/jbdata 2>&1 | tee "$out/joinexplain.txt" || rc=1 ;;
     multimap)
       bash bench/run_multimap.sh 2>&1 | tee "$out/multimap.md" || rc=1 ;;
     sanitize)

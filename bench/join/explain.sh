@@ -1,0 +1,26 @@
+#!/bin/bash
+# bench/join/explain.sh DIR - where the time of a GpuHashJoin goes: EXPLAIN
+# ANALYZE of the int4 workload (serial and 8 workers, gpuhash and native) on
+# the cluster that `bench/join/run.sh --keep --datadir DIR` left running.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../test/lib.sh"
+cl=$1
+export PGHOST=$cl PGPORT=$(sed -n 's/^port = //p' "$cl/data/postgresql.conf" | tail -1) PGUSER=postgres PGDATABASE=postgres
+gh_as_pg psql -X <<'SQL'
+SET work_mem = '1GB';
+SET max_parallel_workers_per_gather = 0;
+SET gpuhash.device = gpu;
+\echo == gpuhash serial
+EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
+SET gpuhash.force_join = on;
+SET max_parallel_workers_per_gather = 8;
+SET parallel_setup_cost = 0;
+\echo == gpuhash 8 workers (forced)
+EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
+RESET gpuhash.force_join;
+SET gpuhash.enabled = off;
+SET max_parallel_workers_per_gather = 0;
+\echo == native serial
+EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
+SQL
