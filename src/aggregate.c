@@ -746,6 +746,16 @@ run_input(GhAggPlan *plan, GhAggRun *run)
 
 	pstmt = pg_plan_query(plan->input, plan->sql, CURSOR_OPT_PARALLEL_OK, NULL);
 	dest.packed = gh_agg_try_pack(plan, pstmt);
+
+	/*
+	 * With packets, the leader's job is to drain the workers' queues: a
+	 * leader busy filling a packet of its own leaves them full and the
+	 * workers waiting.
+	 */
+	if (dest.packed)
+		(void) set_config_option("parallel_leader_participation", "off",
+								 PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
 	qd = CreateQueryDesc(pstmt, plan->sql, GetActiveSnapshot(), InvalidSnapshot,
 						 (DestReceiver *) &dest, NULL, NULL, 0);
 	ExecutorStart(qd, 0);

@@ -94,6 +94,25 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+
 
 declare -A ms sum
 notes=()
+allsame=1
+gpu=$(q -c "SELECT coalesce((SELECT name FROM gpuhash_devices() WHERE ordinal = 0), 'no GPU')")
+printf '## gpuhash_aggregate vs native GROUP BY\n\n'
+printf '%s rows (%s table, loaded in %.0f s), %s cores, %s, PostgreSQL %s, gpuhash.device = %s, work_mem %s.\n' \
+  "$rows" "$size" "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" "$(nproc)" "$gpu" \
+  "$(q -c 'SHOW server_version')" "$device" "${BENCH_WORK_MEM:-1GB}"
+printf 'Query: SELECT k, count(*), sum(v), avg(v), min(v), max(v) FROM bench_agg GROUP BY k (v int4).\n'
+printf 'Median of %s runs after a warm-up, ms (planning + execution, result not sent to the client).\n\n' "$repeats"
+hdr="| groups |"; sep="|---|"
+for c in $configs; do
+  case $c in serial) h="native serial" ;; p8) h="native 8 workers" ;; p16) h="native 16 workers" ;;
+    gpu) h="gpuhash, serial input" ;; gpu_p16) h="gpuhash, 16-worker input" ;; esac
+  hdr="$hdr $h |"; sep="$sep---|"
+done
+case " $configs " in *" p16 "*) hdr="$hdr best gpuhash vs native 16 workers |"; sep="$sep---|" ;; esac
+hdr="$hdr results identical |"; sep="$sep---|"
+echo "$hdr"; echo "$sep"
+
+# one table row per group count, printed as soon as it is measured
 for g in "${groups[@]}"; do
   case $g in 10) col=k10 ;; $mid) col=kmid ;; $big) col=kbig ;;
     *) echo "groups must be 10, $mid or $big at $rows rows" >&2; exit 2 ;; esac
@@ -117,43 +136,26 @@ SQL
 )
       plan=$(echo "$out" | sed -n 's/^Planning Time: \([0-9.]*\) ms/\1/p')
       exec=$(echo "$out" | sed -n 's/^Execution Time: \([0-9.]*\) ms/\1/p')
-      times+=("$(echo "$plan + $exec" | bc)")
+      times+=("$(awk -v a="$plan" -v b="$exec" 'BEGIN {printf "%.1f", a + b}')")
     done
     ms[$g,$c]=$(printf '%s\n' "${times[@]}" | median)
   done
-done
-
-# --- report -------------------------------------------------------------
-gpu=$(q -c "SELECT coalesce((SELECT name FROM gpuhash_devices() WHERE ordinal = 0), 'no GPU')")
-printf '## gpuhash_aggregate vs native GROUP BY\n\n'
-printf '%s rows (%s table, loaded in %.0f s), %s cores, %s, PostgreSQL %s, gpuhash.device = %s, work_mem %s.\n' \
-  "$rows" "$size" "$(echo "$t1 - $t0" | bc)" "$(nproc)" "$gpu" "$(q -c 'SHOW server_version')" "$device" \
-  "${BENCH_WORK_MEM:-1GB}"
-printf 'Query: SELECT k, count(*), sum(v), avg(v), min(v), max(v) FROM bench_agg GROUP BY k (v int4).\n'
-printf 'Median of %s runs after a warm-up, ms (planning + execution, result not sent to the client).\n\n' "$repeats"
-hdr="| groups |"; sep="|---|"
-for c in $configs; do
-  case $c in serial) h="native serial" ;; p8) h="native 8 workers" ;; p16) h="native 16 workers" ;;
-    gpu) h="gpuhash, serial input" ;; gpu_p16) h="gpuhash, 16-worker input" ;; esac
-  hdr="$hdr $h |"; sep="$sep---|"
-done
-case " $configs " in *" p16 "*) hdr="$hdr best gpuhash vs native 16 workers |"; sep="$sep---|" ;; esac
-hdr="$hdr results identical |"; sep="$sep---|"
-echo "$hdr"; echo "$sep"
-allsame=1
-for g in "${groups[@]}"; do
   line="| $g |"; ref=""; same=yes; best=""
   for c in $configs; do
     line="$line ${ms[$g,$c]} |"
     [ -z "$ref" ] && ref=${sum[$g,$c]}
     [ "${sum[$g,$c]}" != "$ref" ] && { same=NO; allsame=0; }
     case $c in gpu|gpu_p16)
-      if [ -z "$best" ] || [ "$(echo "${ms[$g,$c]} < $best" | bc)" = 1 ]; then best=${ms[$g,$c]}; fi ;; esac
+      if [ -z "$best" ] || awk -v a="${ms[$g,$c]}" -v b="$best" 'BEGIN {exit !(a < b)}'; then
+        best=${ms[$g,$c]}; fi ;; esac
   done
   case " $configs " in *" p16 "*)
-    if [ -n "$best" ]; then line="$line $(echo "scale=2; ${ms[$g,p16]} / $best" | bc)x |"; else line="$line - |"; fi ;; esac
+    if [ -n "$best" ]; then
+      line="$line $(awk -v a="${ms[$g,p16]}" -v b="$best" 'BEGIN {printf "%.2f", a / b}')x |"
+    else line="$line - |"; fi ;; esac
   echo "$line $same ($(echo "$ref" | cut -d' ' -f1) groups) |"
 done
+
 if [ ${#notes[@]} -gt 0 ]; then
   printf '\nWhere gpuhash_aggregate spent its time (its DEBUG2 line, warm-up run):\n\n'
   for n in "${notes[@]}"; do echo "- $n"; done
