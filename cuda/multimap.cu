@@ -51,8 +51,6 @@ constexpr unsigned kFull = 0xffffffffu;
 /* Lookup kernels: at least 4 blocks (32 warps) per SM, i.e. <= 64 registers;
  * random loads need many warps in flight more than they need registers. */
 constexpr int kMinBlocks = 4;
-/* The insert keeps PF claims in flight and would spill under 64 registers. */
-constexpr int kMinBlocksInsert = 3;
 /* Steps of 32 pairs that a warp copies at once when groups are big. */
 constexpr int kCopyUnroll = 4;
 
@@ -209,38 +207,6 @@ __device__ __forceinline__ void warp_lookup(const Table &T, const uint64_t (&has
                 w[q] = make_ulonglong2(0, 0);
         }
 
-        /*
-         * Inserts: claim a slot in each round's first window before waiting
-         * for any claim, so the PF claiming CASes are in flight together
-         * rather than one round trip after another.  What this first try
-         * does not settle (a lost race, a full window) goes to resolve().
-         */
-        unsigned long long claim[PF];
-        int claim_at[PF];
-
-#pragma unroll
-        for (int q = 0; q < PF; q++)
-        {
-            claim[q] = 0;
-            claim_at[q] = -1;
-            if (MODE == kInsert && kv[q] && kh[q] != GH_EMPTY_HASH && !tile.any(w[q].x == kh[q]))
-            {
-                const unsigned empty = tile.ballot(w[q].x == GH_EMPTY_HASH);
-
-                if (empty)
-                {
-                    const int f = __ffs(empty) - 1;
-                    const uint64_t base = gh_seq_start(kh[q], T.mask + 1, T.scheme).window * G;
-
-                    claim_at[q] = f;
-                    if (j == (unsigned) f)
-                        claim[q] = atomicCAS(&T.slots[base + f], make_ulonglong2(GH_EMPTY_HASH, 0),
-                                             make_ulonglong2(kh[q], 1))
-                                       .x;
-                }
-            }
-        }
-
 #pragma unroll
         for (int q = 0; q < PF; q++)
         {
@@ -250,10 +216,6 @@ __device__ __forceinline__ void warp_lookup(const Table &T, const uint64_t (&has
 
             if (kv[q])
             {
-                /* The sequence is recomputed (a few multiplies) rather than
-                 * kept in registers across the prefetch. */
-                const gh_seq seq = gh_seq_start(kh[q], T.mask + 1, T.scheme);
-
                 if (kh[q] == GH_EMPTY_HASH)
                 {
                     if (MODE == kProbe)
@@ -261,23 +223,11 @@ __device__ __forceinline__ void warp_lookup(const Table &T, const uint64_t (&has
                     else
                         r = T.capacity;
                 }
-                else if (MODE == kInsert && claim_at[q] >= 0)
-                {
-                    const unsigned long long old = tile.shfl(claim[q], claim_at[q]);
-
-                    if (old == GH_EMPTY_HASH)
-                        r = (seq.window * G + claim_at[q]) | kClaimed;
-                    else
-                    {
-                        ulonglong2 v = w[q];
-
-                        if (j == (unsigned) claim_at[q])
-                            v.x = old;
-                        r = resolve<G, MODE>(tile, T, kh[q], seq, v, full);
-                    }
-                }
                 else
-                    r = resolve<G, MODE>(tile, T, kh[q], seq, w[q], full);
+                    /* The sequence is recomputed (a few multiplies) rather
+                     * than kept in registers across the prefetch. */
+                    r = resolve<G, MODE>(tile, T, kh[q], gh_seq_start(kh[q], T.mask + 1, T.scheme),
+                                         w[q], full);
             }
             /* Round k's tile t worked on the row of lane (k*NT)%32 + t. */
             if (G == 1)
@@ -396,7 +346,7 @@ __global__ void __launch_bounds__(kBlock) k_init(ulonglong2 *slots, uint64_t nsl
  * inputs where thousands of rows share a slot.
  */
 template <int G>
-__global__ void __launch_bounds__(kBlock, kMinBlocksInsert) k_insert(Table T, const uint64_t *__restrict__ hashes,
+__global__ void __launch_bounds__(kBlock, kMinBlocks) k_insert(Table T, const uint64_t *__restrict__ hashes,
                                                    uint64_t n, gh_ctrl *ctrl)
 {
     constexpr int B = Batch<G>::B;
@@ -522,30 +472,21 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) k_scatter(Table T, const u
 
         load_hashes<B>(hashes, n, base, h, ok);
         warp_lookup<G, kFind>(T, h, ok, slot, nullptr);
-
-        /* All B reservations in flight before the first is waited for. */
-        unsigned peers[B];
-        unsigned end[B];
-
 #pragma unroll
         for (int b = 0; b < B; b++)
         {
             const uint64_t s = ok[b] ? slot[b] : GH_NO_SLOT;
+            const unsigned peers = __match_any_sync(kFull, (unsigned long long) s);
+            const int leader = __ffs(peers) - 1;
+            const unsigned npeers = __popc(peers);
+            const unsigned rank = __popc(peers & ((1u << lane) - 1));
+            unsigned end = 0;
 
-            peers[b] = __match_any_sync(kFull, (unsigned long long) s);
-            end[b] = 0;
-            if (s != GH_NO_SLOT && lane == (unsigned) (__ffs(peers[b]) - 1))
-                end[b] = atomicSub(reinterpret_cast<unsigned *>(&T.slots[s].y) + 1,
-                                   (unsigned) __popc(peers[b]));
-        }
-#pragma unroll
-        for (int b = 0; b < B; b++)
-        {
-            const unsigned e = __shfl_sync(kFull, end[b], __ffs(peers[b]) - 1);
-            const unsigned rank = __popc(peers[b] & ((1u << lane) - 1));
-
-            if (ok[b] && slot[b] != GH_NO_SLOT)
-                rows[e - __popc(peers[b]) + rank] = (uint32_t) (base + 32 * (uint64_t) b + lane);
+            if (s != GH_NO_SLOT && lane == (unsigned) leader)
+                end = atomicSub(reinterpret_cast<unsigned *>(&T.slots[s].y) + 1, npeers);
+            end = __shfl_sync(kFull, end, leader);
+            if (s != GH_NO_SLOT)
+                rows[end - npeers + rank] = (uint32_t) (base + 32 * (uint64_t) b + lane);
         }
     }
 }
