@@ -18,20 +18,28 @@
  * lane that owns the row.  So each lane ends up with its own rows' groups and
  * every global write of the batch is coalesced.
  *
- * Build = init slots; insert (find or claim the slot with a 64-bit CAS, then
- * count, one atomic per distinct slot per warp thanks to match_any); give each
- * group an end offset (one packed atomic per warp hands out row ranges and
- * counts distinct hashes; groups need not be in slot order, so no scan and no
- * scratch); scatter (atomicSub on the group's offset, again once per slot per
- * warp, leaves offset at the group's start).
+ * Build = init slots; insert (claim the slot with a 16-byte CAS that also
+ * counts the row, else count it, one atomic per distinct slot per warp thanks
+ * to match_any); give each group an end offset (one packed atomic per block of
+ * 2048 slots hands out row ranges and counts distinct hashes; groups need not
+ * be in slot order, so no scan and no scratch); scatter (atomicSub on the
+ * group's offset, once per slot per warp, leaves offset at the group's start).
+ * Measured on an H200 (bench/results/multimap-2026-11-21.md), the build is
+ * bound by random DRAM traffic, the scatter being the largest part.
  *
  * Retrieve: each warp computes its batch's output counts, scans them with
  * shuffles, reserves room for the whole batch with ONE global atomicAdd, and
  * writes each row's pairs contiguously.  The per-row descriptors (offset,
  * count, scan) stay in registers and are read across lanes by shuffles, which
  * is the per-warp staging: rows with at most one pair write straight to
- * consecutive positions, bigger groups are copied by the whole warp, 32 pairs
- * per step, so stores are coalesced at any multiplicity.
+ * consecutive positions, bigger groups are copied by the whole warp, 128
+ * pairs per step with all their row loads in flight, so stores are coalesced
+ * at any multiplicity.  Retrieve, count and ranges run at the device's random
+ * read ceiling.
+ *
+ * Asynchrony: build, count and retrieve end with a synchronization of the
+ * caller's stream (they return numbers); ranges and mark_matched only enqueue
+ * work on it.
  *
  * Library code: never prints, exits or throws; every CUDA call and launch is
  * checked and reported through gh_error.
