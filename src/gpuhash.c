@@ -29,8 +29,8 @@ bool		gpuhash_force_join = false;
 int			gpuhash_inject_alloc_failure = 0;
 int			gpuhash_batch_rows = 65536;
 double		gpuhash_load_factor = 0.5;
-int			gpuhash_group_size = 4;
-int			gpuhash_probe_scheme = GH_PROBE_LINEAR;
+int			gpuhash_group_size = 2;
+int			gpuhash_probe_scheme = GH_PROBE_DOUBLE;
 int			gpuhash_device_memory_limit = 0;
 double		gpuhash_join_setup_cost = 1000.0;
 double		gpuhash_worker_context_cost = 20000.0;
@@ -120,7 +120,7 @@ _PG_init(void)
 							"Threads that probe one row together (1, 2, 4, 8, 16 or 32).",
 							NULL,
 							&gpuhash_group_size,
-							4, 1, 32,
+							2, 1, 32,
 							PGC_USERSET,
 							0,
 							check_group_size, NULL, NULL);
@@ -129,7 +129,7 @@ _PG_init(void)
 							 "Hash table probing: linear or double hashing.",
 							 NULL,
 							 &gpuhash_probe_scheme,
-							 GH_PROBE_LINEAR,
+							 GH_PROBE_DOUBLE,
 							 probe_scheme_options,
 							 PGC_USERSET,
 							 0,
