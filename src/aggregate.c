@@ -744,6 +744,16 @@ run_input(GhAggPlan *plan, GhAggRun *run)
 							 PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 
+	/*
+	 * Rows that workers pack cross the Gather a packet of thousands at a
+	 * time, so the planner's per-row charge for the Gather does not apply;
+	 * with it, a plan that returns every row of a large scan is never
+	 * parallel.
+	 */
+	if (gh_agg_can_pack(plan))
+		(void) set_config_option("parallel_tuple_cost", "0",
+								 PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
 	pstmt = pg_plan_query(plan->input, plan->sql, CURSOR_OPT_PARALLEL_OK, NULL);
 	dest.packed = gh_agg_try_pack(plan, pstmt);
 

@@ -146,6 +146,22 @@ max_plan_node_id(Plan *plan)
 }
 
 /*
+ * gh_agg_can_pack says whether the run could take packets, before planning:
+ * the pack node is registered, the keys go to the device as they are, and
+ * no argument is NUMERIC.
+ */
+bool
+gh_agg_can_pack(GhAggPlan *plan)
+{
+	if (!pack_registered || !plan->device_keys)
+		return false;
+	for (int i = 0; i < plan->ncols; i++)
+		if (plan->cols[i].kind == GH_AGG_KIND_NUMERIC)
+			return false;
+	return true;
+}
+
+/*
  * gh_agg_try_pack puts a GpuHashAggPack under the Gather at the top of
  * pstmt when the run can take packets.  Returns whether it did; the query
  * then returns one bytea packet per row.
@@ -161,11 +177,8 @@ gh_agg_try_pack(GhAggPlan *plan, PlannedStmt *pstmt)
 	int			m;
 	ListCell   *lc;
 
-	if (!pack_registered || !plan->device_keys || !IsA(pstmt->planTree, Gather))
+	if (!gh_agg_can_pack(plan) || !IsA(pstmt->planTree, Gather))
 		return false;
-	for (i = 0; i < plan->ncols; i++)
-		if (plan->cols[i].kind == GH_AGG_KIND_NUMERIC)
-			return false;
 	gather = (Gather *) pstmt->planTree;
 	child = outerPlan(gather);
 	if (child == NULL || gather->plan.qual != NIL ||

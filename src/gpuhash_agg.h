@@ -149,6 +149,7 @@ extern void gh_agg_run_end(GhAggRun *run);
 
 /* aggregate_pack.c */
 extern void gpuhash_init_aggregate(void);
+extern bool gh_agg_can_pack(GhAggPlan *plan);
 extern bool gh_agg_try_pack(GhAggPlan *plan, PlannedStmt *pstmt);
 
 /* settings this module reads (gpuhash.c) */
