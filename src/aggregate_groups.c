@@ -3,26 +3,38 @@
  *	  The group sets of gpuhash_aggregate(): input rows in, PostgreSQL's
  *	  groups out.
  *
- * Rows arrive one at a time from the executor (gh_agg_run_add) and are
- * staged in a batch of gpuhash.batch_rows rows: the group hash of the keys
- * (the keys' extended hash functions, combined; a NULL key hashes to a
- * constant of its position, so NULLs form their own group), a copy of the
- * keys, and each aggregate argument as the device wants it (int64, double, or
- * NUMERIC as fixed point).  A full batch is flushed:
+ * Rows arrive one at a time from the executor (gh_agg_run_add), or as
+ * packets that parallel workers made (gh_agg_run_add_packet), and are staged
+ * in a device batch of GH_AGG_BATCH_PACKETS x gpuhash.batch_rows rows: each
+ * row's keys and each aggregate argument as the device wants it (int64,
+ * double, or NUMERIC as fixed point).  A full batch is flushed one of two
+ * ways.
  *
- *	1. The device table gives every row a group id by hash (gh_agg_assign).
- *	2. The host checks every row's key against its group's representative
+ * Exact device keys (every key by value with bitwise equality: integers,
+ * dates, timestamps, bool, oid): the keys travel as Datums and the device
+ * does the rest (gh_agg_assign_exact): it hashes them, numbers the groups,
+ * keeps each group's key, checks every row against it, and accumulates.
+ * The host only learns the group count and the rows whose key met another
+ * key's hash; those go to the fallback set (below).
+ *
+ * Host-checked keys (anything else: text, numeric, floats, arrays, ...):
+ *	1. The host hashes the keys with their extended hash functions, combined
+ *	   (a NULL key hashes to a constant of its position, so NULLs form their
+ *	   own group), and keeps a copy of them.
+ *	2. The device table gives every row a group id by hash (gh_agg_assign).
+ *	3. The host checks every row's key against its group's representative
  *	   with the keys' equality (the first row of a new group becomes its
  *	   representative).  Two different keys with one hash meet here: the
  *	   later row does not match, and is taken out of the device batch.
- *	3. The device accumulates the rest (gh_agg_accumulate).
- *	4. Rows taken out go to the fallback set, a CPU group set keyed by the
- *	   whole key (hash, then equality), with the same accumulators.
- *	5. NUMERIC values the device cannot take (NaN, infinities, more than 18
- *	   digits, scale above 24, or too large once scaled) are added on the
- *	   host, per group, with PostgreSQL's numeric functions ("side" state).
- * Every group thus lives in exactly one set, and every key in one group:
- * a hash collision costs a little CPU time, never a wrong merge.
+ *	4. The device accumulates the rest (gh_agg_accumulate).
+ *
+ * Either way, rows taken out go to the fallback set, a CPU group set keyed by
+ * the whole key (hash, then equality), with the same accumulators; and
+ * NUMERIC values the device cannot take (NaN, infinities, more than 18
+ * digits, scale above 24, or too large once scaled) are added on the host,
+ * per group, with PostgreSQL's numeric functions ("side" state).  Every
+ * group thus lives in exactly one set, and every key in one group: a hash
+ * collision costs a little CPU time, never a wrong merge.
  *
  * NUMERIC fixed point: each column has a scale S, the largest display scale
  * seen so far (at most 24).  When a batch brings a larger one, the existing
