@@ -2,13 +2,14 @@
  * nocuda.c
  *	  Stand-ins for the CUDA side when the library is built without nvcc.
  *
- * The Makefile compiles this file instead of cuda/*.cu when no CUDA toolkit
+ * The Makefile compiles this file instead of the .cu files when no CUDA toolkit
  * is found, so that gpuhash still builds, installs and runs its CPU twin.
  * Every GPU entry point reports GH_ERR_NO_CUDA_BUILD.
  *-------------------------------------------------------------------------
  */
 #include <string.h>
 
+#include "gpuhash_agg.h"
 #include "gpuhash_cuda.h"
 
 static gh_status
@@ -160,4 +161,65 @@ gh_mm_mark_matched_gpu(const gh_mm *mm, const uint64_t *d_probe,
 					   void *stream, gh_error *err)
 {
 	return nocuda(err, "gh_mm_mark_matched_gpu");
+}
+
+
+/* gpuhash_aggregate's GPU entry points (cuda/gpuhash_agg.h) */
+
+gh_status
+gh_agg_table_init_gpu(void *mem, uint64_t capacity, void *stream, gh_error *err)
+{
+	return nocuda(err, "gh_agg_table_init_gpu");
+}
+
+gh_status
+gh_agg_table_rehash_gpu(const void *old_mem, uint64_t old_cap, void *new_mem,
+						uint64_t new_cap, void *stream, gh_error *err)
+{
+	return nocuda(err, "gh_agg_table_rehash_gpu");
+}
+
+gh_status
+gh_agg_assign_gpu(void *mem, uint64_t capacity, const uint64_t *hashes,
+				  uint32_t n, uint32_t *ids, void *stream, gh_error *err)
+{
+	return nocuda(err, "gh_agg_assign_gpu");
+}
+
+gh_status
+gh_agg_assign_exact_gpu(void *mem, uint64_t capacity, void *acc,
+						const gh_agg_layout *l, const gh_agg_keys *k,
+						uint32_t n, uint32_t *ids, uint32_t *scratch,
+						uint32_t *bad, void *stream, gh_error *err)
+{
+	return nocuda(err, "gh_agg_assign_exact_gpu");
+}
+
+gh_status
+gh_agg_skip_gpu(uint32_t *ids, const uint32_t *rows, uint32_t nrows,
+				void *stream, gh_error *err)
+{
+	return nocuda(err, "gh_agg_skip_gpu");
+}
+
+gh_status
+gh_agg_acc_init_gpu(void *acc, const gh_agg_layout *l, uint64_t from,
+					uint64_t to, void *stream, gh_error *err)
+{
+	return nocuda(err, "gh_agg_acc_init_gpu");
+}
+
+gh_status
+gh_agg_acc_move_gpu(void *dst, const gh_agg_layout *dl, const void *src,
+					const gh_agg_layout *sl, uint64_t ngroups, void *stream,
+					gh_error *err)
+{
+	return nocuda(err, "gh_agg_acc_move_gpu");
+}
+
+gh_status
+gh_agg_accumulate_gpu(void *acc, const gh_agg_layout *l, uint64_t ngroups,
+					  const gh_agg_batch *b, void *stream, gh_error *err)
+{
+	return nocuda(err, "gh_agg_accumulate_gpu");
 }

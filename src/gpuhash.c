@@ -19,6 +19,7 @@
 #include "utils/guc.h"
 
 #include "gpuhash.h"
+#include "gpuhash_agg.h"
 #include "gpuhash_join.h"
 
 PG_MODULE_MAGIC;
@@ -167,6 +168,7 @@ _PG_init(void)
 
 	gpuhash_init_device();
 	gpuhash_init_join_plan();
+	gpuhash_init_aggregate();
 }
 
 static bool
