@@ -11,9 +11,10 @@ gh_as_pg psql -X <<'SQL'
 SET work_mem = '1GB';
 SET max_parallel_workers_per_gather = 0;
 SET gpuhash.device = gpu;
-\echo == gpuhash serial
-EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
 SET gpuhash.force_join = on;
+\echo == gpuhash serial (forced)
+EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
+EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.t = r.t;
 SET max_parallel_workers_per_gather = 8;
 SET parallel_setup_cost = 0;
 \echo == gpuhash 8 workers (forced)
