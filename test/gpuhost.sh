@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/gpuhost-out}
 mkdir -p "$out"
 chmod -R a+rX .
-source .gpuhost/pg.sh 5432 >"$out/pg.log" 2>&1 || { cat "$out/pg.log"; exit 1; }
+source .gpuhost/pg.sh ${GPUHOST_PORT:-5432} >"$out/pg.log" 2>&1 || { cat "$out/pg.log"; exit 1; }
 export GPUHASH_SKIP_DEPS=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 rc=0
