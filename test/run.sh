@@ -27,6 +27,8 @@ count_tap() {
   local ok nok
   ok=$(grep -cE '^ *ok [0-9]+' "$1" || true)
   nok=$(grep -cE '^ *not ok [0-9]+' "$1" || true)
+  # a suite that ran no test at all is a failure, not a pass
+  [ $((ok + nok)) -eq 0 ] && nok=1 && echo "no test ran in $(basename "$1")"
   passed=$((passed + ok)); failed=$((failed + nok))
   echo "$ok passed, $nok failed in $(basename "$1")"
 }
@@ -48,7 +50,7 @@ if [ -f test/cuda/Makefile ]; then
   grep -E '^ *not ok' "$logdir/multimap-cpu.tap" | head -20
   if [ "$device" = gpu ]; then
     note "multimap unit tests (GPU vs CPU)"
-    if make -s -C test/cuda gpu >"$logdir/multimap-gpu.tap" 2>&1; then :; else
+    if make -s -C test/cuda run-gpu >"$logdir/multimap-gpu.tap" 2>&1; then :; else
       failed=$((failed + 1)); echo "multimap GPU test exited non-zero"; fi
     count_tap "$logdir/multimap-gpu.tap"
     grep -E '^ *not ok' "$logdir/multimap-gpu.tap" | head -20
