@@ -352,7 +352,8 @@ static void
 ghj_build(GhjState *s)
 {
 	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
-	uint32		cap = 1024;
+	Plan	   *inner_plan = s->inner_ps->plan;
+	uint32		cap;
 	uint32		nullcap = 0;
 	uint64	   *hashes;
 	bool		keep_nullkeys = (s->jointype == JOIN_RIGHT ||
@@ -363,10 +364,16 @@ ghj_build(GhjState *s)
 
 	INSTR_TIME_SET_CURRENT(start);
 	s->target = gpuhash_exec_target();
+
+	/*
+	 * Size the arrays for the planner's estimate, to spare most regrowing,
+	 * but no more than 4M rows ahead of seeing them: estimates can be far off.
+	 */
+	cap = (uint32) Min(Max(inner_plan->plan_rows * 1.1, 1024.0), 4194304.0);
 	old = MemoryContextSwitchTo(s->build_cxt);
 	s->stride = 1 + s->nkeys;
-	s->inner_recs = palloc(sizeof(Datum) * cap * s->stride);
-	hashes = palloc(sizeof(uint64) * cap);
+	s->inner_recs = palloc_extended(sizeof(Datum) * cap * s->stride, MCXT_ALLOC_HUGE);
+	hashes = palloc_extended(sizeof(uint64) * cap, MCXT_ALLOC_HUGE);
 	s->ninner = 0;
 	s->n_nullkey = 0;
 	MemoryContextSwitchTo(old);
