@@ -40,10 +40,8 @@
  */
 #include "postgres.h"
 
-#include "access/hash.h"
 #include "access/nbtree.h"
 #include "catalog/pg_aggregate.h"
-#include "catalog/pg_amop.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "funcapi.h"
@@ -58,7 +56,6 @@
 #include "tcop/tcopprot.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
-#include "utils/catcache.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -146,7 +143,6 @@ static void add_group_key(GhAggPlan *plan, Expr *expr, Oid eqop, bool hashable,
 						  int position);
 static int	add_carried(GhAggPlan *plan, Expr *expr, int position, const char *name);
 static int	add_call(GhAggPlan *plan, Aggref *agg, int position, const char *name);
-static bool extended_hash_proc(Oid eqop, Oid type, Oid *proc);
 static GhKeyEq key_eqmode(Oid type, Oid eqop, Oid collation, bool byval);
 static void check_coldef(GhAggPlan *plan, TupleDesc expected);
 static char *describe_columns(GhAggPlan *plan);
@@ -421,12 +417,13 @@ static void
 add_group_key(GhAggPlan *plan, Expr *expr, Oid eqop, bool hashable, int position)
 {
 	GhAggKey   *key = &plan->keys[plan->nkeys];
+	Oid			rhs_proc;
 
 	key->expr = expr;
 	key->type = exprType((Node *) expr);
 	key->collation = exprCollation((Node *) expr);
 	get_typlenbyval(key->type, &key->typlen, &key->typbyval);
-	if (!hashable || !extended_hash_proc(eqop, key->type, &key->hash_proc))
+	if (!hashable || !gpuhash_extended_hash_functions(eqop, &key->hash_proc, &rhs_proc))
 		REFUSE_DETAIL(psprintf("GROUP BY expression %d has type %s, which has no hash operator class with an extended hash function.",
 							   position, format_type_be(key->type)),
 					  "gpuhash_aggregate cannot hash GROUP BY expression %d", position);
@@ -576,31 +573,6 @@ add_call(GhAggPlan *plan, Aggref *agg, int position, const char *name)
 	}
 	call->col = c;
 	return plan->ncalls++;
-}
-
-/*
- * extended_hash_proc finds the extended hash function of type in a hash
- * opfamily that has eqop as its equality operator.
- */
-static bool
-extended_hash_proc(Oid eqop, Oid type, Oid *proc)
-{
-	CatCList   *catlist = SearchSysCacheList1(AMOPOPID, ObjectIdGetDatum(eqop));
-	bool		found = false;
-
-	for (int i = 0; i < catlist->n_members && !found; i++)
-	{
-		Form_pg_amop aform = (Form_pg_amop) GETSTRUCT(&catlist->members[i]->tuple);
-
-		if (aform->amopmethod != HASH_AM_OID ||
-			aform->amopstrategy != HTEqualStrategyNumber)
-			continue;
-		*proc = get_opfamily_proc(aform->amopfamily, aform->amoplefttype,
-								  aform->amoplefttype, HASHEXTENDED_PROC);
-		found = OidIsValid(*proc);
-	}
-	ReleaseSysCacheList(catlist);
-	return found;
 }
 
 /*

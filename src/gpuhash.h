@@ -30,6 +30,9 @@ extern int	gpuhash_device;
 extern bool gpuhash_force_join;
 extern int	gpuhash_inject_alloc_failure;
 
+/* hashing support shared by the join and the aggregate (join_plan.c) */
+extern bool gpuhash_extended_hash_functions(Oid opno, Oid *lhs, Oid *rhs);
+
 /* device layer (device.c) */
 extern void gpuhash_init_device(void);
 extern GhTarget gpuhash_plan_target(void);

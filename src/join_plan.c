@@ -88,11 +88,12 @@ gpuhash_init_join_plan(void)
 }
 
 /*
- * extended_hash_functions finds the extended hash support functions of the
- * two input types of opno in one of its hash families.
+ * gpuhash_extended_hash_functions finds the extended hash support functions
+ * of the two input types of opno in one of its hash families.  Used by the
+ * join and by gpuhash_aggregate.
  */
-static bool
-extended_hash_functions(Oid opno, Oid *lhs, Oid *rhs)
+bool
+gpuhash_extended_hash_functions(Oid opno, Oid *lhs, Oid *rhs)
 {
 	CatCList   *catlist;
 	bool		found = false;
@@ -146,7 +147,7 @@ hash_key_for_clause(RestrictInfo *rinfo, RelOptInfo *outerrel,
 	/* a NULL key must never match: only strict operators */
 	if (!op_strict(op->opno))
 		return false;
-	if (!extended_hash_functions(op->opno, &lhs_hash, &rhs_hash))
+	if (!gpuhash_extended_hash_functions(op->opno, &lhs_hash, &rhs_hash))
 		return false;
 
 	key->rinfo = rinfo;
