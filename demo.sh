@@ -62,5 +62,14 @@ EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r
 SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
 SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
 \timing off
+\echo '== an ad-hoc GROUP BY on the device: gpuhash_aggregate, then the same query natively'
+\timing on
+SELECT * FROM gpuhash_aggregate('SELECT s.k % 5 AS g, count(*), sum(s.v), avg(r.v), min(r.v), max(r.v)
+                                  FROM s JOIN r ON s.k = r.k GROUP BY 1')
+         AS t(g int, n bigint, total bigint, mean numeric, lo int, hi int) ORDER BY g;
+SET gpuhash.enabled = off;
+SELECT s.k % 5 AS g, count(*), sum(s.v), avg(r.v), min(r.v), max(r.v)
+  FROM s JOIN r ON s.k = r.k GROUP BY 1 ORDER BY g;
+\timing off
 SQL
 echo "== stopping the cluster"
