@@ -13,6 +13,7 @@ gh_install_deps() {
   command -v pg_config >/dev/null 2>&1 || need+=(postgresql-server-dev-15)
   [ -x /usr/lib/postgresql/15/bin/postgres ] || command -v postgres >/dev/null 2>&1 || need+=(postgresql-15)
   command -v pg_prove >/dev/null 2>&1 || need+=(libtap-parser-sourcehandler-pgtap-perl)
+  command -v sqlsmith >/dev/null 2>&1 || need+=(sqlsmith)
   command -v make >/dev/null 2>&1 || need+=(make)
   command -v gcc >/dev/null 2>&1 || need+=(gcc)
   local sharedir

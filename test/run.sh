@@ -7,8 +7,9 @@
 #                                    gpuhash.device = gpu, plus the CUDA tests
 #
 # Suites: the multimap unit tests (test/cuda), pg_regress (sql/, expected/)
-# in a temporary preloaded instance, and pgTAP (test/pgtap) via pg_prove in a
-# throwaway cluster.  Logs go to $GPUHASH_TEST_LOGDIR (default: a temp dir).
+# in a temporary preloaded instance, pgTAP (test/pgtap) via pg_prove in a
+# throwaway cluster, the isolation specs (test/isolation) and the robustness
+# suite (test/robust: cancels, kills, injected failures, pgbench, sqlsmith).  Logs go to $GPUHASH_TEST_LOGDIR (default: a temp dir).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -106,6 +107,24 @@ else
   failed=$((failed + 1)); echo "could not start the pgTAP cluster"
 fi
 rm -rf "$cl" "$work"
+
+note "isolation specs (gpuhash.device = $device)"
+GPUHASH_TEST_LOGDIR=$logdir bash test/isolation/run.sh >"$logdir/isolation.log" 2>&1
+rc=$?
+grep -E '^(test|ok|not ok)' "$logdir/isolation.log" || true
+ok=$(grep -cE '\.\.\. ok|^ok ' "$logdir/isolation.log" || true)
+nok=$(grep -cE '\.\.\. FAILED|^not ok ' "$logdir/isolation.log" || true)
+[ $rc -ne 0 ] && [ "$nok" -eq 0 ] && nok=1 && tail -20 "$logdir/isolation.log"
+[ $((ok + nok)) -eq 0 ] && nok=1
+passed=$((passed + ok)); failed=$((failed + nok))
+
+note "robustness (cancel, terminate, kill -9, injected OOM, savepoints, 10,000 joins, pgbench, lifecycle, sqlsmith)"
+bash test/robust/run.sh >"$logdir/robust.tap" 2>"$logdir/robust.err"
+rc=$?
+count_tap "$logdir/robust.tap"
+grep -E '^ *not ok' "$logdir/robust.tap" | head -20
+if [ $rc -ne 0 ] && ! grep -qE '^ *not ok' "$logdir/robust.tap"; then
+  failed=$((failed + 1)); echo "robustness suite exited $rc"; tail -20 "$logdir/robust.err"; fi
 
 echo
 echo "logs: $logdir"
