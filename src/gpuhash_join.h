@@ -75,6 +75,7 @@ typedef struct GhTable
 	double		device_ms;		/* time spent in device calls */
 } GhTable;
 
+extern bool gh_table_fits_device(double nrows);
 extern GhTable *gh_table_build(GhTarget target, const uint64 *hashes,
 							   uint32 nrows);
 extern void gh_table_probe(GhTable *table, const uint64 *hashes, uint32 n,

@@ -26,6 +26,28 @@ table_params(gh_mm_params *params)
 	params->scheme = (gh_probe_scheme) gpuhash_probe_scheme;
 }
 
+/*
+ * gh_table_fits_device says whether a table of nrows inner rows, with the
+ * staging copy of their hashes, stays within gpuhash.device_memory_limit.
+ * The planner asks it before offering a GPU path, the executor before
+ * building on the GPU, so both apply the same limit.
+ */
+bool
+gh_table_fits_device(double nrows)
+{
+	gh_mm_params params;
+	uint64_t	capacity;
+
+	if (gpuhash_device_memory_limit <= 0)
+		return true;
+	if (nrows >= (double) GH_MAX_ROWS)
+		return false;
+	table_params(&params);
+	return (double) gh_mm_bytes((uint32) Max(nrows, 1), &params, &capacity) +
+		nrows * sizeof(uint64) <=
+		(double) gpuhash_device_memory_limit * 1024 * 1024;
+}
+
 static void
 check(gh_status st, gh_error *err, const char *action)
 {
@@ -42,11 +64,10 @@ build_gpu(GhTable *t, const uint64 *hashes, uint32 nrows, gh_mm_params *params)
 {
 	uint64_t	capacity;
 	size_t		bytes = gh_mm_bytes(nrows, params, &capacity);
-	size_t		limit = (size_t) gpuhash_device_memory_limit * 1024 * 1024;
 	void	   *d_hashes;
 	gh_error	err;
 
-	if (gpuhash_device_memory_limit > 0 && bytes + nrows * sizeof(uint64) > limit)
+	if (!gh_table_fits_device((double) nrows))
 		return false;
 	t->mem = gh_dev_try_alloc(GH_TARGET_GPU, bytes);
 	if (t->mem == NULL)

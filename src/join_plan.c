@@ -266,30 +266,6 @@ cost_gpu_join(PlannerInfo *root, CustomPath *path, Path *outer, Path *inner,
 }
 
 /*
- * device_fits says whether the inner side's table is expected to fit in the
- * device memory gpuhash may use.  The executor copes when this was wrong
- * (it finishes on the CPU twin); the planner just avoids the GPU.
- */
-static bool
-device_fits(Path *inner, GhTarget target)
-{
-	gh_mm_params params;
-	uint64_t	capacity;
-	double		bytes;
-
-	if (target != GH_TARGET_GPU || gpuhash_device_memory_limit <= 0)
-		return true;
-	if (inner->rows >= (double) GH_MAX_ROWS)
-		return false;
-	params.load_factor = gpuhash_load_factor;
-	params.group_size = gpuhash_group_size;
-	params.scheme = gpuhash_probe_scheme;
-	bytes = gh_mm_bytes((uint32) Max(inner->rows, 1), &params, &capacity);
-	bytes += 2.0 * inner->rows * sizeof(uint64);	/* hashes, probe buffers */
-	return bytes <= (double) gpuhash_device_memory_limit * 1024 * 1024;
-}
-
-/*
  * clauses_of returns the clauses of a RestrictInfo list, pseudoconstant ones
  * included: a custom join gets no gating Result node, so it evaluates them
  * itself.
@@ -404,7 +380,8 @@ gpuhash_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 	if (outer == NULL || inner == NULL ||
 		outer->param_info != NULL || inner->param_info != NULL)
 		return;
-	if (!device_fits(inner, target))
+	/* the executor copes when this is wrong (it finishes on the CPU twin) */
+	if (target == GH_TARGET_GPU && !gh_table_fits_device(inner->rows))
 		return;
 
 	add_path(joinrel, (Path *) make_gpu_join_path(root, joinrel, jointype, extra,
