@@ -256,6 +256,20 @@ SELECT * FROM agg_check('SELECT k13, count(*) FROM agg_v WHERE id % 5000 = 1 GRO
 SET gpuhash.batch_rows = 100;
 SELECT * FROM agg_check('SELECT k1000 % 50, k13, count(*), sum(i4), min(f8) FROM agg_v GROUP BY 1, 2',
                         'k int, k2 int, c bigint, s bigint, m float8');
+-- packets carry 4-byte keys and int2/int4 values as 4 bytes, and NULL masks
+-- only when a packet has a NULL: negative and unsigned (oid) 4-byte keys,
+-- 2- and 1-byte keys, NULLs in some packets and not in others
+SELECT * FROM agg_check(
+  'SELECT CASE WHEN id % 3001 = 0 THEN NULL ELSE i4 % 40 - 20 END, i2 % 3,
+          ((k1000::int8 * 2000000 + 2147483000) % 4294967296)::oid, id % 4 = 0,
+          count(*), count(i2), sum(i2), min(i2), max(CASE WHEN id % 1000 < 500 THEN NULL ELSE i4 END),
+          avg(CASE WHEN id > 15000 THEN NULL ELSE i4 END), sum(i8), max(f4), count(t)
+     FROM agg_v GROUP BY 1, 2, 3, 4',
+  'k4 int, k2 int, ko oid, kb bool, c bigint, c2 bigint, s2 bigint, mi2 int2, ma4 int, a4 numeric,
+   s8 numeric, mf real, ct bigint');
+SELECT * FROM agg_check('SELECT (id % 7 - 3)::int2, (k13 - 6)::int8, date ''2000-01-01'' + (id % 5 - 2), count(*), sum(i4)
+                           FROM agg_v GROUP BY 1, 2, 3',
+                        'k2 int2, k8 int8, d date, c bigint, s bigint');
 RESET gpuhash.batch_rows;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;

@@ -47,12 +47,14 @@
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "nodes/execnodes.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_coerce.h"
 #include "parser/parsetree.h"
+#include "portability/instr_time.h"
 #include "tcop/tcopprot.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
@@ -702,6 +704,8 @@ run_input(GhAggPlan *plan, GhAggRun *run)
 	PlannedStmt *pstmt;
 	QueryDesc  *qd;
 	int			nestlevel;
+	instr_time	t0,
+				t1;
 
 	memset(&dest, 0, sizeof(dest));
 	dest.pub.receiveSlot = dest_receive;
@@ -740,8 +744,17 @@ run_input(GhAggPlan *plan, GhAggRun *run)
 								 GUC_ACTION_SAVE, true, 0, false);
 	qd = CreateQueryDesc(pstmt, plan->sql, GetActiveSnapshot(), InvalidSnapshot,
 						 (DestReceiver *) &dest, NULL, NULL, 0);
+	INSTR_TIME_SET_CURRENT(t0);
 	ExecutorStart(qd, 0);
 	ExecutorRun(qd, ForwardScanDirection, 0, true);
+	INSTR_TIME_SET_CURRENT(t1);
+	INSTR_TIME_SUBTRACT(t1, t0);
+	if (IsA(pstmt->planTree, Gather))
+		gh_agg_run_note_input(run, ((Gather *) pstmt->planTree)->num_workers,
+							  ((GatherState *) qd->planstate)->nworkers_launched,
+							  INSTR_TIME_GET_MILLISEC(t1));
+	else
+		gh_agg_run_note_input(run, 0, 0, INSTR_TIME_GET_MILLISEC(t1));
 	ExecutorFinish(qd);
 	ExecutorEnd(qd);
 	FreeQueryDesc(qd);

@@ -185,6 +185,13 @@ struct GhAggRun
 	uint64		bad_rows;
 	uint64		side_values;
 	uint64		rescales;
+	uint64		packet_bytes;
+	uint64		worker_busy_us; /* sum over packets */
+	int			workers_planned;
+	int			workers_launched;
+	double		ms_input;		/* the input query's executor, wall */
+	double		ms_copy;		/* packets into the batch */
+	double		ms_flush_input; /* ms_flush while the input ran */
 	instr_time	t_begin;
 	double		ms_flush;
 	double		ms_device;
@@ -633,27 +640,69 @@ gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot)
 		flush(run);
 }
 
+/* widen32 sign-extends n int32 values (4-aligned) to 64 bits. */
+static void
+widen32(int64 *dst, const char *src, uint32 n)
+{
+	const int32 *s = (const int32 *) src;
+
+	for (uint32 i = 0; i < n; i++)
+		dst[i] = s[i];
+}
+
 /*
  * gh_agg_run_add_packet stages a packet of rows that a parallel worker
- * already put in the device's form (exact keys; no NUMERIC columns).
+ * already put in the device's form (exact keys; no NUMERIC columns), widening
+ * its 4-byte arrays and filling in the NULL arrays it left out.
  */
 void
 gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 {
 	uint32		n = pkt->n;
 	const char *p = (const char *) (pkt + 1);
+	const char *end = (const char *) pkt + VARSIZE(pkt);
+	size_t		need = 0;
+	instr_time	t0;
 
 	if (!run->exact || pkt->nkeys != (uint32) run->nkeys ||
 		pkt->ncols != (uint32) run->ncols || n > run->cap)
 		elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
+	for (int k = 0; k < run->nkeys; k++)
+		need += (size_t) n * gh_agg_key_width(&run->plan->keys[k]);
+	for (int c = 0; c < run->ncols; c++)
+		need += (size_t) n * (gh_agg_col_width(&run->plan->cols[c]) +
+							  ((pkt->nullcols >> c) & 1));
+	if (pkt->flags & GH_PACKET_KEY_NULLS)
+		need += n;
+	if ((size_t) (end - p) != need)
+		elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
 	if (run->n + n > run->cap)
 		flush(run);
-	for (int k = 0; k < run->nkeys; k++)
+	INSTR_TIME_SET_CURRENT(t0);
+	for (int w = 8; w >= 4; w -= 4)
 	{
-		memcpy(run->h_keys[k] + run->n, p, (size_t) n * 8);
-		p += (size_t) n * 8;
+		for (int k = 0; k < run->nkeys; k++)
+		{
+			if (gh_agg_key_width(&run->plan->keys[k]) != w)
+				continue;
+			if (w == 8)
+				memcpy(run->h_keys[k] + run->n, p, (size_t) n * 8);
+			else
+				widen32((int64 *) run->h_keys[k] + run->n, p, n);
+			p += (size_t) n * w;
+		}
+		for (int c = 0; c < run->ncols; c++)
+		{
+			if (gh_agg_col_width(&run->plan->cols[c]) != w)
+				continue;
+			if (w == 8)
+				memcpy(run->h_vals[c] + run->n, p, (size_t) n * 8);
+			else
+				widen32(run->h_vals[c] + run->n, p, n);
+			p += (size_t) n * w;
+		}
 	}
-	if (run->nkeys > 0)
+	if (pkt->flags & GH_PACKET_KEY_NULLS)
 	{
 		memcpy(run->h_knull + run->n, p, n);
 		p += n;
@@ -662,19 +711,36 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 		memset(run->h_knull + run->n, 0, n);
 	for (int c = 0; c < run->ncols; c++)
 	{
-		if (run->plan->cols[c].kind != GH_AGG_KIND_NONE)
+		if (pkt->nullcols & ((uint32) 1 << c))
 		{
-			memcpy(run->h_vals[c] + run->n, p, (size_t) n * 8);
-			p += (size_t) n * 8;
+			memcpy(run->h_valid[c] + run->n, p, n);
+			p += n;
 		}
-		memcpy(run->h_valid[c] + run->n, p, n);
-		p += n;
+		else
+			memset(run->h_valid[c] + run->n, 1, n);
 	}
 	run->n += n;
 	run->rows += n;
 	run->packets++;
+	run->packet_bytes += VARSIZE(pkt);
+	run->worker_busy_us += pkt->busy_us;
+	run->ms_copy += ms_since(t0);
 	if (run->n == run->cap)
 		flush(run);
+}
+
+/*
+ * gh_agg_run_note_input records, for the DEBUG2 account, how the input query
+ * ran: its parallel workers and the wall time of the executor.
+ */
+void
+gh_agg_run_note_input(GhAggRun *run, int workers_planned, int workers_launched,
+					  double ms_input)
+{
+	run->workers_planned = workers_planned;
+	run->workers_launched = workers_launched;
+	run->ms_input = ms_input;
+	run->ms_flush_input = run->ms_flush;
 }
 
 /*
@@ -1841,6 +1907,26 @@ gh_agg_run_finish(GhAggRun *run, Tuplestorestate *store, TupleDesc desc)
 		 ms_since(run->t_begin), ms_since(run->t_begin) - run->ms_flush - run->ms_finish,
 		 run->ms_device, run->ms_verify,
 		 run->ms_flush - run->ms_device - run->ms_verify, run->ms_finish);
+
+	/*
+	 * The input in detail: the executor's wall time splits into packets
+	 * copied into batches, batches flushed to the device (both in this
+	 * process) and the rest, which is waiting for and receiving rows (for
+	 * packets: the Gather's copying out of the tuple queues, and waiting for
+	 * the workers); the workers' own scan and packing time is summed over
+	 * packets.
+	 */
+	elog(DEBUG2, "gpuhash_aggregate input: %d of %d planned workers launched, "
+		 "%llu packet bytes (%.1f a row); ms: input wall %.1f, of which copying packets %.1f, "
+		 "device batches %.1f, receiving and waiting %.1f; "
+		 "workers' scan and packing %.1f in all, %.1f per worker",
+		 run->workers_launched, run->workers_planned,
+		 (unsigned long long) run->packet_bytes,
+		 run->rows > 0 ? (double) run->packet_bytes / run->rows : 0.0,
+		 run->ms_input, run->ms_copy, run->ms_flush_input,
+		 run->ms_input - run->ms_copy - run->ms_flush_input,
+		 run->worker_busy_us / 1000.0,
+		 run->worker_busy_us / 1000.0 / Max(run->workers_launched, 1));
 }
 
 /* gh_agg_run_end gives back the device memory and the run's memory. */

@@ -9,11 +9,15 @@
  * apart: at 10^8 rows that alone costs more than the aggregation.  Instead,
  * gh_agg_try_pack puts a GpuHashAggPack custom scan between the Gather and
  * its partial plan.  In every participant it pulls gpuhash.batch_rows rows
- * from the partial plan, writes their keys (Datum bits and a NULL mask) and
- * arguments (int64 or double, with valid flags) column by column into one
- * bytea packet, and returns the packet as a one-column tuple; the Gather
+ * from the partial plan, writes their keys (Datum bits, 4 bytes for keys of
+ * at most 4 bytes, and a NULL mask if any is NULL) and arguments (int32,
+ * int64 or double, with valid flags if any is NULL) column by column into
+ * one bytea packet, and returns the packet as a one-column tuple; the Gather
  * hands packets to gpuhash_aggregate's receiver, which copies them into the
- * device batch with a few memcpys (gh_agg_run_add_packet).
+ * device batch with a few memcpys and widening loops
+ * (gh_agg_run_add_packet).  The single leader copies every byte that the
+ * workers send, so packets carry no byte they need not: an int4 key and an
+ * int4 argument with no NULLs take 8 bytes a row.
  *
  * Only the exact device-key path is packed: keys by value with bitwise
  * equality (the device then groups without any host check) and arguments
@@ -36,6 +40,7 @@
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "portability/instr_time.h"
 
 #include "gpuhash_agg.h"
 
@@ -43,8 +48,8 @@
 
 /*
  * custom_private of a GpuHashAggPack: an IntList of rows per packet, number
- * of keys, number of input columns, then each column's GhValType and
- * gh_agg_kind.
+ * of keys, number of input columns, then each column's GhValType, gh_agg_kind
+ * and packet width, then each key's packet width.
  */
 enum
 {
@@ -63,11 +68,13 @@ typedef struct PackState
 	int			ncols;
 	GhValType	vtype[GH_AGG_MAX_COLS];
 	uint8		kind[GH_AGG_MAX_COLS];
+	uint8		cwidth[GH_AGG_MAX_COLS];	/* 0, 4 or 8 */
+	uint8		kwidth[GH_AGG_MAX_KEYS];	/* 4 or 8 */
 	bool		done;
-	/* one packet being filled, column by column */
-	uint64	   *keys[GH_AGG_MAX_KEYS];
+	/* one packet being filled, column by column (arrays of cap entries) */
+	void	   *keys[GH_AGG_MAX_KEYS];
 	uint8	   *nullmask;
-	int64	   *vals[GH_AGG_MAX_COLS];
+	void	   *vals[GH_AGG_MAX_COLS];
 	uint8	   *valid[GH_AGG_MAX_COLS];
 	bytea	   *packet;
 } PackState;
@@ -92,6 +99,16 @@ static CustomExecMethods pack_exec_methods = {
 };
 
 static bool pack_registered = false;
+
+static double
+ms_since_pack(instr_time start)
+{
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	INSTR_TIME_SUBTRACT(now, start);
+	return INSTR_TIME_GET_MILLISEC(now);
+}
 
 /*
  * gpuhash_init_aggregate registers GpuHashAggPack so that parallel workers,
@@ -202,7 +219,10 @@ gh_agg_try_pack(GhAggPlan *plan, PlannedStmt *pstmt)
 	{
 		priv = lappend(priv, makeInteger(plan->cols[i].vtype));
 		priv = lappend(priv, makeInteger(plan->cols[i].kind));
+		priv = lappend(priv, makeInteger(gh_agg_col_width(&plan->cols[i])));
 	}
+	for (i = 0; i < plan->nkeys; i++)
+		priv = lappend(priv, makeInteger(gh_agg_key_width(&plan->keys[i])));
 
 	m = max_plan_node_id(pstmt->planTree);
 	foreach(lc, pstmt->subplans)
@@ -259,21 +279,34 @@ pack_begin(CustomScanState *node, EState *estate, int eflags)
 	ps->ncols = intVal(list_nth(priv, PACK_PRIV_NCOLS));
 	if (ps->nkeys > GH_AGG_MAX_KEYS || ps->ncols > GH_AGG_MAX_COLS || ps->cap == 0)
 		elog(ERROR, "GpuHashAggPack: malformed plan");
+	if (list_length(priv) != PACK_PRIV_COLS + 3 * ps->ncols + ps->nkeys)
+		elog(ERROR, "GpuHashAggPack: malformed plan");
 	for (int c = 0; c < ps->ncols; c++)
 	{
-		ps->vtype[c] = (GhValType) intVal(list_nth(priv, PACK_PRIV_COLS + 2 * c));
-		ps->kind[c] = (uint8) intVal(list_nth(priv, PACK_PRIV_COLS + 2 * c + 1));
+		ps->vtype[c] = (GhValType) intVal(list_nth(priv, PACK_PRIV_COLS + 3 * c));
+		ps->kind[c] = (uint8) intVal(list_nth(priv, PACK_PRIV_COLS + 3 * c + 1));
+		ps->cwidth[c] = (uint8) intVal(list_nth(priv, PACK_PRIV_COLS + 3 * c + 2));
 	}
 	for (int k = 0; k < ps->nkeys; k++)
-		ps->keys[k] = palloc(sizeof(uint64) * ps->cap);
+		ps->kwidth[k] = (uint8) intVal(list_nth(priv, PACK_PRIV_COLS + 3 * ps->ncols + k));
+	for (int k = 0; k < ps->nkeys; k++)
+		ps->keys[k] = palloc((size_t) ps->kwidth[k] * ps->cap);
 	ps->nullmask = palloc(ps->cap);
 	for (int c = 0; c < ps->ncols; c++)
 	{
-		ps->vals[c] = palloc(sizeof(int64) * ps->cap);
+		ps->vals[c] = ps->cwidth[c] ? palloc((size_t) ps->cwidth[c] * ps->cap) : NULL;
 		ps->valid[c] = palloc(ps->cap);
 	}
 	ps->packet = palloc(sizeof(GhAggPacketHeader) +
 						(size_t) ps->cap * (ps->nkeys * 8 + 1 + ps->ncols * 9));
+}
+
+/* pack_array appends n entries of width w from src at *p. */
+static inline void
+pack_array(char **p, const void *src, uint32 n, int w)
+{
+	memcpy(*p, src, (size_t) n * w);
+	*p += (size_t) n * w;
 }
 
 /*
@@ -287,8 +320,12 @@ pack_exec(CustomScanState *node)
 	TupleTableSlot *out = node->ss.ss_ScanTupleSlot;
 	GhAggPacketHeader *hdr = (GhAggPacketHeader *) ps->packet;
 	uint32		n = 0;
+	uint8		anynull = 0;
+	uint32		nullcols = 0;
+	instr_time	t0;
 	char	   *p;
 
+	INSTR_TIME_SET_CURRENT(t0);
 	ExecClearTuple(out);
 	while (!ps->done && n < ps->cap)
 	{
@@ -303,38 +340,52 @@ pack_exec(CustomScanState *node)
 		slot_getallattrs(slot);
 		for (int k = 0; k < ps->nkeys; k++)
 		{
-			if (slot->tts_isnull[k])
-			{
-				mask |= 1 << k;
-				ps->keys[k][n] = 0;
-			}
+			Datum		v = slot->tts_isnull[k] ? (Datum) 0 : slot->tts_values[k];
+
+			mask |= (uint8) (slot->tts_isnull[k] << k);
+			if (ps->kwidth[k] == 4)
+				((int32 *) ps->keys[k])[n] = (int32) v;
 			else
-				ps->keys[k][n] = (uint64) slot->tts_values[k];
+				((uint64 *) ps->keys[k])[n] = (uint64) v;
 		}
 		ps->nullmask[n] = mask;
+		anynull |= mask;
 		for (int c = 0; c < ps->ncols; c++)
 		{
 			Datum		v = slot->tts_values[ps->nkeys + c];
 
-			ps->valid[c][n] = !slot->tts_isnull[ps->nkeys + c];
-			if (!ps->valid[c][n])
+			if (slot->tts_isnull[ps->nkeys + c])
+			{
+				ps->valid[c][n] = 0;
+				nullcols |= (uint32) 1 << c;
+				if (ps->cwidth[c] == 4)
+					((int32 *) ps->vals[c])[n] = 0;
+				else if (ps->cwidth[c] == 8)
+					((int64 *) ps->vals[c])[n] = 0;
 				continue;
+			}
+			ps->valid[c][n] = 1;
 			switch (ps->vtype[c])
 			{
 				case GHV_INT2:
-					ps->vals[c][n] = DatumGetInt16(v);
+					if (ps->cwidth[c])
+						((int32 *) ps->vals[c])[n] = DatumGetInt16(v);
 					break;
 				case GHV_INT4:
-					ps->vals[c][n] = DatumGetInt32(v);
+					if (ps->cwidth[c])
+						((int32 *) ps->vals[c])[n] = DatumGetInt32(v);
 					break;
 				case GHV_INT8:
-					ps->vals[c][n] = DatumGetInt64(v);
+					if (ps->cwidth[c])
+						((int64 *) ps->vals[c])[n] = DatumGetInt64(v);
 					break;
 				case GHV_FLOAT4:
-					((double *) ps->vals[c])[n] = (double) DatumGetFloat4(v);
+					if (ps->cwidth[c])
+						((double *) ps->vals[c])[n] = (double) DatumGetFloat4(v);
 					break;
 				case GHV_FLOAT8:
-					((double *) ps->vals[c])[n] = DatumGetFloat8(v);
+					if (ps->cwidth[c])
+						((double *) ps->vals[c])[n] = DatumGetFloat8(v);
 					break;
 				default:
 					break;
@@ -345,31 +396,32 @@ pack_exec(CustomScanState *node)
 	if (n == 0)
 		return out;
 
-	/* the packet: header, then each array at its length for n rows */
+	/*
+	 * The packet: header, the 8-byte arrays, the 4-byte ones, then the byte
+	 * arrays that NULLs need, so that every array stays aligned to its
+	 * element within the (4-aligned) bytea.
+	 */
 	p = (char *) (hdr + 1);
-	for (int k = 0; k < ps->nkeys; k++)
+	for (int w = 8; w >= 4; w -= 4)
 	{
-		memcpy(p, ps->keys[k], (size_t) n * 8);
-		p += (size_t) n * 8;
+		for (int k = 0; k < ps->nkeys; k++)
+			if (ps->kwidth[k] == w)
+				pack_array(&p, ps->keys[k], n, w);
+		for (int c = 0; c < ps->ncols; c++)
+			if (ps->cwidth[c] == w)
+				pack_array(&p, ps->vals[c], n, w);
 	}
-	if (ps->nkeys > 0)
-	{
-		memcpy(p, ps->nullmask, n);
-		p += n;
-	}
+	if (anynull)
+		pack_array(&p, ps->nullmask, n, 1);
 	for (int c = 0; c < ps->ncols; c++)
-	{
-		if (ps->kind[c] != GH_AGG_KIND_NONE)
-		{
-			memcpy(p, ps->vals[c], (size_t) n * 8);
-			p += (size_t) n * 8;
-		}
-		memcpy(p, ps->valid[c], n);
-		p += n;
-	}
+		if (nullcols & ((uint32) 1 << c))
+			pack_array(&p, ps->valid[c], n, 1);
 	hdr->n = n;
-	hdr->nkeys = (uint32) ps->nkeys;
-	hdr->ncols = (uint32) ps->ncols;
+	hdr->nkeys = (uint16) ps->nkeys;
+	hdr->ncols = (uint16) ps->ncols;
+	hdr->flags = anynull ? GH_PACKET_KEY_NULLS : 0;
+	hdr->nullcols = nullcols;
+	hdr->busy_us = (uint32) Min(ms_since_pack(t0) * 1000.0, (double) PG_UINT32_MAX);
 	SET_VARSIZE(ps->packet, p - (char *) ps->packet);
 	out->tts_values[0] = PointerGetDatum(ps->packet);
 	out->tts_isnull[0] = false;

@@ -124,17 +124,50 @@ typedef struct GhAggPlan
 
 /*
  * A packet of input rows in the form the device takes, as a bytea: this
- * header, then for each key uint64 vals[n], then uint8 nullmask[n] (if any
- * key), then for each input column 8-byte vals[n] (int64 or double; none for
- * count-only columns) and uint8 valid[n].
+ * header, then the 8-byte arrays (for each key of 8 bytes, uint64 vals[n];
+ * for each input column of 8 bytes, int64 or double vals[n]), then the
+ * 4-byte arrays (keys of at most 4 bytes and int2/int4 columns, int32
+ * vals[n], widened by the receiver), then uint8 nullmask[n] (only if some key
+ * is NULL in the packet: GH_PACKET_KEY_NULLS) and, for each column with a
+ * NULL in the packet (bit c of nullcols), uint8 valid[n].  Count-only
+ * columns have no values.  Narrow arrays and absent NULL arrays make a
+ * packet of one int4 key and one int4 argument 8 bytes a row instead of 18:
+ * every byte crosses a tuple queue and is copied by the one leader.
  */
 typedef struct GhAggPacketHeader
 {
 	int32		vl_len_;
 	uint32		n;
-	uint32		nkeys;
-	uint32		ncols;
+	uint16		nkeys;
+	uint16		ncols;
+	uint32		flags;			/* GH_PACKET_* */
+	uint32		nullcols;		/* bit c: column c has valid[] */
+	uint32		busy_us;		/* worker time spent making this packet */
 } GhAggPacketHeader;
+
+#define GH_PACKET_KEY_NULLS		0x01
+
+/*
+ * gh_agg_key_width, gh_agg_col_width: bytes a key or an input column's
+ * value takes in a packet.  By-value keys of at most 4 bytes travel as int32
+ * and are sign-extended back, which gives the Datum that Int32GetDatum,
+ * Int16GetDatum, CharGetDatum and BoolGetDatum give (unsigned 4-byte types
+ * such as oid get other upper bits, the same for every row, which equality
+ * and the result's 4-byte store do not see).
+ */
+static inline int
+gh_agg_key_width(const GhAggKey *key)
+{
+	return key->typbyval && key->typlen > 0 && key->typlen <= 4 ? 4 : 8;
+}
+
+static inline int
+gh_agg_col_width(const GhAggCol *col)
+{
+	if (col->kind == GH_AGG_KIND_NONE)
+		return 0;
+	return col->vtype == GHV_INT2 || col->vtype == GHV_INT4 ? 4 : 8;
+}
 
 /* A run: the group sets and the batch being filled (aggregate_groups.c). */
 typedef struct GhAggRun GhAggRun;
@@ -146,6 +179,8 @@ extern void gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt);
 extern void gh_agg_run_finish(GhAggRun *run, Tuplestorestate *store,
 							  TupleDesc desc);
 extern void gh_agg_run_end(GhAggRun *run);
+extern void gh_agg_run_note_input(GhAggRun *run, int workers_planned,
+								  int workers_launched, double ms_input);
 
 /* aggregate_pack.c */
 extern void gpuhash_init_aggregate(void);

@@ -8,6 +8,10 @@
 #
 # AGG_KERNEL_TIME=0 skips the kernel timings; the benchmark's own settings
 # (REPEATS, CONFIGS, BENCH_LOAD_JOBS, ...) pass through to bench/agg/run.sh.
+# GPUHOST_BUDGET (seconds for this whole script, e.g. the device call's
+# limit less a margin) sets the benchmark's deadlines from what is left of it
+# (BENCH_HARD_DEADLINE 15 s before the end, BENCH_DEADLINE 90 s before
+# that, unless given); every timing also goes to $OUT/bench.log as taken.
 #
 # Logs and results go under $OUT (default /tmp/agg-gpuhost).  Carries
 # PostgreSQL from .gpuhost/ (see ../../test/gpuhost.sh).  Exits non-zero if a
@@ -15,6 +19,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
+t_start=$(date +%s)
 out=${OUT:-/tmp/agg-gpuhost}
 mkdir -p "$out"
 chmod -R a+rX .
@@ -80,9 +85,14 @@ fi
 
 rows=${1:-20000000}
 if [ "$rows" != 0 ]; then
-  echo "== benchmark"
+  echo "== benchmark (setup took $(( $(date +%s) - t_start )) s)"
   shift || true
-  bash bench/agg/run.sh "$rows" "$@" 2>"$out/bench.err" | tee "$out/bench.md" || rc=1
+  if [ -n "${GPUHOST_BUDGET:-}" ]; then
+    left=$(( GPUHOST_BUDGET - ($(date +%s) - t_start) ))
+    export BENCH_HARD_DEADLINE=${BENCH_HARD_DEADLINE:-$(( left - 15 ))}
+    export BENCH_DEADLINE=${BENCH_DEADLINE:-$(( left - 105 ))}
+  fi
+  BENCH_LOG=${BENCH_LOG:-$out/bench.log} bash bench/agg/run.sh "$rows" "$@" 2>"$out/bench.err" | tee "$out/bench.md" || rc=1
   tail -5 "$out/bench.err"
 fi
 exit $rc

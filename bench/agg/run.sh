@@ -12,19 +12,27 @@
 # and runs, for each group count G, the query
 #   SELECT k, count(*), sum(v), avg(v), min(v), max(v) FROM bench_agg GROUP BY k
 # natively (serial, 8 and 16 workers) and through gpuhash_aggregate (input
-# serial, and input from 16 workers).  Each configuration: one warm-up run
-# that also checksums the result (every row's text, hashed and summed, so row
-# order does not matter; all must equal the native serial checksum), then
-# REPEATS timed runs (EXPLAIN ANALYZE with TIMING OFF: planning plus
-# execution, the result is computed but not sent); the table shows medians.
-# For gpuhash it also prints its DEBUG2 breakdown of where the time went.
+# from 16 workers, packed there; "gpu": input read by the leader alone).
+# Each configuration: one warm-up run that also checksums the result (a hash
+# of each row's columns, the numeric avg by its text so that display scales
+# count, summed over rows so that row order does not matter; all must equal
+# the first configuration's checksum), then REPEATS timed runs (EXPLAIN
+# ANALYZE with TIMING OFF: planning plus execution, the result is computed
+# but not sent); the table shows medians.  For gpuhash it also prints its
+# DEBUG2 account of where the time went.  Before the group counts, the scan
+# floor: SELECT count(*), sum(v) FROM bench_agg with 16 workers.
 #
-# Environment: REPEATS (3), CONFIGS (serial p8 p16 gpu gpu_p16),
+# Environment: REPEATS (3), CONFIGS (serial p8 p16 gpu_p16; also gpu),
 # BENCH_DEVICE (gpu), BENCH_WORK_MEM (1GB, native hash tables; larger ones
-# spill, as they would), BENCH_SHARED_BUFFERS (24GB), BENCH_LOAD_JOBS (8).
-# Rough duration at 10^8 rows on 16 cores: 2 minutes to load, then a few
-# minutes per group count; 5*10^7 groups with native serial takes longest
-# (CONFIGS="p8 p16 gpu gpu_p16" leaves it out).
+# spill, as they would), BENCH_SHARED_BUFFERS (24GB), BENCH_LOAD_JOBS (16),
+# BENCH_DEADLINE (seconds after the start; a configuration is not begun, and
+# no further repeat is begun, past it: the table then says how many runs each
+# median has), BENCH_HARD_DEADLINE (seconds after the start: every
+# statement gets a statement_timeout that ends it by then, and a run cut off
+# counts as not run), BENCH_LOG (a file that gets every single timing as it
+# is taken, so a run cut short still leaves its numbers).
+# Rough duration at 10^8 rows on 16 cores: 1-2 minutes to load, then a few
+# minutes per group count; 5*10^7 groups with native serial takes longest.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../test/lib.sh"
@@ -33,9 +41,15 @@ rows=${1:-100000000}
 shift || true
 groups=("$@")
 repeats=${REPEATS:-3}
-configs=${CONFIGS:-"serial p8 p16 gpu gpu_p16"}
+configs=${CONFIGS:-"serial p8 p16 gpu_p16"}
 device=${BENCH_DEVICE:-gpu}
-jobs=${BENCH_LOAD_JOBS:-8}
+jobs=${BENCH_LOAD_JOBS:-16}
+deadline=${BENCH_DEADLINE:-0}
+hard=${BENCH_HARD_DEADLINE:-0}
+log=${BENCH_LOG:-/dev/null}
+start=$(date +%s)
+past_deadline() { [ "$deadline" -gt 0 ] && [ $(( $(date +%s) - start )) -ge "$deadline" ]; }
+logline() { echo "$(date +%T) $*" >>"$log"; }
 
 mid=$(( rows / 100 < 1000000 ? rows / 100 : 1000000 )); [ $mid -lt 1 ] && mid=1
 big=$(( rows / 2 < 50000000 ? rows / 2 : 50000000 )); [ $big -lt 1 ] && big=1
@@ -54,7 +68,15 @@ jit = off
 max_wal_size = 20GB
 checkpoint_timeout = 1h" >/dev/null
 
-q() { gh_as_pg psql -X -qAt -v ON_ERROR_STOP=1 "$@"; }
+q() {
+  local left
+  if [ "$hard" -gt 0 ]; then
+    left=$(( hard - ($(date +%s) - start) )); [ $left -lt 1 ] && left=1
+    PGOPTIONS="-c statement_timeout=${left}s" gh_as_pg psql -X -qAt -v ON_ERROR_STOP=1 "$@"
+  else
+    gh_as_pg psql -X -qAt -v ON_ERROR_STOP=1 "$@"
+  fi
+}
 
 # --- data ---------------------------------------------------------------
 t0=$(date +%s.%N)
@@ -84,13 +106,29 @@ setting() {
   esac
 }
 query() {  # query CONFIG COLUMN
-  local inner="SELECT $2 AS k, count(*), sum(v), avg(v), min(v), max(v) FROM bench_agg GROUP BY $2"
+  local inner="SELECT $2 AS k, count(*) AS n, sum(v) AS s, avg(v) AS a, min(v) AS mi, max(v) AS ma FROM bench_agg GROUP BY $2"
   case $1 in
     gpu|gpu_p16) echo "SELECT * FROM gpuhash_aggregate('$inner') AS t(k int, n bigint, s bigint, a numeric, mi int, ma int)" ;;
     *) echo "$inner" ;;
   esac
 }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+# checksum of a result: per row, a hash of every column (avg by its text),
+# summed; cheaper than hashing each row's whole text at 5*10^7 groups
+checksum="count(*) || ' ' || sum(((hashint4extended(t.k, 0) # hashint8extended(t.n, 1)
+  # hashint8extended(t.s, 2) # hashtextextended(t.a::text, 3) # hashint4extended(t.mi, 4)
+  # hashint4extended(t.ma, 5)) >> 4)::numeric)"
+explain_ms() {  # explain_ms SETTINGS QUERY: planning + execution time, ms
+  local out plan exec
+  out=$(q <<SQL
+$1
+EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF, SUMMARY ON) $2;
+SQL
+) || { echo "-"; return 0; }
+  plan=$(echo "$out" | sed -n 's/^Planning Time: \([0-9.]*\) ms/\1/p')
+  exec=$(echo "$out" | sed -n 's/^Execution Time: \([0-9.]*\) ms/\1/p')
+  awk -v a="$plan" -v b="$exec" 'BEGIN {printf "%.1f", a + b}'
+}
 
 declare -A ms sum
 notes=()
@@ -102,6 +140,16 @@ printf '%s rows (%s table, loaded in %.0f s), %s cores, %s, PostgreSQL %s, gpuha
   "$(q -c 'SHOW server_version')" "$device" "${BENCH_WORK_MEM:-1GB}"
 printf 'Query: SELECT k, count(*), sum(v), avg(v), min(v), max(v) FROM bench_agg GROUP BY k (v int4).\n'
 printf 'Median of %s runs after a warm-up, ms (planning + execution, result not sent to the client).\n\n' "$repeats"
+
+# the scan floor: what reading the table costs with 16 workers
+times=()
+explain_ms "SET max_parallel_workers_per_gather = 16;" "SELECT count(*), sum(v) FROM bench_agg" >/dev/null
+for r in $(seq 1 "$repeats"); do
+  times+=("$(explain_ms "SET max_parallel_workers_per_gather = 16;" "SELECT count(*), sum(v) FROM bench_agg")")
+  logline "scan floor p16 run $r: ${times[-1]} ms"
+done
+printf 'Scan floor, SELECT count(*), sum(v) FROM bench_agg with 16 workers: %s ms (median).\n\n' \
+  "$(printf '%s\n' "${times[@]}" | median)"
 hdr="| groups |"; sep="|---|"
 for c in $configs; do
   case $c in serial) h="native serial" ;; p8) h="native 8 workers" ;; p16) h="native 16 workers" ;;
@@ -117,47 +165,58 @@ for g in "${groups[@]}"; do
   case $g in 10) col=k10 ;; $mid) col=kmid ;; $big) col=kbig ;;
     *) echo "groups must be 10, $mid or $big at $rows rows" >&2; exit 2 ;; esac
   for c in $configs; do
+    ms[$g,$c]="-"; sum[$g,$c]=""
+    if past_deadline; then logline "G=$g $c: not run (deadline)"; continue; fi
     # warm-up, with the checksum (and gpuhash's own account of its time)
-    out=$(q 2>&1 <<SQL
+    if ! out=$(q 2>&1 <<SQL
 $(setting $c)
 SET client_min_messages = debug2;
-SELECT count(*) || ' ' || sum(hashtextextended(t::text, 0)::numeric) FROM ($(query $c $col)) t;
+SELECT $checksum FROM ($(query $c $col)) t;
 SQL
-)
+); then
+      logline "G=$g $c warm-up failed: $(echo "$out" | grep -v '^DEBUG' | tail -2 | tr '\n' ' ')"
+      continue
+    fi
     sum[$g,$c]=$(echo "$out" | grep -v '^DEBUG' | tail -1)
-    dbg=$(echo "$out" | grep 'gpuhash_aggregate on' | sed 's/^DEBUG: *//' || true)
-    [ -n "$dbg" ] && notes+=("G=$g $c: $dbg")
+    logline "G=$g $c warm-up checksum: ${sum[$g,$c]}"
+    dbg=$(echo "$out" | grep -E 'gpuhash_aggregate (on|input)' | sed 's/^DEBUG: *//' || true)
+    if [ -n "$dbg" ]; then
+      while IFS= read -r d; do notes+=("G=$g $c: $d"); logline "G=$g $c: $d"; done <<<"$dbg"
+    fi
     times=()
     for r in $(seq 1 "$repeats"); do
-      out=$(q <<SQL
-$(setting $c)
-EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF, SUMMARY ON) $(query $c $col);
-SQL
-)
-      plan=$(echo "$out" | sed -n 's/^Planning Time: \([0-9.]*\) ms/\1/p')
-      exec=$(echo "$out" | sed -n 's/^Execution Time: \([0-9.]*\) ms/\1/p')
-      times+=("$(awk -v a="$plan" -v b="$exec" 'BEGIN {printf "%.1f", a + b}')")
+      past_deadline && break
+      t=$(explain_ms "$(setting $c)" "$(query $c $col)")
+      logline "G=$g $c run $r: $t ms"
+      [ "$t" = "-" ] && break
+      times+=("$t")
     done
-    ms[$g,$c]=$(printf '%s\n' "${times[@]}" | median)
+    if [ ${#times[@]} -gt 0 ]; then
+      ms[$g,$c]=$(printf '%s\n' "${times[@]}" | median)
+      [ ${#times[@]} -lt "$repeats" ] && ms[$g,$c]="${ms[$g,$c]} (${#times[@]} runs)"
+    fi
   done
   line="| $g |"; ref=""; same=yes; best=""
   for c in $configs; do
     line="$line ${ms[$g,$c]} |"
+    [ -z "${sum[$g,$c]}" ] && continue
     [ -z "$ref" ] && ref=${sum[$g,$c]}
     [ "${sum[$g,$c]}" != "$ref" ] && { same=NO; allsame=0; }
     case $c in gpu|gpu_p16)
-      if [ -z "$best" ] || awk -v a="${ms[$g,$c]}" -v b="$best" 'BEGIN {exit !(a < b)}'; then
-        best=${ms[$g,$c]}; fi ;; esac
+      [ "${ms[$g,$c]}" = "-" ] && continue
+      v=${ms[$g,$c]%% *}
+      if [ -z "$best" ] || awk -v a="$v" -v b="$best" 'BEGIN {exit !(a < b)}'; then
+        best=$v; fi ;; esac
   done
   case " $configs " in *" p16 "*)
-    if [ -n "$best" ]; then
-      line="$line $(awk -v a="${ms[$g,p16]}" -v b="$best" 'BEGIN {printf "%.2f", a / b}')x |"
+    if [ -n "$best" ] && [ "${ms[$g,p16]}" != "-" ]; then
+      line="$line $(awk -v a="${ms[$g,p16]%% *}" -v b="$best" 'BEGIN {printf "%.2f", a / b}')x |"
     else line="$line - |"; fi ;; esac
   echo "$line $same ($(echo "$ref" | cut -d' ' -f1) groups) |"
 done
 
 if [ ${#notes[@]} -gt 0 ]; then
-  printf '\nWhere gpuhash_aggregate spent its time (its DEBUG2 line, warm-up run):\n\n'
+  printf '\nWhere gpuhash_aggregate spent its time (its DEBUG2 lines, warm-up run):\n\n'
   for n in "${notes[@]}"; do echo "- $n"; done
 fi
 [ $allsame = 1 ]
