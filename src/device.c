@@ -447,12 +447,18 @@ gh_dev_bytes_in_use(void)
  * gh_release_callback frees what the resource owner being released still
  * holds.  On commit that is a leak in gpuhash, reported as a WARNING the
  * way PostgreSQL reports leaked buffers; on abort it is the normal path.
+ *
+ * An ERROR or a cancel can come while copies or kernels queued on the
+ * stream still use these buffers (pinned host memory is freed by
+ * cudaFreeHost, which does not wait for them), so the stream is drained
+ * first; its own failure does not stop the release.
  */
 static void
 gh_release_callback(ResourceReleasePhase phase, bool isCommit,
 					bool isTopLevel, void *arg)
 {
 	dlist_mutable_iter iter;
+	bool		drained = false;
 
 	if (phase != RESOURCE_RELEASE_AFTER_LOCKS)
 		return;
@@ -465,6 +471,14 @@ gh_release_callback(ResourceReleasePhase phase, bool isCommit,
 		if (isCommit)
 			elog(WARNING, "gpuhash device memory leak: %zu bytes still allocated",
 				 a->bytes);
+		if (a->target == GH_TARGET_GPU && !drained && gh_gpu_stream != NULL)
+		{
+			gh_error	err;
+
+			memset(&err, 0, sizeof(err));
+			(void) gh_cuda_stream_sync(gh_gpu_stream, &err);
+			drained = true;
+		}
 		gh_free_entry(a, false);
 	}
 }

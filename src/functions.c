@@ -8,6 +8,7 @@
 
 #include "fmgr.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "nodes/extensible.h"
 #include "optimizer/optimizer.h"
 #include "tcop/tcopprot.h"
@@ -21,6 +22,7 @@ PG_FUNCTION_INFO_V1(gpuhash_device_selftest);
 PG_FUNCTION_INFO_V1(gpuhash_device_memory);
 
 #define MB (1024 * 1024)
+#define SELFTEST_CHUNK ((int64) 16 * MB)
 
 /*
  * gpuhash_devices returns one row per GPU this backend can use.  Free memory
@@ -96,15 +98,36 @@ gpuhash_device_selftest(PG_FUNCTION_ARGS)
 	src = gh_host_alloc(target, nbytes);
 	back = gh_host_alloc(target, nbytes);
 	dev = gh_dev_alloc(target, nbytes);
-	for (int64 i = 0; i < nbytes; i++)
+
+	/*
+	 * Work in chunks, each copy finished before the next interrupt check, so
+	 * that a cancel is seen within one chunk and never finds a copy in flight.
+	 */
+	for (int64 off = 0; off < nbytes; off += SELFTEST_CHUNK)
 	{
-		src[i] = (uint8) (i * 131 + 7);
-		back[i] = (uint8) ~src[i];
+		int64		len = Min(SELFTEST_CHUNK, nbytes - off);
+
+		CHECK_FOR_INTERRUPTS();
+		for (int64 i = off; i < off + len; i++)
+		{
+			src[i] = (uint8) (i * 131 + 7);
+			back[i] = (uint8) ~src[i];
+		}
 	}
-	gh_copy_htod(target, dev, src, nbytes);
-	gh_copy_dtoh(target, back, dev, nbytes);
-	gh_sync(target);
-	same = memcmp(src, back, nbytes) == 0;
+	for (int64 off = 0; off < nbytes; off += SELFTEST_CHUNK)
+	{
+		int64		len = Min(SELFTEST_CHUNK, nbytes - off);
+
+		CHECK_FOR_INTERRUPTS();
+		gh_copy_htod(target, (uint8 *) dev + off, src + off, len);
+		gh_copy_dtoh(target, back + off, (uint8 *) dev + off, len);
+		gh_sync(target);
+	}
+	for (int64 off = 0; off < nbytes && same; off += SELFTEST_CHUNK)
+	{
+		CHECK_FOR_INTERRUPTS();
+		same = memcmp(src + off, back + off, Min(SELFTEST_CHUNK, nbytes - off)) == 0;
+	}
 	gh_dev_free(dev);
 	gh_dev_free(back);
 	gh_dev_free(src);

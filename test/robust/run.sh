@@ -12,6 +12,13 @@
 # session; the session's memory contexts are back at their baseline; the
 # rows equal those of gpuhash.enabled = off.
 #
+# On a GPU (GPUHASH_TEST_DEVICE=gpu) "nothing lost" also means device
+# memory: in a session, gpuhash_devices().free_mb back at the value it had
+# after the warm-up (within GPU_TOL_MB: 4 MiB; the tests' tables are tens
+# of MB); and, when no session is left (after pg_terminate_backend, after
+# kill -9 and crash recovery, at the end), the GPU's used memory
+# (nvidia-smi) back at its value before any backend created a context.
+#
 # Memory-context baseline: sum(total_bytes) of pg_backend_memory_contexts,
 # taken after a warm-up run of the same statements (so catalog caches and
 # plan caches are already filled), must come back to within MEM_TOL bytes
@@ -42,6 +49,7 @@ case $device in cpu) expect_gpu=off ;; gpu) expect_gpu=on ;;
 logdir=${GPUHASH_TEST_LOGDIR:-$(mktemp -d /tmp/gpuhash-robust.XXXXXX)}
 mkdir -p "$logdir"
 MEM_TOL=262144
+GPU_TOL_MB=${GPUHASH_GPU_TOL_MB:-4}
 FLAT_TOL=65536
 CANCEL_BOUND=1.0     # the issue's "stops within one second"
 
@@ -70,6 +78,25 @@ max_connections = 60"; then
 fi
 log="$cl/server.log"
 bgpids=""
+# the GPU's used memory (MiB) with no backend holding a context
+gpu_used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 2>/dev/null | head -1 | tr -d ' '; }
+gpu_check=0
+[ "$device" = gpu ] && command -v nvidia-smi >/dev/null 2>&1 && [ -n "$(gpu_used)" ] && gpu_check=1 && gpu_base=$(gpu_used)
+# gpu_settled: wait (at most 15 s: exiting backends give their contexts
+# back) until the GPU's used memory is within GPU_TOL_MB of gpu_base; echo it
+gpu_settled() {
+  local u i
+  for i in $(seq 1 60); do
+    u=$(gpu_used)
+    [ -n "$u" ] && [ $((u - gpu_base)) -le $GPU_TOL_MB ] && [ $((gpu_base - u)) -le $GPU_TOL_MB ] && { echo "$u"; return 0; }
+    sleep 0.25
+  done
+  echo "${u:-?}"; return 1
+}
+# free_ok F0 F1: device free memory (gpuhash_devices().free_mb, 'none'
+# without a GPU) back at its baseline
+free_ok() { [ "$1" = none ] && [ "$2" = none ] && return 0; [ -n "$1" ] && [ -n "$2" ] && [ "$1" != none ] && [ "$2" != none ] && [ $(($1 - $2)) -le $GPU_TOL_MB ]; }
+FREEQ="SELECT coalesce((SELECT free_mb FROM gpuhash_devices() WHERE ordinal = 0)::text, 'none')"
 # psql as the cluster user; q: one value, unaligned
 P() { gh_as_pg psql -X -q -v ON_ERROR_STOP=1 -d robust "$@"; }
 q() { gh_as_pg psql -X -Atq -v ON_ERROR_STOP=1 -d robust -c "$1"; }
@@ -161,6 +188,7 @@ interrupt_test() {
     echo "TRUNCATE rb_delay; INSERT INTO rb_delay VALUES (:delay);"
     echo "SELECT rb_same('$CHECKQ') AS warm \\gset"
     echo "SELECT 'base=' || rb_mem();"
+    echo "SELECT 'free0=' || ($FREEQ);"
     echo "SELECT 'pid=' || pg_backend_pid();"
     if [ "$how" = timeout ]; then echo "SELECT set_config('statement_timeout', (:delay * 1000)::int::text, false);"; fi
     echo "SELECT extract(epoch FROM clock_timestamp()) AS t0 \\gset"
@@ -170,6 +198,7 @@ interrupt_test() {
     echo "SELECT 'elapsed=' || (:t1 - :t0 - :delay);"
     echo "SELECT 'after=' || rb_mem();"
     echo "SELECT 'devmem=' || gpuhash_device_memory();"
+    echo "SELECT 'free1=' || ($FREEQ);"
     echo "SELECT 'check=' || rb_same('$CHECKQ');"
   } >"$cl/int-$name.sql"; chmod 644 "$cl/int-$name.sql"
   gh_as_pg psql -X -At -d robust -f "$cl/int-$name.sql" >"$out" 2>&1 &
@@ -210,16 +239,17 @@ SQL
   if [ "$how" = cancel ]; then stop=$(grep -o 'stop=[0-9.a-z-]*' "$ctl" | cut -d= -f2)
   else stop=$(awk -v e="$(sed -n 's/^elapsed=//p' "$out")" 'BEGIN { if (e != "") printf "%.3f", e }'); fi
   local code; code=$(grep -oE 'ERROR: +canceling statement due to (user request|statement timeout)' "$out" | head -1)
-  local base after devmem chk
+  local base after devmem chk f0 f1
   base=$(sed -n 's/^base=//p' "$out"); after=$(sed -n 's/^after=//p' "$out")
+  f0=$(sed -n 's/^free0=//p' "$out"); f1=$(sed -n 's/^free1=//p' "$out")
   devmem=$(sed -n 's/^devmem=//p' "$out"); chk=$(sed -n 's/^check=//p' "$out")
   awk -v f="${full:-0}" 'BEGIN { exit !(f > 1.0) }'; st=$?
   check $st "$name: the uninterrupted query runs long enough to be interrupted halfway, in that phase (${full:-?} s > 1 s)"
   [ -n "$code" ]; check $? "$name: the query ends with the cancel ERROR (57014)" "$(tail -5 "$out")"
   awk -v s="${stop:-x}" -v b=$CANCEL_BOUND 'BEGIN { exit !(s ~ /^[0-9.]+$/ && s + 0 <= b) }'
   check $? "$name: the query stops within $CANCEL_BOUND s of the interrupt (${stop:-?} s)"
-  [ "$devmem" = 0 ] && [ -n "$base" ] && [ -n "$after" ] && [ $((after - base)) -le $MEM_TOL ]
-  check $? "$name: nothing lost: device memory 0 (${devmem:-?}), memory contexts back at baseline ($base -> $after bytes)"
+  [ "$devmem" = 0 ] && [ -n "$base" ] && [ -n "$after" ] && [ $((after - base)) -le $MEM_TOL ] && free_ok "$f0" "$f1"
+  check $? "$name: nothing lost: device memory 0 (${devmem:-?}), memory contexts back at baseline ($base -> $after bytes), device free memory back ($f0 -> $f1 MiB)"
   [ "$chk" = same ] && server_intact
   check $? "$name: the same session answers with native's rows (${chk:-no answer}), the server did not restart"
 }
@@ -227,6 +257,36 @@ interrupt_test "pg_cancel_backend during the build" "$BUILDQ" cancel
 interrupt_test "statement_timeout during the build" "$BUILDQ" timeout
 interrupt_test "pg_cancel_backend during the probe" "$PROBEQ" cancel
 interrupt_test "statement_timeout during the probe" "$PROBEQ" timeout
+
+# statement_timeout during gpuhash_device_selftest(1 GiB): host loops and
+# copies of 1 GiB; 100 ms in, three times in one session
+sf="$cl/selftest.sql"
+{
+  echo "SELECT gpuhash_device_selftest(1073741824) AS warm \\gset"
+  echo "SELECT rb_mem() AS base \\gset"
+  echo "SELECT ($FREEQ) AS free0 \\gset"
+  for i in 1 2 3; do
+    echo "SET statement_timeout = 100;"
+    echo "SELECT extract(epoch FROM clock_timestamp()) AS t0 \\gset"
+    echo "SELECT gpuhash_device_selftest(1073741824);"
+    echo "\\set st :SQLSTATE"
+    echo "\\set t1 \`date +%s.%N\`"
+    echo "RESET statement_timeout;"
+    echo "SELECT 'run ' || round(:t1 - :t0 - 0.1, 3) || ' ' || :'st' || ' ' || gpuhash_device_memory();"
+  done
+  echo "SELECT 'after=' || rb_mem() - :base;"
+  echo "SELECT 'free=' || :'free0' || ' ' || ($FREEQ);"
+  echo "SELECT 'again=' || gpuhash_device_selftest(1048576);"
+} >"$sf"; chmod 644 "$sf"
+out=$(tmpf selftest.out)
+gh_as_pg psql -X -At -d robust -f "$sf" >"$out" 2>&1
+runs=$(grep '^run ' "$out")
+bad=$(echo "$runs" | awk -v b=$CANCEL_BOUND '!($3 == "57014" && $2 + 0 <= b && $4 == 0)' | wc -l)
+[ "$(echo "$runs" | grep -c '^run ')" = 3 ] && [ "$bad" = 0 ]
+check $? "statement_timeout during gpuhash_device_selftest(1 GiB): each of 3 stops within $CANCEL_BOUND s of the timeout, device memory 0 ($(echo "$runs" | awk '{ print $2 " s" }' | tr '\n' ' '))" "$(grep -vE '^(run|after|free|again)' "$out" | head -3)"
+d=$(sed -n 's/^after=//p' "$out"); fr=$(sed -n 's/^free=//p' "$out")
+[ -n "$d" ] && [ "$d" -le $MEM_TOL ] && [ -n "$fr" ] && free_ok "${fr% *}" "${fr#* }" && grep -q '^again=t' "$out" && server_intact
+check $? "gpuhash_device_selftest timeouts: nothing lost (memory contexts +${d:-?} bytes, device free MiB before/after: ${fr:-?}, the session's next selftest passes)"
 
 # ---------------------------------------------------------------------------
 # 2. pg_terminate_backend and kill -9 of a backend in a join
@@ -267,6 +327,9 @@ if [ -n "$vpid" ]; then
   server_intact; check $? "pg_terminate_backend: the server did not restart, no backend crashed"
   grep -q 'terminating connection due to administrator command' "$vout"; check $? "pg_terminate_backend: the victim ended with FATAL 57P01" "$(tail -2 "$vout")"
   [ "$(q "SELECT rb_same('$CHECKQ')")" = same ]; check $? "pg_terminate_backend: a new session runs checked joins"
+  if [ $gpu_check = 1 ]; then
+    u=$(gpu_settled); check $? "pg_terminate_backend: with every session gone the GPU's used memory is back at its baseline ($gpu_base -> $u MiB)"
+  fi
 else
   nok "pg_terminate_backend: the victim query never started"; wait $opid
 fi
@@ -289,6 +352,9 @@ if [ -n "$vpid" ]; then
     [ "$(q "SET gpuhash.force_join = on; SELECT rb_same('$PROBEQ')")" = same ]
   check $? "kill -9: new sessions run GpuHashJoins with native's rows (device $device)"
   [ "$(q "SELECT gpuhash_active_device()")" = "$device" ]; check $? "kill -9: new sessions use device $device again"
+  if [ $gpu_check = 1 ]; then
+    u=$(gpu_settled); check $? "kill -9: with every session gone the GPU's used memory is back at its baseline ($gpu_base -> $u MiB)"
+  fi
   # from here on the crash is history: count only new crash lines
   crashlines=$(wc -l <"$log")
   start_time=$(q "SELECT pg_postmaster_start_time()")
@@ -311,6 +377,7 @@ SET gpuhash.force_join = on;
 SELECT rb_same('SELECT a.id, b.id FROM ma a FULL JOIN mb b ON a.k = b.k') AS warm \gset
 SELECT * FROM gpuhash_aggregate('SELECT k, count(*), sum(v) FROM ma GROUP BY k') AS t(k int, n bigint, s bigint) LIMIT 1 \gset
 SELECT rb_mem() AS base \gset
+SELECT coalesce((SELECT free_mb FROM gpuhash_devices() WHERE ordinal = 0)::text, 'none') AS free0 \gset
 -- run q with the nth allocation from its start failing, n = 1..20: each
 -- must give 'same' (native's rows: no failure, or a fallback) or the
 -- SQLSTATE 53200, with no device memory held afterwards.  Once n passes the
@@ -337,6 +404,7 @@ SELECT 'multi=' || pg_temp.inject_loop('SELECT a.id, b.id, c.id FROM ma a JOIN m
 SELECT 'agg=' || pg_temp.inject_loop($q$SELECT * FROM gpuhash_aggregate('SELECT k, count(*), sum(v) FROM ma GROUP BY k') AS t(k int, n bigint, s bigint)$q$);
 SELECT 'after=' || rb_mem() - :base;
 SELECT 'devmem=' || gpuhash_device_memory();
+SELECT 'free=' || :'free0' || ' ' || coalesce((SELECT free_mb FROM gpuhash_devices() WHERE ordinal = 0)::text, 'none');
 SELECT 'check=' || rb_same('SELECT a.id, b.id FROM ma a FULL JOIN mb b ON a.k = b.k');
 SQL
 for k in join multi agg; do
@@ -346,8 +414,9 @@ for k in join multi agg; do
   check $? "injected out-of-memory at each allocation site ($k): every N a clean 53200 or native's rows, nothing held: ${r:-$(tail -3 "$out")}"
 done
 d=$(sed -n 's/^after=//p' "$out")
-[ -n "$d" ] && [ "$d" -le $MEM_TOL ] && [ "$(sed -n 's/^devmem=//p' "$out")" = 0 ] && [ "$(sed -n 's/^check=//p' "$out" | tail -1)" = same ] && server_intact
-check $? "injected out-of-memory: nothing lost (memory contexts +${d:-?} bytes, device memory 0, same session answers)"
+fr=$(sed -n 's/^free=//p' "$out")
+[ -n "$d" ] && [ "$d" -le $MEM_TOL ] && [ "$(sed -n 's/^devmem=//p' "$out")" = 0 ] && [ "$(sed -n 's/^check=//p' "$out" | tail -1)" = same ] && server_intact && [ -n "$fr" ] && free_ok "${fr% *}" "${fr#* }"
+check $? "injected out-of-memory: nothing lost (memory contexts +${d:-?} bytes, device memory 0, device free MiB before/after: ${fr:-?}, same session answers)"
 
 out=$(tmpf savepoint.out)
 # the savepoint statements, run twice: a warm-up (temp namespace, catalog
@@ -617,6 +686,9 @@ export PGHOST=${saved[0]} PGPORT=${saved[1]}
 # 7. the server as a whole
 # ---------------------------------------------------------------------------
 server_intact; check $? "the server ran the whole suite without a restart or crash after the kill -9 test"
+if [ $gpu_check = 1 ]; then
+  u=$(gpu_settled); check $? "the whole suite: with every session gone the GPU's used memory is back at its baseline ($gpu_base -> $u MiB)"
+fi
 xx=$(grep -cE '\] XX000 ERROR' "$log")
 [ "$xx" = 0 ]; check $? "no internal error (XX000) in the server log ($xx)" "$(grep -E '\] XX000 ERROR' "$log" | head -3)"
 
