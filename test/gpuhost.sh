@@ -9,6 +9,14 @@
 #                                    (bench/run_multimap.sh), joinbench
 #                                    (bench/join/run.sh $JOINBENCH_ARGS), sanitize
 #                                    (compute-sanitizer on the CUDA tests)
+#
+#   Robustness (issue 6), added steps: install (build and install the
+#   extension), robust (test/robust/run.sh --no-smith with device = gpu),
+#   robustgpu (test/robust/gpu.sh: driver, memory exhaustion, timeouts in
+#   device copies), smith (test/robust/sqlsmith.sh $SMITH_SECONDS, default
+#   180, device = gpu; sqlsmith from .robust-carry/ when carried),
+#   sanitize-backend (test/robust/sanitize_backend.sh).  A step written
+#   bg:STEP runs in the background; the step "wait" waits for them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/gpuhost-out}
@@ -17,9 +25,15 @@ chmod -R a+rX .
 source .gpuhost/pg.sh ${GPUHOST_PORT:-5432} >"$out/pg.log" 2>&1 || { cat "$out/pg.log"; exit 1; }
 export GPUHASH_SKIP_DEPS=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+# sqlsmith and its libpqxx, when carried (the GPU hosts have no package access)
+if [ -d .robust-carry ]; then
+  export PATH=$PWD/.robust-carry/bin:$PATH
+  export LD_LIBRARY_PATH=$PWD/.robust-carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
 rc=0
-for step in "$@"; do
-  echo "== $step"
+bgpids=""
+run_step() {
+  local step=$1 rc=0
   case $step in
     tests)
       GPUHASH_TEST_DEVICE=gpu GPUHASH_TEST_LOGDIR=/tmp/gh-logs bash test/run.sh >"$out/tests.log" 2>&1 || rc=1
@@ -38,7 +52,31 @@ for step in "$@"; do
     sanitize)
       make -s -C test/cuda sanitize >"$out/sanitize.log" 2>&1 || rc=1
       tail -20 "$out/sanitize.log" ;;
+    install)
+      (make clean && make -j"$(nproc)" PG_CONFIG="$PG_CONFIG" && make install PG_CONFIG="$PG_CONFIG") >"$out/install.log" 2>&1 || { rc=1; tail -20 "$out/install.log"; } ;;
+    robust)
+      GPUHASH_TEST_DEVICE=gpu GPUHASH_TEST_LOGDIR=/tmp/gh-robust bash test/robust/run.sh --no-smith >"$out/robust.tap" 2>&1 || rc=1
+      grep -E '^(not ok|#)' "$out/robust.tap" | head -20; tail -2 "$out/robust.tap" ;;
+    robustgpu)
+      GPUHASH_TEST_DEVICE=gpu GPUHASH_TEST_LOGDIR=/tmp/gh-robustgpu bash test/robust/gpu.sh >"$out/robust-gpu.tap" 2>&1 || rc=1
+      grep -E '^(not ok|#)' "$out/robust-gpu.tap" | head -30; tail -2 "$out/robust-gpu.tap" ;;
+    smith)
+      GPUHASH_TEST_DEVICE=gpu bash test/robust/sqlsmith.sh "${SMITH_SECONDS:-180}" /tmp/gh-smith >"$out/smith.tap" 2>&1 || rc=1
+      cat "$out/smith.tap" ;;
+    sanitize-backend)
+      GPUHASH_TEST_LOGDIR=/tmp/gh-cs bash test/robust/sanitize_backend.sh ${SANITIZE_SUITES:-} >"$out/sanitize-backend.tap" 2>&1 || rc=1
+      tail -12 "$out/sanitize-backend.tap" ;;
     *) echo "unknown step $step"; rc=2 ;;
   esac
+  return $rc
+}
+for step in "$@"; do
+  echo "== $step"
+  case $step in
+    bg:*) run_step "${step#bg:}" >"$out/${step#bg:}.stdout" 2>&1 & bgpids="$bgpids $!" ;;
+    wait) for p in $bgpids; do wait "$p" || rc=1; done; bgpids="" ;;
+    *) run_step "$step" || rc=$(( $? == 2 ? 2 : 1 )) ;;
+  esac
 done
+for p in $bgpids; do wait "$p" || rc=1; done
 exit $rc

@@ -1,0 +1,94 @@
+#!/bin/bash
+# test/asan/run.sh [SUITE...] - the pg_regress suites against gpuhash built
+# with AddressSanitizer (src/ and the CPU twin in cuda/*.c), gpuhash.device =
+# cpu.  No GPU needed.
+#
+# The system's PostgreSQL is not touched: its installation (Debian's is
+# relocatable: paths are found relative to the binaries) is copied to a
+# scratch prefix, gpuhash is built there without CUDA and with
+# -fsanitize=address, and the server is started with libasan preloaded (the
+# postgres binary is not instrumented; gpuhash.so is, and every malloc of
+# the process goes through ASan's allocator, which is what the CPU twin's
+# "device" buffers are).  palloc chunks are not redzoned: an overrun inside
+# a palloc block is not seen, one past a malloc'd buffer or a stack or
+# global object of gpuhash is.  LeakSanitizer is off (backends exit
+# without freeing, by design).
+#
+# Default suites: every REGRESS suite of the Makefile.  Prints TAP; exit
+# status 0 when pg_regress passed and ASan reported nothing.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
+cd "$GPUHASH_ROOT"
+suites=${*:-$(sed -n 's/^REGRESS *= *//p' Makefile)}
+logdir=${GPUHASH_TEST_LOGDIR:-$(mktemp -d /tmp/gpuhash-asan.XXXXXX)}
+mkdir -p "$logdir"
+libasan=$(gcc -print-file-name=libasan.so)
+libasan=$(readlink -f "$libasan")
+[ -f "$libasan" ] || { echo "1..0 # SKIP libasan not found"; exit 0; }
+
+work=$(gh_tmpdir)
+cl=$(gh_tmpdir); port=$(gh_free_port)
+trap 'gh_as_pg "$pgbin/pg_ctl" -D "$cl/data" -m immediate -w stop >/dev/null 2>&1; cp "$cl"/asan.* "$cl/server.log" "$logdir/" 2>/dev/null; rm -rf "$cl" "$work"' EXIT
+
+# a private copy of the PostgreSQL installation
+sysbin=$(pg_config --bindir)			# e.g. /usr/lib/postgresql/15/bin
+prefix=$work/pg
+for d in "$(dirname "$sysbin")" "$(pg_config --sharedir)" "$(dirname "$(pg_config --includedir-server)")"; do
+  mkdir -p "$prefix$(dirname "$d")"
+  cp -a "$d" "$prefix$(dirname "$d")/"
+done
+pgbin=$prefix$sysbin
+pgc=$pgbin/pg_config
+[ "$("$pgc" --pkglibdir)" = "$prefix$(pg_config --pkglibdir)" ] || { echo "1..1"; echo "not ok 1 - the copied installation is not relocatable ($("$pgc" --pkglibdir))"; exit 1; }
+
+# gpuhash with ASan, from the working tree
+src=$work/src
+mkdir -p "$src"
+cp -a Makefile gpuhash.control gpuhash--*.sql src cuda sql expected test "$src/"
+if ! (cd "$src" && make clean >/dev/null 2>&1; make -j"$(nproc)" GPUHASH_CUDA=no PG_CONFIG="$pgc" \
+      COPT="-fsanitize=address -fno-omit-frame-pointer -fno-common -O1 -g" &&
+      make install GPUHASH_CUDA=no PG_CONFIG="$pgc") >"$logdir/asan-build.log" 2>&1; then
+  tail -20 "$logdir/asan-build.log"; echo "1..1"; echo "not ok 1 - ASan build"; exit 1
+fi
+nasan=$(nm -D "$("$pgc" --pkglibdir)/gpuhash.so" | grep -c '__asan_report')
+chmod -R a+rX "$work"
+
+gh_as_pg "$pgbin/initdb" -D "$cl/data" -U postgres --no-sync -A trust >"$cl/initdb.log" 2>&1 || { cat "$cl/initdb.log"; exit 1; }
+cat >>"$cl/data/postgresql.conf" <<CONF
+port = $port
+listen_addresses = ''
+unix_socket_directories = '$cl'
+shared_preload_libraries = 'gpuhash'
+gpuhash.device = cpu
+gpuhash_test.gpu = off
+max_parallel_workers_per_gather = 2
+fsync = off
+jit = off
+autovacuum = off
+CONF
+gh_as_pg env LD_PRELOAD="$libasan" \
+  ASAN_OPTIONS="detect_leaks=0:log_path=$cl/asan:halt_on_error=1:abort_on_error=0:detect_stack_use_after_return=0:allow_user_segv_handler=1" \
+  "$pgbin/pg_ctl" -D "$cl/data" -l "$cl/server.log" -w start >/dev/null || { tail -20 "$cl/server.log"; cat "$cl"/asan.* 2>/dev/null | head; exit 1; }
+
+# ASan is there: the postmaster (whose backends are its forks) has libasan mapped
+mapped=$(grep -c libasan /proc/"$(head -1 "$cl/data/postmaster.pid")"/maps 2>/dev/null)
+
+out=$(gh_tmpdir)
+t0=$SECONDS
+gh_as_pg "$prefix$(pg_config --pkglibdir)/pgxs/src/test/regress/pg_regress" --inputdir="$src" --outputdir="$out" \
+  --bindir="$pgbin" --host="$cl" --port="$port" --user=postgres --dbname=asan_regression $suites >"$logdir/asan-regress.log" 2>&1
+secs=$((SECONDS - t0))
+cp "$out/regression.diffs" "$logdir/asan-regression.diffs" 2>/dev/null
+grep -E '^(test| +[a-z_]+ +\.\.\.|ok|not ok)' "$logdir/asan-regress.log" | sed 's/^/# /'
+nrep=$(cat "$cl"/asan.* 2>/dev/null | grep -c 'ERROR: AddressSanitizer')
+crash=$(grep -cE 'terminated by signal|was terminated|PANIC|TRAP:' "$cl/server.log")
+echo "1..3"
+[ "$nasan" -gt 0 ] && [ "${mapped:-0}" -gt 0 ]
+if [ $? = 0 ]; then echo "ok 1 - gpuhash.so built with ASan ($nasan __asan_report symbols), libasan mapped in the server"
+else echo "not ok 1 - ASan not in effect (report symbols $nasan, libasan mappings ${mapped:-0})"; fi
+if grep -qE 'tests passed' "$logdir/asan-regress.log"; then echo "ok 2 - pg_regress with ASan ($secs s): $suites"
+else echo "not ok 2 - pg_regress with ASan ($secs s): $(grep -E 'failed' "$logdir/asan-regress.log" | tail -1)"; fi
+if [ "$nrep" = 0 ] && [ "$crash" = 0 ]; then echo "ok 3 - AddressSanitizer: no report, no backend crashed"
+else echo "not ok 3 - AddressSanitizer: $nrep reports, $crash crash lines"; cat "$cl"/asan.* 2>/dev/null | grep -A12 'ERROR: AddressSanitizer' | head -40 | sed 's/^/# /'; fi
+[ "$nrep" = 0 ] && [ "$crash" = 0 ] && grep -qE 'tests passed' "$logdir/asan-regress.log"
