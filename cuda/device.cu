@@ -10,6 +10,8 @@
  *-------------------------------------------------------------------------
  */
 #include <cuda_runtime.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
 
 #include "gpuhash_cuda.h"
@@ -115,9 +117,57 @@ gh_cuda_device_info(int ordinal, gh_device_info *info, gh_error *err)
 	return GH_OK;
 }
 
+/*
+ * The prewarm thread only makes the driver create the primary context; its
+ * errors are not kept, since gh_cuda_context_init makes the same calls again
+ * on the backend's own thread and reports what fails there.
+ */
+static pthread_t gh_prewarm_thread;
+static bool gh_prewarm_running = false;
+static int	gh_prewarm_ordinal = -1;
+
+static void *
+gh_prewarm_main(void *arg)
+{
+	if (cudaSetDevice(gh_prewarm_ordinal) == cudaSuccess)
+		(void) cudaFree(NULL);
+	(void) cudaGetLastError();
+	return NULL;
+}
+
+extern "C" int
+gh_cuda_context_prewarm(int ordinal)
+{
+	sigset_t	all,
+				old;
+	int			rc;
+
+	if (gh_prewarm_running || gh_context_ordinal == ordinal)
+		return 0;
+	/* the thread inherits a full mask: signals stay with the backend's thread */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	gh_prewarm_ordinal = ordinal;
+	rc = pthread_create(&gh_prewarm_thread, NULL, gh_prewarm_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	gh_prewarm_running = (rc == 0);
+	return gh_prewarm_running ? 1 : 0;
+}
+
+extern "C" void
+gh_cuda_context_prewarm_wait(void)
+{
+	if (gh_prewarm_running)
+	{
+		pthread_join(gh_prewarm_thread, NULL);
+		gh_prewarm_running = false;
+	}
+}
+
 extern "C" gh_status
 gh_cuda_context_init(int ordinal, gh_error *err)
 {
+	gh_cuda_context_prewarm_wait();
 	GH_TRY(cudaSetDevice(ordinal));
 	if (gh_context_ordinal != ordinal)
 	{

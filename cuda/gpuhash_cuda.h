@@ -80,6 +80,16 @@ gh_status	gh_cuda_device_info(int ordinal, gh_device_info *info, gh_error *err);
 
 /* Creates (or makes current) the primary context of device ordinal. */
 gh_status	gh_cuda_context_init(int ordinal, gh_error *err);
+
+/*
+ * Starts creating the primary context of device ordinal on a helper thread
+ * (all signals blocked), so that the 0.2 s or so it takes overlaps the
+ * caller's work; gh_cuda_context_init waits for it.  Returns 0 if no
+ * thread was started (one is running, the context exists, or no CUDA).
+ * gh_cuda_context_prewarm_wait waits for a started thread to finish.
+ */
+int			gh_cuda_context_prewarm(int ordinal);
+void		gh_cuda_context_prewarm_wait(void);
 gh_status	gh_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, gh_error *err);
 
 gh_status	gh_cuda_malloc(void **ptr, size_t bytes, gh_error *err);

@@ -49,6 +49,17 @@ gh_cuda_context_init(int ordinal, gh_error *err)
 	return nocuda(err, "gh_cuda_context_init");
 }
 
+int
+gh_cuda_context_prewarm(int ordinal)
+{
+	return 0;
+}
+
+void
+gh_cuda_context_prewarm_wait(void)
+{
+}
+
 gh_status
 gh_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, gh_error *err)
 {

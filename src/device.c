@@ -24,6 +24,7 @@
 #include "lib/ilist.h"
 #include "miscadmin.h"
 #include "postmaster/postmaster.h"
+#include "storage/ipc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
@@ -185,6 +186,35 @@ gpuhash_target_name(GhTarget target)
 			break;
 	}
 	return "none";
+}
+
+/* gh_prewarm_exit waits for a context being created before the backend exits. */
+static void
+gh_prewarm_exit(int code, Datum arg)
+{
+	gh_cuda_context_prewarm_wait();
+}
+
+/*
+ * gpuhash_prewarm_gpu starts creating this backend's CUDA context in the
+ * background when an operator that is about to run will use the GPU, so that
+ * the creation overlaps the operator's first work (a join's inner scan).
+ * It never raises an ERROR: gpuhash_exec_target still decides, and reports.
+ */
+void
+gpuhash_prewarm_gpu(void)
+{
+	static bool exit_hook = false;
+
+	if (gh_context_ready || gpuhash_device == GPUHASH_DEVICE_CPU ||
+		gpuhash_gpu_count() == 0)
+		return;
+	if (!exit_hook)
+	{
+		on_proc_exit(gh_prewarm_exit, (Datum) 0);
+		exit_hook = true;
+	}
+	(void) gh_cuda_context_prewarm(0);
 }
 
 /*

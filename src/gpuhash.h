@@ -37,6 +37,7 @@ extern bool gpuhash_extended_hash_functions(Oid opno, Oid *lhs, Oid *rhs);
 extern void gpuhash_init_device(void);
 extern GhTarget gpuhash_plan_target(void);
 extern GhTarget gpuhash_exec_target(void);
+extern void gpuhash_prewarm_gpu(void);
 extern const char *gpuhash_target_name(GhTarget target);
 extern int	gpuhash_gpu_count(void);
 extern void gpuhash_report(gh_status status, const gh_error *err,

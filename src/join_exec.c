@@ -30,6 +30,8 @@
  */
 #include "postgres.h"
 
+#include <sys/mman.h>
+
 #include "common/hashfn.h"
 #include "executor/executor.h"
 #include "executor/nodeCustom.h"
@@ -86,25 +88,42 @@ typedef struct GhjState
 	/* build side */
 	bool		built;
 	GhTarget	target;
+	int			ninner_cols;	/* columns of the inner child's rows */
+	int16	   *inner_attlen;
+	bool	   *inner_attbyval;
+	bool		inner_has_byref;	/* a by-reference key or column */
+	int			nullwords;		/* uint64 words of a record's null bitmap */
+	int			stride;			/* Datums per record: keys, columns, nulls */
 	uint32		ninner;
-	Datum	   *inner_recs;		/* ninner records: tuple pointer, then keys */
-	int			stride;			/* Datums per record: 1 + nkeys */
-	MinimalTuple *nullkey_tuples;	/* right/full joins only */
+	Datum	   *inner_recs;		/* ninner records, in hash-group order */
+	Size		byref_bytes;	/* by-reference data the records point to */
+	Datum	   *nullkey_recs;	/* right/full joins: rows with a NULL key */
 	uint32		n_nullkey;
 	uint32	   *matched;		/* bitmap over ninner: right/full joins */
 	GhTable    *table;
+	MemoryContext build_tmp_cxt;	/* by-reference data before regrouping */
 
 	/* probe side */
+	int16	   *outer_attlen;
+	bool	   *outer_attbyval;
+	bool		outer_has_byref;
 	uint32		batch_cap;
 	uint32		batch_n;
-	MinimalTuple *batch_tuples;
+	Datum	   *batch_vals;		/* batch_cap x nouter column values */
+	bool	   *batch_isnull;
 	Datum	   *batch_keys;		/* batch_cap x nkeys */
 	bool	   *batch_null;
 	uint64	   *batch_hashes;	/* pinned for the GPU */
 	uint32	   *batch_first;
 	uint32	   *batch_count;
-	uint32		cur;
+	uint32	   *batch_order;	/* the rows to visit, by first candidate */
+	uint32	   *visit_first;	/* first and count of each visit, in order */
+	uint32	   *visit_count;
+	uint32	   *sort_tmp;
+	uint32		n_order;
+	uint32		cur;			/* position in batch_order */
 	uint32		cur_cand;
+	bool		cur_loaded;		/* outer_slot holds the row at cur */
 	bool		cur_matched;
 	bool		outer_done;
 	bool		emitting_inner;
@@ -187,6 +206,25 @@ remap(void *node, int nouter)
 	return remap_index_vars((Node *) node, &nouter);
 }
 
+/* describe_columns notes the length and by-value flag of each column. */
+static void
+describe_columns(TupleDesc desc, int16 **attlen, bool **attbyval,
+				 bool *has_byref)
+{
+	*attlen = palloc(sizeof(int16) * Max(desc->natts, 1));
+	*attbyval = palloc(sizeof(bool) * Max(desc->natts, 1));
+	*has_byref = false;
+	for (int c = 0; c < desc->natts; c++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, c);
+
+		(*attlen)[c] = att->attlen;
+		(*attbyval)[c] = att->attbyval;
+		if (!att->attbyval)
+			*has_byref = true;
+	}
+}
+
 static void
 ghj_begin(CustomScanState *node, EState *estate, int eflags)
 {
@@ -214,9 +252,16 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 	node->custom_ps = list_make2(s->outer_ps, s->inner_ps);
 
 	s->outer_slot = ExecInitExtraTupleSlot(estate, ExecGetResultType(s->outer_ps),
-										   &TTSOpsMinimalTuple);
+										   &TTSOpsVirtual);
 	s->inner_slot = ExecInitExtraTupleSlot(estate, ExecGetResultType(s->inner_ps),
-										   &TTSOpsMinimalTuple);
+										   &TTSOpsVirtual);
+	describe_columns(ExecGetResultType(s->outer_ps), &s->outer_attlen,
+					 &s->outer_attbyval, &s->outer_has_byref);
+	describe_columns(ExecGetResultType(s->inner_ps), &s->inner_attlen,
+					 &s->inner_attbyval, &s->inner_has_byref);
+	Assert(ExecGetResultType(s->outer_ps)->natts == s->nouter);
+	s->ninner_cols = ExecGetResultType(s->inner_ps)->natts;
+	s->nullwords = (s->ninner_cols + 63) / 64;
 	s->null_outer = ExecInitNullTupleSlot(estate, ExecGetResultType(s->outer_ps),
 										  &TTSOpsVirtual);
 	s->null_inner = ExecInitNullTupleSlot(estate, ExecGetResultType(s->inner_ps),
@@ -255,8 +300,11 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 						&s->outer_byval[i]);
 		get_typlenbyval(exprType((Node *) ikey), &s->inner_typlen[i],
 						&s->inner_byval[i]);
+		if (!s->inner_byval[i])
+			s->inner_has_byref = true;
 		i++;
 	}
+	s->stride = s->nkeys + s->ninner_cols + s->nullwords;
 	s->joinqual = ExecInitQual(remap(s->joinquals_expr, s->nouter), &node->ss.ps);
 	s->otherqual = ExecInitQual(remap(cscan->scan.plan.qual, s->nouter),
 								&node->ss.ps);
@@ -268,10 +316,17 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 	s->build_cxt = AllocSetContextCreate(CurrentMemoryContext,
 										 "GpuHashJoin build",
 										 ALLOCSET_DEFAULT_SIZES);
+	s->build_tmp_cxt = AllocSetContextCreate(CurrentMemoryContext,
+											 "GpuHashJoin build copies",
+											 ALLOCSET_DEFAULT_SIZES);
 	s->batch_cxt = AllocSetContextCreate(CurrentMemoryContext,
 										 "GpuHashJoin batch",
 										 ALLOCSET_DEFAULT_SIZES);
 	s->batch_cap = (uint32) gpuhash_batch_rows;
+
+	/* a GPU join's context can be made while the inner side is read */
+	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
+		gpuhash_prewarm_gpu();
 }
 
 /*
@@ -320,11 +375,85 @@ row_hash(GhjState *s, bool outer, ExprContext *econtext, Datum *keys,
 	return h;
 }
 
+/* byref_size is the room a by-reference value takes in the record arena. */
+static inline Size
+byref_size(Datum v, int16 typlen)
+{
+	return MAXALIGN(datumGetSize(v, false, typlen));
+}
+
+/*
+ * store_columns copies the inner row in slot into a record: its column values
+ * after the keys, then a null bitmap.  By-reference values are copied into
+ * cxt.  Returns the arena room the by-reference values need.
+ */
+static Size
+store_columns(GhjState *s, TupleTableSlot *slot, Datum *rec, MemoryContext cxt)
+{
+	Datum	   *vals = rec + s->nkeys;
+	uint64	   *nulls = (uint64 *) (vals + s->ninner_cols);
+	Size		bytes = 0;
+
+	slot_getallattrs(slot);
+	memset(nulls, 0, sizeof(uint64) * s->nullwords);
+	for (int c = 0; c < s->ninner_cols; c++)
+	{
+		if (slot->tts_isnull[c])
+		{
+			vals[c] = (Datum) 0;
+			nulls[c / 64] |= UINT64CONST(1) << (c % 64);
+		}
+		else if (s->inner_attbyval[c])
+			vals[c] = slot->tts_values[c];
+		else
+		{
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+
+			vals[c] = datumCopy(slot->tts_values[c], false, s->inner_attlen[c]);
+			MemoryContextSwitchTo(old);
+			bytes += byref_size(vals[c], s->inner_attlen[c]);
+		}
+	}
+	return bytes;
+}
+
+/*
+ * advise_huge asks the kernel for huge pages behind a large array that is
+ * about to be written: the probe reads the inner records and their arena
+ * at addresses far apart, and with 4 kB pages nearly every such read would
+ * also miss the TLB.  Only a hint; nothing changes where it is not honoured.
+ */
+static void
+advise_huge(void *p, Size len)
+{
+#ifdef MADV_HUGEPAGE
+	const uintptr_t huge = 2 * 1024 * 1024;
+	uintptr_t	start = TYPEALIGN(huge, (uintptr_t) p);
+	uintptr_t	end = TYPEALIGN_DOWN(huge, (uintptr_t) p + len);
+
+	if (end > start)
+		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
+#endif
+}
+
+/* arena_copy moves a by-reference value into the arena. */
+static inline Datum
+arena_copy(char *arena, Size *used, Datum v, int16 typlen)
+{
+	Size		len = datumGetSize(v, false, typlen);
+	char	   *dst = arena + *used;
+
+	memcpy(dst, DatumGetPointer(v), len);
+	*used += MAXALIGN(len);
+	return PointerGetDatum(dst);
+}
+
 /*
  * ghj_regroup reorders the inner records into the order of the table's row
- * array, which groups rows by hash.  From then on the candidates of a probe
- * row are the records first .. first + count - 1 themselves: no indirection
- * through the row array, and one cache line for a group's first records.
+ * array, which groups rows by hash, and moves their by-reference data into
+ * one arena in the same order.  From then on the candidates of a probe row
+ * are the records first .. first + count - 1 themselves, and a batch visited
+ * in the order of its first candidates reads the inner side front to back.
  */
 static void
 ghj_regroup(GhjState *s)
@@ -332,18 +461,46 @@ ghj_regroup(GhjState *s)
 	const uint32 *rows = s->table->rows;
 	size_t		stride = s->stride;
 	Datum	   *recs;
+	char	   *arena = NULL;
+	Size		used = 0;
 
-	recs = palloc_extended(sizeof(Datum) * Max(s->ninner, 1) * stride,
+	/* cache-line aligned, so that no record of 64 bytes or less straddles two */
+	recs = palloc_extended(sizeof(Datum) * Max(s->ninner, 1) * stride + 64,
 						   MCXT_ALLOC_HUGE);
+	recs = (Datum *) TYPEALIGN(64, recs);
+	advise_huge(recs, sizeof(Datum) * s->ninner * stride);
+	if (s->byref_bytes > 0)
+	{
+		arena = palloc_extended(s->byref_bytes, MCXT_ALLOC_HUGE);
+		advise_huge(arena, s->byref_bytes);
+	}
 	for (uint32 j = 0; j < s->ninner; j++)
 	{
-		memcpy(&recs[j * stride], &s->inner_recs[(size_t) rows[j] * stride],
+		Datum	   *dst = &recs[j * stride];
+
+		if (j + 8 < s->ninner)
+			__builtin_prefetch(&s->inner_recs[(size_t) rows[j + 8] * stride]);
+		memcpy(dst, &s->inner_recs[(size_t) rows[j] * stride],
 			   sizeof(Datum) * stride);
+		if (arena)
+		{
+			uint64	   *nulls = (uint64 *) &dst[s->nkeys + s->ninner_cols];
+
+			for (int k = 0; k < s->nkeys; k++)
+				if (!s->inner_byval[k])
+					dst[k] = arena_copy(arena, &used, dst[k], s->inner_typlen[k]);
+			for (int c = 0; c < s->ninner_cols; c++)
+				if (!s->inner_attbyval[c] &&
+					(nulls[c / 64] & (UINT64CONST(1) << (c % 64))) == 0)
+					dst[s->nkeys + c] = arena_copy(arena, &used, dst[s->nkeys + c],
+												   s->inner_attlen[c]);
+		}
 		if ((j & 0xffff) == 0)
 			CHECK_FOR_INTERRUPTS();
 	}
-	pfree(s->inner_recs);
+	Assert(used <= s->byref_bytes);
 	s->inner_recs = recs;
+	MemoryContextReset(s->build_tmp_cxt);
 	gh_table_drop_rows(s->table);
 }
 
@@ -368,21 +525,23 @@ ghj_build(GhjState *s)
 	/*
 	 * Size the arrays for the planner's estimate, to spare most regrowing,
 	 * but no more than 4M rows ahead of seeing them: estimates can be far off.
+	 * Records are regrouped into build_cxt once the table exists.
 	 */
 	cap = (uint32) Min(Max(inner_plan->plan_rows * 1.1, 1024.0), 4194304.0);
-	old = MemoryContextSwitchTo(s->build_cxt);
-	s->stride = 1 + s->nkeys;
+	old = MemoryContextSwitchTo(s->build_tmp_cxt);
 	s->inner_recs = palloc_extended(sizeof(Datum) * cap * s->stride, MCXT_ALLOC_HUGE);
 	hashes = palloc_extended(sizeof(uint64) * cap, MCXT_ALLOC_HUGE);
+	MemoryContextSwitchTo(old);
 	s->ninner = 0;
 	s->n_nullkey = 0;
-	MemoryContextSwitchTo(old);
+	s->byref_bytes = 0;
 
 	for (;;)
 	{
 		TupleTableSlot *slot;
 		bool		hasnull;
 		uint64		h;
+		Datum	   *rec;
 
 		CHECK_FOR_INTERRUPTS();
 		slot = ExecProcNode(s->inner_ps);
@@ -403,32 +562,32 @@ ghj_build(GhjState *s)
 										  sizeof(Datum) * cap * s->stride);
 			hashes = repalloc_huge(hashes, sizeof(uint64) * cap);
 		}
-		h = row_hash(s, false, econtext, &s->inner_recs[(size_t) s->ninner * s->stride + 1],
-					 s->build_cxt, &hasnull);
-		old = MemoryContextSwitchTo(s->build_cxt);
-		if (hasnull)
+		rec = &s->inner_recs[(size_t) s->ninner * s->stride];
+		h = row_hash(s, false, econtext, rec, s->build_tmp_cxt, &hasnull);
+		if (!hasnull)
+		{
+			s->byref_bytes += store_columns(s, slot, rec, s->build_tmp_cxt);
+			for (int k = 0; k < s->nkeys; k++)
+				if (!s->inner_byval[k])
+					s->byref_bytes += byref_size(rec[k], s->inner_typlen[k]);
+			hashes[s->ninner++] = h;
+		}
+		else if (keep_nullkeys)
 		{
 			/* can never match; only right and full joins still emit it */
-			if (keep_nullkeys)
+			if (s->n_nullkey == nullcap)
 			{
-				if (s->n_nullkey == nullcap)
-				{
-					nullcap = Max(nullcap * 2, 64);
-					s->nullkey_tuples = s->nullkey_tuples ?
-						repalloc_huge(s->nullkey_tuples, sizeof(MinimalTuple) * nullcap) :
-						palloc(sizeof(MinimalTuple) * nullcap);
-				}
-				s->nullkey_tuples[s->n_nullkey++] = ExecCopySlotMinimalTuple(slot);
+				old = MemoryContextSwitchTo(s->build_cxt);
+				nullcap = Max(nullcap * 2, 64);
+				s->nullkey_recs = s->nullkey_recs ?
+					repalloc_huge(s->nullkey_recs, sizeof(Datum) * s->stride * nullcap) :
+					palloc(sizeof(Datum) * s->stride * nullcap);
+				MemoryContextSwitchTo(old);
 			}
+			rec = &s->nullkey_recs[(size_t) s->n_nullkey++ * s->stride];
+			memset(rec, 0, sizeof(Datum) * s->nkeys);
+			(void) store_columns(s, slot, rec, s->build_cxt);
 		}
-		else
-		{
-			s->inner_recs[(size_t) s->ninner * s->stride] =
-				PointerGetDatum(ExecCopySlotMinimalTuple(slot));
-			hashes[s->ninner] = h;
-			s->ninner++;
-		}
-		MemoryContextSwitchTo(old);
 	}
 	ResetExprContext(econtext);
 
@@ -448,9 +607,82 @@ ghj_build(GhjState *s)
 	s->build_ms += INSTR_TIME_GET_MILLISEC(end);
 }
 
+/* store_outer copies the outer row in slot into batch row n. */
+static inline void
+store_outer(GhjState *s, TupleTableSlot *slot, uint32 n)
+{
+	Datum	   *vals = &s->batch_vals[(size_t) n * s->nouter];
+	bool	   *isnull = &s->batch_isnull[(size_t) n * s->nouter];
+
+	slot_getallattrs(slot);
+	memcpy(vals, slot->tts_values, sizeof(Datum) * s->nouter);
+	memcpy(isnull, slot->tts_isnull, sizeof(bool) * s->nouter);
+	if (s->outer_has_byref)
+	{
+		MemoryContext old = MemoryContextSwitchTo(s->batch_cxt);
+
+		for (int c = 0; c < s->nouter; c++)
+			if (!isnull[c] && !s->outer_attbyval[c])
+				vals[c] = datumCopy(vals[c], false, s->outer_attlen[c]);
+		MemoryContextSwitchTo(old);
+	}
+}
+
 /*
- * ghj_next_batch pulls, copies and hashes the next batch of outer rows and
- * probes the table with it.  Returns false when the outer side is done.
+ * sort_by_first orders the batch rows in order[0 .. n-1] by their first
+ * candidate (a least-significant-digit radix sort; first < limit).
+ */
+static void
+sort_by_first(uint32 *order, uint32 *tmp, const uint32 *first, uint32 n,
+			  uint32 limit)
+{
+	uint32		counts[4096];
+	int			nbits = limit > 1 ? 32 - __builtin_clz(limit - 1) : 0;
+	int			passes = (nbits + 11) / 12;
+	int			digit;
+	uint32		mask;
+	uint32	   *src = order,
+			   *dst = tmp;
+
+	if (n < 2 || passes == 0)
+		return;
+	digit = (nbits + passes - 1) / passes;
+	mask = (1U << digit) - 1;
+	for (int p = 0, shift = 0; p < passes; p++, shift += digit)
+	{
+		uint32		sum = 0;
+		uint32	   *swap;
+
+		memset(counts, 0, sizeof(uint32) * (mask + 1));
+		for (uint32 j = 0; j < n; j++)
+			counts[(first[src[j]] >> shift) & mask]++;
+		for (uint32 b = 0; b <= mask; b++)
+		{
+			uint32		c = counts[b];
+
+			counts[b] = sum;
+			sum += c;
+		}
+		for (uint32 j = 0; j < n; j++)
+		{
+			uint32		i = src[j];
+
+			dst[counts[(first[i] >> shift) & mask]++] = i;
+		}
+		swap = src;
+		src = dst;
+		dst = swap;
+	}
+	if (src != order)
+		memcpy(order, src, sizeof(uint32) * n);
+}
+
+/*
+ * ghj_next_batch pulls, copies and hashes the next batch of outer rows,
+ * probes the table with it, and lists the rows to visit: those with
+ * candidates in the order of their first candidate (so the inner records are
+ * read front to back, not at random), then, for joins that emit unmatched
+ * outer rows, the others.  Returns false when the outer side is done.
  */
 static bool
 ghj_next_batch(GhjState *s)
@@ -458,14 +690,20 @@ ghj_next_batch(GhjState *s)
 	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
 	MemoryContext old;
 	uint32		n = 0;
+	uint32		m = 0;
 
 	MemoryContextReset(s->batch_cxt);
-	if (s->batch_tuples == NULL)
+	if (s->batch_vals == NULL)
 	{
 		old = MemoryContextSwitchTo(s->build_cxt);
-		s->batch_tuples = palloc(sizeof(MinimalTuple) * s->batch_cap);
+		s->batch_vals = palloc(sizeof(Datum) * s->batch_cap * Max(s->nouter, 1));
+		s->batch_isnull = palloc(sizeof(bool) * s->batch_cap * Max(s->nouter, 1));
 		s->batch_keys = palloc(sizeof(Datum) * s->batch_cap * s->nkeys);
 		s->batch_null = palloc(sizeof(bool) * s->batch_cap);
+		s->batch_order = palloc(sizeof(uint32) * s->batch_cap);
+		s->visit_first = palloc(sizeof(uint32) * s->batch_cap);
+		s->visit_count = palloc(sizeof(uint32) * s->batch_cap);
+		s->sort_tmp = palloc(sizeof(uint32) * s->batch_cap);
 		MemoryContextSwitchTo(old);
 		s->batch_hashes = gh_host_alloc(s->target, sizeof(uint64) * s->batch_cap);
 		s->batch_first = gh_host_alloc(s->target, sizeof(uint32) * s->batch_cap);
@@ -488,33 +726,50 @@ ghj_next_batch(GhjState *s)
 		s->batch_hashes[n] = row_hash(s, true, econtext,
 									  &s->batch_keys[(size_t) n * s->nkeys],
 									  s->batch_cxt, &s->batch_null[n]);
-		old = MemoryContextSwitchTo(s->batch_cxt);
-		s->batch_tuples[n] = ExecCopySlotMinimalTuple(slot);
-		MemoryContextSwitchTo(old);
+		store_outer(s, slot, n);
 		n++;
 	}
 	ResetExprContext(econtext);
 	s->batch_n = n;
+	s->n_order = 0;
 	s->cur = 0;
 	s->cur_cand = 0;
+	s->cur_loaded = false;
 	s->cur_matched = false;
 	if (n == 0)
 		return false;
 
 	gh_table_probe(s->table, s->batch_hashes, n, s->batch_first, s->batch_count);
 	for (uint32 i = 0; i < n; i++)
+	{
 		if (s->batch_null[i])
 			s->batch_count[i] = 0;
+		else if (s->batch_count[i] > 0)
+			s->batch_order[m++] = i;
+	}
+	sort_by_first(s->batch_order, s->sort_tmp, s->batch_first, m, s->ninner);
+	if (s->jointype == JOIN_LEFT || s->jointype == JOIN_FULL ||
+		s->jointype == JOIN_ANTI)
+	{
+		for (uint32 i = 0; i < n; i++)
+			if (s->batch_count[i] == 0)
+				s->batch_order[m++] = i;
+	}
+	s->n_order = m;
+	for (uint32 p = 0; p < m; p++)
+	{
+		s->visit_first[p] = s->batch_first[s->batch_order[p]];
+		s->visit_count[p] = s->batch_count[s->batch_order[p]];
+	}
 	s->n_batches++;
 	return true;
 }
 
-/* ghj_verify checks outer row i against inner record r with the operators. */
+/* ghj_verify checks outer row i against inner record rec with the operators. */
 static inline bool
-ghj_verify(GhjState *s, uint32 i, uint32 r)
+ghj_verify(GhjState *s, uint32 i, const Datum *ik)
 {
 	Datum	   *ok = &s->batch_keys[(size_t) i * s->nkeys];
-	Datum	   *ik = &s->inner_recs[(size_t) r * s->stride + 1];
 
 	for (int k = 0; k < s->nkeys; k++)
 	{
@@ -525,6 +780,41 @@ ghj_verify(GhjState *s, uint32 i, uint32 r)
 			return false;
 	}
 	return true;
+}
+
+/* ghj_load_outer puts batch row i into outer_slot. */
+static inline void
+ghj_load_outer(GhjState *s, uint32 i)
+{
+	TupleTableSlot *slot = s->outer_slot;
+
+	const Datum *vals = &s->batch_vals[(size_t) i * s->nouter];
+	const bool *isnull = &s->batch_isnull[(size_t) i * s->nouter];
+
+	ExecClearTuple(slot);
+	for (int c = 0; c < s->nouter; c++)
+	{
+		slot->tts_values[c] = vals[c];
+		slot->tts_isnull[c] = isnull[c];
+	}
+	ExecStoreVirtualTuple(slot);
+}
+
+/* ghj_load_inner puts the columns of inner record rec into inner_slot. */
+static inline void
+ghj_load_inner(GhjState *s, const Datum *rec)
+{
+	TupleTableSlot *slot = s->inner_slot;
+	const Datum *vals = rec + s->nkeys;
+	const uint64 *nulls = (const uint64 *) (vals + s->ninner_cols);
+
+	ExecClearTuple(slot);
+	for (int c = 0; c < s->ninner_cols; c++)
+	{
+		slot->tts_values[c] = vals[c];
+		slot->tts_isnull[c] = (nulls[c / 64] >> (c % 64)) & 1;
+	}
+	ExecStoreVirtualTuple(slot);
 }
 
 /* ghj_emit filters the pair in econtext by the pushed-down quals and projects it. */
@@ -544,7 +834,7 @@ ghj_next_unmatched_inner(GhjState *s, ExprContext *econtext)
 	while (s->inner_pos < s->ninner + s->n_nullkey)
 	{
 		uint32		p = s->inner_pos++;
-		MinimalTuple tuple;
+		const Datum *rec;
 		TupleTableSlot *result;
 
 		CHECK_FOR_INTERRUPTS();
@@ -552,12 +842,12 @@ ghj_next_unmatched_inner(GhjState *s, ExprContext *econtext)
 		{
 			if (s->matched[p / 32] & (1U << (p % 32)))
 				continue;
-			tuple = (MinimalTuple) DatumGetPointer(s->inner_recs[(size_t) p * s->stride]);
+			rec = &s->inner_recs[(size_t) p * s->stride];
 		}
 		else
-			tuple = s->nullkey_tuples[p - s->ninner];
+			rec = &s->nullkey_recs[(size_t) (p - s->ninner) * s->stride];
 		ResetExprContext(econtext);
-		ExecStoreMinimalTuple(tuple, s->inner_slot, false);
+		ghj_load_inner(s, rec);
 		econtext->ecxt_outertuple = s->null_outer;
 		econtext->ecxt_innertuple = s->inner_slot;
 		result = ghj_emit(s, econtext);
@@ -592,7 +882,7 @@ ghj_exec(CustomScanState *node)
 		if (s->emitting_inner)
 			return ghj_next_unmatched_inner(s, econtext);
 
-		if (s->cur >= s->batch_n)
+		if (s->cur >= s->n_order)
 		{
 			if (s->outer_done || !ghj_next_batch(s))
 			{
@@ -604,33 +894,40 @@ ghj_exec(CustomScanState *node)
 				}
 				return NULL;
 			}
+			continue;
 		}
 
-		i = s->cur;
-
-		/*
-		 * Ask for the inner data of outer rows a little ahead: the candidates'
-		 * records for row i + 16, and the tuple of the first candidate of row
-		 * i + 8, whose record should have arrived by then.  The candidates of a
-		 * batch are known from the device's answer, so the random reads of the
-		 * inner side overlap instead of stalling one after another.  (Written
-		 * in line: GCC drops a static function holding only prefetches.)
-		 */
-		if (s->cur_cand == 0)
+		i = s->batch_order[s->cur];
+		if (!s->cur_loaded)
 		{
-			uint32		far = i + 16,
-						near = i + 8;
+			/*
+			 * Ask for the records of the row eight visits ahead.  Visits go
+			 * up the inner side in order, so this mostly runs ahead of the
+			 * hardware prefetcher across page boundaries.  (Written in line:
+			 * GCC drops a static function holding only prefetches.)
+			 */
+			if (s->cur + 8 < s->n_order)
+			{
+				uint32		ahead = s->cur + 8;
 
-			if (far < s->batch_n && s->batch_count[far] > 0)
-				__builtin_prefetch(&s->inner_recs[(size_t) s->batch_first[far] * s->stride]);
-			if (near < s->batch_n && s->batch_count[near] > 0)
-				__builtin_prefetch(DatumGetPointer(s->inner_recs[(size_t) s->batch_first[near] * s->stride]));
+				if (s->visit_count[ahead] > 0)
+				{
+					const Datum *rec = &s->inner_recs[(size_t) s->visit_first[ahead] * s->stride];
+
+					__builtin_prefetch(rec);
+					__builtin_prefetch(&rec[s->stride - 1]);
+				}
+				__builtin_prefetch(&s->batch_vals[(size_t) s->batch_order[ahead] * s->nouter]);
+				__builtin_prefetch(&s->batch_keys[(size_t) s->batch_order[ahead] * s->nkeys]);
+			}
+			ghj_load_outer(s, i);
+			s->cur_loaded = true;
 		}
-		ExecStoreMinimalTuple(s->batch_tuples[i], s->outer_slot, false);
 		econtext->ecxt_outertuple = s->outer_slot;
-		while (s->cur_cand < s->batch_count[i])
+		while (s->cur_cand < s->visit_count[s->cur])
 		{
-			uint32		r = s->batch_first[i] + s->cur_cand;
+			uint32		r = s->visit_first[s->cur] + s->cur_cand;
+			const Datum *rec = &s->inner_recs[(size_t) r * s->stride];
 			MemoryContext old;
 			bool		ok;
 
@@ -638,12 +935,11 @@ ghj_exec(CustomScanState *node)
 			s->n_candidates++;
 			ResetExprContext(econtext);
 			old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-			ok = ghj_verify(s, i, r);
+			ok = ghj_verify(s, i, rec);
 			MemoryContextSwitchTo(old);
 			if (!ok)
 				continue;
-			ExecStoreMinimalTuple((MinimalTuple) DatumGetPointer(s->inner_recs[(size_t) r * s->stride]),
-								  s->inner_slot, false);
+			ghj_load_inner(s, rec);
 			econtext->ecxt_innertuple = s->inner_slot;
 			if (s->joinqual && !ExecQual(s->joinqual, econtext))
 				continue;
@@ -653,7 +949,7 @@ ghj_exec(CustomScanState *node)
 			if (s->matched)
 				s->matched[r / 32] |= 1U << (r % 32);
 			if (s->jointype == JOIN_ANTI || s->single_match)
-				s->cur_cand = s->batch_count[i];
+				s->cur_cand = s->visit_count[s->cur];
 			if (s->jointype == JOIN_ANTI)
 				break;
 			{
@@ -670,6 +966,7 @@ ghj_exec(CustomScanState *node)
 			 s->jointype == JOIN_ANTI);
 		s->cur++;
 		s->cur_cand = 0;
+		s->cur_loaded = false;
 		s->cur_matched = false;
 		if (emit_null)
 		{
@@ -700,14 +997,23 @@ ghj_release(GhjState *s)
 	s->batch_hashes = NULL;
 	s->batch_first = NULL;
 	s->batch_count = NULL;
-	s->batch_tuples = NULL;
+	s->batch_vals = NULL;
+	s->batch_isnull = NULL;
+	s->batch_keys = NULL;
+	s->batch_null = NULL;
+	s->batch_order = NULL;
+	s->visit_first = NULL;
+	s->visit_count = NULL;
+	s->sort_tmp = NULL;
 	s->inner_recs = NULL;
-	s->nullkey_tuples = NULL;
+	s->nullkey_recs = NULL;
 	s->matched = NULL;
 	s->ninner = 0;
 	s->n_nullkey = 0;
+	s->byref_bytes = 0;
 	s->built = false;
 	MemoryContextReset(s->batch_cxt);
+	MemoryContextReset(s->build_tmp_cxt);
 	MemoryContextReset(s->build_cxt);
 }
 
@@ -715,8 +1021,10 @@ static void
 ghj_reset_probe(GhjState *s)
 {
 	s->batch_n = 0;
+	s->n_order = 0;
 	s->cur = 0;
 	s->cur_cand = 0;
+	s->cur_loaded = false;
 	s->cur_matched = false;
 	s->outer_done = false;
 	s->emitting_inner = false;
