@@ -2,11 +2,32 @@
 # bench/join/explain.sh DIR - where the time of a GpuHashJoin goes: EXPLAIN
 # ANALYZE of the int4 workload (serial and 8 workers, gpuhash and native) on
 # the cluster that `bench/join/run.sh --keep --datadir DIR` left running.
+# JOINEXPLAIN=quick: only the int4 GpuHashJoins (serial, then 8 workers with
+# VERBOSE), for a scale where native serial runs take a minute.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../test/lib.sh"
 cl=$1
 export PGHOST=$cl PGPORT=$(sed -n 's/^port = //p' "$cl/data/postgresql.conf" | tail -1) PGUSER=postgres PGDATABASE=postgres
+if [ "${JOINEXPLAIN:-}" = quick ]; then
+  gh_as_pg psql -X <<'SQL'
+SET work_mem = '1GB';
+SET max_parallel_workers_per_gather = 0;
+SET gpuhash.device = gpu;
+SET gpuhash.force_join = on;
+\timing on
+\echo == gpuhash serial (forced), first query of the session, then again
+EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
+EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
+\echo == the scan alone, serial
+SELECT count(*), sum(v) FROM s;
+\echo == gpuhash 8 workers (forced)
+SET max_parallel_workers_per_gather = 8;
+SET parallel_setup_cost = 0;
+EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
+SQL
+  exit 0
+fi
 gh_as_pg psql -X <<'SQL'
 SET work_mem = '1GB';
 SET max_parallel_workers_per_gather = 0;
