@@ -23,6 +23,8 @@
 # floor: SELECT count(*), sum(v) FROM bench_agg with 16 workers.
 #
 # Environment: REPEATS (3), CONFIGS (serial p8 p16 gpu_p16; also gpu),
+# BENCH_WARM_CONTEXT_GROUPS (group counts at which gpuhash_aggregate is also
+# timed in one session, its CUDA context created beforehand),
 # BENCH_DEVICE (gpu), BENCH_WORK_MEM (1GB, native hash tables; larger ones
 # spill, as they would), BENCH_SHARED_BUFFERS (24GB), BENCH_LOAD_JOBS (16),
 # BENCH_DEADLINE (seconds after the start; a configuration is not begun, and
@@ -150,6 +152,23 @@ for r in $(seq 1 "$repeats"); do
 done
 printf 'Scan floor, SELECT count(*), sum(v) FROM bench_agg with 16 workers: %s ms (median).\n\n' \
   "$(printf '%s\n' "${times[@]}" | median)"
+
+# gpuhash_aggregate in a session whose CUDA context already exists: the
+# difference to the table's gpuhash column (a new session per run) is the
+# context's creation
+for g in ${BENCH_WARM_CONTEXT_GROUPS:-}; do
+  case $g in 10) col=k10 ;; $mid) col=kmid ;; $big) col=kbig ;; *) continue ;; esac
+  out=$(q <<SQL
+SET max_parallel_workers_per_gather = 16;
+SELECT gpuhash_active_device();
+$(for r in $(seq 0 "$repeats"); do echo "EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF, SUMMARY ON) $(query gpu_p16 $col);"; done)
+SQL
+) || { logline "warm context G=$g failed"; continue; }
+  times=($(echo "$out" | awk '/^Planning Time:/ {p = $3} /^Execution Time:/ {printf "%.1f\n", p + $3}'))
+  logline "warm context G=$g gpu_p16: ${times[*]} ms (first one is the warm-up)"
+  printf 'gpuhash_aggregate at %s groups in a session that already has its CUDA context: %s ms (median of %s after a warm-up).\n\n' \
+    "$g" "$(printf '%s\n' "${times[@]:1}" | median)" "$repeats"
+done
 hdr="| groups |"; sep="|---|"
 for c in $configs; do
   case $c in serial) h="native serial" ;; p8) h="native 8 workers" ;; p16) h="native 16 workers" ;;
