@@ -61,10 +61,17 @@ run_step() {
       GPUHASH_TEST_DEVICE=gpu GPUHASH_TEST_LOGDIR=/tmp/gh-robustgpu bash test/robust/gpu.sh >"$out/robust-gpu.tap" 2>&1 || rc=1
       grep -E '^(not ok|#)' "$out/robust-gpu.tap" | head -30; tail -2 "$out/robust-gpu.tap" ;;
     smith)
-      GPUHASH_TEST_DEVICE=gpu bash test/robust/sqlsmith.sh "${SMITH_SECONDS:-180}" /tmp/gh-smith >"$out/smith.tap" 2>&1 || rc=1
+      # GPUHOST_DEADLINE (epoch seconds): end in time for it
+      local secs=${SMITH_SECONDS:-180}
+      [ -n "${GPUHOST_DEADLINE:-}" ] && secs=$(( GPUHOST_DEADLINE - $(date +%s) - 30 < secs ? GPUHOST_DEADLINE - $(date +%s) - 30 : secs ))
+      [ "$secs" -ge 10 ] || { echo "smith: no time left"; return 1; }
+      GPUHASH_TEST_DEVICE=gpu bash test/robust/sqlsmith.sh "$secs" /tmp/gh-smith >"$out/smith.tap" 2>&1 || rc=1
       cat "$out/smith.tap" ;;
     sanitize-backend)
-      GPUHASH_TEST_LOGDIR=/tmp/gh-cs bash test/robust/sanitize_backend.sh ${SANITIZE_SUITES:-} >"$out/sanitize-backend.tap" 2>&1 || rc=1
+      local lim=3600
+      [ -n "${GPUHOST_DEADLINE:-}" ] && lim=$(( GPUHOST_DEADLINE - $(date +%s) - 10 ))
+      [ "$lim" -ge 10 ] || { echo "sanitize-backend: no time left"; return 1; }
+      GPUHASH_TEST_LOGDIR=/tmp/gh-cs timeout "$lim" bash test/robust/sanitize_backend.sh ${SANITIZE_SUITES:-} >"$out/sanitize-backend.tap" 2>&1 || rc=1
       tail -12 "$out/sanitize-backend.tap" ;;
     *) echo "unknown step $step"; rc=2 ;;
   esac

@@ -561,7 +561,7 @@ check $? "10,000 joins: memory contexts flat between join 1,000 and 10,000 ($m1 
 #    checked against the native value computed beforehand
 # ---------------------------------------------------------------------------
 if command -v pgbench >/dev/null 2>&1; then
-  if [ $long = 1 ]; then clients=32 secs=300; else clients=8 secs=30; fi
+  if [ $long = 1 ]; then clients=32 secs=300; else clients=8 secs=${GPUHASH_PGBENCH_SECS:-30}; fi
   J1="SELECT count(*) FROM ma a JOIN mb b ON a.k = b.k WHERE a.id % 97 = :r"
   J2="SELECT count(*) + sum(b.id) FROM ma a LEFT JOIN mb b ON a.k = b.k AND b.id % 5 = 0 WHERE a.id % 89 = :r"
   A1="SELECT sum(hashtext(t::text)) FROM gpuhash_aggregate(\$\$SELECT k % 101, count(*), sum(v), max(id) FROM ma WHERE id % 83 = :r GROUP BY 1\$\$) AS t(k int, n bigint, s bigint, m int)"
