@@ -48,6 +48,14 @@ gh_fail(gh_error *err, cudaError_t rc, const char *where)
 		err->cuda_string = cudaGetErrorString(rc);
 		err->where = where;
 	}
+
+	/*
+	 * Reset the runtime's last error: a failed cudaMalloc (which callers with
+	 * a fallback expect) would otherwise be returned by the next
+	 * cudaGetLastError(), the launch check of a later, successful kernel,
+	 * and reported as that kernel's out-of-memory.  Sticky errors stay.
+	 */
+	cudaGetLastError();
 	return st;
 }
 

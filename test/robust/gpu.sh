@@ -196,7 +196,14 @@ hog_start() {
   for i in $(seq 1 300); do [ -s "$ready" ] && break; kill -0 $hogpid 2>/dev/null || break; sleep 0.1; done
   rep=$(cat "$ready" 2>/dev/null || cat "$cl/hog.err")
 }
-hog_stop() { [ -n "$hogpid" ] && { kill "$hogpid" 2>/dev/null; wait "$hogpid" 2>/dev/null; }; hogpid=""; }
+# hog_stop: end the hog and wait (at most 15 s) until the driver has taken
+# its memory back (the GPU's used memory back at gpu_base)
+hog_stop() {
+  [ -n "$hogpid" ] && { kill "$hogpid" 2>/dev/null; wait "$hogpid" 2>/dev/null; }
+  hogpid=""
+  [ $real = 1 ] && [ -n "${gpu_base:-}" ] && gpu_settle "$gpu_base" >/dev/null
+  return 0
+}
 
 P >"$cl/setupB.log" 2>&1 <<'SQL' || { cat "$cl/setupB.log"; nok "setup B"; }
 -- a big inner side (its table does not fit in a few MiB), a small one, an outer side
@@ -217,15 +224,20 @@ RESET gpuhash.enabled;
 -- ex_try(name): 'same' (native's value), 'DIFFERENT', or the SQLSTATE of
 -- the ERROR, then the seconds it took; the ERROR is caught in a
 -- subtransaction, whose abort frees what the query held
+-- every ERROR ex_try caught, with its message and detail
+CREATE TABLE ex_errors (at timestamptz DEFAULT clock_timestamp(), pid int DEFAULT pg_backend_pid(), name text, state text, msg text, detail text);
 CREATE FUNCTION ex_try(name text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE qq text; e text; r text; t0 timestamptz := clock_timestamp();
+DECLARE qq text; e text; r text; m text; d text; t0 timestamptz := clock_timestamp();
 BEGIN
   SELECT x.query, x.val INTO qq, e FROM ex_expect x WHERE x.name = ex_try.name;
   PERFORM set_config('gpuhash.force_join', 'on', true);
   BEGIN
     EXECUTE qq INTO r;
     r := CASE WHEN r = e THEN 'same' ELSE 'DIFFERENT' END;
-  EXCEPTION WHEN OTHERS THEN r := SQLSTATE;
+  EXCEPTION WHEN OTHERS THEN
+    r := SQLSTATE;
+    GET STACKED DIAGNOSTICS m = MESSAGE_TEXT, d = PG_EXCEPTION_DETAIL;
+    INSERT INTO ex_errors (name, state, msg, detail) VALUES (ex_try.name, r, m, d);
   END;
   RETURN r || ' ' || round(extract(epoch FROM clock_timestamp() - t0)::numeric, 2) || 's';
 END $$;
@@ -295,6 +307,12 @@ diag "B1: $nfb 'no room on the GPU; using the CPU twin' fallbacks; EXPLAIN ANALY
 if [ $real = 1 ]; then
   [ "$nfb" -ge 3 ] && [ "$(grep -E '^ +Device:' "$out" | head -1 | tr -d ' ')" = "Device:cpu" ]
   check $? "B1: the big join fell back to the CPU twin (EXPLAIN shows Device: cpu) while the GPU was full"
+  # regression test: a failed cudaMalloc left the runtime's last error set,
+  # and the next kernel launch check reported it as that kernel's
+  # out-of-memory (left_small, whose table fits in the 48 MiB left, failed
+  # with 53200 right after another query's allocation had failed)
+  [ "$(echo "$r1" | grep -o 'left_small:[A-Z0-9a-z]*' | sort -u)" = "left_small:same" ]
+  check $? "B1: a join whose table fits in what is left runs with native's rows after other queries' allocations failed (no stale CUDA error)" "$(echo "$r1" | grep -o 'left_small:[^,]*' | tr '\n' ' ')"
 fi
 f0=$(sed -n 's/^free0=//p' "$out"); f1=$(sed -n 's/^free1=//p' "$out")
 outcome_ok "$(grep '^again=' "$out")" && ! grep -q '^again=.*53200' "$out" && grep -q '^devmem=0' "$out" &&
@@ -335,6 +353,8 @@ for s in $device auto; do
   check $? "B2 memory back, device = $s: the same session creates its context and runs on device $device ($a)" "$(grep -E '^active|ERROR' "$f" | head -3)"
 done
 ! crashed "$log"; check $? "B: no backend crashed"
+diag "B1/B2 ERRORs caught: $(q "SELECT string_agg(n || ' x ' || name || ' ' || state || ': ' || msg || coalesce(' (' || detail || ')', ''), '; ') FROM (SELECT count(*) AS n, name, state, msg, detail FROM ex_errors GROUP BY 2, 3, 4, 5) e")"
+q "TRUNCATE ex_errors" >/dev/null
 
 # B3: many concurrent sessions with the GPU shrunk to a few contexts' worth
 nsess=${GPUHASH_B3_SESSIONS:-24}
@@ -369,6 +389,7 @@ if [ $real = 1 ]; then
   check $st "B: with the hog gone the GPU's used memory is back at its baseline ($gpu_base -> $u MiB)"
 fi
 ! crashed "$log" && [ "$(q "SELECT 1")" = 1 ]; check $? "B3: no backend crashed, the server answers"
+diag "B3 ERRORs caught: $(q "SELECT string_agg(n || ' x ' || name || ' ' || state || ': ' || msg || coalesce(' (' || detail || ')', ''), '; ') FROM (SELECT count(*) AS n, name, state, msg, detail FROM ex_errors GROUP BY 2, 3, 4, 5) e")"
 
 # ---------------------------------------------------------------------------
 # C. statement_timeout during the device copies of a big build

@@ -336,12 +336,16 @@ fi
 
 # kill -9: crash recovery, then joins again
 vout=$(tmpf victim9.out)
+q "CHECKPOINT" >/dev/null		# keep crash recovery short
 vpid=$(start_victim "$vout")
 if [ -n "$vpid" ]; then
   kill -9 "$vpid"
   wait 2>/dev/null
+  # a connection made before the postmaster has noticed the crash still
+  # succeeds: wait for the reinitialization, then for recovery to end
+  for i in $(seq 1 240); do grep -q 'all server processes terminated; reinitializing' "$log" && break; sleep 0.25; done
   up=1
-  for i in $(seq 1 120); do
+  for i in $(seq 1 240); do
     if gh_as_pg psql -X -Atq -d robust -c "SELECT 1" >/dev/null 2>&1; then up=0; break; fi
     sleep 0.5
   done
