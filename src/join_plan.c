@@ -204,19 +204,22 @@ parallel_divisor(Path *path)
 }
 
 /*
- * cost_gpu_join fills the path's costs.  Per-row charges are in units of
- * cpu_operator_cost, like PostgreSQL's: hashing a key is one operator per
- * key on each side; a device probe is a hundredth of one (the GPU does it at
- * billions of rows per second), on the CPU twin a full one; copying an outer
- * row into a batch is a tenth of a tuple; verifying a candidate is one
- * operator per key plus the other join quals; emitting a pair is half a
- * tuple (it is projected straight from the two stored tuples).  What
- * PostgreSQL's own model leaves out, the cache misses of probing a large
- * in-memory hash table, is what the device saves: on an H200 a serial
- * 10M x 1M int4 join ran 2.6 times faster than PostgreSQL's (see
- * bench/results/join-2026-11-22.md), and these weights make the planner
- * pick it there.  The fixed gpuhash.join_setup_cost keeps small joins on
- * PostgreSQL's plans.
+ * cost_gpu_join fills the path's costs, in PostgreSQL's units.  The inputs
+ * cost what their paths say.  The join's own work is charged per row in
+ * fractions of cpu_operator_cost and cpu_tuple_cost, calibrated on an H200
+ * against PostgreSQL's own model of its hash join (bench/results/
+ * join-2026-11-22.md, 100M x 10M int4 rows): there the join work beyond the
+ * two scans took 46 s natively, which PostgreSQL's model prices at 1.86M
+ * units, and about 10 s as a GpuHashJoin, so ours is priced at about 0.5M
+ * units.  Per inner row: half a tuple to store it and half an operator per
+ * key to hash it; per outer row: a twentieth of a tuple to copy it into a
+ * batch and half an operator per key to hash it; per candidate pair: half an
+ * operator per key to verify it, the other join quals, and a fifth of a tuple
+ * to emit it.  A device probe is a hundredth of an operator (the GPU probes
+ * billions of rows a second), on the CPU twin a full one.  What PostgreSQL's
+ * model leaves out, the cache misses of probing a large in-memory hash
+ * table, is what the device saves; the fixed gpuhash.join_setup_cost keeps
+ * small joins, where those misses do not happen, on PostgreSQL's plans.
  */
 static void
 cost_gpu_join(PlannerInfo *root, CustomPath *path, Path *outer, Path *inner,
@@ -233,7 +236,7 @@ cost_gpu_join(PlannerInfo *root, CustomPath *path, Path *outer, Path *inner,
 	cost_qual_eval(&jq, joinquals, root);
 
 	startup = inner->total_cost;
-	startup += inner_rows * (cpu_tuple_cost + nkeys * cpu_operator_cost);
+	startup += inner_rows * (0.5 * cpu_tuple_cost + 0.5 * nkeys * cpu_operator_cost);
 	startup += inner_rows * probe_op * cpu_operator_cost;	/* build */
 	if (target == GH_TARGET_GPU)
 	{
@@ -241,8 +244,10 @@ cost_gpu_join(PlannerInfo *root, CustomPath *path, Path *outer, Path *inner,
 
 		/*
 		 * Every parallel worker is a new process that creates its own CUDA
-		 * context, and the driver creates them one after another: measured
-		 * on an H200, about 0.2 s per worker.
+		 * context, and the driver nearly serializes them: on an H200, 8
+		 * processes starting together had their contexts after 1.2 s, 2
+		 * after 0.31 s (bench/context).  The creation overlaps the worker's
+		 * inner scan (gpuhash_prewarm_gpu), so it is charged per worker.
 		 */
 		if (path->path.parallel_workers > 0)
 			startup += gpuhash_worker_context_cost * path->path.parallel_workers;
@@ -250,9 +255,9 @@ cost_gpu_join(PlannerInfo *root, CustomPath *path, Path *outer, Path *inner,
 
 	run = outer->total_cost - outer->startup_cost;
 	startup += outer->startup_cost;
-	run += outer_rows * (0.1 * cpu_tuple_cost + nkeys * cpu_operator_cost);
+	run += outer_rows * (0.05 * cpu_tuple_cost + 0.5 * nkeys * cpu_operator_cost);
 	run += outer_rows * probe_op * cpu_operator_cost;
-	run += rows * (nkeys * cpu_operator_cost + jq.per_tuple + 0.5 * cpu_tuple_cost);
+	run += rows * (0.5 * nkeys * cpu_operator_cost + jq.per_tuple + 0.2 * cpu_tuple_cost);
 	startup += jq.startup;
 
 	if (gpuhash_force_join)
