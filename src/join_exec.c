@@ -3,26 +3,29 @@
  *	  Execution of GpuHashJoin.
  *
  * BUILD: the first call runs the inner child to completion.  Each inner row
- * with no NULL key is copied into the row store (a MinimalTuple; its
- * position is its row index), its key values are kept for verification, and
- * its 64-bit row hash is computed with the keys' extended hash functions.
- * Rows with a NULL key can never match; right and full joins keep them to
- * emit at the end.  The hashes go to the device, which builds the static
- * multimap (hashtable.c).
+ * with no NULL key becomes a record of Datums (its key values, its column
+ * values, a null bitmap; its position is its row index), and its 64-bit row
+ * hash is computed with the keys' extended hash functions.  Rows with a NULL
+ * key can never match; right and full joins keep them to emit at the end.
+ * The hashes go to the device, which builds the static multimap
+ * (hashtable.c); the records are then regrouped into the table's hash-group
+ * order, their by-reference data into one arena in the same order.
  *
- * PROBE: outer rows are pulled in batches of gpuhash.batch_rows.  Each batch
- * is copied into batch memory and hashed; the device returns, per outer row,
- * the range of the table's row array holding its candidates.  Every
+ * PROBE: outer rows are pulled in batches of gpuhash.batch_rows, kept as
+ * Datum arrays and hashed; the device returns, per outer row, the range of
+ * records holding its candidates.  The batch is visited in the order of the
+ * first candidates, so the inner records are read front to back.  Every
  * candidate is verified on the CPU with the join operators' own equality
  * functions (a shared 64-bit hash is only a hint), then the remaining join
  * quals are evaluated, and the pair is filtered by the pushed-down quals and
- * projected.  Left, full and anti joins emit unmatched outer rows; right and
- * full joins mark matched inner rows and emit the others at the end.
+ * projected from two virtual slots.  Left, full and anti joins emit unmatched
+ * outer rows; right and full joins mark matched inner rows and emit the
+ * others at the end.
  *
  * Expressions: setrefs made every Var of the targetlist and quals an
  * INDEX_VAR reference into the scan tuple (outer columns, then inner).  At
  * start-up they are rewritten to OUTER_VAR and INNER_VAR references, so a
- * pair is evaluated straight from its two stored tuples with no copying.
+ * pair is evaluated straight from its two slots, filled from the records.
  *
  * Device memory belongs to the device layer's resource-owner tracking, so an
  * ERROR or cancel at any point frees it; EndCustomScan frees it normally.
@@ -32,6 +35,7 @@
 
 #include <sys/mman.h>
 
+#include "access/parallel.h"
 #include "common/hashfn.h"
 #include "executor/executor.h"
 #include "executor/nodeCustom.h"
@@ -47,6 +51,30 @@
 #include "commands/explain.h"
 
 #include "gpuhash_join.h"
+
+/*
+ * What one participant of a parallel GpuHashJoin did, for EXPLAIN ANALYZE.
+ * Workers write theirs into dynamic shared memory when their outer side is
+ * done (before their last tuple reaches the Gather); the leader copies the
+ * array out when the plan shuts down, before the segment goes away.
+ */
+typedef struct GhjStats
+{
+	bool		valid;
+	uint64		inner_rows;
+	uint64		batches;
+	uint64		candidates;
+	uint64		matches;
+	double		build_ms;
+	double		context_ms;
+	double		device_ms;
+} GhjStats;
+
+typedef struct GhjShared
+{
+	int			nworkers;
+	GhjStats	stats[FLEXIBLE_ARRAY_MEMBER];
+} GhjShared;
 
 typedef struct GhjState
 {
@@ -135,6 +163,9 @@ typedef struct GhjState
 	uint64		n_matches;
 	uint64		n_builds;
 	double		build_ms;
+	double		context_ms;		/* waiting for the device to be ready */
+	GhjShared  *shared;			/* parallel: the participants' stats (DSM) */
+	GhjShared  *shared_copy;	/* leader: copied out at shutdown */
 } GhjState;
 
 static void ghj_begin(CustomScanState *node, EState *estate, int eflags);
@@ -144,12 +175,26 @@ static void ghj_rescan(CustomScanState *node);
 static void ghj_explain(CustomScanState *node, List *ancestors,
 						ExplainState *es);
 
+static Size ghj_estimate_dsm(CustomScanState *node, ParallelContext *pcxt);
+static void ghj_init_dsm(CustomScanState *node, ParallelContext *pcxt,
+						 void *coordinate);
+static void ghj_reinit_dsm(CustomScanState *node, ParallelContext *pcxt,
+						   void *coordinate);
+static void ghj_init_worker(CustomScanState *node, shm_toc *toc,
+							void *coordinate);
+static void ghj_shutdown(CustomScanState *node);
+
 static CustomExecMethods ghj_exec_methods = {
 	.CustomName = GPUHASH_JOIN_NAME,
 	.BeginCustomScan = ghj_begin,
 	.ExecCustomScan = ghj_exec,
 	.EndCustomScan = ghj_end,
 	.ReScanCustomScan = ghj_rescan,
+	.EstimateDSMCustomScan = ghj_estimate_dsm,
+	.InitializeDSMCustomScan = ghj_init_dsm,
+	.ReInitializeDSMCustomScan = ghj_reinit_dsm,
+	.InitializeWorkerCustomScan = ghj_init_worker,
+	.ShutdownCustomScan = ghj_shutdown,
 	.ExplainCustomScan = ghj_explain,
 };
 
@@ -521,6 +566,9 @@ ghj_build(GhjState *s)
 
 	INSTR_TIME_SET_CURRENT(start);
 	s->target = gpuhash_exec_target();
+	INSTR_TIME_SET_CURRENT(end);
+	INSTR_TIME_SUBTRACT(end, start);
+	s->context_ms += INSTR_TIME_GET_MILLISEC(end);
 
 	/*
 	 * Size the arrays for the planner's estimate, to spare most regrowing,
@@ -857,6 +905,26 @@ ghj_next_unmatched_inner(GhjState *s, ExprContext *econtext)
 	return NULL;
 }
 
+/* ghj_publish_stats: a parallel worker puts its counters into shared memory. */
+static void
+ghj_publish_stats(GhjState *s)
+{
+	GhjStats   *st;
+
+	if (s->shared == NULL || !IsParallelWorker() ||
+		ParallelWorkerNumber < 0 || ParallelWorkerNumber >= s->shared->nworkers)
+		return;
+	st = &s->shared->stats[ParallelWorkerNumber];
+	st->inner_rows = s->ninner + s->n_nullkey;
+	st->batches = s->n_batches;
+	st->candidates = s->n_candidates;
+	st->matches = s->n_matches;
+	st->build_ms = s->build_ms;
+	st->context_ms = s->context_ms;
+	st->device_ms = s->table ? s->table->device_ms : 0;
+	st->valid = s->n_builds > 0;
+}
+
 static TupleTableSlot *
 ghj_exec(CustomScanState *node)
 {
@@ -892,6 +960,7 @@ ghj_exec(CustomScanState *node)
 					s->inner_pos = 0;
 					continue;
 				}
+				ghj_publish_stats(s);
 				return NULL;
 			}
 			continue;
@@ -1080,6 +1149,64 @@ ghj_rescan(CustomScanState *node)
 		ExecReScan(s->outer_ps);
 }
 
+static Size
+ghj_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
+{
+	return add_size(offsetof(GhjShared, stats),
+					mul_size(sizeof(GhjStats), pcxt->nworkers));
+}
+
+static void
+ghj_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+	GhjState   *s = (GhjState *) node;
+
+	memset(coordinate, 0, ghj_estimate_dsm(node, pcxt));
+	s->shared = (GhjShared *) coordinate;
+	s->shared->nworkers = pcxt->nworkers;
+}
+
+static void
+ghj_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+	GhjState   *s = (GhjState *) node;
+
+	memset(s->shared->stats, 0, sizeof(GhjStats) * s->shared->nworkers);
+}
+
+static void
+ghj_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
+{
+	GhjState   *s = (GhjState *) node;
+
+	s->shared = (GhjShared *) coordinate;
+}
+
+/*
+ * ghj_shutdown runs before the parallel segment is detached: a worker
+ * publishes its counters (again: a LIMIT above may have stopped it early),
+ * the leader keeps a copy of everyone's for EXPLAIN.
+ */
+static void
+ghj_shutdown(CustomScanState *node)
+{
+	GhjState   *s = (GhjState *) node;
+	Size		size;
+
+	if (s->shared == NULL)
+		return;
+	if (IsParallelWorker())
+	{
+		ghj_publish_stats(s);
+		return;
+	}
+	size = offsetof(GhjShared, stats) + sizeof(GhjStats) * s->shared->nworkers;
+	if (s->shared_copy == NULL)
+		s->shared_copy = MemoryContextAlloc(node->ss.ps.state->es_query_cxt, size);
+	memcpy(s->shared_copy, s->shared, size);
+	s->shared = NULL;
+}
+
 static const char *
 jointype_name(JoinType jointype)
 {
@@ -1136,6 +1263,27 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			ExplainPropertyFloat("Load Factor", NULL, lf, 3, es);
 			ExplainPropertyUInteger("Device Memory", "kB",
 									(s->table->mem_bytes + 1023) / 1024, es);
+		}
+		if (s->context_ms >= 1.0)
+			ExplainPropertyFloat("Context Wait", "ms", s->context_ms, 3, es);
+	}
+	if (es->analyze && s->shared_copy != NULL)
+	{
+		for (int w = 0; w < s->shared_copy->nworkers; w++)
+		{
+			GhjStats   *st = &s->shared_copy->stats[w];
+			char		label[32];
+			char	   *text;
+
+			if (!st->valid)
+				continue;
+			snprintf(label, sizeof(label), "Worker %d", w);
+			text = psprintf("Inner Rows: " UINT64_FORMAT ", Batches: " UINT64_FORMAT
+							", Candidates: " UINT64_FORMAT ", Verified Matches: " UINT64_FORMAT
+							", Build Time: %.3f ms, Context Wait: %.3f ms, Device Time: %.3f ms",
+							st->inner_rows, st->batches, st->candidates, st->matches,
+							st->build_ms, st->context_ms, st->device_ms);
+			ExplainPropertyText(label, text, es);
 		}
 	}
 }

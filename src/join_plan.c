@@ -299,7 +299,8 @@ make_gpu_join_path(PlannerInfo *root, RelOptInfo *joinrel, JoinType jointype,
 	cpath->path.parent = joinrel;
 	cpath->path.pathtarget = joinrel->reltarget;
 	cpath->path.param_info = NULL;
-	cpath->path.parallel_aware = false;
+	/* parallel-aware only to share its EXPLAIN ANALYZE counters (DSM) */
+	cpath->path.parallel_aware = partial;
 	cpath->path.parallel_safe = joinrel->consider_parallel &&
 		outer->parallel_safe && inner->parallel_safe;
 	cpath->path.parallel_workers = partial ? outer->parallel_workers : 0;

@@ -10,7 +10,7 @@
 \pset tuples_only true
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS gpuhash;
-SELECT plan(45);
+SELECT plan(47);
 SET LOCAL jit = off;   -- some PostgreSQL builds (the GPU host's) have no LLVM
 
 SELECT current_setting('gpuhash_test.gpu')::bool AS gpu \gset
@@ -37,6 +37,11 @@ BEGIN
 END $$;
 -- the SQLSTATE a statement ends with ('ok' when it succeeds); catches
 -- query_canceled too, so that a statement_timeout can be observed
+-- EXPLAIN (ANALYZE, FORMAT JSON) of a query under the current settings
+CREATE FUNCTION pg_temp.explain_json(q text) RETURNS SETOF json LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN QUERY EXECUTE 'EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) ' || q;
+END $$;
 CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
   EXECUTE q;
@@ -241,6 +246,27 @@ SELECT is((SELECT count(*) || '/' || sum(r.v) FROM jp_l l JOIN jp_r r ON l.k = r
 SELECT is((SELECT count(*) || '/' || sum(l.v) FROM jp_l l WHERE NOT EXISTS (SELECT 1 FROM jp_r r WHERE r.k = l.k)),
           :'native_par_anti', 'parallel anti join: same count and sum');
 SELECT is(gpuhash_device_memory(), 0::bigint, 'nothing held in the leader after parallel joins');
+
+-- EXPLAIN ANALYZE accounts for every participant: the leader's verified
+-- matches plus each worker's add up to the join's rows (the leader does not
+-- take part, so that the workers' counters must carry the count)
+SET LOCAL parallel_leader_participation = off;
+CREATE TEMP TABLE par_explain AS
+  SELECT x::json -> 0 -> 'Plan' AS p FROM pg_temp.explain_json(
+    'SELECT count(*), sum(r.v) FROM jp_l l JOIN jp_r r ON l.k = r.k') x;
+CREATE TEMP TABLE par_node AS
+  WITH RECURSIVE n(j) AS (SELECT p FROM par_explain
+                          UNION ALL SELECT c FROM n, json_array_elements(n.j -> 'Plans') c)
+  SELECT j FROM n WHERE j ->> 'Custom Plan Provider' = 'GpuHashJoin';
+SELECT is((SELECT (j ->> 'Parallel Aware')::bool FROM par_node), true,
+          'the parallel GpuHashJoin shares its counters through the parallel segment');
+RESET parallel_leader_participation;
+SELECT is((SELECT coalesce((j ->> 'Verified Matches')::bigint, 0)
+                  + coalesce((SELECT sum(substring(v.value #>> '{}' FROM 'Verified Matches: ([0-9]+)')::bigint)
+                                FROM json_each(j) v WHERE v.key ~ '^Worker [0-9]+$'), 0)::bigint
+             FROM par_node),
+          (SELECT split_part(:'native_par', '/', 1)::bigint),
+          'leader and workers'' verified matches add up to the join''s rows');
 
 SELECT * FROM finish();
 ROLLBACK;
