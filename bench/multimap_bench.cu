@@ -4,7 +4,10 @@
  *     load factor x multiplicity x group size x probing scheme, the device's
  *     random 8-byte read ceiling, and a cuDF-comparable 10M x 10M inner join.
  *
- * Usage: multimap_bench [--quick] [--reps N] [--build N] [--probe N] [--commit ID]
+ * Usage: multimap_bench [--quick | --profile | --join-only] [--reps N] [--build N] [--probe N]
+ *                       [--commit ID]
+ *     --profile: a few 10M builds and joins only, for a profiler (ncu)
+ *     --join-only: only the 10M x 10M inner join table
  *
  * Hashes are generated on the device: nbuild/m distinct random keys, each
  * exactly m times in a shuffled order, and probes drawn from the build keys,
@@ -174,12 +177,18 @@ static void print_row(const Result &r, uint64_t nbuild, uint64_t nprobe, double 
 
 /*
  * --profile: a few builds and joins of nbuild x nbuild, nothing else, so that
- * a profiler (ncu) run over it lists each kernel's time.
+ * a profiler (ncu) run over it lists each kernel's time: m = 1 (unique keys)
+ * at lf 0.5 and 0.9, then m = 4 at lf 0.5; G = 1 and 2; linear probing.
  */
 static int run_profile(uint64_t n)
 {
-    const double lfs[] = {0.5, 0.9};
+    struct
+    {
+        double lf;
+        int m;
+    } cases[] = {{0.5, 1}, {0.9, 1}, {0.5, 4}};
     const int groups[] = {1, 2};
+    const int max_m = 4;
     uint64_t *d_build, *d_probe;
     uint32_t *d_outer, *d_inner;
     void *mem;
@@ -188,15 +197,17 @@ static int run_profile(uint64_t n)
     CK(cudaMalloc(&mem, gh_mm_bytes((uint32_t) n, &big, nullptr)));
     CK(cudaMalloc(&d_build, n * 8));
     CK(cudaMalloc(&d_probe, n * 8));
-    CK(cudaMalloc(&d_outer, n * 4));
-    CK(cudaMalloc(&d_inner, n * 4));
-    launch_gen_build(d_build, n, 1, 42);
-    gen_probe<<<4096, 256, 0, stream>>>(d_probe, n, n, 42, 7);
-    CK(cudaGetLastError());
-    for (double lf : lfs)
+    CK(cudaMalloc(&d_outer, n * 4 * max_m));
+    CK(cudaMalloc(&d_inner, n * 4 * max_m));
+    for (auto c : cases)
         for (int g : groups)
         {
+            const double lf = c.lf;
             gh_mm_params prm = {lf, g, GH_PROBE_LINEAR};
+
+            launch_gen_build(d_build, n, c.m, 42 + c.m);
+            gen_probe<<<4096, 256, 0, stream>>>(d_probe, n, (n + c.m - 1) / c.m, 42 + c.m, 7);
+            CK(cudaGetLastError());
             gh_mm mm;
             uint64_t total = 0, written = 0;
             double b = time_ms([&] {
@@ -208,8 +219,8 @@ static int run_profile(uint64_t n)
                 GH(gh_mm_probe_retrieve_gpu(&mm, d_probe, (uint32_t) n, GH_JOIN_INNER, d_outer,
                                             d_inner, total, &written, stream, &err_));
             });
-            printf("profile lf %.1f G %d: build %.3f ms, count+retrieve %.3f ms (%llu pairs)\n", lf,
-                   g, b, j, (unsigned long long) written);
+            printf("profile lf %.1f m %d G %d: build %.3f ms, count+retrieve %.3f ms (%llu pairs)\n",
+                   lf, c.m, g, b, j, (unsigned long long) written);
         }
     return 0;
 }
@@ -219,6 +230,7 @@ int main(int argc, char **argv)
     uint64_t nbuild = 10000000, nprobe = 100000000;
     bool quick = false;
     bool profile = false;
+    bool join_only = false;
     std::string commit = "unknown";
 
     for (int i = 1; i < argc; i++)
@@ -227,6 +239,8 @@ int main(int argc, char **argv)
             quick = true;
         else if (!strcmp(argv[i], "--profile"))
             profile = true;
+        else if (!strcmp(argv[i], "--join-only"))
+            join_only = true;
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--build") && i + 1 < argc)
@@ -237,8 +251,8 @@ int main(int argc, char **argv)
             commit = argv[++i];
         else
         {
-            printf("usage: multimap_bench [--quick | --profile] [--reps N] [--build N] [--probe N] "
-                   "[--commit ID]\n");
+            printf("usage: multimap_bench [--quick | --profile | --join-only] [--reps N] [--build N] "
+                   "[--probe N] [--commit ID]\n");
             return strcmp(argv[i], "--help") == 0 ? 0 : 1;
         }
     }
@@ -274,7 +288,8 @@ int main(int argc, char **argv)
     fflush(stdout);
 
     /* ---- random 8-byte read ceiling ---- */
-    double gups_rate;
+    double gups_rate = 1;
+    if (!join_only)
     {
         const uint64_t n = quick ? ((uint64_t) 1 << 25) : ((uint64_t) 1 << 28); /* 2 GiB */
         const uint64_t threads = (uint64_t) 1 << 26;
@@ -330,6 +345,8 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&d_first, nprobe * 4));
     CK(cudaMalloc(&d_count, nprobe * 4));
 
+    if (join_only)
+        goto join;
     printf("## Grid: build %llu rows, probe %llu rows (every probe has m candidates)\n\n",
            (unsigned long long) nbuild, (unsigned long long) nprobe);
     printf("Rates in G rows/s (probe rates: probe rows/s); 'frac' = probe rate of count+retrieve / "
@@ -464,6 +481,7 @@ int main(int argc, char **argv)
     }
 
     /* ---- cuDF-comparable inner join: 10M x 10M, m = 1 ---- */
+join:
     {
         const uint64_t n = quick ? nbuild : 10000000;
         const uint64_t seed = 0xc0ffeeULL;

@@ -17,6 +17,14 @@
  * The extra sentinel slot is what lets every 64-bit value be a real hash:
  * a row whose hash is GH_EMPTY_HASH never enters the open-addressing part.
  *
+ * The order of the groups in rows[] is the builder's choice (the GPU's is not
+ * even deterministic), with one exception both builders keep: when every
+ * hash is distinct, the group of row i is rows[i, i+1), i.e. offset = i and
+ * rows[] is the identity.  The inner side of a key join usually has unique
+ * keys, and then the build needs no offsets pass and no scatter: the row
+ * that creates a slot writes its own index as the offset (the GPU in the
+ * claiming CAS), and rows[] is written in one sequential pass.
+ *
  * Probing works on windows of G adjacent slots (G = group size): window w is
  * slots[w*G, w*G+G).  The sequence of windows starts at a window taken from a
  * strong 64-bit mix of the hash and moves by +1 window (linear) or by an odd
@@ -60,18 +68,19 @@ typedef struct gh_slot
 } __attribute__((aligned(16))) gh_slot;
 
 /*
- * Device-side scratch of the GPU functions.  The build uses placed and full;
- * gh_mm_probe_count_gpu and gh_mm_probe_retrieve_gpu use out_cursor, so two of
- * those must not run at the same time on one table (they synchronize before
- * returning, so calls from one host thread never do).  The CPU twin leaves it
- * zero.
+ * Device-side scratch of the GPU functions.  The build uses placed, distinct
+ * and full; gh_mm_probe_count_gpu and gh_mm_probe_retrieve_gpu use
+ * out_cursor, so two of those must not run at the same time on one table
+ * (they synchronize before returning, so calls from one host thread never
+ * do).  The CPU twin leaves it zero.
  */
 typedef struct gh_ctrl
 {
-    uint64_t placed;     /* (distinct hashes << 32) | rows given an offset */
+    uint64_t placed;     /* rows given an offset (when some hash repeats) */
     uint64_t out_cursor; /* pairs reserved (retrieve) or counted (count) */
+    uint64_t distinct;   /* slots created by the insert: distinct hashes */
     uint32_t full;       /* nonzero: some insert ran out of probe steps */
-    uint32_t pad[3];
+    uint32_t pad;
 } gh_ctrl;
 
 #ifndef __cplusplus

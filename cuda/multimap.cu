@@ -16,16 +16,23 @@
  * rounds loaded before any is examined so that each thread keeps several
  * independent random loads in flight; each result goes back by shuffle to the
  * lane that owns the row.  So each lane ends up with its own rows' groups and
- * every global write of the batch is coalesced.
+ * every global write of the batch is coalesced.  for_each_batch is that
+ * frame; each kernel only says what to do with a batch's results.
  *
  * Build = init slots; insert (claim the slot with a 16-byte CAS that also
- * counts the row, else count it, one atomic per distinct slot per warp thanks
- * to match_any); give each group an end offset (one packed atomic per block of
- * 2048 slots hands out row ranges and counts distinct hashes; groups need not
- * be in slot order, so no scan and no scratch); scatter (atomicSub on the
- * group's offset, once per slot per warp, leaves offset at the group's start).
- * Measured on an H200 (bench/results/multimap-2026-11-21.md), the build is
- * bound by random DRAM traffic, the scatter being the largest part.
+ * counts the row and writes the row as the group's offset, else count it,
+ * one atomic per distinct slot per warp thanks to match_any; count the slots
+ * created).  If every hash was distinct (the inner side of a key join), the
+ * offsets the claims wrote are the layout (gh_layout.h) and the last pass
+ * writes rows[] as the identity, sequentially: no re-probe, no atomics.
+ * Otherwise: give each group an end offset, a group of one its start (one
+ * atomic per block of 2048 slots hands out row ranges; groups need not be in
+ * slot order, so no scan and no scratch); scatter (re-probe; a row of a group
+ * of one goes straight to its start; bigger groups take places with an
+ * atomicSub on the offset, once per slot per warp, which leaves it at the
+ * group's start).  The build is bound by random DRAM traffic: with repeated
+ * hashes the scatter is its largest part (bench/results/multimap-2026-11-21.md),
+ * with distinct hashes only the insert is left (multimap-2026-11-22.md).
  *
  * Retrieve: each warp computes its batch's output counts, scans them with
  * shuffles, reserves room for the whole batch with ONE global atomicAdd, and
@@ -46,6 +53,8 @@
  */
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
+
+#include <type_traits>
 
 #include "gh_layout.h"
 
@@ -81,16 +90,35 @@ struct Table
     int scheme;
 };
 
-/* Set in a kInsert result when this row's CAS created the slot (and its
- * count of 1); slot indices stay below 2^41. */
-constexpr uint64_t kClaimed = (uint64_t) 1 << 62;
+/* A flag in kInsert and kPlace results (slot indices and row offsets stay
+ * below 2^41): kInsert, this row's CAS created the slot (and its count of 1);
+ * kPlace, the low 32 bits are the start of a group of one row. */
+constexpr uint64_t kFlag = (uint64_t) 1 << 62;
 
 enum LookupMode
 {
     kProbe,  /* result: the slot's {count | offset << 32}, 0 if absent */
-    kFind,   /* result: the slot index, GH_NO_SLOT if absent */
-    kInsert  /* result: the slot index, claimed if absent (| kClaimed); GH_NO_SLOT if full */
+    kPlace,  /* result: offset | kFlag for a group of one, else the slot index;
+              * GH_NO_SLOT if absent */
+    kInsert  /* result: the slot index, claimed if absent (| kFlag); GH_NO_SLOT if full */
 };
+
+__device__ __forceinline__ uint32_t group_count(uint64_t y)
+{
+    return (uint32_t) y;
+}
+
+__device__ __forceinline__ uint32_t group_offset(uint64_t y)
+{
+    return (uint32_t) (y >> 32);
+}
+
+/* kPlace's result for slot s holding y: a group of one row needs no
+ * reservation, its place is known. */
+__device__ __forceinline__ uint64_t place_result(uint64_t s, uint64_t y)
+{
+    return group_count(y) == 1 ? (group_offset(y) | kFlag) : s;
+}
 
 /* Window loads.  Probes run on a finished table: read-only path.  The build
  * reads slots that other threads are claiming: L2 (coherent) only. */
@@ -109,11 +137,12 @@ __device__ __forceinline__ unsigned lane_id()
 
 /*
  * Resolve one key in a tile: window 0 was already loaded into v.  Returns the
- * mode's result in every lane of the tile.  hash != GH_EMPTY_HASH.
+ * mode's result in every lane of the tile.  hash != GH_EMPTY_HASH; row is the
+ * key's row, which kInsert writes as the offset of a slot it creates.
  */
 template <int G, int MODE>
 __device__ __forceinline__ uint64_t resolve(const cg::thread_block_tile<G> &tile,
-                                            const Table &T, uint64_t hash,
+                                            const Table &T, uint64_t hash, uint32_t row,
                                             gh_seq seq, ulonglong2 v, uint32_t *full)
 {
     const unsigned j = tile.thread_rank();
@@ -130,6 +159,8 @@ __device__ __forceinline__ uint64_t resolve(const cg::thread_block_tile<G> &tile
 
             if (MODE == kProbe)
                 return tile.shfl(v.y, src);
+            if (MODE == kPlace)
+                return place_result(base + src, tile.shfl(v.y, src));
             return base + src;
         }
         const unsigned empty = tile.ballot(v.x == GH_EMPTY_HASH);
@@ -139,20 +170,20 @@ __device__ __forceinline__ uint64_t resolve(const cg::thread_block_tile<G> &tile
             if (MODE != kInsert)
                 return MODE == kProbe ? 0 : GH_NO_SLOT;
 
-            /* Claim the first empty slot, counting this row in the same
-             * 16-byte CAS (empty slots are exactly {EMPTY, 0}); a lost race
-             * shows the winner's hash, which may be ours, so look at the
-             * window again. */
+            /* Claim the first empty slot, counting this row and writing it
+             * as the offset in the same 16-byte CAS (empty slots are exactly
+             * {EMPTY, 0}); a lost race shows the winner's hash, which may be
+             * ours, so look at the window again. */
             const int f = __ffs(empty) - 1;
             unsigned long long old = 0;
 
             if (j == (unsigned) f)
                 old = atomicCAS(&T.slots[base + f], make_ulonglong2(GH_EMPTY_HASH, 0),
-                                make_ulonglong2(hash, 1))
+                                make_ulonglong2(hash, 1 | ((uint64_t) row << 32)))
                           .x;
             old = tile.shfl(old, f);
             if (old == GH_EMPTY_HASH)
-                return (base + f) | kClaimed;
+                return (base + f) | kFlag;
             if (j == (unsigned) f)
                 v.x = old;
             continue;
@@ -174,7 +205,8 @@ __device__ __forceinline__ uint64_t resolve(const cg::thread_block_tile<G> &tile
  * all 32 lanes of the warp.
  */
 template <int G, int MODE>
-__device__ __forceinline__ void warp_lookup(const Table &T, const uint64_t (&hash)[Batch<G>::B],
+__device__ __forceinline__ void warp_lookup(const Table &T, uint64_t base,
+                                            const uint64_t (&hash)[Batch<G>::B],
                                             const bool (&ok)[Batch<G>::B],
                                             uint64_t (&res)[Batch<G>::B], uint32_t *full)
 {
@@ -228,14 +260,20 @@ __device__ __forceinline__ void warp_lookup(const Table &T, const uint64_t (&has
                 {
                     if (MODE == kProbe)
                         r = __ldg(&T.slots[T.capacity]).y;
+                    else if (MODE == kPlace)
+                        r = place_result(T.capacity, __ldcg(&T.slots[T.capacity]).y);
                     else
                         r = T.capacity;
                 }
                 else
+                {
+                    const uint32_t row = (uint32_t) (base + 32 * (uint64_t) b + (k * NT) % 32 + t);
+
                     /* The sequence is recomputed (a few multiplies) rather
                      * than kept in registers across the prefetch. */
-                    r = resolve<G, MODE>(tile, T, kh[q], gh_seq_start(kh[q], T.mask + 1, T.scheme),
-                                         w[q], full);
+                    r = resolve<G, MODE>(tile, T, kh[q], row,
+                                         gh_seq_start(kh[q], T.mask + 1, T.scheme), w[q], full);
+                }
             }
             /* Round k's tile t worked on the row of lane (k*NT)%32 + t. */
             if (G == 1)
@@ -283,49 +321,61 @@ __device__ __forceinline__ unsigned warp_upper_bound(uint64_t incl, uint64_t ite
     return lo;
 }
 
-__device__ __forceinline__ uint32_t group_count(uint64_t y)
+/*
+ * Every row kernel's frame: the warp walks its batches of 32*B rows (grid
+ * stride), loads their hashes coalesced, looks them up in MODE and hands
+ * f(base, ok, res) the batch's rows (row base + 32*b + lane) and results.
+ * f is called by all 32 lanes; a return from it ends the batch.
+ */
+template <int G, int MODE, typename F>
+__device__ __forceinline__ void for_each_batch(const Table &T, const uint64_t *__restrict__ src,
+                                               uint64_t n, uint32_t *full, F &&f)
 {
-    return (uint32_t) y;
-}
-
-__device__ __forceinline__ uint32_t group_offset(uint64_t y)
-{
-    return (uint32_t) (y >> 32);
-}
-
-/* Warp-uniform loop bounds over batches of 32*B rows. */
-struct WarpLoop
-{
-    uint64_t first;
-    uint64_t stride;
-};
-
-template <int B>
-__device__ __forceinline__ WarpLoop warp_loop()
-{
+    constexpr int B = Batch<G>::B;
     const uint64_t warp = ((uint64_t) blockIdx.x * blockDim.x + threadIdx.x) / 32;
-    const uint64_t nwarps = ((uint64_t) gridDim.x * blockDim.x) / 32;
-    WarpLoop l;
-
-    l.first = warp * 32 * B;
-    l.stride = nwarps * 32 * B;
-    return l;
-}
-
-template <int B>
-__device__ __forceinline__ void load_hashes(const uint64_t *__restrict__ src, uint64_t n,
-                                            uint64_t base, uint64_t (&h)[B], bool (&ok)[B])
-{
+    const uint64_t stride = ((uint64_t) gridDim.x * blockDim.x) / 32 * 32 * B;
     const unsigned lane = lane_id();
 
-#pragma unroll
-    for (int b = 0; b < B; b++)
+    for (uint64_t base = warp * 32 * B; base < n; base += stride)
     {
-        const uint64_t row = base + 32 * (uint64_t) b + lane;
+        uint64_t h[B];
+        bool ok[B];
+        uint64_t res[B];
 
-        ok[b] = row < n;
-        /* Read once: stream past L2 so the table keeps the cache. */
-        h[b] = ok[b] ? __ldcs(reinterpret_cast<const unsigned long long *>(src + row)) : 0;
+#pragma unroll
+        for (int b = 0; b < B; b++)
+        {
+            const uint64_t row = base + 32 * (uint64_t) b + lane;
+
+            ok[b] = row < n;
+            /* Read once: stream past L2 so the table keeps the cache. */
+            h[b] = ok[b] ? __ldcs(reinterpret_cast<const unsigned long long *>(src + row)) : 0;
+        }
+        warp_lookup<G, MODE>(T, base, h, ok, res, full);
+        f(base, ok, res);
+    }
+}
+
+/* Adds every thread's v to *dst with one atomic per block.  Called by all
+ * threads of the block. */
+__device__ __forceinline__ void block_add(uint64_t v, unsigned long long *dst)
+{
+    __shared__ unsigned long long warp_sums[kWarpsPerBlock];
+
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1)
+        v += __shfl_down_sync(kFull, v, d);
+    if (lane_id() == 0)
+        warp_sums[threadIdx.x / 32] = v;
+    __syncthreads();
+    if (threadIdx.x == 0)
+    {
+        unsigned long long total = 0;
+
+        for (int w = 0; w < kWarpsPerBlock; w++)
+            total += warp_sums[w];
+        if (total != 0)
+            atomicAdd(dst, total);
     }
 }
 
@@ -343,72 +393,82 @@ __global__ void __launch_bounds__(kBlock) k_init(ulonglong2 *slots, uint64_t nsl
     {
         ctrl->placed = 0;
         ctrl->out_cursor = 0;
+        ctrl->distinct = 0;
         ctrl->full = 0;
     }
 }
 
 /*
- * Insert and count.  A row that created its slot is already counted by the
- * claiming CAS; lanes whose other rows landed in one slot add to its count
- * with one atomic (match_any), which matters for skewed and adversarial
- * inputs where thousands of rows share a slot.
+ * Insert and count.  A row that created its slot is already counted (and
+ * written as the slot's offset) by the claiming CAS; lanes whose other rows
+ * landed in one slot add to its count with one atomic (match_any), which
+ * matters for skewed and adversarial inputs where thousands of rows share a
+ * slot.  The sentinel slot is never claimed: the add that finds its count 0
+ * creates its group and writes the offset.  Created groups are counted in
+ * ctrl->distinct.
  */
 template <int G>
 __global__ void __launch_bounds__(kBlock, kMinBlocks) k_insert(Table T, const uint64_t *__restrict__ hashes,
                                                    uint64_t n, gh_ctrl *ctrl)
 {
-    constexpr int B = Batch<G>::B;
-    const WarpLoop L = warp_loop<B>();
     const unsigned lane = lane_id();
+    uint64_t created = 0;
 
-    for (uint64_t base = L.first; base < n; base += L.stride)
-    {
-        uint64_t h[B];
-        bool ok[B];
-        uint64_t slot[B];
-
-        load_hashes<B>(hashes, n, base, h, ok);
-        warp_lookup<G, kInsert>(T, h, ok, slot, &ctrl->full);
+    for_each_batch<G, kInsert>(T, hashes, n, &ctrl->full, [&](uint64_t base, const auto &ok,
+                                                               const auto &slot) {
 #pragma unroll
-        for (int b = 0; b < B; b++)
+        for (int b = 0; b < Batch<G>::B; b++)
         {
             const uint64_t r = ok[b] ? slot[b] : GH_NO_SLOT;
-            const bool claimed = r != GH_NO_SLOT && (r & kClaimed) != 0;
-            const uint64_t s = r == GH_NO_SLOT ? r : (r & ~kClaimed);
+            const bool claimed = r != GH_NO_SLOT && (r & kFlag) != 0;
+            const uint64_t s = r == GH_NO_SLOT ? r : (r & ~kFlag);
             const unsigned peers = __match_any_sync(kFull, (unsigned long long) s);
-            const unsigned add = __popc(peers) - __popc(peers & __ballot_sync(kFull, claimed));
+            const unsigned nclaimed = __popc(peers & __ballot_sync(kFull, claimed));
+            const unsigned add = __popc(peers) - nclaimed;
 
-            if (s != GH_NO_SLOT && add != 0 && lane == (unsigned) (__ffs(peers) - 1))
-                atomicAdd(reinterpret_cast<unsigned *>(&T.slots[s].y), add);
+            if (s != GH_NO_SLOT && lane == (unsigned) (__ffs(peers) - 1))
+            {
+                created += nclaimed;
+                if (add != 0 &&
+                    atomicAdd(reinterpret_cast<unsigned *>(&T.slots[s].y), add) == 0)
+                {
+                    created++;
+                    reinterpret_cast<unsigned *>(&T.slots[s].y)[1] =
+                        (uint32_t) (base + 32 * (uint64_t) b + lane);
+                }
+            }
         }
-    }
+    });
+    block_add(created, reinterpret_cast<unsigned long long *>(&ctrl->distinct));
 }
 
 /*
- * Hand each group the end of a row range.  A block takes K*256 slots, scans
- * their counts and reserves the rows of all its groups and their number with
- * one atomic on (distinct << 32 | rows) (rows <= GH_MAX_ROWS never carry):
- * all blocks hit that one address, so it is one atomic per 2048 slots, not
- * per warp.
+ * Hand each group the end of a row range (a group of one: its start).  A
+ * block takes K*256 slots, scans their counts and reserves the rows of all
+ * its groups with one atomic on ctrl->placed: all blocks hit that one
+ * address, so it is one atomic per 2048 slots, not per warp.  Nothing to do
+ * when every hash is distinct: the insert wrote each slot's row as its
+ * offset, and that is the layout (gh_layout.h).
  */
 constexpr int kOffsetsPerThread = 8;
 constexpr int kOffsetsChunk = kOffsetsPerThread * kBlock;
 
-__global__ void __launch_bounds__(kBlock) k_offsets(ulonglong2 *slots, uint64_t nslots, gh_ctrl *ctrl)
+__global__ void __launch_bounds__(kBlock) k_offsets(ulonglong2 *slots, uint64_t nslots, uint64_t n,
+                                                    gh_ctrl *ctrl)
 {
     constexpr int K = kOffsetsPerThread;
     __shared__ uint32_t warp_rows[kWarpsPerBlock];
-    __shared__ uint32_t warp_distinct[kWarpsPerBlock];
     __shared__ unsigned long long block_start;
     const unsigned lane = lane_id();
     const unsigned warp = threadIdx.x / 32;
 
+    if (ctrl->distinct == n)
+        return;
     for (uint64_t base = (uint64_t) blockIdx.x * kOffsetsChunk; base < nslots;
          base += (uint64_t) gridDim.x * kOffsetsChunk)
     {
         uint32_t c[K];
         uint32_t sum = 0;
-        uint32_t nonempty = 0;
 
 #pragma unroll
         for (int k = 0; k < K; k++)
@@ -417,29 +477,20 @@ __global__ void __launch_bounds__(kBlock) k_offsets(ulonglong2 *slots, uint64_t 
 
             c[k] = i < nslots ? (uint32_t) slots[i].y : 0;
             sum += c[k];
-            nonempty += c[k] != 0;
         }
         const uint32_t incl = (uint32_t) warp_scan(sum);
-        const uint32_t distinct = __reduce_add_sync(kFull, nonempty);
 
         if (lane == 31)
-        {
             warp_rows[warp] = incl;
-            warp_distinct[warp] = distinct;
-        }
         __syncthreads();
         if (threadIdx.x == 0)
         {
             uint32_t rows = 0;
-            uint32_t nd = 0;
 
             for (int w = 0; w < kWarpsPerBlock; w++)
-            {
                 rows += warp_rows[w];
-                nd += warp_distinct[w];
-            }
             block_start = rows ? atomicAdd(reinterpret_cast<unsigned long long *>(&ctrl->placed),
-                                           ((unsigned long long) nd << 32) | rows)
+                                           (unsigned long long) rows)
                                : 0;
         }
         __syncthreads();
@@ -455,7 +506,7 @@ __global__ void __launch_bounds__(kBlock) k_offsets(ulonglong2 *slots, uint64_t 
                 const uint64_t i = base + (uint64_t) k * kBlock + threadIdx.x;
 
                 end += c[k];
-                reinterpret_cast<unsigned *>(&slots[i].y)[1] = end;
+                reinterpret_cast<unsigned *>(&slots[i].y)[1] = c[k] == 1 ? end - 1 : end;
             }
         }
         /* warp_rows and block_start are rewritten by the next chunk. */
@@ -463,40 +514,59 @@ __global__ void __launch_bounds__(kBlock) k_offsets(ulonglong2 *slots, uint64_t 
     }
 }
 
-/* Scatter row indices into their groups; offset walks down to the start. */
+/*
+ * Place row indices into their groups.  Every hash distinct: rows[] is the
+ * identity, one sequential pass.  Otherwise a row of a group of one goes to
+ * the group's start; bigger groups' offsets walk down from the end to the
+ * start with one atomicSub per slot per warp.
+ */
 template <int G>
 __global__ void __launch_bounds__(kBlock, kMinBlocks) k_scatter(Table T, const uint64_t *__restrict__ hashes,
-                                                    uint64_t n, uint32_t *rows)
+                                                    uint64_t n, uint32_t *rows, const gh_ctrl *ctrl)
 {
-    constexpr int B = Batch<G>::B;
-    const WarpLoop L = warp_loop<B>();
     const unsigned lane = lane_id();
 
-    for (uint64_t base = L.first; base < n; base += L.stride)
+    if (ctrl->distinct == n)
     {
-        uint64_t h[B];
-        bool ok[B];
-        uint64_t slot[B];
+        /* rows is 16-byte aligned (gh_layout.h). */
+        const uint64_t tid = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x;
+        const uint64_t stride = (uint64_t) gridDim.x * blockDim.x;
 
-        load_hashes<B>(hashes, n, base, h, ok);
-        warp_lookup<G, kFind>(T, h, ok, slot, nullptr);
-#pragma unroll
-        for (int b = 0; b < B; b++)
+        for (uint64_t i = tid; i < n / 4; i += stride)
         {
-            const uint64_t s = ok[b] ? slot[b] : GH_NO_SLOT;
+            const uint32_t r = (uint32_t) (4 * i);
+
+            reinterpret_cast<uint4 *>(rows)[i] = make_uint4(r, r + 1, r + 2, r + 3);
+        }
+        if (tid < n % 4)
+            rows[n / 4 * 4 + tid] = (uint32_t) (n / 4 * 4 + tid);
+        return;
+    }
+
+    for_each_batch<G, kPlace>(T, hashes, n, nullptr, [&](uint64_t base, const auto &ok,
+                                                         const auto &res) {
+#pragma unroll
+        for (int b = 0; b < Batch<G>::B; b++)
+        {
+            const uint64_t r = ok[b] ? res[b] : GH_NO_SLOT;
+            const bool one = r != GH_NO_SLOT && (r & kFlag) != 0;
+            const uint64_t s = one ? GH_NO_SLOT : r;
+            const uint32_t row = (uint32_t) (base + 32 * (uint64_t) b + lane);
             const unsigned peers = __match_any_sync(kFull, (unsigned long long) s);
             const int leader = __ffs(peers) - 1;
             const unsigned npeers = __popc(peers);
             const unsigned rank = __popc(peers & ((1u << lane) - 1));
             unsigned end = 0;
 
+            if (one)
+                rows[(uint32_t) r] = row;
             if (s != GH_NO_SLOT && lane == (unsigned) leader)
                 end = atomicSub(reinterpret_cast<unsigned *>(&T.slots[s].y) + 1, npeers);
             end = __shfl_sync(kFull, end, leader);
             if (s != GH_NO_SLOT)
-                rows[end - npeers + rank] = (uint32_t) (base + 32 * (uint64_t) b + lane);
+                rows[end - npeers + rank] = row;
         }
-    }
+    });
 }
 
 /* ---------------------------------------------------------------------
@@ -512,42 +582,15 @@ template <int G>
 __global__ void __launch_bounds__(kBlock, kMinBlocks) k_count(Table T, const uint64_t *__restrict__ probe,
                                                   uint64_t n, int kind, gh_ctrl *ctrl)
 {
-    constexpr int B = Batch<G>::B;
-    __shared__ unsigned long long warp_sums[kWarpsPerBlock];
-    const WarpLoop L = warp_loop<B>();
-    const unsigned lane = lane_id();
     uint64_t sum = 0;
 
-    for (uint64_t base = L.first; base < n; base += L.stride)
-    {
-        uint64_t h[B];
-        bool ok[B];
-        uint64_t y[B];
-
-        load_hashes<B>(probe, n, base, h, ok);
-        warp_lookup<G, kProbe>(T, h, ok, y, nullptr);
+    for_each_batch<G, kProbe>(T, probe, n, nullptr, [&](uint64_t, const auto &ok, const auto &y) {
 #pragma unroll
-        for (int b = 0; b < B; b++)
+        for (int b = 0; b < Batch<G>::B; b++)
             if (ok[b])
                 sum += out_count(kind, group_count(y[b]));
-    }
-
-    /* One atomic per block. */
-#pragma unroll
-    for (int d = 16; d > 0; d >>= 1)
-        sum += __shfl_down_sync(kFull, sum, d);
-    if (lane == 0)
-        warp_sums[threadIdx.x / 32] = sum;
-    __syncthreads();
-    if (threadIdx.x == 0)
-    {
-        unsigned long long total = 0;
-
-        for (int w = 0; w < kWarpsPerBlock; w++)
-            total += warp_sums[w];
-        if (total != 0)
-            atomicAdd(reinterpret_cast<unsigned long long *>(&ctrl->out_cursor), total);
-    }
+    });
+    block_add(sum, reinterpret_cast<unsigned long long *>(&ctrl->out_cursor));
 }
 
 template <int G>
@@ -559,21 +602,15 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) k_retrieve(Table T, const 
                                                      uint64_t out_capacity, gh_ctrl *ctrl)
 {
     constexpr int B = Batch<G>::B;
-    const WarpLoop L = warp_loop<B>();
     const unsigned lane = lane_id();
 
-    for (uint64_t base = L.first; base < n; base += L.stride)
-    {
-        uint64_t h[B];
-        bool ok[B];
-        uint64_t y[B];
+    for_each_batch<G, kProbe>(T, probe, n, nullptr, [&](uint64_t base, const auto &ok,
+                                                        const auto &y) {
         uint64_t nout[B];
         uint64_t incl[B];
         uint64_t start[B];
         uint64_t batch_total = 0;
 
-        load_hashes<B>(probe, n, base, h, ok);
-        warp_lookup<G, kProbe>(T, h, ok, y, nullptr);
 #pragma unroll
         for (int b = 0; b < B; b++)
         {
@@ -583,7 +620,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) k_retrieve(Table T, const 
             batch_total += __shfl_sync(kFull, incl[b], 31);
         }
         if (batch_total == 0)
-            continue;
+            return;
 
         /* The batch's one reservation in the output. */
         unsigned long long at = 0;
@@ -662,7 +699,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) k_retrieve(Table T, const 
                 }
             }
         }
-    }
+    });
 }
 
 template <int G>
@@ -670,20 +707,12 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) k_ranges(Table T, const ui
                                                    uint64_t n, uint32_t *__restrict__ first,
                                                    uint32_t *__restrict__ count)
 {
-    constexpr int B = Batch<G>::B;
-    const WarpLoop L = warp_loop<B>();
     const unsigned lane = lane_id();
 
-    for (uint64_t base = L.first; base < n; base += L.stride)
-    {
-        uint64_t h[B];
-        bool ok[B];
-        uint64_t y[B];
-
-        load_hashes<B>(probe, n, base, h, ok);
-        warp_lookup<G, kProbe>(T, h, ok, y, nullptr);
+    for_each_batch<G, kProbe>(T, probe, n, nullptr, [&](uint64_t base, const auto &ok,
+                                                        const auto &y) {
 #pragma unroll
-        for (int b = 0; b < B; b++)
+        for (int b = 0; b < Batch<G>::B; b++)
         {
             if (ok[b])
             {
@@ -694,7 +723,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) k_ranges(Table T, const ui
                 __stcs(&count[row], c);
             }
         }
-    }
+    });
 }
 
 /*
@@ -707,20 +736,11 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) k_mark(Table T, const uint
                                                  const uint64_t *__restrict__ probe, uint64_t n,
                                                  uint32_t *matched)
 {
-    constexpr int B = Batch<G>::B;
-    const WarpLoop L = warp_loop<B>();
     const unsigned lane = lane_id();
 
-    for (uint64_t base = L.first; base < n; base += L.stride)
-    {
-        uint64_t h[B];
-        bool ok[B];
-        uint64_t y[B];
-
-        load_hashes<B>(probe, n, base, h, ok);
-        warp_lookup<G, kProbe>(T, h, ok, y, nullptr);
+    for_each_batch<G, kProbe>(T, probe, n, nullptr, [&](uint64_t, const auto &ok, const auto &y) {
 #pragma unroll
-        for (int b = 0; b < B; b++)
+        for (int b = 0; b < Batch<G>::B; b++)
         {
             const uint32_t count = ok[b] ? group_count(y[b]) : 0;
             uint64_t rest = 0;
@@ -751,7 +771,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) k_mark(Table T, const uint
                 }
             }
         }
-    }
+    });
 }
 
 /* ---------------------------------------------------------------------
@@ -861,10 +881,43 @@ bool mm_valid(const gh_mm *mm)
            mm->capacity <= GH_MAX_CAPACITY && (mm->capacity & (mm->capacity - 1)) == 0;
 }
 
+/* Launches row kernel `kernel` (group size G) over n rows. */
+template <int G, typename K, typename... A>
+gh_status launch_rows(const char *where, K kernel, uint64_t n, cudaStream_t st, gh_error *err,
+                      A... args)
+{
+    constexpr int B = Batch<G>::B;
+    int grid;
+    gh_status s;
+
+    if ((s = grid_for(kernel, (n + 32 * B - 1) / (32 * B), &grid, err)) != GH_OK)
+        return s;
+    GH_LAUNCH(where, kernel, grid, args...);
+    return GH_OK;
+}
+
+/*
+ * Calls f(std::integral_constant<int, G>()) for the table's run-time group
+ * size, which picks one of the six instantiations of a kernel.
+ */
+template <typename F>
+gh_status with_group(const gh_mm *mm, gh_error *err, F &&f)
+{
+    switch (mm->params.group_size)
+    {
+        case 1: return f(std::integral_constant<int, 1>());
+        case 2: return f(std::integral_constant<int, 2>());
+        case 4: return f(std::integral_constant<int, 4>());
+        case 8: return f(std::integral_constant<int, 8>());
+        case 16: return f(std::integral_constant<int, 16>());
+        case 32: return f(std::integral_constant<int, 32>());
+    }
+    return set_error(err, GH_ERR_INVALID, "group_size");
+}
+
 template <int G>
 gh_status build_g(const gh_mm *mm, const uint64_t *d_hashes, cudaStream_t st, gh_error *err)
 {
-    constexpr int B = Batch<G>::B;
     const Table T = make_table(mm);
     gh_ctrl *ctrl = ctrl_of(mm);
     const uint64_t n = mm->nrows;
@@ -877,96 +930,14 @@ gh_status build_g(const gh_mm *mm, const uint64_t *d_hashes, cudaStream_t st, gh
     GH_LAUNCH("k_init", k_init, grid, T.slots, nslots, ctrl);
     if (n == 0)
         return GH_OK;
-
-    if ((s = grid_for(k_insert<G>, (n + 32 * B - 1) / (32 * B), &grid, err)) != GH_OK)
+    if ((s = launch_rows<G>("k_insert", k_insert<G>, n, st, err, T, d_hashes, n, ctrl)) != GH_OK)
         return s;
-    GH_LAUNCH("k_insert", k_insert<G>, grid, T, d_hashes, n, ctrl);
-
     if ((s = grid_for(k_offsets, (nslots + kOffsetsChunk - 1) / kOffsetsChunk * kWarpsPerBlock,
                       &grid, err)) != GH_OK)
         return s;
-    GH_LAUNCH("k_offsets", k_offsets, grid, T.slots, nslots, ctrl);
-
-    if ((s = grid_for(k_scatter<G>, (n + 32 * B - 1) / (32 * B), &grid, err)) != GH_OK)
-        return s;
-    GH_LAUNCH("k_scatter", k_scatter<G>, grid, T, d_hashes, n, rows_of(mm));
-    return GH_OK;
-}
-
-template <int G>
-gh_status count_g(const gh_mm *mm, const uint64_t *d_probe, uint64_t n, gh_probe_kind kind,
-                  cudaStream_t st, gh_error *err)
-{
-    constexpr int B = Batch<G>::B;
-    int grid;
-    gh_status s;
-
-    if ((s = grid_for(k_count<G>, (n + 32 * B - 1) / (32 * B), &grid, err)) != GH_OK)
-        return s;
-    GH_LAUNCH("k_count", k_count<G>, grid, make_table(mm), d_probe, n, (int) kind, ctrl_of(mm));
-    return GH_OK;
-}
-
-template <int G>
-gh_status retrieve_g(const gh_mm *mm, const uint64_t *d_probe, uint64_t n, gh_probe_kind kind,
-                     uint32_t *d_outer, uint32_t *d_inner, uint64_t cap, cudaStream_t st,
-                     gh_error *err)
-{
-    constexpr int B = Batch<G>::B;
-    int grid;
-    gh_status s;
-
-    if ((s = grid_for(k_retrieve<G>, (n + 32 * B - 1) / (32 * B), &grid, err)) != GH_OK)
-        return s;
-    GH_LAUNCH("k_retrieve", k_retrieve<G>, grid, make_table(mm), rows_of(mm), d_probe, n,
-              (int) kind, d_outer, d_inner, cap, ctrl_of(mm));
-    return GH_OK;
-}
-
-template <int G>
-gh_status ranges_g(const gh_mm *mm, const uint64_t *d_probe, uint64_t n, uint32_t *d_first,
-                   uint32_t *d_count, cudaStream_t st, gh_error *err)
-{
-    constexpr int B = Batch<G>::B;
-    int grid;
-    gh_status s;
-
-    if ((s = grid_for(k_ranges<G>, (n + 32 * B - 1) / (32 * B), &grid, err)) != GH_OK)
-        return s;
-    GH_LAUNCH("k_ranges", k_ranges<G>, grid, make_table(mm), d_probe, n, d_first, d_count);
-    return GH_OK;
-}
-
-template <int G>
-gh_status mark_g(const gh_mm *mm, const uint64_t *d_probe, uint64_t n, uint32_t *d_matched,
-                 cudaStream_t st, gh_error *err)
-{
-    constexpr int B = Batch<G>::B;
-    int grid;
-    gh_status s;
-
-    if ((s = grid_for(k_mark<G>, (n + 32 * B - 1) / (32 * B), &grid, err)) != GH_OK)
-        return s;
-    GH_LAUNCH("k_mark", k_mark<G>, grid, make_table(mm), rows_of(mm), d_probe, n, d_matched);
-    return GH_OK;
-}
-
-/* The run-time group size picks one of the six instantiations. */
-gh_status build_dispatch(const gh_mm *mm, const uint64_t *d_hashes, cudaStream_t st,
-                         gh_error *err)
-{
-#define GH_CALL(G) build_g<G>(mm, d_hashes, st, err)
-    switch (mm->params.group_size)
-    {
-        case 1: return GH_CALL(1);
-        case 2: return GH_CALL(2);
-        case 4: return GH_CALL(4);
-        case 8: return GH_CALL(8);
-        case 16: return GH_CALL(16);
-        case 32: return GH_CALL(32);
-    }
-#undef GH_CALL
-    return set_error(err, GH_ERR_INVALID, "group_size");
+    GH_LAUNCH("k_offsets", k_offsets, grid, T.slots, nslots, n, ctrl);
+    return launch_rows<G>("k_scatter", k_scatter<G>, n, st, err, T, d_hashes, n, rows_of(mm),
+                          (const gh_ctrl *) ctrl);
 }
 
 /* Reads the control block back; the one host synchronization of a call. */
@@ -1008,13 +979,15 @@ gh_status gh_mm_build_gpu_capacity(gh_mm *mm, void *mem, const uint64_t *d_hashe
     mm->ndistinct = 0;
     mm->params = *params;
 
-    if ((s = build_dispatch(mm, d_hashes, st, err)) != GH_OK)
+    if ((s = with_group(mm, err, [&](auto g) {
+             return build_g<decltype(g)::value>(mm, d_hashes, st, err);
+         })) != GH_OK)
         return s;
     if ((s = read_ctrl(mm, &ctrl, st, err)) != GH_OK)
         return s;
     if (ctrl.full)
         return set_error(err, GH_ERR_TABLE_FULL, "gh_mm_build_gpu");
-    mm->ndistinct = (uint32_t) (ctrl.placed >> 32);
+    mm->ndistinct = (uint32_t) ctrl.distinct;
     return set_ok(err);
 }
 
@@ -1042,20 +1015,13 @@ gh_status gh_mm_probe_count_gpu(const gh_mm *mm, const uint64_t *d_probe, uint32
         return set_error(err, GH_ERR_INVALID, "gh_mm_probe_count_gpu");
     if ((s = reset_cursor(mm, st, err)) != GH_OK)
         return s;
-    if (nprobe > 0)
-    {
-        switch (mm->params.group_size)
-        {
-            case 1: s = count_g<1>(mm, d_probe, nprobe, kind, st, err); break;
-            case 2: s = count_g<2>(mm, d_probe, nprobe, kind, st, err); break;
-            case 4: s = count_g<4>(mm, d_probe, nprobe, kind, st, err); break;
-            case 8: s = count_g<8>(mm, d_probe, nprobe, kind, st, err); break;
-            case 16: s = count_g<16>(mm, d_probe, nprobe, kind, st, err); break;
-            default: s = count_g<32>(mm, d_probe, nprobe, kind, st, err); break;
-        }
-        if (s != GH_OK)
-            return s;
-    }
+    if (nprobe > 0 && (s = with_group(mm, err, [&](auto g) {
+                           constexpr int G = decltype(g)::value;
+                           return launch_rows<G>("k_count", k_count<G>, nprobe, st, err,
+                                                 make_table(mm), d_probe, (uint64_t) nprobe,
+                                                 (int) kind, ctrl_of(mm));
+                       })) != GH_OK)
+        return s;
     if ((s = read_ctrl(mm, &ctrl, st, err)) != GH_OK)
         return s;
     *total = ctrl.out_cursor;
@@ -1079,20 +1045,15 @@ gh_status gh_mm_probe_retrieve_gpu(const gh_mm *mm, const uint64_t *d_probe, uin
         return set_error(err, GH_ERR_INVALID, "gh_mm_probe_retrieve_gpu");
     if ((s = reset_cursor(mm, st, err)) != GH_OK)
         return s;
-    if (nprobe > 0)
-    {
-        switch (mm->params.group_size)
-        {
-            case 1: s = retrieve_g<1>(mm, d_probe, nprobe, kind, d_out_outer, d_out_inner, out_capacity, st, err); break;
-            case 2: s = retrieve_g<2>(mm, d_probe, nprobe, kind, d_out_outer, d_out_inner, out_capacity, st, err); break;
-            case 4: s = retrieve_g<4>(mm, d_probe, nprobe, kind, d_out_outer, d_out_inner, out_capacity, st, err); break;
-            case 8: s = retrieve_g<8>(mm, d_probe, nprobe, kind, d_out_outer, d_out_inner, out_capacity, st, err); break;
-            case 16: s = retrieve_g<16>(mm, d_probe, nprobe, kind, d_out_outer, d_out_inner, out_capacity, st, err); break;
-            default: s = retrieve_g<32>(mm, d_probe, nprobe, kind, d_out_outer, d_out_inner, out_capacity, st, err); break;
-        }
-        if (s != GH_OK)
-            return s;
-    }
+    if (nprobe > 0 && (s = with_group(mm, err, [&](auto g) {
+                           constexpr int G = decltype(g)::value;
+                           return launch_rows<G>("k_retrieve", k_retrieve<G>, nprobe, st, err,
+                                                 make_table(mm), (const uint32_t *) rows_of(mm),
+                                                 d_probe, (uint64_t) nprobe, (int) kind,
+                                                 d_out_outer, d_out_inner, out_capacity,
+                                                 ctrl_of(mm));
+                       })) != GH_OK)
+        return s;
     if ((s = read_ctrl(mm, &ctrl, st, err)) != GH_OK)
         return s;
     /* The cursor counts every pair reserved, written or not. */
@@ -1106,25 +1067,18 @@ gh_status gh_mm_probe_ranges_gpu(const gh_mm *mm, const uint64_t *d_probe, uint3
                                  uint32_t *d_first, uint32_t *d_count, void *stream, gh_error *err)
 {
     const cudaStream_t st = static_cast<cudaStream_t>(stream);
-    gh_status s = GH_OK;
+    gh_status s;
 
     if (!mm_valid(mm) ||
         (nprobe > 0 && (d_probe == nullptr || d_first == nullptr || d_count == nullptr)))
         return set_error(err, GH_ERR_INVALID, "gh_mm_probe_ranges_gpu");
-    if (nprobe > 0)
-    {
-        switch (mm->params.group_size)
-        {
-            case 1: s = ranges_g<1>(mm, d_probe, nprobe, d_first, d_count, st, err); break;
-            case 2: s = ranges_g<2>(mm, d_probe, nprobe, d_first, d_count, st, err); break;
-            case 4: s = ranges_g<4>(mm, d_probe, nprobe, d_first, d_count, st, err); break;
-            case 8: s = ranges_g<8>(mm, d_probe, nprobe, d_first, d_count, st, err); break;
-            case 16: s = ranges_g<16>(mm, d_probe, nprobe, d_first, d_count, st, err); break;
-            default: s = ranges_g<32>(mm, d_probe, nprobe, d_first, d_count, st, err); break;
-        }
-        if (s != GH_OK)
-            return s;
-    }
+    if (nprobe > 0 && (s = with_group(mm, err, [&](auto g) {
+                           constexpr int G = decltype(g)::value;
+                           return launch_rows<G>("k_ranges", k_ranges<G>, nprobe, st, err,
+                                                 make_table(mm), d_probe, (uint64_t) nprobe,
+                                                 d_first, d_count);
+                       })) != GH_OK)
+        return s;
     return set_ok(err);
 }
 
@@ -1132,25 +1086,19 @@ gh_status gh_mm_mark_matched_gpu(const gh_mm *mm, const uint64_t *d_probe, uint3
                                  uint32_t *d_matched, void *stream, gh_error *err)
 {
     const cudaStream_t st = static_cast<cudaStream_t>(stream);
-    gh_status s = GH_OK;
+    gh_status s;
 
     if (!mm_valid(mm) || (nprobe > 0 && d_probe == nullptr) ||
         (mm->nrows > 0 && d_matched == nullptr))
         return set_error(err, GH_ERR_INVALID, "gh_mm_mark_matched_gpu");
-    if (nprobe > 0 && mm->nrows > 0)
-    {
-        switch (mm->params.group_size)
-        {
-            case 1: s = mark_g<1>(mm, d_probe, nprobe, d_matched, st, err); break;
-            case 2: s = mark_g<2>(mm, d_probe, nprobe, d_matched, st, err); break;
-            case 4: s = mark_g<4>(mm, d_probe, nprobe, d_matched, st, err); break;
-            case 8: s = mark_g<8>(mm, d_probe, nprobe, d_matched, st, err); break;
-            case 16: s = mark_g<16>(mm, d_probe, nprobe, d_matched, st, err); break;
-            default: s = mark_g<32>(mm, d_probe, nprobe, d_matched, st, err); break;
-        }
-        if (s != GH_OK)
-            return s;
-    }
+    if (nprobe > 0 && mm->nrows > 0 && (s = with_group(mm, err, [&](auto g) {
+                                            constexpr int G = decltype(g)::value;
+                                            return launch_rows<G>(
+                                                "k_mark", k_mark<G>, nprobe, st, err,
+                                                make_table(mm), (const uint32_t *) rows_of(mm),
+                                                d_probe, (uint64_t) nprobe, d_matched);
+                                        })) != GH_OK)
+        return s;
     return set_ok(err);
 }
 

@@ -6,10 +6,13 @@
  * Same layout and probe sequence as the GPU (gh_layout.h), run sequentially,
  * so that a table built on either side can be probed on either side and the
  * GPU tests can use this file as their reference.  The build inserts every
- * hash (counting rows per distinct hash), turns the counts into group ends by
- * a running sum in slot order, then scatters row indices from the last row to
- * the first, so each group lists its rows in ascending order.  Retrieve emits
- * outer rows in ascending order.
+ * hash (counting rows per distinct hash; the row that creates a slot writes
+ * its index as the slot's offset).  If every hash was distinct, that is the
+ * layout already (group of row i = rows[i], rows[] the identity, as on the
+ * GPU).  Otherwise it turns the counts into group ends by a running sum in
+ * slot order, then scatters row indices from the last row to the first, so
+ * each group lists its rows in ascending order.  Retrieve emits outer rows in
+ * ascending order.
  *
  * Plain C99: no PostgreSQL, no allocation, no output; errors come back as
  * status codes.
@@ -180,7 +183,20 @@ gh_mm_build_cpu_capacity(gh_mm *mm, void *mem, const uint64_t *hashes,
 
         if (slot == GH_NO_SLOT)
             return set_error(err, GH_ERR_TABLE_FULL, "gh_mm_build_cpu");
-        slots[slot].count++;
+        if (slots[slot].count++ == 0)
+        {
+            slots[slot].offset = i;
+            ndistinct++;
+        }
+    }
+    mm->ndistinct = ndistinct;
+
+    /* Every hash distinct: the offsets are the rows, rows[] the identity. */
+    if (ndistinct == nrows)
+    {
+        for (i = 0; i < nrows; i++)
+            rows[i] = i;
+        return set_ok(err);
     }
 
     /* Group ends in slot order; the scatter below walks them back to starts. */
@@ -190,7 +206,6 @@ gh_mm_build_cpu_capacity(gh_mm *mm, void *mem, const uint64_t *hashes,
             continue;
         sum += slots[s].count;
         slots[s].offset = (uint32_t) sum;
-        ndistinct++;
     }
 
     for (i = nrows; i-- > 0;)
@@ -203,8 +218,6 @@ gh_mm_build_cpu_capacity(gh_mm *mm, void *mem, const uint64_t *hashes,
             return set_error(err, GH_ERR_INVALID, "gh_mm_build_cpu: table changed during build");
         rows[--slots[slot].offset] = i;
     }
-
-    mm->ndistinct = ndistinct;
     return set_ok(err);
 }
 

@@ -110,7 +110,9 @@ typedef enum mt_gen
     MT_EQUAL,     /* every row the same hash */
     MT_ALLMAX,    /* every row GH_EMPTY_HASH: all in the sentinel slot */
     MT_SENTINEL,  /* sentinel-like bit patterns mixed with random hashes */
-    MT_COLLIDE    /* distinct hashes that all start in window 0 */
+    MT_COLLIDE,   /* distinct hashes that all start in window 0 */
+    MT_UNIQMAX,   /* distinct hashes, one of them GH_EMPTY_HASH (sentinel) */
+    MT_ONEDUP     /* distinct hashes but for one hash on two rows */
 } mt_gen;
 
 static MT_UNUSED const char *mt_gen_name(mt_gen g)
@@ -124,6 +126,8 @@ static MT_UNUSED const char *mt_gen_name(mt_gen g)
         case MT_ALLMAX: return "allmax";
         case MT_SENTINEL: return "sentinel";
         case MT_COLLIDE: return "collide";
+        case MT_UNIQMAX: return "uniqmax";
+        case MT_ONEDUP: return "onedup";
     }
     return "?";
 }
@@ -244,6 +248,21 @@ static MT_UNUSED void mt_generate(uint64_t *h, uint32_t n, mt_gen gen, uint32_t 
              * table up to 2^24 windows; the high bits make them distinct. */
             for (i = 0; i < n; i++)
                 h[i] = mt_unmix64(((uint64_t) (i + 1) << 24) ^ (mt_next(r) & 0xffffff0000000000ULL));
+            break;
+        case MT_UNIQMAX:
+        case MT_ONEDUP:
+            /* Random 64-bit values: a repeat among 1e7 has odds ~3e-6. */
+            for (i = 0; i < n; i++)
+                h[i] = mt_plain(r);
+            if (gen == MT_UNIQMAX && n > 0)
+                h[mt_below(r, n)] = UINT64_MAX;
+            if (gen == MT_ONEDUP && n > 1)
+            {
+                uint32_t a = (uint32_t) mt_below(r, n);
+                uint32_t b = (uint32_t) mt_below(r, n - 1);
+
+                h[b >= a ? b + 1 : b] = h[a];
+            }
             break;
     }
 }
@@ -412,6 +431,22 @@ static MT_UNUSED int mt_check_pairs(gh_probe_kind kind, const uint64_t *build, u
             stamp[r] = o + 1;
         }
     }
+    return 1;
+}
+
+/*
+ * With every hash distinct, both builders must give the same layout: the
+ * group of row i is rows[i, i+1) (gh_layout.h).  ndistinct: the reference's.
+ */
+static MT_UNUSED int mt_check_unique_layout(const uint32_t *rows, uint32_t n, uint32_t ndistinct)
+{
+    uint32_t i;
+
+    if (ndistinct != n)
+        return 1;
+    for (i = 0; i < n; i++)
+        if (rows[i] != i)
+            return mt_fail("every hash distinct, but rows[%u] = %u (not the identity)", i, rows[i]);
     return 1;
 }
 

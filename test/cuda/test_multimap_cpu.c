@@ -113,7 +113,7 @@ check_case(const uint64_t *h, uint32_t n, const gh_mm_params *prm, const uint64_
         goto done;
     }
     rows = gh_mm_rows(&mm);
-    if (!mt_check_permutation(rows, n, scratch))
+    if (!mt_check_permutation(rows, n, scratch) || !mt_check_unique_layout(rows, n, ref->ndistinct))
     {
         ok = 0;
         goto done;
@@ -467,6 +467,10 @@ main(int argc, char **argv)
     run_data(&rng, 1000, MT_ALLMAX, 0, 300, 50, 1, lf1, 1, g_few, 3, 1);
     run_data(&rng, 20000, MT_SENTINEL, 0, 20000, 50, 1, lf1, 1, groups, 6, 1);
     run_data(&rng, 3000, MT_COLLIDE, 0, 3000, 50, 0, lf95, 1, g_few, 3, 1);
+    /* Unique hashes (rows[] the identity), with the sentinel's hash among
+     * them; and all singletons but one pair. */
+    run_data(&rng, 5000, MT_UNIQMAX, 0, 5000, 60, 1, lf1, 1, g_few, 3, 1);
+    run_data(&rng, 5000, MT_ONEDUP, 0, 5000, 60, 1, lf1, 1, g_few, 3, 1);
 
     /* Load factors 0.1 .. 0.95. */
     run_data(&rng, 100000, MT_MULT, 2, 50000, 70, 1, lf_all, 8, g_two, 2, 1);

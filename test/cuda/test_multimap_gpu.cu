@@ -203,7 +203,8 @@ static int check_gpu(Data &d, const gh_mm_params &prm, bool cross)
                        (unsigned long long) mm.capacity, (unsigned long long) cap, mm.nrows,
                        mm.ndistinct, d.ndistinct);
     download(rows.data(), gh_mm_rows(&mm), sizeof(uint32_t) * n);
-    if (!mt_check_permutation(rows.data(), n, stamp.data()))
+    if (!mt_check_permutation(rows.data(), n, stamp.data()) ||
+        !mt_check_unique_layout(rows.data(), n, d.ndistinct))
         return 0;
 
     /* Ranges: same counts, same candidate sets. */
@@ -224,6 +225,9 @@ static int check_gpu(Data &d, const gh_mm_params &prm, bool cross)
     {
         if (count[p] != d.count[p])
             return mt_fail("ranges: probe %u has %u candidates, CPU %u", p, count[p], d.count[p]);
+        /* Every hash distinct: one layout on both sides, the same ranges. */
+        if (d.ndistinct == n && count[p] && first[p] != d.first[p])
+            return mt_fail("unique hashes: probe %u first %u, CPU %u", p, first[p], d.first[p]);
         if ((uint64_t) first[p] + count[p] > n)
             return mt_fail("ranges: probe %u range past the row array", p);
         /* A group probed again has the same range: checked once is enough. */
@@ -584,6 +588,8 @@ int main(int argc, char **argv)
         data_run(&rng, 2000, MT_EQUAL, 0, 40, 50, 0, lf5, 1, g_two, 2, false);
         data_run(&rng, 3000, MT_SENTINEL, 0, 3000, 50, 1, lf5, 1, g_two, 2, false);
         data_run(&rng, 300, MT_COLLIDE, 0, 300, 50, 0, lf3 + 2, 1, g_two, 2, false);
+        data_run(&rng, 1000, MT_UNIQMAX, 0, 1000, 60, 1, lf5, 1, g_two, 2, true);
+        data_run(&rng, 1000, MT_ONEDUP, 0, 1000, 60, 1, lf5, 1, g_two, 2, true);
         printf("# total %.1f s\n", mt_now() - t0);
         return mt_finish();
     }
@@ -612,6 +618,11 @@ int main(int argc, char **argv)
     data_run(&rng, 100000, MT_ALLMAX, 0, 64, 50, 1, lf5, 1, g_two, 2, false);
     data_run(&rng, 1000000, MT_SENTINEL, 0, 200000, 50, 1, lf5, 1, all_groups, 6, false);
     data_run(&rng, 20000, MT_COLLIDE, 0, 20000, 50, 0, lf3, 3, g_few, 3, true);
+
+    /* Unique hashes (the identity layout, also with the sentinel's hash) and
+     * all singletons but one pair (groups of one placed without atomics). */
+    data_run(&rng, 1000000, MT_UNIQMAX, 0, 1000000, 60, 1, lf_all + 3, 1, all_groups, 6, true);
+    data_run(&rng, 1000000, MT_ONEDUP, 0, 1000000, 60, 1, lf_all + 3, 1, all_groups, 6, true);
 
     /* Load factors 0.1 .. 0.95. */
     data_run(&rng, 1000000, MT_MULT, 2, 1000000, 70, 1, lf_all, 8, g_two, 2, false);
