@@ -8,7 +8,10 @@
 #
 # Coverage is checked, not assumed: while a session holds its CUDA context
 # the script looks for the sanitizer's injection library in that backend's
-# /proc/PID/maps.  Default suites: setup devices join_setup join_types
+# /proc/PID/maps.  On the H200 (CUDA 13.0, 2026-11-22) it found none: the
+# sanitizer follows exec'd children, and backends are forks of the
+# postmaster that initialise CUDA after the fork, so they ran unchecked
+# (one ERROR SUMMARY, the postmaster's).  Test 1 fails in that case.  Default suites: setup devices join_setup join_types
 # join_keys aggregate (a reduced run: memcheck slows kernels many times).
 # Prints TAP; exit status 0 when the sanitizer reported no error.
 set -u
@@ -61,7 +64,7 @@ pgxs=$(dirname "$(pg_config --pgxs)")/..
 out=$(gh_tmpdir)
 t0=$SECONDS
 gh_as_pg "$pgxs/test/regress/pg_regress" --inputdir="$GPUHASH_ROOT" --outputdir="$out" \
-  --host="$cl" --port="$port" --user=postgres --dbname=cs_regression $suites >"$logdir/cs-regress.log" 2>&1
+  --bindir="$bin" --host="$cl" --port="$port" --user=postgres --dbname=cs_regression $suites >"$logdir/cs-regress.log" 2>&1
 secs=$((SECONDS - t0))
 cp "$out/regression.diffs" "$logdir/cs-regression.diffs" 2>/dev/null
 stop_server
