@@ -67,6 +67,8 @@ typedef struct GhTable
 	size_t		mem_bytes;
 	const uint32 *rows;			/* host view of the table's row array */
 	uint32	   *rows_copy;		/* host copy of it (GPU), else NULL */
+	bool		rows_identity;	/* every hash distinct: rows[i] = i (rows may
+								 * then be NULL; see cuda/gh_layout.h) */
 	/* probe buffers */
 	uint32		probe_cap;
 	void	   *d_probe;

@@ -85,12 +85,21 @@ build_gpu(GhTable *t, const uint64 *hashes, uint32 nrows, gh_mm_params *params)
 	check(gh_mm_build_gpu(&t->mm, t->mem, d_hashes, nrows, params,
 						  gh_stream(GH_TARGET_GPU), &err),
 		  &err, "building the hash table");
-	t->rows_copy = palloc_extended(Max(nrows, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
-	gh_copy_dtoh(GH_TARGET_GPU, t->rows_copy, gh_mm_rows(&t->mm),
-				 nrows * sizeof(uint32));
-	gh_sync(GH_TARGET_GPU);
+	if (t->mm.ndistinct == nrows)
+	{
+		/* every hash distinct: rows[] is the identity, nothing to copy */
+		gh_sync(GH_TARGET_GPU);
+		t->rows_identity = true;
+	}
+	else
+	{
+		t->rows_copy = palloc_extended(Max(nrows, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
+		gh_copy_dtoh(GH_TARGET_GPU, t->rows_copy, gh_mm_rows(&t->mm),
+					 nrows * sizeof(uint32));
+		gh_sync(GH_TARGET_GPU);
+		t->rows = t->rows_copy;
+	}
 	gh_dev_free(d_hashes);
-	t->rows = t->rows_copy;
 	return true;
 }
 
@@ -127,6 +136,7 @@ gh_table_build(GhTarget target, const uint64 *hashes, uint32 nrows)
 		check(gh_mm_build_cpu(&t->mm, t->mem, hashes, nrows, &params, &err),
 			  &err, "building the hash table");
 		t->rows = gh_mm_rows(&t->mm);
+		t->rows_identity = (t->mm.ndistinct == nrows);
 	}
 	INSTR_TIME_SET_CURRENT(end);
 	INSTR_TIME_SUBTRACT(end, start);

@@ -516,6 +516,17 @@ ghj_regroup(GhjState *s)
 	char	   *arena = NULL;
 	Size		used = 0;
 
+	/*
+	 * Every hash distinct (the usual inner side of a key join): the table
+	 * grouped row i as group i, so the records already are in its order and
+	 * their by-reference data stays where the build put it, in scan order.
+	 */
+	if (s->table->rows_identity)
+	{
+		gh_table_drop_rows(s->table);
+		return;
+	}
+
 	/* cache-line aligned, so that no record of 64 bytes or less straddles two */
 	recs = palloc_extended(sizeof(Datum) * Max(s->ninner, 1) * stride + 64,
 						   MCXT_ALLOC_HUGE);
@@ -580,11 +591,13 @@ ghj_build(GhjState *s)
 	/*
 	 * Size the arrays for the planner's estimate, to spare most regrowing,
 	 * but no more than 4M rows ahead of seeing them: estimates can be far off.
-	 * Records are regrouped into build_cxt once the table exists.
+	 * Records are regrouped into build_cxt once the table exists (unless the
+	 * table leaves them in place: see ghj_regroup).
 	 */
 	cap = (uint32) Min(Max(inner_plan->plan_rows * 1.1, 1024.0), 4194304.0);
 	old = MemoryContextSwitchTo(s->build_tmp_cxt);
 	s->inner_recs = palloc_extended(sizeof(Datum) * cap * s->stride, MCXT_ALLOC_HUGE);
+	advise_huge(s->inner_recs, sizeof(Datum) * cap * s->stride);
 	hashes = palloc_extended(sizeof(uint64) * cap, MCXT_ALLOC_HUGE);
 	MemoryContextSwitchTo(old);
 	s->ninner = 0;
