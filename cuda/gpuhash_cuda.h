@@ -137,6 +137,13 @@ typedef struct gh_mm_params
 	double		load_factor;	/* in (0, 0.95] */
 	int			group_size;
 	gh_probe_scheme scheme;
+
+	/*
+	 * Called by the CPU twin's build every 64K rows, if set, so that a
+	 * caller can honour a cancel in a long build; it may not return (a
+	 * PostgreSQL ERROR longjmps out: the build holds nothing of its own).
+	 */
+	void		(*check_interrupts) (void);
 } gh_mm_params;
 
 /*

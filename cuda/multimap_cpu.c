@@ -179,7 +179,11 @@ gh_mm_build_cpu_capacity(gh_mm *mm, void *mem, const uint64_t *hashes,
 
     for (i = 0; i < nrows; i++)
     {
-        uint64_t slot = cpu_find_or_insert(slots, capacity, g, scheme, hashes[i]);
+        uint64_t slot;
+
+        if ((i & 0xffff) == 0xffff && params->check_interrupts)
+            params->check_interrupts();
+        slot = cpu_find_or_insert(slots, capacity, g, scheme, hashes[i]);
 
         if (slot == GH_NO_SLOT)
             return set_error(err, GH_ERR_TABLE_FULL, "gh_mm_build_cpu");
@@ -210,7 +214,11 @@ gh_mm_build_cpu_capacity(gh_mm *mm, void *mem, const uint64_t *hashes,
 
     for (i = nrows; i-- > 0;)
     {
-        uint64_t slot = cpu_lookup(slots, capacity, g, scheme, hashes[i]);
+        uint64_t slot;
+
+        if ((i & 0xffff) == 0 && params->check_interrupts)
+            params->check_interrupts();
+        slot = cpu_lookup(slots, capacity, g, scheme, hashes[i]);
 
         /* Cannot happen unless the table changed under us: fail, never
          * write through a missing slot. */

@@ -18,9 +18,18 @@
 
 #include "gpuhash_join.h"
 
+/* gh_check_interrupts lets a cancel stop a long build on the CPU twin. */
+static void
+gh_check_interrupts(void)
+{
+	CHECK_FOR_INTERRUPTS();
+}
+
 static void
 table_params(gh_mm_params *params)
 {
+	memset(params, 0, sizeof(*params));
+	params->check_interrupts = gh_check_interrupts;
 	params->load_factor = gpuhash_load_factor;
 	params->group_size = gpuhash_group_size;
 	params->scheme = (gh_probe_scheme) gpuhash_probe_scheme;

@@ -271,7 +271,7 @@ run_data(mt_rng *rng, uint32_t n, mt_gen gen, uint32_t param, uint32_t np, int m
         for (gi = 0; gi < ng; gi++)
             for (s = 0; s < (both_schemes ? 2 : 1); s++)
             {
-                gh_mm_params prm;
+                gh_mm_params prm = {0};
                 double t0 = mt_now();
                 int ok;
 
@@ -296,8 +296,8 @@ test_errors(mt_rng *rng)
 {
     gh_mm mm;
     gh_error err;
-    gh_mm_params prm = {0.5, 4, GH_PROBE_LINEAR};
-    gh_mm_params bad;
+    gh_mm_params prm = {0.5, 4, GH_PROBE_LINEAR, NULL};
+    gh_mm_params bad = {0};
     volatile double zero = 0.0;
     uint64_t h[64];
     uint64_t cap;

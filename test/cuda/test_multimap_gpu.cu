@@ -99,7 +99,7 @@ static void download(void *dst, const void *src, size_t bytes)
 /* The reference for one data set, from the CPU twin. */
 static void make_reference(Data &d)
 {
-    gh_mm_params prm = {0.5, 1, GH_PROBE_LINEAR};
+    gh_mm_params prm = {0.5, 1, GH_PROBE_LINEAR, NULL};
     uint64_t cap;
     size_t bytes = gh_mm_bytes(d.n, &prm, &cap);
     std::vector<uint64_t> mem(bytes / 8 + 2);
@@ -384,7 +384,7 @@ static void run(Data *d, const double *lfs, int nlf, const int *gs, int ng, bool
         for (int gi = 0; gi < ng; gi++)
             for (int s = 0; s < 2; s++)
             {
-                gh_mm_params prm = {lfs[li], gs[gi], s ? GH_PROBE_DOUBLE : GH_PROBE_LINEAR};
+                gh_mm_params prm = {lfs[li], gs[gi], s ? GH_PROBE_DOUBLE : GH_PROBE_LINEAR, NULL};
                 double t0 = mt_now();
                 int ok = check_gpu(*d, prm, cross);
 
@@ -406,7 +406,7 @@ static void data_run(mt_rng *rng, uint32_t n, mt_gen gen, uint32_t param, uint32
 
 static void test_errors(mt_rng *rng, bool quick)
 {
-    gh_mm_params prm = {0.5, 4, GH_PROBE_LINEAR};
+    gh_mm_params prm = {0.5, 4, GH_PROBE_LINEAR, NULL};
     gh_mm mm;
     gh_error err;
     uint64_t h[64];
@@ -505,7 +505,7 @@ static void test_errors(mt_rng *rng, bool quick)
      * deliberate API error.) */
     if (!quick)
     {
-        gh_mm_params big = {0.1, 1, GH_PROBE_LINEAR};
+        gh_mm_params big = {0.1, 1, GH_PROBE_LINEAR, NULL};
         uint64_t cap;
         size_t bytes = gh_mm_bytes(GH_MAX_ROWS, &big, &cap);
         void *p = nullptr;
@@ -526,7 +526,7 @@ static void test_errors(mt_rng *rng, bool quick)
  * kills the context, so nothing may follow it. */
 static void test_async_error(void)
 {
-    gh_mm_params prm = {0.5, 2, GH_PROBE_LINEAR};
+    gh_mm_params prm = {0.5, 2, GH_PROBE_LINEAR, NULL};
     uint64_t cap;
     size_t bytes = gh_mm_bytes(1000, &prm, &cap);
     void *mem;
