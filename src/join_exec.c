@@ -45,6 +45,7 @@
 #include "nodes/nodeFuncs.h"
 #include "portability/instr_time.h"
 #include "utils/datum.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/ruleutils.h"
@@ -99,9 +100,14 @@ typedef struct GhjState
 
 	ExprState **outer_keys;
 	ExprState **inner_keys;
+	AttrNumber *outer_key_att;	/* > 0: the key is that by-value column */
+	AttrNumber *inner_key_att;
+	uint8	   *outer_fast;		/* GHJ_FAST_* of each key's hash function */
+	uint8	   *inner_fast;
 	FmgrInfo   *outer_hash;
 	FmgrInfo   *inner_hash;
 	FmgrInfo   *eq;
+	uint8	   *eq_fast;		/* GHJ_EQ_*: the equality done in line */
 	Oid		   *coll;
 	bool	   *swapped;
 	int16	   *outer_typlen;
@@ -182,6 +188,8 @@ static void ghj_rescan(CustomScanState *node);
 static void ghj_explain(CustomScanState *node, List *ancestors,
 						ExplainState *es);
 
+static uint8 fast_hash_kind(FmgrInfo *fn, Oid coll);
+static uint8 eq_fast_kind(Oid fn);
 static Size ghj_estimate_dsm(CustomScanState *node, ParallelContext *pcxt);
 static void ghj_init_dsm(CustomScanState *node, ParallelContext *pcxt,
 						 void *coordinate);
@@ -324,9 +332,14 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 	s->joinquals_expr = list_copy_tail(cscan->custom_exprs, s->nkeys);
 	s->outer_keys = palloc(sizeof(ExprState *) * s->nkeys);
 	s->inner_keys = palloc(sizeof(ExprState *) * s->nkeys);
+	s->outer_key_att = palloc0(sizeof(AttrNumber) * s->nkeys);
+	s->inner_key_att = palloc0(sizeof(AttrNumber) * s->nkeys);
+	s->outer_fast = palloc0(sizeof(uint8) * s->nkeys);
+	s->inner_fast = palloc0(sizeof(uint8) * s->nkeys);
 	s->outer_hash = palloc0(sizeof(FmgrInfo) * s->nkeys);
 	s->inner_hash = palloc0(sizeof(FmgrInfo) * s->nkeys);
 	s->eq = palloc0(sizeof(FmgrInfo) * s->nkeys);
+	s->eq_fast = palloc0(sizeof(uint8) * s->nkeys);
 	s->coll = palloc(sizeof(Oid) * s->nkeys);
 	s->swapped = palloc(sizeof(bool) * s->nkeys);
 	s->outer_typlen = palloc(sizeof(int16) * s->nkeys);
@@ -346,12 +359,21 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 		fmgr_info(list_nth_oid(outer_hash, i), &s->outer_hash[i]);
 		fmgr_info(list_nth_oid(inner_hash, i), &s->inner_hash[i]);
 		fmgr_info(list_nth_oid(eqfuncs, i), &s->eq[i]);
+		s->eq_fast[i] = eq_fast_kind(s->eq[i].fn_oid);
 		s->coll[i] = list_nth_oid(colls, i);
+		s->outer_fast[i] = fast_hash_kind(&s->outer_hash[i], s->coll[i]);
+		s->inner_fast[i] = fast_hash_kind(&s->inner_hash[i], s->coll[i]);
 		s->swapped[i] = list_nth_int(swapped, i) != 0;
 		get_typlenbyval(exprType((Node *) okey), &s->outer_typlen[i],
 						&s->outer_byval[i]);
 		get_typlenbyval(exprType((Node *) ikey), &s->inner_typlen[i],
 						&s->inner_byval[i]);
+		if (IsA(okey, Var) && ((Var *) okey)->varno == OUTER_VAR &&
+			((Var *) okey)->varattno > 0 && s->outer_byval[i])
+			s->outer_key_att[i] = ((Var *) okey)->varattno;
+		if (IsA(ikey, Var) && ((Var *) ikey)->varno == INNER_VAR &&
+			((Var *) ikey)->varattno > 0 && s->inner_byval[i])
+			s->inner_key_att[i] = ((Var *) ikey)->varattno;
 		if (!s->inner_byval[i])
 			s->inner_has_byref = true;
 		i++;
@@ -382,13 +404,116 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 }
 
 /*
+ * ghj_reset is ResetExprContext without the call when there is nothing to
+ * reset, which is the usual case once per outer row and per candidate.
+ */
+static inline void
+ghj_reset(ExprContext *econtext)
+{
+	MemoryContext cxt = econtext->ecxt_per_tuple_memory;
+
+	if (!cxt->isReset || cxt->firstchild != NULL)
+		MemoryContextReset(cxt);
+}
+
+/*
+ * The extended hash functions of the integer types, computed in line: the
+ * same arithmetic as PostgreSQL's hashint2/4/8extended and hashoidextended
+ * (hash_uint32_extended of the value, for int8 of its halves folded as
+ * int4 values are), which keeps cross-type keys (int4 = int8) hashing alike.
+ * fast_hash_checked compares it with the function itself once per join.
+ */
+enum
+{
+	GHJ_FAST_NONE = 0,
+	GHJ_FAST_INT2,
+	GHJ_FAST_INT4,
+	GHJ_FAST_INT8,
+	GHJ_FAST_OID
+};
+
+static inline uint64
+fast_hash(uint8 kind, Datum v)
+{
+	switch (kind)
+	{
+		case GHJ_FAST_INT2:
+			return hash_bytes_uint32_extended((uint32) (int32) DatumGetInt16(v), 0);
+		case GHJ_FAST_INT4:
+			return hash_bytes_uint32_extended((uint32) DatumGetInt32(v), 0);
+		case GHJ_FAST_OID:
+			return hash_bytes_uint32_extended((uint32) DatumGetObjectId(v), 0);
+		case GHJ_FAST_INT8:
+			{
+				int64		val = DatumGetInt64(v);
+				uint32		lohalf = (uint32) val;
+				uint32		hihalf = (uint32) (val >> 32);
+
+				lohalf ^= (val >= 0) ? hihalf : ~hihalf;
+				return hash_bytes_uint32_extended(lohalf, 0);
+			}
+	}
+	return 0;
+}
+
+/*
+ * fast_hash_kind says whether the hash function fn can be computed in line,
+ * after checking on sample values that the in-line form equals it.
+ */
+static uint8
+fast_hash_kind(FmgrInfo *fn, Oid coll)
+{
+	static const int64 samples[] = {0, 1, -1, 42, -42, 32767, -32768,
+		PG_INT32_MAX, PG_INT32_MIN, INT64CONST(4294967296), INT64CONST(-4294967297),
+	PG_INT64_MAX, PG_INT64_MIN};
+	uint8		kind;
+
+	switch (fn->fn_oid)
+	{
+		case F_HASHINT2EXTENDED:
+			kind = GHJ_FAST_INT2;
+			break;
+		case F_HASHINT4EXTENDED:
+			kind = GHJ_FAST_INT4;
+			break;
+		case F_HASHINT8EXTENDED:
+			kind = GHJ_FAST_INT8;
+			break;
+		case F_HASHOIDEXTENDED:
+			kind = GHJ_FAST_OID;
+			break;
+		default:
+			return GHJ_FAST_NONE;
+	}
+	for (int i = 0; i < lengthof(samples); i++)
+	{
+		Datum		v;
+
+		if (kind == GHJ_FAST_INT2)
+			v = Int16GetDatum((int16) samples[i]);
+		else if (kind == GHJ_FAST_INT4)
+			v = Int32GetDatum((int32) samples[i]);
+		else if (kind == GHJ_FAST_OID)
+			v = ObjectIdGetDatum((Oid) samples[i]);
+		else
+			v = Int64GetDatum(samples[i]);
+		if (DatumGetUInt64(FunctionCall2Coll(fn, coll, v, UInt64GetDatum(0))) !=
+			fast_hash(kind, v))
+			return GHJ_FAST_NONE;
+	}
+	return kind;
+}
+
+/*
  * row_hash evaluates the keys of the row in econtext (outer or inner side)
  * into keys[], copying by-reference values into cxt, and returns the row's
  * 64-bit hash.  *hasnull is set if any key is NULL (the hash is then 0).
+ * slot is the row's slot, all its attributes deformed: a key that is a plain
+ * by-value column is read from it without evaluating an expression.
  */
 static uint64
-row_hash(GhjState *s, bool outer, ExprContext *econtext, Datum *keys,
-		 MemoryContext cxt, bool *hasnull)
+row_hash(GhjState *s, bool outer, ExprContext *econtext, TupleTableSlot *slot,
+		 Datum *keys, MemoryContext cxt, bool *hasnull)
 {
 	uint64		h = 0;
 
@@ -399,22 +524,35 @@ row_hash(GhjState *s, bool outer, ExprContext *econtext, Datum *keys,
 		int16		typlen = outer ? s->outer_typlen[i] : s->inner_typlen[i];
 		bool		byval = outer ? s->outer_byval[i] : s->inner_byval[i];
 		FmgrInfo   *hf = outer ? &s->outer_hash[i] : &s->inner_hash[i];
+		uint8		fast = outer ? s->outer_fast[i] : s->inner_fast[i];
+		AttrNumber	att = outer ? s->outer_key_att[i] : s->inner_key_att[i];
 		bool		isnull;
 		Datum		v;
 		MemoryContext old;
 
-		v = ExecEvalExprSwitchContext(es, econtext, &isnull);
+		if (att > 0)
+		{
+			v = slot->tts_values[att - 1];
+			isnull = slot->tts_isnull[att - 1];
+		}
+		else
+			v = ExecEvalExprSwitchContext(es, econtext, &isnull);
 		if (isnull)
 		{
 			*hasnull = true;
 			return 0;
 		}
-		old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-		if (typlen == -1)
-			v = PointerGetDatum(PG_DETOAST_DATUM_PACKED(v));
-		h = hash_combine64(h, DatumGetUInt64(FunctionCall2Coll(hf, s->coll[i], v,
-															   UInt64GetDatum(0))));
-		MemoryContextSwitchTo(old);
+		if (fast != GHJ_FAST_NONE)
+			h = hash_combine64(h, fast_hash(fast, v));
+		else
+		{
+			old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+			if (typlen == -1)
+				v = PointerGetDatum(PG_DETOAST_DATUM_PACKED(v));
+			h = hash_combine64(h, DatumGetUInt64(FunctionCall2Coll(hf, s->coll[i], v,
+																   UInt64GetDatum(0))));
+			MemoryContextSwitchTo(old);
+		}
 		if (byval)
 			keys[i] = v;
 		else
@@ -611,7 +749,7 @@ ghj_build(GhjState *s)
 		slot = ExecProcNode(s->inner_ps);
 		if (TupIsNull(slot))
 			break;
-		ResetExprContext(econtext);
+		ghj_reset(econtext);
 		econtext->ecxt_innertuple = slot;
 		if (s->ninner == cap)
 		{
@@ -627,7 +765,8 @@ ghj_build(GhjState *s)
 			hashes = repalloc_huge(hashes, sizeof(uint64) * cap);
 		}
 		rec = &s->inner_recs[(size_t) s->ninner * s->stride];
-		h = row_hash(s, false, econtext, rec, s->build_tmp_cxt, &hasnull);
+		slot_getallattrs(slot);
+		h = row_hash(s, false, econtext, slot, rec, s->build_tmp_cxt, &hasnull);
 		if (!hasnull)
 		{
 			s->byref_bytes += store_columns(s, slot, rec, s->build_tmp_cxt);
@@ -653,7 +792,7 @@ ghj_build(GhjState *s)
 			(void) store_columns(s, slot, rec, s->build_cxt);
 		}
 	}
-	ResetExprContext(econtext);
+	ghj_reset(econtext);
 
 	/*
 	 * Only now make the device ready.  A GPU join's context has been in the
@@ -801,15 +940,15 @@ ghj_next_batch(GhjState *s)
 			s->outer_done = true;
 			break;
 		}
-		ResetExprContext(econtext);
+		ghj_reset(econtext);
 		econtext->ecxt_outertuple = slot;
-		s->batch_hashes[n] = row_hash(s, true, econtext,
+		store_outer(s, slot, n);	/* deforms the whole row */
+		s->batch_hashes[n] = row_hash(s, true, econtext, slot,
 									  &s->batch_keys[(size_t) n * s->nkeys],
 									  s->batch_cxt, &s->batch_null[n]);
-		store_outer(s, slot, n);
 		n++;
 	}
-	ResetExprContext(econtext);
+	ghj_reset(econtext);
 	s->batch_n = n;
 	s->n_order = 0;
 	s->cur = 0;
@@ -845,6 +984,41 @@ ghj_next_batch(GhjState *s)
 	return true;
 }
 
+/*
+ * The equality functions of the integer types, done in line: int2eq, int4eq,
+ * oideq and int8eq compare their arguments' values, int48eq and int84eq the
+ * int4 one widened to int8.  Every other operator goes through its function.
+ */
+enum
+{
+	GHJ_EQ_CALL = 0,
+	GHJ_EQ_INT2,
+	GHJ_EQ_INT4,				/* int4eq and oideq */
+	GHJ_EQ_INT8,
+	GHJ_EQ_INT48,
+	GHJ_EQ_INT84
+};
+
+static uint8
+eq_fast_kind(Oid fn)
+{
+	switch (fn)
+	{
+		case F_INT2EQ:
+			return GHJ_EQ_INT2;
+		case F_INT4EQ:
+		case F_OIDEQ:
+			return GHJ_EQ_INT4;
+		case F_INT8EQ:
+			return GHJ_EQ_INT8;
+		case F_INT48EQ:
+			return GHJ_EQ_INT48;
+		case F_INT84EQ:
+			return GHJ_EQ_INT84;
+	}
+	return GHJ_EQ_CALL;
+}
+
 /* ghj_verify checks outer row i against inner record rec with the operators. */
 static inline bool
 ghj_verify(GhjState *s, uint32 i, const Datum *ik)
@@ -855,8 +1029,30 @@ ghj_verify(GhjState *s, uint32 i, const Datum *ik)
 	{
 		Datum		a = s->swapped[k] ? ik[k] : ok[k];
 		Datum		b = s->swapped[k] ? ok[k] : ik[k];
+		bool		eq;
 
-		if (!DatumGetBool(FunctionCall2Coll(&s->eq[k], s->coll[k], a, b)))
+		switch (s->eq_fast[k])
+		{
+			case GHJ_EQ_INT2:
+				eq = DatumGetInt16(a) == DatumGetInt16(b);
+				break;
+			case GHJ_EQ_INT4:
+				eq = DatumGetInt32(a) == DatumGetInt32(b);
+				break;
+			case GHJ_EQ_INT8:
+				eq = DatumGetInt64(a) == DatumGetInt64(b);
+				break;
+			case GHJ_EQ_INT48:
+				eq = (int64) DatumGetInt32(a) == DatumGetInt64(b);
+				break;
+			case GHJ_EQ_INT84:
+				eq = DatumGetInt64(a) == (int64) DatumGetInt32(b);
+				break;
+			default:
+				eq = DatumGetBool(FunctionCall2Coll(&s->eq[k], s->coll[k], a, b));
+				break;
+		}
+		if (!eq)
 			return false;
 	}
 	return true;
@@ -926,7 +1122,7 @@ ghj_next_unmatched_inner(GhjState *s, ExprContext *econtext)
 		}
 		else
 			rec = &s->nullkey_recs[(size_t) (p - s->ninner) * s->stride];
-		ResetExprContext(econtext);
+		ghj_reset(econtext);
 		ghj_load_inner(s, rec);
 		econtext->ecxt_outertuple = s->null_outer;
 		econtext->ecxt_innertuple = s->inner_slot;
@@ -963,7 +1159,7 @@ ghj_exec(CustomScanState *node)
 	GhjState   *s = (GhjState *) node;
 	ExprContext *econtext = node->ss.ps.ps_ExprContext;
 
-	ResetExprContext(econtext);
+	ghj_reset(econtext);
 	if (!s->built)
 	{
 		ghj_build(s);
@@ -1035,7 +1231,7 @@ ghj_exec(CustomScanState *node)
 
 			s->cur_cand++;
 			s->n_candidates++;
-			ResetExprContext(econtext);
+			ghj_reset(econtext);
 			old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
 			ok = ghj_verify(s, i, rec);
 			MemoryContextSwitchTo(old);
@@ -1074,7 +1270,7 @@ ghj_exec(CustomScanState *node)
 		{
 			TupleTableSlot *result;
 
-			ResetExprContext(econtext);
+			ghj_reset(econtext);
 			econtext->ecxt_innertuple = s->null_inner;
 			result = ghj_emit(s, econtext);
 			if (result)
