@@ -82,6 +82,18 @@ gh_cluster_start() {
   local dir=$1 port=$2 extra=${3:-}
   local bin
   bin=$(gh_pg_bindir)
+  gh_cluster_init "$dir" "$port" "$extra" "$bin" || return 1
+  gh_as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start >/dev/null \
+    || { cat "$dir/server.log"; return 1; }
+  export PGHOST=$dir PGPORT=$port PGUSER=postgres PGDATABASE=postgres
+}
+
+# gh_cluster_init DIR PORT [EXTRA_CONF] [BINDIR]: initdb a throwaway cluster in
+# DIR/data (socket in DIR, gpuhash preloaded, fsync and JIT off), then append
+# EXTRA_CONF, whose lines win over the ones before; for scripts that start the
+# server their own way (under valgrind, compute-sanitizer, ASan)
+gh_cluster_init() {
+  local dir=$1 port=$2 extra=${3:-} bin=${4:-$(gh_pg_bindir)}
   gh_as_pg "$bin/initdb" -D "$dir/data" -U postgres --no-sync -A trust >"$dir/initdb.log" 2>&1 \
     || { cat "$dir/initdb.log"; return 1; }
   cat >>"$dir/data/postgresql.conf" <<CONF
@@ -94,9 +106,6 @@ jit = off
 max_parallel_workers_per_gather = 2
 $extra
 CONF
-  gh_as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start >/dev/null \
-    || { cat "$dir/server.log"; return 1; }
-  export PGHOST=$dir PGPORT=$port PGUSER=postgres PGDATABASE=postgres
 }
 
 # gh_cluster_stop DIR

@@ -73,19 +73,9 @@ fi
 nasan=$(nm -D "$("$pgc" --pkglibdir)/gpuhash.so" | grep -c '__asan_report')
 chmod -R a+rX "$work"
 
-gh_as_pg "$pgbin/initdb" -D "$cl/data" -U postgres --no-sync -A trust >"$cl/initdb.log" 2>&1 || { cat "$cl/initdb.log"; exit 1; }
-cat >>"$cl/data/postgresql.conf" <<CONF
-port = $port
-listen_addresses = ''
-unix_socket_directories = '$cl'
-shared_preload_libraries = 'gpuhash'
-gpuhash.device = cpu
+gh_cluster_init "$cl" "$port" "gpuhash.device = cpu
 gpuhash_test.gpu = off
-max_parallel_workers_per_gather = 2
-fsync = off
-jit = off
-autovacuum = off
-CONF
+autovacuum = off" "$pgbin" || exit 1
 aopts="detect_leaks=0:log_path=$cl/asan:halt_on_error=1:abort_on_error=0:detect_stack_use_after_return=0:allow_user_segv_handler=1:verify_asan_link_order=0"
 if [ -n "${ASAN_PRELOAD:-}" ]; then
   mode="libasan preloaded"

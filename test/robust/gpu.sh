@@ -56,19 +56,10 @@ cleanup() {
   rm -rf "$cl"
 }
 trap cleanup EXIT
-gh_as_pg "$bin/initdb" -D "$cl/data" -U postgres --no-sync -A trust >"$cl/initdb.log" 2>&1 || { cat "$cl/initdb.log"; exit 1; }
-cat >>"$cl/data/postgresql.conf" <<CONF
-port = $port
-listen_addresses = ''
-unix_socket_directories = '$cl'
-shared_preload_libraries = 'gpuhash'
-fsync = off
-jit = off
-max_parallel_workers_per_gather = 0
+gh_cluster_init "$cl" "$port" "max_parallel_workers_per_gather = 0
 max_connections = 60
 log_line_prefix = '%m [%p] %e '
-gpuhash_test.gpu = $expect_gpu
-CONF
+gpuhash_test.gpu = $expect_gpu" "$bin" || exit 1
 export PGHOST=$cl PGPORT=$port PGUSER=postgres PGDATABASE=postgres
 # start_server LOGNAME [ENV...]: (re)start the postmaster with ENV
 start_server() {

@@ -29,20 +29,11 @@ stop_server() {
   local i; for i in $(seq 1 120); do [ -s "$cl/cs.pid" ] && kill -0 "$(cat "$cl/cs.pid")" 2>/dev/null || break; sleep 0.5; done
 }
 trap 'stop_server; cp "$cl"/cs.*.log "$cl/server.log" "$logdir/" 2>/dev/null; rm -rf "$cl"' EXIT
-gh_as_pg "$bin/initdb" -D "$cl/data" -U postgres --no-sync -A trust >"$cl/initdb.log" 2>&1 || { cat "$cl/initdb.log"; exit 1; }
-cat >>"$cl/data/postgresql.conf" <<CONF
-port = $port
-listen_addresses = ''
-unix_socket_directories = '$cl'
-shared_preload_libraries = 'gpuhash'
-gpuhash.device = gpu
+gh_cluster_init "$cl" "$port" "gpuhash.device = gpu
 gpuhash_test.gpu = on
-fsync = off
-jit = off
 max_parallel_workers_per_gather = 0
 autovacuum = off
-max_connections = 20
-CONF
+max_connections = 20" "$bin" || exit 1
 gh_as_pg bash -c "cd $cl && nohup $cs --tool memcheck --target-processes all --leak-check full --print-limit 100 \
   --log-file $cl/cs.%p.log $bin/postgres -D $cl/data >$cl/server.log 2>&1 & echo \$! >$cl/cs.pid"
 for i in $(seq 1 120); do gh_as_pg "$bin/pg_isready" -h "$cl" -p "$port" -q && break; sleep 0.5; done

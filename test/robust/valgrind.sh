@@ -19,19 +19,10 @@ logdir=${GPUHASH_TEST_LOGDIR:-$(mktemp -d /tmp/gpuhash-vg.XXXXXX)}
 mkdir -p "$logdir"
 cl=$(gh_tmpdir); port=$(gh_free_port); bin=$(gh_pg_bindir)
 trap 'gh_as_pg "$bin/pg_ctl" -D "$cl/data" -m immediate -w stop >/dev/null 2>&1; cp "$cl"/vg.*.log "$logdir/" 2>/dev/null; rm -rf "$cl"' EXIT
-gh_as_pg "$bin/initdb" -D "$cl/data" -U postgres --no-sync -A trust >"$cl/initdb.log" 2>&1 || exit 1
-cat >>"$cl/data/postgresql.conf" <<CONF
-port = $port
-listen_addresses = ''
-unix_socket_directories = '$cl'
-shared_preload_libraries = 'gpuhash'
-gpuhash.device = cpu
+gh_cluster_init "$cl" "$port" "gpuhash.device = cpu
 gpuhash_test.gpu = off
-fsync = off
-jit = off
 max_parallel_workers_per_gather = 0
-autovacuum = off
-CONF
+autovacuum = off" "$bin" || exit 1
 # PostgreSQL's own known valgrind reports: padding bytes written to files
 # and sockets, and regexp.c's cache shuffle (a memmove the compiler turned
 # into __memcpy_chk)
