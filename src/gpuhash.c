@@ -35,6 +35,7 @@ int			gpuhash_probe_scheme = GH_PROBE_DOUBLE;
 int			gpuhash_device_memory_limit = 0;
 double		gpuhash_join_setup_cost = 1000.0;
 double		gpuhash_worker_context_cost = 20000.0;
+bool		gpuhash_shared_build = true;
 
 static const struct config_enum_entry probe_scheme_options[] = {
 	{"linear", GH_PROBE_LINEAR, false},
@@ -160,6 +161,15 @@ _PG_init(void)
 							 NULL,
 							 &gpuhash_worker_context_cost,
 							 20000.0, 0.0, 1e12,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpuhash.shared_build",
+							 "Lets the participants of a parallel GpuHashJoin read the inner side together.",
+							 "With it off, every participant reads the whole inner side itself.",
+							 &gpuhash_shared_build,
+							 true,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);

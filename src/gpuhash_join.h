@@ -26,6 +26,8 @@
  *	6 OidList equality function of each hash clause
  *	7 OidList input collation of each hash clause
  *	8 IntList 1 where the clause's operator takes (inner, outer)
+ *	9 Integer 1: a parallel join whose participants read a partial inner
+ *	  path together into shared memory (every inner column and key by value)
  * custom_exprs: the hash clauses as OpExprs with the outer argument first,
  * then the remaining join quals.  custom_scan_tlist: the outer child's
  * targetlist followed by the inner child's.
@@ -41,6 +43,7 @@ enum
 	GHJ_PRIV_EQ,
 	GHJ_PRIV_COLL,
 	GHJ_PRIV_SWAPPED,
+	GHJ_PRIV_SHARED,
 	GHJ_PRIV_COUNT
 };
 
@@ -57,6 +60,7 @@ extern int	gpuhash_probe_scheme;
 extern int	gpuhash_device_memory_limit;
 extern double gpuhash_join_setup_cost;
 extern double gpuhash_worker_context_cost;
+extern bool gpuhash_shared_build;
 
 /* The device hash table of one join (hashtable.c). */
 typedef struct GhTable

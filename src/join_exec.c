@@ -36,6 +36,10 @@
 #include <sys/mman.h>
 
 #include "access/parallel.h"
+#include "storage/barrier.h"
+#include "storage/spin.h"
+#include "utils/dsa.h"
+#include "utils/wait_event.h"
 #include "common/hashfn.h"
 #include "executor/executor.h"
 #include "executor/nodeCustom.h"
@@ -81,8 +85,29 @@ typedef struct GhjStats
 typedef struct GhjShared
 {
 	int			nworkers;
+
+	/*
+	 * A shared build (GHJ_PRIV_SHARED): the participants attached in phase 0
+	 * read their shares of the partial inner path into chunks in the query's
+	 * DSA area and wait for one another; from phase 1 on the chunks are
+	 * complete and every participant builds its own table from all of them.
+	 */
+	Barrier		build_barrier;
+	slock_t		mutex;
+	dsa_pointer chunks;			/* the filled chunks, newest first */
+
 	GhjStats	stats[FLEXIBLE_ARRAY_MEMBER];
 } GhjShared;
+
+/* A chunk of the shared inner side: hashes, then records (by value only). */
+#define GHJ_CHUNK_ROWS 16384
+typedef struct GhjChunk
+{
+	dsa_pointer next;
+	uint32		nrows;
+	uint64		hashes[GHJ_CHUNK_ROWS];
+} GhjChunk;
+#define GhjChunkRecs(c) ((Datum *) ((char *) (c) + MAXALIGN(sizeof(GhjChunk))))
 
 typedef struct GhjState
 {
@@ -137,6 +162,9 @@ typedef struct GhjState
 	int			stride;			/* Datums per record: keys, columns, nulls */
 	uint32		ninner;
 	Datum	   *inner_recs;		/* ninner records, in hash-group order */
+	bool		shared_build;	/* the plan asks for a shared build */
+	const Datum **inner_rec_ptrs;	/* shared build: record of each row, in
+									 * hash-group order (else NULL) */
 	Size		byref_bytes;	/* by-reference data the records point to */
 	Datum	   *nullkey_recs;	/* right/full joins: rows with a NULL key */
 	uint32		n_nullkey;
@@ -305,6 +333,7 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 	inner_unique = intVal(list_nth(priv, GHJ_PRIV_INNER_UNIQUE)) != 0;
 	s->nkeys = intVal(list_nth(priv, GHJ_PRIV_NHASH));
 	s->single_match = inner_unique || s->jointype == JOIN_SEMI;
+	s->shared_build = intVal(list_nth(priv, GHJ_PRIV_SHARED)) != 0;
 
 	eflags &= ~(EXEC_FLAG_BACKWARD | EXEC_FLAG_MARK);
 	s->outer_ps = ExecInitNode(linitial(cscan->custom_plans), estate, eflags);
@@ -565,6 +594,15 @@ row_hash(GhjState *s, bool outer, ExprContext *econtext, TupleTableSlot *slot,
 	return h;
 }
 
+/* ghj_inner_rec is the record of inner row r (a position in group order). */
+static inline const Datum *
+ghj_inner_rec(GhjState *s, uint32 r)
+{
+	if (s->inner_rec_ptrs)
+		return s->inner_rec_ptrs[r];
+	return &s->inner_recs[(size_t) r * s->stride];
+}
+
 /* byref_size is the room a by-reference value takes in the record arena. */
 static inline Size
 byref_size(Datum v, int16 typlen)
@@ -705,6 +743,152 @@ ghj_regroup(GhjState *s)
 	gh_table_drop_rows(s->table);
 }
 
+/* ghj_publish_chunk adds a filled chunk to the shared list. */
+static void
+ghj_publish_chunk(GhjShared *sh, GhjChunk *chunk, dsa_pointer dp)
+{
+	SpinLockAcquire(&sh->mutex);
+	chunk->next = sh->chunks;
+	sh->chunks = dp;
+	SpinLockRelease(&sh->mutex);
+}
+
+/*
+ * ghj_build_shared is the build of a parallel join whose participants read
+ * the inner side together: those that arrive while it is being read take
+ * their shares into shared chunks and wait for the others; then each, late
+ * arrivals too, builds its own table from every chunk.  A chunk's records
+ * are used where they lie, through a row-to-record array in the table's
+ * group order, since with no by-reference values they hold no pointers.
+ * Nobody emits a row before the barrier, so no participant waits there for
+ * one that is blocked on a full tuple queue.
+ */
+static void
+ghj_build_shared(GhjState *s)
+{
+	GhjShared  *sh = s->shared;
+	dsa_area   *area = s->css.ss.ps.state->es_query_dsa;
+	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
+	Size		chunk_size = MAXALIGN(sizeof(GhjChunk)) +
+		sizeof(Datum) * GHJ_CHUNK_ROWS * s->stride;
+	uint64		n = 0;
+	uint64	   *hashes;
+	const Datum **ptrs;
+	MemoryContext old;
+	instr_time	start,
+				end;
+
+	INSTR_TIME_SET_CURRENT(start);
+	if (BarrierAttach(&sh->build_barrier) == 0)
+	{
+		GhjChunk   *chunk = NULL;
+		dsa_pointer chunk_dp = InvalidDsaPointer;
+
+		for (;;)
+		{
+			TupleTableSlot *slot;
+			bool		hasnull;
+			uint64		h;
+			Datum	   *rec;
+
+			CHECK_FOR_INTERRUPTS();
+			slot = ExecProcNode(s->inner_ps);
+			if (TupIsNull(slot))
+				break;
+			ghj_reset(econtext);
+			econtext->ecxt_innertuple = slot;
+			if (chunk == NULL || chunk->nrows == GHJ_CHUNK_ROWS)
+			{
+				if (chunk)
+					ghj_publish_chunk(sh, chunk, chunk_dp);
+				chunk_dp = dsa_allocate_extended(area, chunk_size, DSA_ALLOC_HUGE);
+				chunk = dsa_get_address(area, chunk_dp);
+				chunk->next = InvalidDsaPointer;
+				chunk->nrows = 0;
+			}
+			rec = GhjChunkRecs(chunk) + (size_t) chunk->nrows * s->stride;
+			slot_getallattrs(slot);
+			h = row_hash(s, false, econtext, slot, rec, s->build_tmp_cxt, &hasnull);
+			if (hasnull)
+				continue;		/* never matches; no right or full join here */
+			(void) store_columns(s, slot, rec, s->build_tmp_cxt);
+			chunk->hashes[chunk->nrows++] = h;
+		}
+		if (chunk)
+			ghj_publish_chunk(sh, chunk, chunk_dp);
+		BarrierArriveAndWait(&sh->build_barrier, PG_WAIT_EXTENSION);
+	}
+	BarrierDetach(&sh->build_barrier);
+	ghj_reset(econtext);
+
+	/* every chunk is in the list now, and the list no longer changes */
+	for (dsa_pointer dp = sh->chunks; DsaPointerIsValid(dp);)
+	{
+		GhjChunk   *c = dsa_get_address(area, dp);
+
+		n += c->nrows;
+		dp = c->next;
+	}
+	if (n > GH_MAX_ROWS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("inner side of GpuHashJoin has more than %u rows",
+						(unsigned) GH_MAX_ROWS),
+				 errhint("SET gpuhash.enabled = off to run the join without gpuhash.")));
+	s->ninner = (uint32) n;
+	s->n_nullkey = 0;
+	old = MemoryContextSwitchTo(s->build_tmp_cxt);
+	hashes = palloc_extended(sizeof(uint64) * Max(n, 1), MCXT_ALLOC_HUGE);
+	MemoryContextSwitchTo(old);
+	ptrs = MemoryContextAllocHuge(s->build_cxt, sizeof(Datum *) * Max(n, 1));
+	n = 0;
+	for (dsa_pointer dp = sh->chunks; DsaPointerIsValid(dp);)
+	{
+		GhjChunk   *c = dsa_get_address(area, dp);
+		Datum	   *recs = GhjChunkRecs(c);
+
+		memcpy(&hashes[n], c->hashes, sizeof(uint64) * c->nrows);
+		for (uint32 j = 0; j < c->nrows; j++)
+			ptrs[n + j] = &recs[(size_t) j * s->stride];
+		n += c->nrows;
+		dp = c->next;
+	}
+
+	/* the device, whose context was made while the inner side was read */
+	{
+		instr_time	ctx_start,
+					ctx_end;
+
+		INSTR_TIME_SET_CURRENT(ctx_start);
+		s->target = gpuhash_exec_target();
+		INSTR_TIME_SET_CURRENT(ctx_end);
+		INSTR_TIME_SUBTRACT(ctx_end, ctx_start);
+		s->context_ms += INSTR_TIME_GET_MILLISEC(ctx_end);
+	}
+	old = MemoryContextSwitchTo(s->build_cxt);
+	s->table = gh_table_build(s->target, hashes, s->ninner);
+	s->target = s->table->target;
+	if (!s->table->rows_identity)
+	{
+		const Datum **grouped = palloc_extended(sizeof(Datum *) * Max(n, 1),
+												MCXT_ALLOC_HUGE);
+
+		for (uint32 j = 0; j < s->ninner; j++)
+			grouped[j] = ptrs[s->table->rows[j]];
+		pfree(ptrs);
+		ptrs = grouped;
+	}
+	gh_table_drop_rows(s->table);
+	s->inner_rec_ptrs = ptrs;
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(s->build_tmp_cxt);
+	s->built = true;
+	s->n_builds++;
+	INSTR_TIME_SET_CURRENT(end);
+	INSTR_TIME_SUBTRACT(end, start);
+	s->build_ms += INSTR_TIME_GET_MILLISEC(end);
+}
+
 /* ghj_build runs the inner side to completion and builds the table. */
 static void
 ghj_build(GhjState *s)
@@ -719,6 +903,13 @@ ghj_build(GhjState *s)
 	MemoryContext old;
 	instr_time	start,
 				end;
+
+	if (s->shared_build && s->shared != NULL &&
+		s->css.ss.ps.state->es_query_dsa != NULL)
+	{
+		ghj_build_shared(s);
+		return;
+	}
 
 	INSTR_TIME_SET_CURRENT(start);
 
@@ -1118,7 +1309,7 @@ ghj_next_unmatched_inner(GhjState *s, ExprContext *econtext)
 		{
 			if (s->matched[p / 32] & (1U << (p % 32)))
 				continue;
-			rec = &s->inner_recs[(size_t) p * s->stride];
+			rec = ghj_inner_rec(s, p);
 		}
 		else
 			rec = &s->nullkey_recs[(size_t) (p - s->ninner) * s->stride];
@@ -1210,7 +1401,7 @@ ghj_exec(CustomScanState *node)
 
 				if (s->visit_count[ahead] > 0)
 				{
-					const Datum *rec = &s->inner_recs[(size_t) s->visit_first[ahead] * s->stride];
+					const Datum *rec = ghj_inner_rec(s, s->visit_first[ahead]);
 
 					__builtin_prefetch(rec);
 					__builtin_prefetch(&rec[s->stride - 1]);
@@ -1225,7 +1416,7 @@ ghj_exec(CustomScanState *node)
 		while (s->cur_cand < s->visit_count[s->cur])
 		{
 			uint32		r = s->visit_first[s->cur] + s->cur_cand;
-			const Datum *rec = &s->inner_recs[(size_t) r * s->stride];
+			const Datum *rec = ghj_inner_rec(s, r);
 			MemoryContext old;
 			bool		ok;
 
@@ -1304,6 +1495,7 @@ ghj_release(GhjState *s)
 	s->visit_count = NULL;
 	s->sort_tmp = NULL;
 	s->inner_recs = NULL;
+	s->inner_rec_ptrs = NULL;
 	s->nullkey_recs = NULL;
 	s->matched = NULL;
 	s->ninner = 0;
@@ -1354,7 +1546,14 @@ ghj_rescan(CustomScanState *node)
 		UpdateChangedParamSet(s->outer_ps, chg);
 		UpdateChangedParamSet(s->inner_ps, chg);
 	}
-	if (s->built)
+	if (s->built && s->inner_rec_ptrs != NULL)
+	{
+		/* a shared build's chunks go with the parallel segment: read again */
+		ghj_release(s);
+		if (s->inner_ps->chgParam == NULL)
+			ExecReScan(s->inner_ps);
+	}
+	else if (s->built)
 	{
 		/*
 		 * Rebuild when the inner rows or their hashes may differ: the inner
@@ -1393,14 +1592,38 @@ ghj_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 	memset(coordinate, 0, ghj_estimate_dsm(node, pcxt));
 	s->shared = (GhjShared *) coordinate;
 	s->shared->nworkers = pcxt->nworkers;
+	BarrierInit(&s->shared->build_barrier, 0);
+	SpinLockInit(&s->shared->mutex);
+	s->shared->chunks = InvalidDsaPointer;
 }
 
+/*
+ * ghj_reinit_dsm prepares the segment for another run (a rescan of the
+ * Gather, its workers gone): the shared build starts over, and its chunks
+ * are freed when the query's area is at hand (else they go with the query).
+ */
 static void
 ghj_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
 	GhjState   *s = (GhjState *) node;
+	GhjShared  *sh = (GhjShared *) coordinate;
+	dsa_area   *area = node->ss.ps.state->es_query_dsa;
 
-	memset(s->shared->stats, 0, sizeof(GhjStats) * s->shared->nworkers);
+	s->shared = sh;
+	if (area != NULL)
+	{
+		for (dsa_pointer dp = sh->chunks; DsaPointerIsValid(dp);)
+		{
+			GhjChunk   *c = dsa_get_address(area, dp);
+			dsa_pointer next = c->next;
+
+			dsa_free(area, dp);
+			dp = next;
+		}
+	}
+	sh->chunks = InvalidDsaPointer;
+	BarrierInit(&sh->build_barrier, 0);
+	memset(sh->stats, 0, sizeof(GhjStats) * sh->nworkers);
 }
 
 static void
@@ -1466,6 +1689,8 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	bool		useprefix = list_length(es->rtable) > 1 || es->verbose;
 
 	ExplainPropertyText("Join Type", jointype_name(s->jointype), es);
+	if (s->shared_build)
+		ExplainPropertyText("Inner Side", "read by all participants together", es);
 	context = set_deparse_context_plan(es->deparse_cxt, node->ss.ps.plan,
 									   ancestors);
 	ExplainPropertyText("Hash Cond",

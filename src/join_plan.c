@@ -223,11 +223,14 @@ parallel_divisor(Path *path)
  */
 static void
 cost_gpu_join(PlannerInfo *root, CustomPath *path, Path *outer, Path *inner,
-			  List *keys, List *joinquals, GhTarget target, double rows)
+			  List *keys, List *joinquals, GhTarget target, double rows,
+			  bool shared)
 {
 	double		nkeys = list_length(keys);
 	double		outer_rows = outer->rows;
 	double		inner_rows = inner->rows;
+	/* a shared build: this participant reads its share, builds on all rows */
+	double		table_rows = shared ? inner->rows * parallel_divisor(inner) : inner->rows;
 	double		probe_op = (target == GH_TARGET_GPU) ? 0.01 : 1.0;
 	QualCost	jq;
 	Cost		startup,
@@ -237,7 +240,9 @@ cost_gpu_join(PlannerInfo *root, CustomPath *path, Path *outer, Path *inner,
 
 	startup = inner->total_cost;
 	startup += inner_rows * (0.5 * cpu_tuple_cost + 0.5 * nkeys * cpu_operator_cost);
-	startup += inner_rows * probe_op * cpu_operator_cost;	/* build */
+	startup += table_rows * probe_op * cpu_operator_cost;	/* build */
+	if (shared)
+		startup += table_rows * 0.1 * cpu_operator_cost;	/* gathering all rows */
 	if (target == GH_TARGET_GPU)
 	{
 		startup += gpuhash_join_setup_cost;
@@ -286,11 +291,26 @@ clauses_of(List *rinfos)
 	return result;
 }
 
+/* all_by_value: every expression, and every key's inner side, is by value */
+static bool
+all_by_value(List *exprs, List *keys)
+{
+	ListCell   *lc;
+
+	foreach(lc, exprs)
+		if (!get_typbyval(exprType((Node *) lfirst(lc))))
+			return false;
+	foreach(lc, keys)
+		if (!get_typbyval(exprType((Node *) ((HashKey *) lfirst(lc))->inner_expr)))
+			return false;
+	return true;
+}
+
 static CustomPath *
 make_gpu_join_path(PlannerInfo *root, RelOptInfo *joinrel, JoinType jointype,
 				   JoinPathExtraData *extra, Path *outer, Path *inner,
 				   List *keys, List *joinquals, List *otherquals,
-				   GhTarget target, bool partial)
+				   GhTarget target, bool partial, bool shared)
 {
 	CustomPath *cpath = makeNode(CustomPath);
 	double		rows = joinrel->rows;
@@ -311,10 +331,12 @@ make_gpu_join_path(PlannerInfo *root, RelOptInfo *joinrel, JoinType jointype,
 	cpath->flags = 0;			/* no backward scan, no mark/restore */
 	cpath->custom_paths = list_make2(outer, inner);
 	cpath->custom_private = list_make4(keys, joinquals, otherquals,
-									   list_make2_int(jointype,
-													  extra->inner_unique ? 1 : 0));
+									   list_make3_int(jointype,
+													  extra->inner_unique ? 1 : 0,
+													  shared ? 1 : 0));
 	cpath->methods = &gpuhash_join_path_methods;
-	cost_gpu_join(root, cpath, outer, inner, keys, joinquals, target, rows);
+	cost_gpu_join(root, cpath, outer, inner, keys, joinquals, target, rows,
+				  shared);
 	return cpath;
 }
 
@@ -392,7 +414,7 @@ gpuhash_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 
 	add_path(joinrel, (Path *) make_gpu_join_path(root, joinrel, jointype, extra,
 												  outer, inner, keys, joinquals,
-												  otherquals, target, false));
+												  otherquals, target, false, false));
 
 	/*
 	 * A partial path: each participant probes its share of a partial outer
@@ -413,7 +435,27 @@ gpuhash_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 							 (Path *) make_gpu_join_path(root, joinrel, jointype,
 														 extra, pouter, pinner,
 														 keys, joinquals,
-														 otherquals, target, true));
+														 otherquals, target, true, false));
+
+		/*
+		 * A shared build: the participants read a partial inner path
+		 * together into shared memory, then each builds its table from all
+		 * of it.  The records must hold no pointers: by-value columns only.
+		 */
+		if (gpuhash_shared_build && innerrel->partial_pathlist != NIL &&
+			pouter->param_info == NULL && pouter->parallel_safe)
+		{
+			Path	   *sinner = linitial(innerrel->partial_pathlist);
+
+			if (sinner->param_info == NULL && sinner->parallel_safe &&
+				all_by_value(sinner->pathtarget->exprs, keys))
+				add_partial_path(joinrel,
+								 (Path *) make_gpu_join_path(root, joinrel, jointype,
+															 extra, pouter, sinner,
+															 keys, joinquals,
+															 otherquals, target,
+															 true, true));
+		}
 	}
 }
 
@@ -493,6 +535,8 @@ gpuhash_plan_join(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->custom_private = lappend(cscan->custom_private, eqfuncs);
 	cscan->custom_private = lappend(cscan->custom_private, colls);
 	cscan->custom_private = lappend(cscan->custom_private, swapped);
+	cscan->custom_private = lappend(cscan->custom_private,
+									makeInteger(lthird_int(flags)));
 	cscan->methods = &gpuhash_join_scan_methods;
 	return &cscan->scan.plan;
 }

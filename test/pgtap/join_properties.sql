@@ -10,7 +10,7 @@
 \pset tuples_only true
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS gpuhash;
-SELECT plan(47);
+SELECT plan(51);
 SET LOCAL jit = off;   -- some PostgreSQL builds (the GPU host's) have no LLVM
 
 SELECT current_setting('gpuhash_test.gpu')::bool AS gpu \gset
@@ -246,6 +246,22 @@ SELECT is((SELECT count(*) || '/' || sum(r.v) FROM jp_l l JOIN jp_r r ON l.k = r
 SELECT is((SELECT count(*) || '/' || sum(l.v) FROM jp_l l WHERE NOT EXISTS (SELECT 1 FROM jp_r r WHERE r.k = l.k)),
           :'native_par_anti', 'parallel anti join: same count and sum');
 SELECT is(gpuhash_device_memory(), 0::bigint, 'nothing held in the leader after parallel joins');
+
+-- the shared build: the participants read the inner side together (a
+-- parallel scan of jp_r); with it off each reads all of jp_r
+SELECT ok(pg_temp.plan_text('SELECT count(*), sum(r.v) FROM jp_l l JOIN jp_r r ON l.k = r.k')
+          ~ 'Inner Side: read by all participants together(.|\n)*Parallel Seq Scan on jp_r',
+          'a shared build over a parallel scan of the inner side');
+SET LOCAL parallel_leader_participation = off;
+SELECT is((SELECT count(*) || '/' || sum(r.v) FROM jp_l l JOIN jp_r r ON l.k = r.k), :'native_par',
+          'shared build, workers only: same count and sum');
+RESET parallel_leader_participation;
+SET LOCAL gpuhash.shared_build = off;
+SELECT ok(pg_temp.plan_text('SELECT count(*), sum(r.v) FROM jp_l l JOIN jp_r r ON l.k = r.k')
+          !~ 'Inner Side: read by all', 'shared_build = off: every participant reads the inner side');
+SELECT is((SELECT count(*) || '/' || sum(r.v) FROM jp_l l JOIN jp_r r ON l.k = r.k), :'native_par',
+          'without the shared build: same count and sum');
+RESET gpuhash.shared_build;
 
 -- EXPLAIN ANALYZE accounts for every participant: the leader's verified
 -- matches plus each worker's add up to the join's rows (the leader does not
