@@ -27,7 +27,7 @@
  *	7 OidList input collation of each hash clause
  *	8 IntList 1 where the clause's operator takes (inner, outer)
  *	9 Integer 1: a parallel join whose participants read a partial inner
- *	  path together into shared memory (every inner column and key by value)
+ *	  path together into shared memory
  * custom_exprs: the hash clauses as OpExprs with the outer argument first,
  * then the remaining join quals.  custom_scan_tlist: the outer child's
  * targetlist followed by the inner child's.

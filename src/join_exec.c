@@ -99,15 +99,25 @@ typedef struct GhjShared
 	GhjStats	stats[FLEXIBLE_ARRAY_MEMBER];
 } GhjShared;
 
-/* A chunk of the shared inner side: hashes, then records (by value only). */
+/*
+ * A chunk of the shared inner side: hashes, records, then the records'
+ * by-reference data.  In a chunk a by-reference value is its offset in the
+ * chunk's data (each process maps the area at its own address); a
+ * participant turns offsets into pointers when it copies the records out.
+ */
 #define GHJ_CHUNK_ROWS 16384
+#define GHJ_CHUNK_DATA (1024 * 1024)
 typedef struct GhjChunk
 {
 	dsa_pointer next;
 	uint32		nrows;
+	Size		data_size;
+	Size		data_used;
 	uint64		hashes[GHJ_CHUNK_ROWS];
 } GhjChunk;
 #define GhjChunkRecs(c) ((Datum *) ((char *) (c) + MAXALIGN(sizeof(GhjChunk))))
+#define GhjChunkData(c, stride) \
+	((char *) GhjChunkRecs(c) + sizeof(Datum) * GHJ_CHUNK_ROWS * (stride))
 
 typedef struct GhjState
 {
@@ -163,8 +173,6 @@ typedef struct GhjState
 	uint32		ninner;
 	Datum	   *inner_recs;		/* ninner records, in hash-group order */
 	bool		shared_build;	/* the plan asks for a shared build */
-	const Datum **inner_rec_ptrs;	/* shared build: record of each row, in
-									 * hash-group order (else NULL) */
 	Size		byref_bytes;	/* by-reference data the records point to */
 	Datum	   *nullkey_recs;	/* right/full joins: rows with a NULL key */
 	uint32		n_nullkey;
@@ -594,15 +602,6 @@ row_hash(GhjState *s, bool outer, ExprContext *econtext, TupleTableSlot *slot,
 	return h;
 }
 
-/* ghj_inner_rec is the record of inner row r (a position in group order). */
-static inline const Datum *
-ghj_inner_rec(GhjState *s, uint32 r)
-{
-	if (s->inner_rec_ptrs)
-		return s->inner_rec_ptrs[r];
-	return &s->inner_recs[(size_t) r * s->stride];
-}
-
 /* byref_size is the room a by-reference value takes in the record arena. */
 static inline Size
 byref_size(Datum v, int16 typlen)
@@ -754,14 +753,40 @@ ghj_publish_chunk(GhjShared *sh, GhjChunk *chunk, dsa_pointer dp)
 }
 
 /*
+ * byref_attr says whether record position k (keys, then columns) holds a
+ * by-reference value, and gives its length.
+ */
+static inline bool
+byref_attr(GhjState *s, int k, int16 *typlen)
+{
+	if (k < s->nkeys)
+	{
+		*typlen = s->inner_typlen[k];
+		return !s->inner_byval[k];
+	}
+	*typlen = s->inner_attlen[k - s->nkeys];
+	return !s->inner_attbyval[k - s->nkeys];
+}
+
+/* byref_null: is record position k a NULL column? (keys are never NULL) */
+static inline bool
+byref_null(GhjState *s, const Datum *rec, int k)
+{
+	const uint64 *nulls = (const uint64 *) &rec[s->nkeys + s->ninner_cols];
+	int			c = k - s->nkeys;
+
+	return k >= s->nkeys && (nulls[c / 64] & (UINT64CONST(1) << (c % 64))) != 0;
+}
+
+/*
  * ghj_build_shared is the build of a parallel join whose participants read
- * the inner side together: those that arrive while it is being read take
- * their shares into shared chunks and wait for the others; then each, late
- * arrivals too, builds its own table from every chunk.  A chunk's records
- * are used where they lie, through a row-to-record array in the table's
- * group order, since with no by-reference values they hold no pointers.
- * Nobody emits a row before the barrier, so no participant waits there for
- * one that is blocked on a full tuple queue.
+ * the inner side together.  Those that arrive while it is being read put
+ * their shares into shared chunks and wait for one another; then each, late
+ * arrivals too, copies every chunk's records into its own row store (turning
+ * by-reference offsets into pointers to the chunks' data, which stay where
+ * they are) and finishes as a private build does.  Nobody emits a row before
+ * the barrier, so no participant waits there on one blocked on a full tuple
+ * queue.
  */
 static void
 ghj_build_shared(GhjState *s)
@@ -769,11 +794,10 @@ ghj_build_shared(GhjState *s)
 	GhjShared  *sh = s->shared;
 	dsa_area   *area = s->css.ss.ps.state->es_query_dsa;
 	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
-	Size		chunk_size = MAXALIGN(sizeof(GhjChunk)) +
-		sizeof(Datum) * GHJ_CHUNK_ROWS * s->stride;
+	int			nfields = s->nkeys + s->ninner_cols;
+	Size		recs_size = sizeof(Datum) * GHJ_CHUNK_ROWS * s->stride;
 	uint64		n = 0;
 	uint64	   *hashes;
-	const Datum **ptrs;
 	MemoryContext old;
 	instr_time	start,
 				end;
@@ -783,13 +807,16 @@ ghj_build_shared(GhjState *s)
 	{
 		GhjChunk   *chunk = NULL;
 		dsa_pointer chunk_dp = InvalidDsaPointer;
+		Datum	   *tmp = palloc(sizeof(Datum) * s->stride);
 
 		for (;;)
 		{
 			TupleTableSlot *slot;
 			bool		hasnull;
 			uint64		h;
+			Size		need = 0;
 			Datum	   *rec;
+			char	   *data;
 
 			CHECK_FOR_INTERRUPTS();
 			slot = ExecProcNode(s->inner_ps);
@@ -797,25 +824,53 @@ ghj_build_shared(GhjState *s)
 				break;
 			ghj_reset(econtext);
 			econtext->ecxt_innertuple = slot;
-			if (chunk == NULL || chunk->nrows == GHJ_CHUNK_ROWS)
+			slot_getallattrs(slot);
+			h = row_hash(s, false, econtext, slot, tmp,
+						 econtext->ecxt_per_tuple_memory, &hasnull);
+			if (hasnull)
+				continue;		/* never matches; no right or full join here */
+			need = store_columns(s, slot, tmp, econtext->ecxt_per_tuple_memory);
+			for (int k = 0; k < s->nkeys; k++)
+				if (!s->inner_byval[k])
+					need += byref_size(tmp[k], s->inner_typlen[k]);
+
+			if (chunk == NULL || chunk->nrows == GHJ_CHUNK_ROWS ||
+				chunk->data_used + need > chunk->data_size)
 			{
+				Size		data_size = Max(GHJ_CHUNK_DATA, need);
+
 				if (chunk)
 					ghj_publish_chunk(sh, chunk, chunk_dp);
-				chunk_dp = dsa_allocate_extended(area, chunk_size, DSA_ALLOC_HUGE);
+				chunk_dp = dsa_allocate_extended(area,
+												 MAXALIGN(sizeof(GhjChunk)) + recs_size +
+												 (s->inner_has_byref ? data_size : 0),
+												 DSA_ALLOC_HUGE);
 				chunk = dsa_get_address(area, chunk_dp);
 				chunk->next = InvalidDsaPointer;
 				chunk->nrows = 0;
+				chunk->data_size = s->inner_has_byref ? data_size : 0;
+				chunk->data_used = 0;
 			}
 			rec = GhjChunkRecs(chunk) + (size_t) chunk->nrows * s->stride;
-			slot_getallattrs(slot);
-			h = row_hash(s, false, econtext, slot, rec, s->build_tmp_cxt, &hasnull);
-			if (hasnull)
-				continue;		/* never matches; no right or full join here */
-			(void) store_columns(s, slot, rec, s->build_tmp_cxt);
+			memcpy(rec, tmp, sizeof(Datum) * s->stride);
+			data = GhjChunkData(chunk, s->stride);
+			for (int k = 0; k < nfields; k++)
+			{
+				int16		typlen;
+				Size		len;
+
+				if (!byref_attr(s, k, &typlen) || byref_null(s, rec, k))
+					continue;
+				len = datumGetSize(rec[k], false, typlen);
+				memcpy(data + chunk->data_used, DatumGetPointer(rec[k]), len);
+				rec[k] = (Datum) chunk->data_used;	/* an offset, in the chunk */
+				chunk->data_used += MAXALIGN(len);
+			}
 			chunk->hashes[chunk->nrows++] = h;
 		}
 		if (chunk)
 			ghj_publish_chunk(sh, chunk, chunk_dp);
+		pfree(tmp);
 		BarrierArriveAndWait(&sh->build_barrier, PG_WAIT_EXTENSION);
 	}
 	BarrierDetach(&sh->build_barrier);
@@ -837,21 +892,43 @@ ghj_build_shared(GhjState *s)
 				 errhint("SET gpuhash.enabled = off to run the join without gpuhash.")));
 	s->ninner = (uint32) n;
 	s->n_nullkey = 0;
+	s->byref_bytes = 0;
 	old = MemoryContextSwitchTo(s->build_tmp_cxt);
 	hashes = palloc_extended(sizeof(uint64) * Max(n, 1), MCXT_ALLOC_HUGE);
+	s->inner_recs = palloc_extended(sizeof(Datum) * Max(n, 1) * s->stride,
+									MCXT_ALLOC_HUGE);
+	advise_huge(s->inner_recs, sizeof(Datum) * n * s->stride);
 	MemoryContextSwitchTo(old);
-	ptrs = MemoryContextAllocHuge(s->build_cxt, sizeof(Datum *) * Max(n, 1));
 	n = 0;
 	for (dsa_pointer dp = sh->chunks; DsaPointerIsValid(dp);)
 	{
 		GhjChunk   *c = dsa_get_address(area, dp);
-		Datum	   *recs = GhjChunkRecs(c);
+		Datum	   *dst = &s->inner_recs[(size_t) n * s->stride];
 
 		memcpy(&hashes[n], c->hashes, sizeof(uint64) * c->nrows);
-		for (uint32 j = 0; j < c->nrows; j++)
-			ptrs[n + j] = &recs[(size_t) j * s->stride];
+		memcpy(dst, GhjChunkRecs(c), sizeof(Datum) * c->nrows * s->stride);
+		if (s->inner_has_byref)
+		{
+			char	   *data = GhjChunkData(c, s->stride);
+
+			for (uint32 j = 0; j < c->nrows; j++)
+			{
+				Datum	   *rec = &dst[(size_t) j * s->stride];
+
+				for (int k = 0; k < nfields; k++)
+				{
+					int16		typlen;
+
+					if (!byref_attr(s, k, &typlen) || byref_null(s, rec, k))
+						continue;
+					rec[k] = PointerGetDatum(data + (Size) rec[k]);
+					s->byref_bytes += byref_size(rec[k], typlen);
+				}
+			}
+		}
 		n += c->nrows;
 		dp = c->next;
+		CHECK_FOR_INTERRUPTS();
 	}
 
 	/* the device, whose context was made while the inner side was read */
@@ -868,20 +945,9 @@ ghj_build_shared(GhjState *s)
 	old = MemoryContextSwitchTo(s->build_cxt);
 	s->table = gh_table_build(s->target, hashes, s->ninner);
 	s->target = s->table->target;
-	if (!s->table->rows_identity)
-	{
-		const Datum **grouped = palloc_extended(sizeof(Datum *) * Max(n, 1),
-												MCXT_ALLOC_HUGE);
-
-		for (uint32 j = 0; j < s->ninner; j++)
-			grouped[j] = ptrs[s->table->rows[j]];
-		pfree(ptrs);
-		ptrs = grouped;
-	}
-	gh_table_drop_rows(s->table);
-	s->inner_rec_ptrs = ptrs;
+	pfree(hashes);
+	ghj_regroup(s);
 	MemoryContextSwitchTo(old);
-	MemoryContextReset(s->build_tmp_cxt);
 	s->built = true;
 	s->n_builds++;
 	INSTR_TIME_SET_CURRENT(end);
@@ -1309,7 +1375,7 @@ ghj_next_unmatched_inner(GhjState *s, ExprContext *econtext)
 		{
 			if (s->matched[p / 32] & (1U << (p % 32)))
 				continue;
-			rec = ghj_inner_rec(s, p);
+			rec = &s->inner_recs[(size_t) p * s->stride];
 		}
 		else
 			rec = &s->nullkey_recs[(size_t) (p - s->ninner) * s->stride];
@@ -1401,7 +1467,7 @@ ghj_exec(CustomScanState *node)
 
 				if (s->visit_count[ahead] > 0)
 				{
-					const Datum *rec = ghj_inner_rec(s, s->visit_first[ahead]);
+					const Datum *rec = &s->inner_recs[(size_t) s->visit_first[ahead] * s->stride];
 
 					__builtin_prefetch(rec);
 					__builtin_prefetch(&rec[s->stride - 1]);
@@ -1416,7 +1482,7 @@ ghj_exec(CustomScanState *node)
 		while (s->cur_cand < s->visit_count[s->cur])
 		{
 			uint32		r = s->visit_first[s->cur] + s->cur_cand;
-			const Datum *rec = ghj_inner_rec(s, r);
+			const Datum *rec = &s->inner_recs[(size_t) r * s->stride];
 			MemoryContext old;
 			bool		ok;
 
@@ -1495,7 +1561,6 @@ ghj_release(GhjState *s)
 	s->visit_count = NULL;
 	s->sort_tmp = NULL;
 	s->inner_recs = NULL;
-	s->inner_rec_ptrs = NULL;
 	s->nullkey_recs = NULL;
 	s->matched = NULL;
 	s->ninner = 0;
@@ -1546,7 +1611,7 @@ ghj_rescan(CustomScanState *node)
 		UpdateChangedParamSet(s->outer_ps, chg);
 		UpdateChangedParamSet(s->inner_ps, chg);
 	}
-	if (s->built && s->inner_rec_ptrs != NULL)
+	if (s->built && s->shared_build)
 	{
 		/* a shared build's chunks go with the parallel segment: read again */
 		ghj_release(s);

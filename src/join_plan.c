@@ -291,21 +291,6 @@ clauses_of(List *rinfos)
 	return result;
 }
 
-/* all_by_value: every expression, and every key's inner side, is by value */
-static bool
-all_by_value(List *exprs, List *keys)
-{
-	ListCell   *lc;
-
-	foreach(lc, exprs)
-		if (!get_typbyval(exprType((Node *) lfirst(lc))))
-			return false;
-	foreach(lc, keys)
-		if (!get_typbyval(exprType((Node *) ((HashKey *) lfirst(lc))->inner_expr)))
-			return false;
-	return true;
-}
-
 static CustomPath *
 make_gpu_join_path(PlannerInfo *root, RelOptInfo *joinrel, JoinType jointype,
 				   JoinPathExtraData *extra, Path *outer, Path *inner,
@@ -440,15 +425,14 @@ gpuhash_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 		/*
 		 * A shared build: the participants read a partial inner path
 		 * together into shared memory, then each builds its table from all
-		 * of it.  The records must hold no pointers: by-value columns only.
+		 * of it.
 		 */
 		if (gpuhash_shared_build && innerrel->partial_pathlist != NIL &&
 			pouter->param_info == NULL && pouter->parallel_safe)
 		{
 			Path	   *sinner = linitial(innerrel->partial_pathlist);
 
-			if (sinner->param_info == NULL && sinner->parallel_safe &&
-				all_by_value(sinner->pathtarget->exprs, keys))
+			if (sinner->param_info == NULL && sinner->parallel_safe)
 				add_partial_path(joinrel,
 								 (Path *) make_gpu_join_path(root, joinrel, jointype,
 															 extra, pouter, sinner,

@@ -10,7 +10,7 @@
 \pset tuples_only true
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS gpuhash;
-SELECT plan(51);
+SELECT plan(53);
 SET LOCAL jit = off;   -- some PostgreSQL builds (the GPU host's) have no LLVM
 
 SELECT current_setting('gpuhash_test.gpu')::bool AS gpu \gset
@@ -256,6 +256,16 @@ SET LOCAL parallel_leader_participation = off;
 SELECT is((SELECT count(*) || '/' || sum(r.v) FROM jp_l l JOIN jp_r r ON l.k = r.k), :'native_par',
           'shared build, workers only: same count and sum');
 RESET parallel_leader_participation;
+-- by-reference keys and columns travel through the shared chunks as offsets
+SET LOCAL gpuhash.enabled = off;
+SELECT count(*) || '/' || sum(r.v) || '/' || sum(length(r.t)) || '/' || count(r.k) AS native_text
+  FROM jp_l l JOIN jp_r r ON l.t = r.t \gset
+SET LOCAL gpuhash.enabled = on;
+SELECT ok(pg_temp.plan_text('SELECT count(*), sum(r.v), sum(length(r.t)), count(r.k) FROM jp_l l JOIN jp_r r ON l.t = r.t')
+          ~ 'Inner Side: read by all participants together', 'a shared build of a text-keyed inner side');
+SELECT is((SELECT count(*) || '/' || sum(r.v) || '/' || sum(length(r.t)) || '/' || count(r.k)
+             FROM jp_l l JOIN jp_r r ON l.t = r.t), :'native_text',
+          'shared build with text keys and NULL columns: same count and sums');
 SET LOCAL gpuhash.shared_build = off;
 SELECT ok(pg_temp.plan_text('SELECT count(*), sum(r.v) FROM jp_l l JOIN jp_r r ON l.k = r.k')
           !~ 'Inner Side: read by all', 'shared_build = off: every participant reads the inner side');
