@@ -742,6 +742,39 @@ ghj_regroup(GhjState *s)
 	gh_table_drop_rows(s->table);
 }
 
+/*
+ * ghj_finish_build makes the device ready, builds the table of the row
+ * store's hashes (freeing them) and regroups the store.  Only now: a GPU
+ * join's context has been in the making on a thread since executor start-up
+ * (gpuhash_prewarm_gpu), so the inner scan overlapped it; what is left of
+ * it is Context Wait.
+ */
+static void
+ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys)
+{
+	MemoryContext old;
+	instr_time	ctx_start,
+				ctx_end;
+
+	INSTR_TIME_SET_CURRENT(ctx_start);
+	s->target = gpuhash_exec_target();
+	INSTR_TIME_SET_CURRENT(ctx_end);
+	INSTR_TIME_SUBTRACT(ctx_end, ctx_start);
+	s->context_ms += INSTR_TIME_GET_MILLISEC(ctx_end);
+
+	old = MemoryContextSwitchTo(s->build_cxt);
+	s->table = gh_table_build(s->target, hashes, s->ninner);
+	s->target = s->table->target;	/* the CPU twin if the GPU had no room */
+	pfree(hashes);
+	ghj_regroup(s);
+	if (keep_nullkeys)
+		s->matched = palloc_extended(sizeof(uint32) * ((s->ninner + 31) / 32 + 1),
+									  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	MemoryContextSwitchTo(old);
+	s->built = true;
+	s->n_builds++;
+}
+
 /* ghj_publish_chunk adds a filled chunk to the shared list. */
 static void
 ghj_publish_chunk(GhjShared *sh, GhjChunk *chunk, dsa_pointer dp)
@@ -931,25 +964,7 @@ ghj_build_shared(GhjState *s)
 		CHECK_FOR_INTERRUPTS();
 	}
 
-	/* the device, whose context was made while the inner side was read */
-	{
-		instr_time	ctx_start,
-					ctx_end;
-
-		INSTR_TIME_SET_CURRENT(ctx_start);
-		s->target = gpuhash_exec_target();
-		INSTR_TIME_SET_CURRENT(ctx_end);
-		INSTR_TIME_SUBTRACT(ctx_end, ctx_start);
-		s->context_ms += INSTR_TIME_GET_MILLISEC(ctx_end);
-	}
-	old = MemoryContextSwitchTo(s->build_cxt);
-	s->table = gh_table_build(s->target, hashes, s->ninner);
-	s->target = s->table->target;
-	pfree(hashes);
-	ghj_regroup(s);
-	MemoryContextSwitchTo(old);
-	s->built = true;
-	s->n_builds++;
+	ghj_finish_build(s, hashes, false);
 	INSTR_TIME_SET_CURRENT(end);
 	INSTR_TIME_SUBTRACT(end, start);
 	s->build_ms += INSTR_TIME_GET_MILLISEC(end);
@@ -1050,34 +1065,7 @@ ghj_build(GhjState *s)
 		}
 	}
 	ghj_reset(econtext);
-
-	/*
-	 * Only now make the device ready.  A GPU join's context has been in the
-	 * making on a thread since executor start-up (gpuhash_prewarm_gpu), so
-	 * the inner scan above overlapped it; what is left is Context Wait.
-	 */
-	{
-		instr_time	ctx_start,
-					ctx_end;
-
-		INSTR_TIME_SET_CURRENT(ctx_start);
-		s->target = gpuhash_exec_target();
-		INSTR_TIME_SET_CURRENT(ctx_end);
-		INSTR_TIME_SUBTRACT(ctx_end, ctx_start);
-		s->context_ms += INSTR_TIME_GET_MILLISEC(ctx_end);
-	}
-
-	old = MemoryContextSwitchTo(s->build_cxt);
-	s->table = gh_table_build(s->target, hashes, s->ninner);
-	s->target = s->table->target;	/* the CPU twin if the GPU had no room */
-	pfree(hashes);
-	ghj_regroup(s);
-	if (keep_nullkeys)
-		s->matched = palloc_extended(sizeof(uint32) * ((s->ninner + 31) / 32 + 1),
-									  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-	MemoryContextSwitchTo(old);
-	s->built = true;
-	s->n_builds++;
+	ghj_finish_build(s, hashes, keep_nullkeys);
 	INSTR_TIME_SET_CURRENT(end);
 	INSTR_TIME_SUBTRACT(end, start);
 	s->build_ms += INSTR_TIME_GET_MILLISEC(end);
