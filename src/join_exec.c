@@ -775,6 +775,21 @@ ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys)
 	s->n_builds++;
 }
 
+/* ghj_next_inner fetches the next inner row into econtext, or NULL at the end. */
+static TupleTableSlot *
+ghj_next_inner(GhjState *s, ExprContext *econtext)
+{
+	TupleTableSlot *slot;
+
+	CHECK_FOR_INTERRUPTS();
+	slot = ExecProcNode(s->inner_ps);
+	if (TupIsNull(slot))
+		return NULL;
+	ghj_reset(econtext);
+	econtext->ecxt_innertuple = slot;
+	return slot;
+}
+
 /* ghj_publish_chunk adds a filled chunk to the shared list. */
 static void
 ghj_publish_chunk(GhjShared *sh, GhjChunk *chunk, dsa_pointer dp)
@@ -851,12 +866,8 @@ ghj_build_shared(GhjState *s)
 			Datum	   *rec;
 			char	   *data;
 
-			CHECK_FOR_INTERRUPTS();
-			slot = ExecProcNode(s->inner_ps);
-			if (TupIsNull(slot))
+			if ((slot = ghj_next_inner(s, econtext)) == NULL)
 				break;
-			ghj_reset(econtext);
-			econtext->ecxt_innertuple = slot;
 			slot_getallattrs(slot);
 			h = row_hash(s, false, econtext, slot, tmp,
 						 econtext->ecxt_per_tuple_memory, &hasnull);
@@ -1017,12 +1028,8 @@ ghj_build(GhjState *s)
 		uint64		h;
 		Datum	   *rec;
 
-		CHECK_FOR_INTERRUPTS();
-		slot = ExecProcNode(s->inner_ps);
-		if (TupIsNull(slot))
+		if ((slot = ghj_next_inner(s, econtext)) == NULL)
 			break;
-		ghj_reset(econtext);
-		econtext->ecxt_innertuple = slot;
 		if (s->ninner == cap)
 		{
 			if (cap >= GH_MAX_ROWS)
