@@ -10,7 +10,7 @@
 \pset tuples_only true
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS gpuhash;
-SELECT plan(53);
+SELECT plan(56);
 SET LOCAL jit = off;   -- some PostgreSQL builds (the GPU host's) have no LLVM
 
 SELECT current_setting('gpuhash_test.gpu')::bool AS gpu \gset
@@ -266,6 +266,19 @@ SELECT ok(pg_temp.plan_text('SELECT count(*), sum(r.v), sum(length(r.t)), count(
 SELECT is((SELECT count(*) || '/' || sum(r.v) || '/' || sum(length(r.t)) || '/' || count(r.k)
              FROM jp_l l JOIN jp_r r ON l.t = r.t), :'native_text',
           'shared build with text keys and NULL columns: same count and sums');
+-- a Gather rescanned under a nested loop: the shared build starts over each time
+SET LOCAL enable_material = off;
+SELECT ok(pg_temp.plan_text('SELECT * FROM (SELECT count(*), sum(r.v) FROM jp_l l JOIN jp_r r ON l.t = r.t) ss RIGHT JOIN (VALUES (1), (2), (3)) v(x) ON true')
+          ~ 'Nested Loop(.|\n)*Gather(.|\n)*Inner Side: read by all participants together',
+          'a rescanned Gather over a shared build');
+SELECT is((SELECT string_agg(c::text || '/' || s::text, ' ' ORDER BY x)
+             FROM (SELECT count(*) c, sum(r.v) s FROM jp_l l JOIN jp_r r ON l.t = r.t) ss
+                  RIGHT JOIN (VALUES (1), (2), (3)) v(x) ON true),
+          (SELECT string_agg(split_part(:'native_text', '/', 1) || '/' || split_part(:'native_text', '/', 2), ' ')
+             FROM generate_series(1, 3)),
+          'rescans of a shared build: the same rows every time');
+SELECT is(gpuhash_device_memory(), 0::bigint, 'nothing held after the rescanned shared builds');
+RESET enable_material;
 SET LOCAL gpuhash.shared_build = off;
 SELECT ok(pg_temp.plan_text('SELECT count(*), sum(r.v) FROM jp_l l JOIN jp_r r ON l.k = r.k')
           !~ 'Inner Side: read by all', 'shared_build = off: every participant reads the inner side');
