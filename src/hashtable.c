@@ -94,20 +94,16 @@ build_gpu(GhTable *t, const uint64 *hashes, uint32 nrows, gh_mm_params *params)
 	check(gh_mm_build_gpu(&t->mm, t->mem, d_hashes, nrows, params,
 						  gh_stream(GH_TARGET_GPU), &err),
 		  &err, "building the hash table");
-	if (t->mm.ndistinct == nrows)
-	{
-		/* every hash distinct: rows[] is the identity, nothing to copy */
-		gh_sync(GH_TARGET_GPU);
-		t->rows_identity = true;
-	}
-	else
+	/* every hash distinct: rows[] is the identity, nothing to copy back */
+	t->rows_identity = (t->mm.ndistinct == nrows);
+	if (!t->rows_identity)
 	{
 		t->rows_copy = palloc_extended(Max(nrows, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
 		gh_copy_dtoh(GH_TARGET_GPU, t->rows_copy, gh_mm_rows(&t->mm),
 					 nrows * sizeof(uint32));
-		gh_sync(GH_TARGET_GPU);
 		t->rows = t->rows_copy;
 	}
+	gh_sync(GH_TARGET_GPU);
 	gh_dev_free(d_hashes);
 	return true;
 }

@@ -458,7 +458,7 @@ ghj_reset(ExprContext *econtext)
  * same arithmetic as PostgreSQL's hashint2/4/8extended and hashoidextended
  * (hash_uint32_extended of the value, for int8 of its halves folded as
  * int4 values are), which keeps cross-type keys (int4 = int8) hashing alike.
- * fast_hash_checked compares it with the function itself once per join.
+ * fast_hash_kind compares it with the function itself once per join.
  */
 enum
 {
@@ -610,16 +610,57 @@ byref_size(Datum v, int16 typlen)
 }
 
 /*
+ * byref_attr says whether record position k (keys, then columns) holds a
+ * by-reference value, and gives its length.
+ */
+static inline bool
+byref_attr(GhjState *s, int k, int16 *typlen)
+{
+	if (k < s->nkeys)
+	{
+		*typlen = s->inner_typlen[k];
+		return !s->inner_byval[k];
+	}
+	*typlen = s->inner_attlen[k - s->nkeys];
+	return !s->inner_attbyval[k - s->nkeys];
+}
+
+/* byref_null: is record position k a NULL column? (keys are never NULL) */
+static inline bool
+byref_null(GhjState *s, const Datum *rec, int k)
+{
+	const uint64 *nulls = (const uint64 *) &rec[s->nkeys + s->ninner_cols];
+	int			c = k - s->nkeys;
+
+	return k >= s->nkeys && (nulls[c / 64] & (UINT64CONST(1) << (c % 64))) != 0;
+}
+
+/* record_byref_size is the arena room a record's by-reference values take. */
+static Size
+record_byref_size(GhjState *s, const Datum *rec)
+{
+	Size		bytes = 0;
+
+	for (int k = 0; k < s->nkeys + s->ninner_cols; k++)
+	{
+		int16		typlen;
+
+		if (byref_attr(s, k, &typlen) && !byref_null(s, rec, k))
+			bytes += byref_size(rec[k], typlen);
+	}
+	return bytes;
+}
+
+/*
  * store_columns copies the inner row in slot into a record: its column values
  * after the keys, then a null bitmap.  By-reference values are copied into
- * cxt.  Returns the arena room the by-reference values need.
+ * cxt.
  */
-static Size
+static void
 store_columns(GhjState *s, TupleTableSlot *slot, Datum *rec, MemoryContext cxt)
 {
 	Datum	   *vals = rec + s->nkeys;
 	uint64	   *nulls = (uint64 *) (vals + s->ninner_cols);
-	Size		bytes = 0;
 
 	slot_getallattrs(slot);
 	memset(nulls, 0, sizeof(uint64) * s->nullwords);
@@ -638,10 +679,8 @@ store_columns(GhjState *s, TupleTableSlot *slot, Datum *rec, MemoryContext cxt)
 
 			vals[c] = datumCopy(slot->tts_values[c], false, s->inner_attlen[c]);
 			MemoryContextSwitchTo(old);
-			bytes += byref_size(vals[c], s->inner_attlen[c]);
 		}
 	}
-	return bytes;
 }
 
 /*
@@ -722,16 +761,13 @@ ghj_regroup(GhjState *s)
 			   sizeof(Datum) * stride);
 		if (arena)
 		{
-			uint64	   *nulls = (uint64 *) &dst[s->nkeys + s->ninner_cols];
+			for (int k = 0; k < s->nkeys + s->ninner_cols; k++)
+			{
+				int16		typlen;
 
-			for (int k = 0; k < s->nkeys; k++)
-				if (!s->inner_byval[k])
-					dst[k] = arena_copy(arena, &used, dst[k], s->inner_typlen[k]);
-			for (int c = 0; c < s->ninner_cols; c++)
-				if (!s->inner_attbyval[c] &&
-					(nulls[c / 64] & (UINT64CONST(1) << (c % 64))) == 0)
-					dst[s->nkeys + c] = arena_copy(arena, &used, dst[s->nkeys + c],
-												   s->inner_attlen[c]);
+				if (byref_attr(s, k, &typlen) && !byref_null(s, dst, k))
+					dst[k] = arena_copy(arena, &used, dst[k], typlen);
+			}
 		}
 		if ((j & 0xffff) == 0)
 			CHECK_FOR_INTERRUPTS();
@@ -790,6 +826,19 @@ ghj_next_inner(GhjState *s, ExprContext *econtext)
 	return slot;
 }
 
+/* too_many_inner_rows: the table's row indices are 32-bit */
+static void too_many_inner_rows(void) pg_attribute_noreturn();
+
+static void
+too_many_inner_rows(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("inner side of GpuHashJoin has more than %u rows",
+					(unsigned) GH_MAX_ROWS),
+			 errhint("SET gpuhash.enabled = off to run the join without gpuhash.")));
+}
+
 /* ghj_publish_chunk adds a filled chunk to the shared list. */
 static void
 ghj_publish_chunk(GhjShared *sh, GhjChunk *chunk, dsa_pointer dp)
@@ -798,32 +847,6 @@ ghj_publish_chunk(GhjShared *sh, GhjChunk *chunk, dsa_pointer dp)
 	chunk->next = sh->chunks;
 	sh->chunks = dp;
 	SpinLockRelease(&sh->mutex);
-}
-
-/*
- * byref_attr says whether record position k (keys, then columns) holds a
- * by-reference value, and gives its length.
- */
-static inline bool
-byref_attr(GhjState *s, int k, int16 *typlen)
-{
-	if (k < s->nkeys)
-	{
-		*typlen = s->inner_typlen[k];
-		return !s->inner_byval[k];
-	}
-	*typlen = s->inner_attlen[k - s->nkeys];
-	return !s->inner_attbyval[k - s->nkeys];
-}
-
-/* byref_null: is record position k a NULL column? (keys are never NULL) */
-static inline bool
-byref_null(GhjState *s, const Datum *rec, int k)
-{
-	const uint64 *nulls = (const uint64 *) &rec[s->nkeys + s->ninner_cols];
-	int			c = k - s->nkeys;
-
-	return k >= s->nkeys && (nulls[c / 64] & (UINT64CONST(1) << (c % 64))) != 0;
 }
 
 /*
@@ -847,10 +870,7 @@ ghj_build_shared(GhjState *s)
 	uint64		n = 0;
 	uint64	   *hashes;
 	MemoryContext old;
-	instr_time	start,
-				end;
 
-	INSTR_TIME_SET_CURRENT(start);
 	if (BarrierAttach(&sh->build_barrier) == 0)
 	{
 		GhjChunk   *chunk = NULL;
@@ -862,7 +882,7 @@ ghj_build_shared(GhjState *s)
 			TupleTableSlot *slot;
 			bool		hasnull;
 			uint64		h;
-			Size		need = 0;
+			Size		need;
 			Datum	   *rec;
 			char	   *data;
 
@@ -873,10 +893,8 @@ ghj_build_shared(GhjState *s)
 						 econtext->ecxt_per_tuple_memory, &hasnull);
 			if (hasnull)
 				continue;		/* never matches; no right or full join here */
-			need = store_columns(s, slot, tmp, econtext->ecxt_per_tuple_memory);
-			for (int k = 0; k < s->nkeys; k++)
-				if (!s->inner_byval[k])
-					need += byref_size(tmp[k], s->inner_typlen[k]);
+			store_columns(s, slot, tmp, econtext->ecxt_per_tuple_memory);
+			need = s->inner_has_byref ? record_byref_size(s, tmp) : 0;
 
 			if (chunk == NULL || chunk->nrows == GHJ_CHUNK_ROWS ||
 				chunk->data_used + need > chunk->data_size)
@@ -929,11 +947,7 @@ ghj_build_shared(GhjState *s)
 		dp = c->next;
 	}
 	if (n > GH_MAX_ROWS)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("inner side of GpuHashJoin has more than %u rows",
-						(unsigned) GH_MAX_ROWS),
-				 errhint("SET gpuhash.enabled = off to run the join without gpuhash.")));
+		too_many_inner_rows();
 	s->ninner = (uint32) n;
 	s->n_nullkey = 0;
 	s->byref_bytes = 0;
@@ -976,14 +990,11 @@ ghj_build_shared(GhjState *s)
 	}
 
 	ghj_finish_build(s, hashes, false);
-	INSTR_TIME_SET_CURRENT(end);
-	INSTR_TIME_SUBTRACT(end, start);
-	s->build_ms += INSTR_TIME_GET_MILLISEC(end);
 }
 
-/* ghj_build runs the inner side to completion and builds the table. */
+/* ghj_build_private: this process reads the whole inner side itself. */
 static void
-ghj_build(GhjState *s)
+ghj_build_private(GhjState *s)
 {
 	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
 	Plan	   *inner_plan = s->inner_ps->plan;
@@ -993,17 +1004,6 @@ ghj_build(GhjState *s)
 	bool		keep_nullkeys = (s->jointype == JOIN_RIGHT ||
 								 s->jointype == JOIN_FULL);
 	MemoryContext old;
-	instr_time	start,
-				end;
-
-	if (s->shared_build && s->shared != NULL &&
-		s->css.ss.ps.state->es_query_dsa != NULL)
-	{
-		ghj_build_shared(s);
-		return;
-	}
-
-	INSTR_TIME_SET_CURRENT(start);
 
 	/*
 	 * Size the arrays for the planner's estimate, to spare most regrowing,
@@ -1033,11 +1033,7 @@ ghj_build(GhjState *s)
 		if (s->ninner == cap)
 		{
 			if (cap >= GH_MAX_ROWS)
-				ereport(ERROR,
-						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-						 errmsg("inner side of GpuHashJoin has more than %u rows",
-								(unsigned) GH_MAX_ROWS),
-						 errhint("SET gpuhash.enabled = off to run the join without gpuhash.")));
+				too_many_inner_rows();
 			cap = (uint32) Min((uint64) cap * 2, (uint64) GH_MAX_ROWS);
 			s->inner_recs = repalloc_huge(s->inner_recs,
 										  sizeof(Datum) * cap * s->stride);
@@ -1048,10 +1044,9 @@ ghj_build(GhjState *s)
 		h = row_hash(s, false, econtext, slot, rec, s->build_tmp_cxt, &hasnull);
 		if (!hasnull)
 		{
-			s->byref_bytes += store_columns(s, slot, rec, s->build_tmp_cxt);
-			for (int k = 0; k < s->nkeys; k++)
-				if (!s->inner_byval[k])
-					s->byref_bytes += byref_size(rec[k], s->inner_typlen[k]);
+			store_columns(s, slot, rec, s->build_tmp_cxt);
+			if (s->inner_has_byref)
+				s->byref_bytes += record_byref_size(s, rec);
 			hashes[s->ninner++] = h;
 		}
 		else if (keep_nullkeys)
@@ -1068,11 +1063,31 @@ ghj_build(GhjState *s)
 			}
 			rec = &s->nullkey_recs[(size_t) s->n_nullkey++ * s->stride];
 			memset(rec, 0, sizeof(Datum) * s->nkeys);
-			(void) store_columns(s, slot, rec, s->build_cxt);
+			store_columns(s, slot, rec, s->build_cxt);
 		}
 	}
 	ghj_reset(econtext);
 	ghj_finish_build(s, hashes, keep_nullkeys);
+}
+
+/*
+ * ghj_build runs the inner side to completion and builds the table: read
+ * together with the other participants where the plan asks for it and a
+ * parallel segment is there, else by this process alone (the partial inner
+ * path then scans the whole relation).
+ */
+static void
+ghj_build(GhjState *s)
+{
+	instr_time	start,
+				end;
+
+	INSTR_TIME_SET_CURRENT(start);
+	if (s->shared_build && s->shared != NULL &&
+		s->css.ss.ps.state->es_query_dsa != NULL)
+		ghj_build_shared(s);
+	else
+		ghj_build_private(s);
 	INSTR_TIME_SET_CURRENT(end);
 	INSTR_TIME_SUBTRACT(end, start);
 	s->build_ms += INSTR_TIME_GET_MILLISEC(end);

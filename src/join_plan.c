@@ -208,7 +208,7 @@ parallel_divisor(Path *path)
  * cost what their paths say.  The join's own work is charged per row in
  * fractions of cpu_operator_cost and cpu_tuple_cost, calibrated on an H200
  * against PostgreSQL's own model of its hash join (bench/results/
- * join-2026-11-22.md, 100M x 10M int4 rows): there the join work beyond the
+ * join-2026-11-22-scale1.md, 100M x 10M int4 rows): there the join work beyond the
  * two scans took 46 s natively, which PostgreSQL's model prices at 1.86M
  * units, and about 10 s as a GpuHashJoin, so ours is priced at about 0.5M
  * units.  Per inner row: half a tuple to store it and half an operator per
@@ -216,7 +216,9 @@ parallel_divisor(Path *path)
  * batch and half an operator per key to hash it; per candidate pair: half an
  * operator per key to verify it, the other join quals, and a fifth of a tuple
  * to emit it.  A device probe is a hundredth of an operator (the GPU probes
- * billions of rows a second), on the CPU twin a full one.  What PostgreSQL's
+ * billions of rows a second), on the CPU twin a full one.  A shared build
+ * reads only this participant's share of the inner side but builds, and
+ * copies out, a table of all of it.  What PostgreSQL's
  * model leaves out, the cache misses of probing a large in-memory hash
  * table, is what the device saves; the fixed gpuhash.join_setup_cost keeps
  * small joins, where those misses do not happen, on PostgreSQL's plans.
