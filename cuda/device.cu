@@ -133,6 +133,7 @@ gh_cuda_device_info(int ordinal, gh_device_info *info, gh_error *err)
 static pthread_t gh_prewarm_thread;
 static bool gh_prewarm_running = false;
 static int	gh_prewarm_ordinal = -1;
+static volatile int gh_prewarm_finished = 0;	/* set by the thread, last */
 
 static void *
 gh_prewarm_main(void *arg)
@@ -140,6 +141,7 @@ gh_prewarm_main(void *arg)
 	if (cudaSetDevice(gh_prewarm_ordinal) == cudaSuccess)
 		(void) cudaFree(NULL);
 	(void) cudaGetLastError();
+	__atomic_store_n(&gh_prewarm_finished, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -156,9 +158,19 @@ gh_cuda_context_prewarm(int ordinal)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	gh_prewarm_ordinal = ordinal;
+	gh_prewarm_finished = 0;
 	rc = pthread_create(&gh_prewarm_thread, NULL, gh_prewarm_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	gh_prewarm_running = (rc == 0);
+	return gh_prewarm_running ? 1 : 0;
+}
+
+extern "C" int
+gh_cuda_context_prewarm_busy(void)
+{
+	if (gh_prewarm_running &&
+		__atomic_load_n(&gh_prewarm_finished, __ATOMIC_ACQUIRE))
+		gh_cuda_context_prewarm_wait();		/* done: this join is immediate */
 	return gh_prewarm_running ? 1 : 0;
 }
 

@@ -86,10 +86,13 @@ gh_status	gh_cuda_context_init(int ordinal, gh_error *err);
  * (all signals blocked), so that the 0.2 s or so it takes overlaps the
  * caller's work; gh_cuda_context_init waits for it.  Returns 0 if no
  * thread was started (one is running, the context exists, or no CUDA).
- * gh_cuda_context_prewarm_wait waits for a started thread to finish.
+ * gh_cuda_context_prewarm_wait waits for a started thread to finish;
+ * gh_cuda_context_prewarm_busy says, without waiting, whether it is still
+ * at work (1) or done or never started (0).
  */
 int			gh_cuda_context_prewarm(int ordinal);
 void		gh_cuda_context_prewarm_wait(void);
+int			gh_cuda_context_prewarm_busy(void);
 gh_status	gh_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, gh_error *err);
 
 gh_status	gh_cuda_malloc(void **ptr, size_t bytes, gh_error *err);

@@ -60,6 +60,12 @@ gh_cuda_context_prewarm_wait(void)
 {
 }
 
+int
+gh_cuda_context_prewarm_busy(void)
+{
+	return 0;
+}
+
 gh_status
 gh_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, gh_error *err)
 {

@@ -218,6 +218,25 @@ gpuhash_prewarm_gpu(void)
 }
 
 /*
+ * gpuhash_gpu_warming says, without waiting, whether an operator that may
+ * choose between the GPU and the CPU twin (gpuhash.device = auto) would now
+ * have to wait for this backend's CUDA context, still being created on the
+ * prewarm thread.  Such an operator starts on the CPU twin and moves to the
+ * GPU once this turns false (see the join's probe loop): its first rows do
+ * not wait for the driver, which creates the contexts of processes started
+ * together nearly one after another (1.2 s for 8 parallel workers on an
+ * H200).  With device = gpu the operator waits instead: that setting means
+ * every GPU operator runs on the GPU.
+ */
+bool
+gpuhash_gpu_warming(void)
+{
+	if (gpuhash_device != GPUHASH_DEVICE_AUTO || gh_context_ready)
+		return false;
+	return gh_cuda_context_prewarm_busy() != 0;
+}
+
+/*
  * gh_gpu_context creates this backend's CUDA context (device 0) and its
  * stream the first time the GPU is needed.
  */

@@ -38,6 +38,7 @@ extern void gpuhash_init_device(void);
 extern GhTarget gpuhash_plan_target(void);
 extern GhTarget gpuhash_exec_target(void);
 extern void gpuhash_prewarm_gpu(void);
+extern bool gpuhash_gpu_warming(void);
 extern const char *gpuhash_target_name(GhTarget target);
 extern int	gpuhash_gpu_count(void);
 extern void gpuhash_report(gh_status status, const gh_error *err,

@@ -86,6 +86,7 @@ extern GhTable *gh_table_build(GhTarget target, const uint64 *hashes,
 							   uint32 nrows);
 extern void gh_table_probe(GhTable *table, const uint64 *hashes, uint32 n,
 						   uint32 *first, uint32 *count);
+extern bool gh_table_move_to_gpu(GhTable *table);
 extern void gh_table_drop_rows(GhTable *table);
 extern void gh_table_free(GhTable *table);
 

@@ -150,6 +150,41 @@ gh_table_build(GhTarget target, const uint64 *hashes, uint32 nrows)
 }
 
 /*
+ * gh_table_move_to_gpu copies a table built on the CPU twin to the GPU,
+ * whose context was not ready when the table was built; true if it is now
+ * there.  The two share one layout and probe sequence (cuda/gh_layout.h),
+ * so the copy answers every probe as the original did, ranges included: the
+ * caller's rows, already in the table's group order, stay valid.  false
+ * (the table stays on the CPU twin, nothing held) if the GPU has no room.
+ */
+bool
+gh_table_move_to_gpu(GhTable *t)
+{
+	void	   *dmem;
+	instr_time	start,
+				end;
+
+	Assert(t->target == GH_TARGET_CPU);
+	if (!gh_table_fits_device((double) t->mm.nrows))
+		return false;
+	INSTR_TIME_SET_CURRENT(start);
+	dmem = gh_dev_try_alloc(GH_TARGET_GPU, t->mem_bytes);
+	if (dmem == NULL)
+		return false;
+	gh_copy_htod(GH_TARGET_GPU, dmem, t->mem, t->mem_bytes);
+	gh_sync(GH_TARGET_GPU);
+	gh_dev_free(t->mem);
+	t->mem = dmem;
+	t->mm.mem = dmem;
+	t->rows = NULL;				/* it pointed into the CPU twin's table */
+	t->target = GH_TARGET_GPU;
+	INSTR_TIME_SET_CURRENT(end);
+	INSTR_TIME_SUBTRACT(end, start);
+	t->device_ms += INSTR_TIME_GET_MILLISEC(end);
+	return true;
+}
+
+/*
  * gh_table_probe finds, for each of hashes[0..n), the range of the row array
  * holding its candidates.  hashes, first and count are host buffers from
  * gh_host_alloc (pinned for the GPU).

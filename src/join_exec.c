@@ -80,6 +80,7 @@ typedef struct GhjStats
 	double		build_ms;
 	double		context_ms;
 	double		device_ms;
+	uint64		cpu_batches;
 } GhjStats;
 
 typedef struct GhjShared
@@ -213,6 +214,8 @@ typedef struct GhjState
 	uint64		n_builds;
 	double		build_ms;
 	double		context_ms;		/* waiting for the device to be ready */
+	bool		gpu_later;		/* on the CPU twin until the context is made */
+	uint64		n_cpu_batches;	/* batches probed on the CPU twin meanwhile */
 	GhjShared  *shared;			/* parallel: the participants' stats (DSM) */
 	GhjShared  *shared_copy;	/* leader: copied out at shutdown */
 } GhjState;
@@ -793,7 +796,17 @@ ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys)
 				ctx_end;
 
 	INSTR_TIME_SET_CURRENT(ctx_start);
-	s->target = gpuhash_exec_target();
+	if (gpuhash_gpu_warming())
+	{
+		/* start on the CPU twin; ghj_move_to_gpu follows once it is made */
+		s->target = GH_TARGET_CPU;
+		s->gpu_later = true;
+	}
+	else
+	{
+		s->target = gpuhash_exec_target();
+		s->gpu_later = false;
+	}
 	INSTR_TIME_SET_CURRENT(ctx_end);
 	INSTR_TIME_SUBTRACT(ctx_end, ctx_start);
 	s->context_ms += INSTR_TIME_GET_MILLISEC(ctx_end);
@@ -809,6 +822,20 @@ ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys)
 	MemoryContextSwitchTo(old);
 	s->built = true;
 	s->n_builds++;
+}
+
+/*
+ * ghj_move_to_gpu moves a table built on the CPU twin, while this backend's
+ * CUDA context was still in the making, to the GPU now that the context is
+ * there.  It stays on the CPU twin if the GPU has no room for it.
+ */
+static void
+ghj_move_to_gpu(GhjState *s)
+{
+	s->gpu_later = false;
+	if (gpuhash_exec_target() == GH_TARGET_GPU &&
+		gh_table_move_to_gpu(s->table))
+		s->target = GH_TARGET_GPU;
 }
 
 /* ghj_next_inner fetches the next inner row into econtext, or NULL at the end. */
@@ -1225,6 +1252,10 @@ ghj_next_batch(GhjState *s)
 	if (n == 0)
 		return false;
 
+	if (s->gpu_later && !gpuhash_gpu_warming())
+		ghj_move_to_gpu(s);
+	if (s->gpu_later)
+		s->n_cpu_batches++;
 	gh_table_probe(s->table, s->batch_hashes, n, s->batch_first, s->batch_count);
 	for (uint32 i = 0; i < n; i++)
 	{
@@ -1417,6 +1448,7 @@ ghj_publish_stats(GhjState *s)
 	st->build_ms = s->build_ms;
 	st->context_ms = s->context_ms;
 	st->device_ms = s->table ? s->table->device_ms : 0;
+	st->cpu_batches = s->n_cpu_batches;
 	st->valid = s->n_builds > 0;
 }
 
@@ -1795,6 +1827,8 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		}
 		if (s->context_ms >= 1.0)
 			ExplainPropertyFloat("Context Wait", "ms", s->context_ms, 3, es);
+		if (s->n_cpu_batches > 0)
+			ExplainPropertyUInteger("Batches Before GPU", NULL, s->n_cpu_batches, es);
 	}
 	if (es->analyze && s->shared_copy != NULL)
 	{
@@ -1809,9 +1843,10 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			snprintf(label, sizeof(label), "Worker %d", w);
 			text = psprintf("Inner Rows: " UINT64_FORMAT ", Batches: " UINT64_FORMAT
 							", Candidates: " UINT64_FORMAT ", Verified Matches: " UINT64_FORMAT
-							", Build Time: %.3f ms, Context Wait: %.3f ms, Device Time: %.3f ms",
+							", Build Time: %.3f ms, Context Wait: %.3f ms, Device Time: %.3f ms"
+							", Batches Before GPU: " UINT64_FORMAT,
 							st->inner_rows, st->batches, st->candidates, st->matches,
-							st->build_ms, st->context_ms, st->device_ms);
+							st->build_ms, st->context_ms, st->device_ms, st->cpu_batches);
 			ExplainPropertyText(label, text, es);
 		}
 	}

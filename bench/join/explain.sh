@@ -10,10 +10,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 cl=$1
 export PGHOST=$cl PGPORT=$(sed -n 's/^port = //p' "$cl/data/postgresql.conf" | tail -1) PGUSER=postgres PGDATABASE=postgres
 if [ "${JOINEXPLAIN:-}" = quick ]; then
-  gh_as_pg psql -X <<'SQL'
+  gh_as_pg psql -X -v dev="${EXPLAIN_DEVICE:-auto}" <<'SQL'
 SET work_mem = '1GB';
 SET max_parallel_workers_per_gather = 0;
-SET gpuhash.device = gpu;
+SET gpuhash.device = :'dev';
 SET gpuhash.force_join = on;
 \timing on
 \echo == gpuhash serial (forced), first query of the session, then again
@@ -28,10 +28,10 @@ EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r O
 SQL
   exit 0
 fi
-gh_as_pg psql -X <<'SQL'
+gh_as_pg psql -X -v dev="${EXPLAIN_DEVICE:-auto}" <<'SQL'
 SET work_mem = '1GB';
 SET max_parallel_workers_per_gather = 0;
-SET gpuhash.device = gpu;
+SET gpuhash.device = :'dev';
 SET gpuhash.force_join = on;
 \echo == gpuhash serial (forced)
 EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;

@@ -8,7 +8,9 @@
 #     --scale S          data scale: 1.0 = s 100M rows x r 10M rows (default 1.0)
 #     --repeats N        timed runs per variant, after one warm-up (default 3)
 #     --out DIR          logs and results (default bench/join/out-<date>)
-#     --device D         gpuhash.device of the gpuhash variants: gpu or cpu (default gpu)
+#     --device D         gpuhash.device of the gpuhash variants: auto, gpu or cpu
+#                        (default auto, the users' default: a join starts on the
+#                        CPU twin while its process's CUDA context is made)
 #     --workers "A B"    parallel worker counts (default "8 16")
 #     --workloads "..."  subset of: int4 text twocol mult selective left star floor
 #     --variants "..."   subset of: native gpuhash (default both)
@@ -37,7 +39,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../test/lib.sh"
 
-scale=1.0 repeats=3 out="" device=gpu workers="8 16" workloads="" variants="native gpuhash"
+scale=1.0 repeats=3 out="" device=auto workers="8 16" workloads="" variants="native gpuhash"
 force=0 timeout=0 datadir="" keep=0 reuse="" gen_jobs=$(nproc) extra_conf="" work_mem=1GB
 while [ $# -gt 0 ]; do
   case $1 in
@@ -61,7 +63,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-case $device in gpu|cpu) ;; *) echo "--device is gpu or cpu" >&2; exit 2 ;; esac
+case $device in auto|gpu|cpu) ;; *) echo "--device is auto, gpu or cpu" >&2; exit 2 ;; esac
 [ "$repeats" -ge 1 ] || { echo "--repeats must be at least 1" >&2; exit 2; }
 out=${out:-$here/out-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
