@@ -184,14 +184,49 @@ gh_cuda_context_prewarm_wait(void)
 	}
 }
 
+/*
+ * gh_context_fail is gh_fail for the calls that create the context.  CUDA
+ * documents cudaErrorDevicesUnavailable for a device held by another process
+ * (exclusive-process compute mode) and for "memory constraints on a device
+ * that already has active CUDA work": on the H200, creating a context while
+ * another process held all but 47 MiB failed with it once in six tries (the
+ * others with cudaErrorMemoryAllocation), and gpuhash reported a GPU with no
+ * room as "no usable GPU" (0A000).  A device that exists and is not
+ * prohibited is usable, just not now: report it as out of memory, like the
+ * same condition's cudaErrorMemoryAllocation.
+ */
+static gh_status
+gh_context_fail(gh_error *err, cudaError_t rc, int ordinal, const char *where)
+{
+	gh_status	st = gh_fail(err, rc, where);
+	int			mode = -1;
+
+	if (rc == cudaErrorDevicesUnavailable &&
+		cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, ordinal) == cudaSuccess &&
+		mode != cudaComputeModeProhibited)
+	{
+		st = GH_ERR_OOM;
+		if (err)
+			err->status = st;
+	}
+	cudaGetLastError();
+	return st;
+}
+
 extern "C" gh_status
 gh_cuda_context_init(int ordinal, gh_error *err)
 {
+	cudaError_t rc;
+
 	gh_cuda_context_prewarm_wait();
-	GH_TRY(cudaSetDevice(ordinal));
+	rc = cudaSetDevice(ordinal);
+	if (rc != cudaSuccess)
+		return gh_context_fail(err, rc, ordinal, "cudaSetDevice(ordinal)");
 	if (gh_context_ordinal != ordinal)
 	{
-		GH_TRY(cudaFree(NULL));
+		rc = cudaFree(NULL);
+		if (rc != cudaSuccess)
+			return gh_context_fail(err, rc, ordinal, "cudaFree(NULL)");
 		gh_context_ordinal = ordinal;
 	}
 	return GH_OK;

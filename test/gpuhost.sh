@@ -15,8 +15,10 @@
 #   robustgpu (test/robust/gpu.sh: driver, memory exhaustion, timeouts in
 #   device copies), smith (test/robust/sqlsmith.sh $SMITH_SECONDS, default
 #   180, device = gpu; sqlsmith from .robust-carry/ when carried),
-#   sanitize-backend (test/robust/sanitize_backend.sh).  A step written
-#   bg:STEP runs in the background; the step "wait" waits for them.
+#   sanitize-backend (test/robust/sanitize_backend.sh: a single-user backend
+#   under compute-sanitizer, tools from $SANITIZE_TOOLS).  A step written
+#   bg:STEP runs in the background; the step "wait" waits for them.  The
+#   steps' log folders end up in $OUT/step-logs.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/gpuhost-out}
@@ -55,7 +57,8 @@ run_step() {
     install)
       (make clean && make -j"$(nproc)" PG_CONFIG="$PG_CONFIG" && make install PG_CONFIG="$PG_CONFIG") >"$out/install.log" 2>&1 || { rc=1; tail -20 "$out/install.log"; } ;;
     robust)
-      GPUHASH_TEST_DEVICE=gpu GPUHASH_TEST_LOGDIR=/tmp/gh-robust bash test/robust/run.sh --no-smith >"$out/robust.tap" 2>&1 || rc=1
+      # ROBUST_ARGS: more arguments, e.g. "--long --only pgbench" (the issue's pgbench alone)
+      GPUHASH_TEST_DEVICE=gpu GPUHASH_TEST_LOGDIR=/tmp/gh-robust bash test/robust/run.sh --no-smith ${ROBUST_ARGS:-} >"$out/robust.tap" 2>&1 || rc=1
       grep -E '^(not ok|#)' "$out/robust.tap" | head -20; tail -2 "$out/robust.tap" ;;
     robustgpu)
       GPUHASH_TEST_DEVICE=gpu GPUHASH_TEST_LOGDIR=/tmp/gh-robustgpu bash test/robust/gpu.sh >"$out/robust-gpu.tap" 2>&1 || rc=1
@@ -68,11 +71,15 @@ run_step() {
       GPUHASH_TEST_DEVICE=gpu bash test/robust/sqlsmith.sh "$secs" /tmp/gh-smith >"$out/smith.tap" 2>&1 || rc=1
       cat "$out/smith.tap" ;;
     sanitize-backend)
+      # SANITIZE_TOOLS: compute-sanitizer tools, one run of the SQL each
+      # (default memcheck); a tool that would end past GPUHOST_DEADLINE is skipped
       local lim=3600
       [ -n "${GPUHOST_DEADLINE:-}" ] && lim=$(( GPUHOST_DEADLINE - $(date +%s) - 10 ))
       [ "$lim" -ge 10 ] || { echo "sanitize-backend: no time left"; return 1; }
-      GPUHASH_TEST_LOGDIR=/tmp/gh-cs timeout "$lim" bash test/robust/sanitize_backend.sh ${SANITIZE_SUITES:-} >"$out/sanitize-backend.tap" 2>&1 || rc=1
-      tail -12 "$out/sanitize-backend.tap" ;;
+      GPUHASH_TEST_LOGDIR=/tmp/gh-cs GPUHASH_SANITIZE_TOOLS="${SANITIZE_TOOLS:-memcheck}" \
+        GPUHASH_SANITIZE_DEADLINE=$(( $(date +%s) + lim )) \
+        timeout "$lim" bash test/robust/sanitize_backend.sh >"$out/sanitize-backend.tap" 2>&1 || rc=1
+      cat "$out/sanitize-backend.tap" ;;
     *) echo "unknown step $step"; rc=2 ;;
   esac
   return $rc
@@ -86,4 +93,7 @@ for step in "$@"; do
   esac
 done
 for p in $bgpids; do wait "$p" || rc=1; done
+# the steps' own log folders, in one file
+logs=$(cd /tmp && ls -d gh-logs gh-robust gh-robustgpu gh-smith gh-cs 2>/dev/null)
+[ -n "$logs" ] && tar czf "$out/step-logs.tgz" -C /tmp $logs 2>/dev/null
 exit $rc

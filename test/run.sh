@@ -9,7 +9,9 @@
 # Suites: the multimap unit tests (test/cuda), pg_regress (sql/, expected/)
 # in a temporary preloaded instance, pgTAP (test/pgtap) via pg_prove in a
 # throwaway cluster, the isolation specs (test/isolation) and the robustness
-# suite (test/robust: cancels, kills, injected failures, pgbench, sqlsmith).  Logs go to $GPUHASH_TEST_LOGDIR (default: a temp dir).
+# suite (test/robust: cancels, kills, injected failures, pgbench, sqlsmith;
+# a backend's GPU work in single-user mode).  Logs go to $GPUHASH_TEST_LOGDIR
+# (default: a temp dir).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -130,6 +132,14 @@ grep -E '^ *not ok' "$logdir/robust.tap" | head -20
 if [ $rc -ne 0 ] && ! grep -qE '^ *not ok' "$logdir/robust.tap"; then
   failed=$((failed + 1)); echo "robustness suite exited $rc"; tail -20 "$logdir/robust.err"; fi
 fi
+
+note "a backend's GPU work in single-user mode (test/robust/sanitize_backend.sh without the sanitizer; test/gpuhost.sh sanitize-backend runs it under compute-sanitizer)"
+GPUHASH_TEST_DEVICE=$device GPUHASH_TEST_LOGDIR=$logdir/single bash test/robust/sanitize_backend.sh --no-sanitizer >"$logdir/single.tap" 2>&1
+rc=$?
+count_tap "$logdir/single.tap"
+grep -E '^ *not ok' "$logdir/single.tap" | head -20
+if [ $rc -ne 0 ] && ! grep -qE '^ *not ok' "$logdir/single.tap"; then
+  failed=$((failed + 1)); echo "sanitize_backend.sh exited $rc"; tail -20 "$logdir/single.tap"; fi
 
 echo
 echo "logs: $logdir"

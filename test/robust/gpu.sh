@@ -330,6 +330,21 @@ SQL
   [ $s = auto ] && b2pid_auto=$! || b2pid_dev=$!
 done
 wait_line "$out" '^done_full=1'; wait_line "$out2" '^done_full=1'
+# more new sessions, two at a time (device gpu and auto), while the GPU is
+# still full: context creation failed once as 0A000 ("no usable GPU") here
+# instead of 53200 (cudaErrorDevicesUnavailable, now reported as out of
+# memory); each failure's CUDA error is kept in ex_errors
+nextra=${GPUHASH_B2_EXTRA:-8}
+for i in $(seq 1 $((nextra / 2))); do
+  xpids=""
+  for s in $device auto; do
+    f=$(tmpf "b2x.$i.$s.out")
+    gh_as_pg psql -X -At -d rbg -c "SET gpuhash.device = $s" -c "SELECT 'full=' || ex_all()" \
+      -c "SELECT 'devmem=' || gpuhash_device_memory()" >"$f" 2>&1 &
+    xpids="$xpids $!"
+  done
+  wait $xpids
+done
 hog_stop
 gate b2_free
 wait $b2pid_dev $b2pid_auto
@@ -343,6 +358,13 @@ for s in $device auto; do
   [ -n "$a" ] && outcome_ok "$a, " && ! echo "$a" | grep -q 53200 && grep -q "^active=$device" "$f" && grep -q '^devmem=0' "$f"
   check $? "B2 memory back, device = $s: the same session creates its context and runs on device $device ($a)" "$(grep -E '^active|ERROR' "$f" | head -3)"
 done
+if [ "$nextra" -gt 0 ]; then
+  rx=$(cat "$cl"/b2x.*.out 2>/dev/null | sed -n 's/^full=//p')
+  nx=$(echo "$rx" | grep -oE '[a-z_]+:[A-Z0-9a-z]+ ' | wc -l)
+  [ "$nx" = $(( nextra / 2 * 2 * 3 )) ] && outcome_ok "$(echo "$rx" | sed 's/$/, /' | tr '\n' ' ')" &&
+    [ "$(cat "$cl"/b2x.*.out | grep -c '^devmem=0$')" = $(( nextra / 2 * 2 )) ]
+  check $? "B2 device full, $((nextra / 2 * 2)) more new sessions (device $device and auto, two at a time): every query native's rows or a clean 53200, nothing held ($(echo "$rx" | grep -oE ':[A-Z0-9a-z]+ ' | sort | uniq -c | awk '{ printf "%s%s x %s", (NR > 1 ? ", " : ""), $1, substr($2, 2) }'))" "$(cat "$cl"/b2x.*.out | grep -vE '^(full|devmem)=' | sort | uniq -c | head -5)"
+fi
 ! crashed "$log"; check $? "B: no backend crashed"
 diag "B1/B2 ERRORs caught: $(q "SELECT string_agg(n || ' x ' || name || ' ' || state || ': ' || msg || coalesce(' (' || detail || ')', ''), '; ') FROM (SELECT count(*) AS n, name, state, msg, detail FROM ex_errors GROUP BY 2, 3, 4, 5) e")"
 q "TRUNCATE ex_errors" >/dev/null

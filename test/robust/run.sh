@@ -31,6 +31,11 @@
 #   --long      pgbench with 32 clients for 5 minutes (the issue's run)
 #               instead of 8 clients for 30 s
 #   --no-smith  skip the short sqlsmith run (test/robust/sqlsmith.sh 60)
+#   --only SECTIONS
+#               run only these of the sections (a comma-separated list of
+#               interrupts, kill, inject, many, pgbench, lifecycle); the
+#               setup and the whole-server checks at the end always run.
+#               E.g. --long --no-smith --only pgbench: the issue's pgbench alone
 #
 # Run time on a 2-core machine with the CPU twin: about 3-4 minutes.
 set -u
@@ -38,11 +43,19 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 cd "$GPUHASH_ROOT"
 
-long=0 smith=1
-for a in "$@"; do
-  case $a in --long) long=1 ;; --no-smith) smith=0 ;;
-    *) echo "usage: $0 [--long] [--no-smith]" >&2; exit 2 ;; esac
+long=0 smith=1 only=""
+usage() { echo "usage: $0 [--long] [--no-smith] [--only interrupts,kill,inject,many,pgbench,lifecycle]" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case $1 in --long) long=1 ;; --no-smith) smith=0 ;;
+    --only) [ $# -ge 2 ] || usage; only=",$2,"; shift ;;
+    *) usage ;; esac
+  shift
 done
+for w in ${only//,/ }; do
+  case $w in interrupts|kill|inject|many|pgbench|lifecycle) ;; *) usage ;; esac
+done
+# want SECTION: the section is to run
+want() { [ -z "$only" ] || [[ $only == *",$1,"* ]]; }
 device=${GPUHASH_TEST_DEVICE:-cpu}
 case $device in cpu) expect_gpu=off ;; gpu) expect_gpu=on ;;
   *) echo "GPUHASH_TEST_DEVICE must be cpu or gpu" >&2; exit 2 ;; esac
@@ -66,6 +79,7 @@ cleanup() {
   [ -n "${bgpids:-}" ] && kill $bgpids 2>/dev/null
   gh_cluster_stop "$cl"
   cp "$cl/server.log" "$logdir/robust-server.log" 2>/dev/null
+  cp "$cl"/*.out "$logdir/" 2>/dev/null
   [ -n "${cl2:-}" ] && { gh_cluster_stop "$cl2"; cp "$cl2/server.log" "$logdir/nopreload-server.log" 2>/dev/null; rm -rf "$cl2"; }
   rm -rf "$cl"
 }
@@ -159,6 +173,7 @@ server_intact() {
 # ---------------------------------------------------------------------------
 # 1. cancel and timeout during the build and the probe
 # ---------------------------------------------------------------------------
+if want interrupts; then
 # the build: inner side big (3M rows, an md5 key computed in the build
 # loop), outer tiny: nearly all of the time is the build; the probe: inner
 # 400k rows, outer 400k rows x 160 matches each through a join filter:
@@ -287,10 +302,12 @@ check $? "statement_timeout during gpuhash_device_selftest(1 GiB): each of 3 sto
 d=$(sed -n 's/^after=//p' "$out"); fr=$(sed -n 's/^free=//p' "$out")
 [ -n "$d" ] && [ "$d" -le $MEM_TOL ] && [ -n "$fr" ] && free_ok "${fr% *}" "${fr#* }" && grep -q '^again=t' "$out" && server_intact
 check $? "gpuhash_device_selftest timeouts: nothing lost (memory contexts +${d:-?} bytes, device free MiB before/after: ${fr:-?}, the session's next selftest passes)"
+fi  # interrupts
 
 # ---------------------------------------------------------------------------
 # 2. pg_terminate_backend and kill -9 of a backend in a join
 # ---------------------------------------------------------------------------
+if want kill; then
 # other session: 40 checked joins, one after another, across the kill
 other_session() {
   local out=$1
@@ -365,6 +382,7 @@ if [ -n "$vpid" ]; then
 else
   nok "kill -9: the victim query never started"
 fi
+fi  # kill
 server_intact() {
   [ "$(q "SELECT pg_postmaster_start_time()")" = "$start_time" ] &&
     ! tail -n +"$((crashlines + 1))" "$log" | grep -qE 'terminated by signal|reinitializing|PANIC|TRAP:'
@@ -375,6 +393,7 @@ server_intact() {
 # 3. injected allocation failure at each allocation site in turn;
 #    savepoints; an ERROR inside the join's equality function
 # ---------------------------------------------------------------------------
+if want inject; then
 out=$(tmpf inject.out)
 P -At >"$out" 2>&1 <<'SQL'
 SET gpuhash.force_join = on;
@@ -524,10 +543,12 @@ check $? "raising equality function: GpuHashJoin raises the function's own ERROR
 d=$(sed -n 's/^after=//p' "$out")
 [ "$(sed -n 's/^without13=//p' "$out")" = same ] && [ -n "$d" ] && [ "$d" -le $MEM_TOL ] && [ "$(sed -n 's/^devmem=//p' "$out")" = 0 ] && [ "$(sed -n 's/^check=//p' "$out" | tail -1)" = same ] && server_intact
 check $? "raising equality function: nothing lost (rows without 13 equal native's, memory contexts +${d:-?} bytes, device memory 0)"
+fi  # inject
 
 # ---------------------------------------------------------------------------
 # 4. 10,000 joins in one session: memory flat
 # ---------------------------------------------------------------------------
+if want many; then
 jq=("SELECT count(*), sum(b.id) FROM sa a JOIN sb b ON a.k = b.k"
     "SELECT count(*), sum(coalesce(b.id, 0)) FROM sa a LEFT JOIN sb b ON a.k = b.k"
     "SELECT count(*), sum(coalesce(a.id, 0) + coalesce(b.id, 0)) FROM sa a FULL JOIN sb b ON a.k = b.k"
@@ -559,11 +580,13 @@ check $? "10,000 GpuHashJoins (inner, left, full, semi, anti) in one session, ea
 m1=$(sed -n 's/^mem1=//p' "$out"); m2=$(sed -n 's/^mem2=//p' "$out")
 [ -n "$m1" ] && [ -n "$m2" ] && [ $((m2 - m1)) -le $FLAT_TOL ] && [ "$(sed -n 's/^dev1=//p' "$out")" = 0 ] && [ "$(sed -n 's/^dev2=//p' "$out")" = 0 ] && server_intact
 check $? "10,000 joins: memory contexts flat between join 1,000 and 10,000 ($m1 -> $m2 bytes), device memory 0 at both"
+fi  # many
 
 # ---------------------------------------------------------------------------
 # 5. concurrency: pgbench, GpuHashJoins and gpuhash_aggregate, every result
 #    checked against the native value computed beforehand
 # ---------------------------------------------------------------------------
+if want pgbench; then
 if command -v pgbench >/dev/null 2>&1; then
   if [ $long = 1 ]; then clients=32 secs=300; else clients=8 secs=${GPUHASH_PGBENCH_SECS:-30}; fi
   J1="SELECT count(*) FROM ma a JOIN mb b ON a.k = b.k WHERE a.id % 97 = :r"
@@ -588,14 +611,20 @@ EOF
   [ "$(q "SELECT rb_gpu_joins('$(echo "$J1" | sed 's/:r/1/')') + rb_gpu_joins('$(echo "$J2" | sed 's/:r/1/')')")" -ge 2 ] 2>/dev/null
   check $? "pgbench: the benchmark's joins are GpuHashJoins"
   out=$(tmpf pgbench.out)
+  prelines=$(wc -l <"$log")
   gh_as_pg pgbench -n -c $clients -j 2 -T $secs -f "$bf" robust >"$out" 2>&1; rc=$?
   cp "$out" "$logdir/pgbench.out"
   tx=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out")
   failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$out")
   aborted=$(grep -c 'client [0-9]* aborted' "$out")
-  diag "pgbench: $clients clients, $secs s: ${tx:-0} transactions ($(( ${tx:-0} * 3 )) checked queries), ${failed:-0} failed, $aborted clients aborted, exit $rc"
+  # every ERROR of the run, as the server logged it; context creation failures among them
+  tail -n +"$((prelines + 1))" "$log" >"$logdir/pgbench-server.log"
+  nerr=$(grep -cE '\] [0-9A-Z]{5} (ERROR|FATAL|PANIC):' "$logdir/pgbench-server.log")
+  nctx=$(grep -cE '\] [0-9A-Z]{5} (ERROR|FATAL):.*CUDA context' "$logdir/pgbench-server.log")
+  diag "pgbench: $clients clients, $secs s: ${tx:-0} transactions ($(( ${tx:-0} * 3 )) checked queries: $(( ${tx:-0} * 2 )) GpuHashJoins, ${tx:-0} gpuhash_aggregate), ${failed:-0} failed, $aborted clients aborted, exit $rc; server log: $nerr ERROR/FATAL/PANIC lines, $nctx context-creation failures"
   [ $rc = 0 ] && [ "${tx:-0}" -gt 0 ] && [ "$aborted" = 0 ] && [ "${failed:-0}" = 0 ]
   check $? "pgbench: $clients clients for $secs s of GpuHashJoins and gpuhash_aggregate: ${tx:-0} transactions, every result correct, no client aborted" "$(grep -E 'ERROR|aborted|FATAL' "$out" | head -5)"
+  [ "$nerr" = 0 ]; check $? "pgbench: no ERROR in the server log during the run ($nerr; context-creation failures: $nctx)" "$(grep -E '\] [0-9A-Z]{5} (ERROR|FATAL|PANIC):' "$logdir/pgbench-server.log" | head -5)"
   server_intact && ! grep -qE 'FATAL|could not create' <(tail -n +"$((crashlines + 1))" "$log" | grep -v 'terminating connection due to administrator command')
   check $? "pgbench: no backend crashed or died with FATAL, the server did not restart"
   [ "$(q "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")" = 0 ]
@@ -603,10 +632,12 @@ EOF
 else
   ok "pgbench # SKIP pgbench not installed"
 fi
+fi  # pgbench
 
 # ---------------------------------------------------------------------------
 # 6. extension lifecycle: DROP, re-CREATE, use without preload
 # ---------------------------------------------------------------------------
+if want lifecycle; then
 out=$(tmpf lifecycle.out)
 gh_as_pg createdb life
 gh_as_pg psql -X -At -d life >"$out" 2>&1 <<'SQL'
@@ -685,6 +716,7 @@ else
   nok "lifecycle without preload: could not start the second cluster"
 fi
 export PGHOST=${saved[0]} PGPORT=${saved[1]}
+fi  # lifecycle
 
 # ---------------------------------------------------------------------------
 # 7. the server as a whole
