@@ -107,8 +107,11 @@ __global__ void table_init_kernel(TableView t, uint64_t capacity)
          s += (uint64_t)gridDim.x * blockDim.x)
         t.keys[s] = GH_AGG_EMPTY;
     if (blockIdx.x == 0 && threadIdx.x == 0) {
+        /* every field: the host copies the whole struct back (the CPU twin memsets it) */
         t.ctrl->ngroups = 0;
+        t.ctrl->prev = 0;
         t.ctrl->full = 0;
+        t.ctrl->nbad = 0;
     }
 }
 

@@ -395,6 +395,7 @@ __global__ void __launch_bounds__(kBlock) k_init(ulonglong2 *slots, uint64_t nsl
         ctrl->out_cursor = 0;
         ctrl->distinct = 0;
         ctrl->full = 0;
+        ctrl->pad = 0; /* read_ctrl copies all 32 bytes (as the CPU twin's memset) */
     }
 }
 

@@ -103,7 +103,7 @@ for tool in $tools; do
   if [ "$tool" = none ]; then
     [ "$act" = "$device" ]; check $? "$label: the single-user backend ran its GPU operators on device $device (${act:-no answer})" "$(tail -5 "$err")"
   else
-    [ "$act" = gpu ] && [ "${maps:-0}" -gt 0 ] && grep -q 'ERROR SUMMARY' "$cl/cs-$name.log" 2>/dev/null
+    [ "$act" = gpu ] && [ "${maps:-0}" -gt 0 ] && grep -qE '(ERROR|RACECHECK) SUMMARY' "$cl/cs-$name.log" 2>/dev/null
     check $? "$label: the backend ran on the GPU under compute-sanitizer (device ${act:-?}, $maps sanitizer mappings in its /proc/self/maps, a summary in the sanitizer's log)" "$(tail -5 "$err"; head -5 "$cl/cs-$name.log" 2>/dev/null)"
   fi
   diag "$label: devices=$(val devices "$out"); selftest=$(val selftest "$out"); explain: $(val explain "$out")"
