@@ -42,9 +42,10 @@
  * what no longer fits moves to the side state.
  *
  * At the end (gh_agg_run_finish) the accumulators come back to the host and
- * every group becomes one result row, built with PostgreSQL's own numeric
- * functions (int64_to_numeric, numeric_in, numeric_div, numeric_add) so that
- * values and display scales are what the native aggregates return.
+ * every group becomes one result row.  NUMERIC results are written directly
+ * (aggregate_numeric.c), byte for byte what PostgreSQL's numeric functions
+ * return; numeric_div and numeric_add remain for the values that do not fit
+ * that path and for the host-side state.
  *
  * Memory: device buffers and accumulators through the device layer (freed by
  * the resource owner on ERROR); keys and representatives in memory contexts
@@ -218,16 +219,11 @@ static Datum num_make(int128 v, int scale, int dscale);
 static Datum num_from_int128(int128 v);
 static void report(gh_status st, const gh_error *err, const char *action);
 
-/* Powers of ten up to 10^38, the largest below 2^127. */
-static int128
+/* pow10_128: 10^k, 0 <= k <= 38 (10^38 is the largest below 2^127). */
+static inline int128
 pow10_128(int k)
 {
-	int128		r = 1;
-
-	Assert(k >= 0 && k <= 38);
-	while (k-- > 0)
-		r *= 10;
-	return r;
+	return (int128) gh_pow10_u128(k);
 }
 
 static void
@@ -1515,42 +1511,15 @@ num_decode(Datum d, int64 *m, int *dscale)
 static Datum
 num_make(int128 v, int scale, int dscale)
 {
-	char		digits[64];
-	char		buf[80];
-	int			nd = 0;
-	int			pos = 0;
-	bool		neg = v < 0;
-	uint128		u;
-
 	if (scale > dscale)
 		v /= pow10_128(scale - dscale);
-	u = neg ? (uint128) (-(v + 1)) + 1 : (uint128) v;
-	do
-	{
-		digits[nd++] = (char) ('0' + (int) (u % 10));
-		u /= 10;
-	} while (u != 0);
-	while (nd <= dscale)
-		digits[nd++] = '0';
-	if (neg)
-		buf[pos++] = '-';
-	for (int i = nd - 1; i >= 0; i--)
-	{
-		buf[pos++] = digits[i];
-		if (i == dscale && dscale > 0)
-			buf[pos++] = '.';
-	}
-	buf[pos] = '\0';
-	return DirectFunctionCall3(numeric_in, CStringGetDatum(buf),
-							   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+	return gh_num_make(v, dscale);
 }
 
 static Datum
 num_from_int128(int128 v)
 {
-	if (v >= PG_INT64_MIN && v <= PG_INT64_MAX)
-		return NumericGetDatum(int64_to_numeric((int64) v));
-	return num_make(v, 0, 0);
+	return gh_num_make(v, 0);
 }
 
 /* ---- the result ---------------------------------------------------------- */
@@ -1748,9 +1717,15 @@ call_value(GhAggRun *run, GhGroupSet *s, int64 g, GhAggCall *call, bool *isnull)
 						return Int64GetDatum((int64) v);
 					}
 				case GHAF_AVG:
-					return DirectFunctionCall2(numeric_div,
-											   num_from_int128(int_sum(s, g, c)),
-											   NumericGetDatum(int64_to_numeric((int64) nn)));
+					{
+						int128		v = int_sum(s, g, c);
+						Datum		d = gh_num_avg(v, 0, (int64) nn);
+
+						if (d != (Datum) 0)
+							return d;
+						return DirectFunctionCall2(numeric_div, num_from_int128(v),
+												   NumericGetDatum(int64_to_numeric((int64) nn)));
+					}
 				case GHAF_MIN:
 				case GHAF_MAX:
 					{
@@ -1815,6 +1790,16 @@ call_value(GhAggRun *run, GhGroupSet *s, int64 g, GhAggCall *call, bool *isnull)
 				return run->num_ninf;
 			if (call->func == GHAF_SUM)
 				return numeric_total(run, s, g, c, e);
+			if (e == NULL)
+			{
+				/* every value on the device: nn > 0 of them */
+				int			ds = (int) ACC(uint32, s, s->hl.aux_off[c])[g];
+				int128		v = int_sum(s, g, c) / pow10_128(run->scale[c] - ds);
+				Datum		d = gh_num_avg(v, ds, (int64) nn);
+
+				if (d != (Datum) 0)
+					return d;
+			}
 			return DirectFunctionCall2(numeric_div, numeric_total(run, s, g, c, e),
 									   NumericGetDatum(int64_to_numeric((int64) (nn + (e ? e->count : 0)))));
 		case GHV_OTHER:
@@ -1857,9 +1842,12 @@ emit_set(GhAggRun *run, GhGroupSet *s, Tuplestorestate *store, TupleDesc desc,
 		}
 		MemoryContextSwitchTo(old);
 		tuplestore_putvalues(store, desc, values, nulls);
-		MemoryContextReset(rowcxt);
-		if ((i & 1023) == 0)
+		/* a row's values are a few dozen bytes: free them 1024 rows at a time */
+		if ((i & 1023) == 1023)
+		{
+			MemoryContextReset(rowcxt);
 			CHECK_FOR_INTERRUPTS();
+		}
 	}
 }
 

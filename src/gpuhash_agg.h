@@ -2,7 +2,8 @@
  * gpuhash_agg.h
  *	  Declarations shared by the parts of gpuhash_aggregate(): the query
  *	  checks and the driver (aggregate.c) and the group sets that aggregate
- *	  the input rows on the device (aggregate_groups.c).
+ *	  the input rows on the device (aggregate_groups.c), with their NUMERIC
+ *	  results (aggregate_numeric.c).
  *-------------------------------------------------------------------------
  */
 #ifndef GPUHASH_AGG_SRC_H
@@ -181,6 +182,11 @@ extern void gh_agg_run_finish(GhAggRun *run, Tuplestorestate *store,
 extern void gh_agg_run_end(GhAggRun *run);
 extern void gh_agg_run_note_input(GhAggRun *run, int workers_planned,
 								  int workers_launched, double ms_input);
+
+/* aggregate_numeric.c */
+extern uint128 gh_pow10_u128(int k);
+extern Datum gh_num_make(int128 v, int dscale);
+extern Datum gh_num_avg(int128 v, int dscale, int64 n);
 
 /* aggregate_pack.c */
 extern void gpuhash_init_aggregate(void);
