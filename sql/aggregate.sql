@@ -355,5 +355,113 @@ SELECT k, a8, an FROM gpuhash_aggregate('SELECT k, avg(i8), avg(n) FROM agg_num 
        AS t(k int, a8 numeric, an numeric)
  ORDER BY k;
 
+-- In FROM, a GpuHashAggregate scan returns the groups in place of the
+-- function's tuplestore; ROWS FROM ... WITH ORDINALITY (or a LATERAL
+-- argument) keeps the Function Scan.  Both give native's rows.
+EXPLAIN (COSTS OFF)
+SELECT * FROM gpuhash_aggregate('SELECT k13, count(*) FROM agg_v GROUP BY k13') AS t(k int, c bigint)
+ WHERE c > 1000;
+EXPLAIN (COSTS OFF)
+SELECT * FROM ROWS FROM (gpuhash_aggregate('SELECT k13, count(*) FROM agg_v GROUP BY k13') AS (k int, c bigint))
+       WITH ORDINALITY AS t(k, c, o);
+SELECT gpuhash_plan_survives_copy($$SELECT t, k FROM gpuhash_aggregate('SELECT k13, count(*) FROM agg_v GROUP BY k13') AS t(k int, c bigint) WHERE c > 1$$)
+       AS join_nodes;
+CREATE TEMP TABLE agg_paths_native AS
+SELECT k1000 AS k, count(*) AS c, sum(i8) AS s, avg(n) AS a FROM agg_v GROUP BY k1000;
+SELECT (SELECT count(*) FROM agg_paths_native) AS groups,
+       (SELECT count(*) FROM (SELECT * FROM agg_paths_native
+                              EXCEPT ALL SELECT * FROM gpuhash_aggregate('SELECT k1000, count(*), sum(i8), avg(n) FROM agg_v GROUP BY k1000')
+                                                       AS t(k int, c bigint, s numeric, a numeric)) x) AS scan_missing,
+       (SELECT count(*) FROM (SELECT k, c, s, a
+                                FROM ROWS FROM (gpuhash_aggregate('SELECT k1000, count(*), sum(i8), avg(n) FROM agg_v GROUP BY k1000')
+                                                AS (k int, c bigint, s numeric, a numeric)) WITH ORDINALITY AS t(k, c, s, a, o)
+                              EXCEPT ALL SELECT * FROM agg_paths_native) x) AS function_extra,
+       (SELECT count(*) FROM gpuhash_aggregate('SELECT k1000, count(*), sum(i8), avg(n) FROM agg_v GROUP BY k1000')
+                                                       AS t(k int, c bigint, s numeric, a numeric)) AS scan_rows,
+       (SELECT count(*) FROM ROWS FROM (gpuhash_aggregate('SELECT k1000, count(*), sum(i8), avg(n) FROM agg_v GROUP BY k1000')
+                                        AS (k int, c bigint, s numeric, a numeric)) WITH ORDINALITY AS t(k, c, s, a, o)) AS function_rows;
+-- a filter on the scan, and the whole row
+SELECT count(*) AS rows, count(*) FILTER (WHERE t::text = n::text) AS same_text
+  FROM gpuhash_aggregate('SELECT k1000, count(*), sum(i8), avg(n) FROM agg_v GROUP BY k1000')
+       AS t(k int, c bigint, s numeric, a numeric)
+  JOIN agg_paths_native n ON n.k = t.k
+ WHERE t.a > 0;
+SELECT count(*) AS native_rows FROM agg_paths_native WHERE a > 0;
+-- rescans: the inner side of a nested loop starts its rows again; an
+-- argument that changes with the outer row runs the aggregation again
+SET gpuhash.enabled = off;
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_material = off;
+EXPLAIN (COSTS OFF)
+SELECT s.g, t.c FROM generate_series(1, 3) s(g)
+  JOIN gpuhash_aggregate('SELECT k13, count(*) FROM agg_v GROUP BY k13') AS t(k int, c bigint) ON t.k = s.g;
+SELECT s.g, t.c, t.c = (SELECT count(*) FROM agg_v WHERE k13 = s.g) AS native
+  FROM generate_series(1, 3) s(g)
+  JOIN gpuhash_aggregate('SELECT k13, count(*) FROM agg_v GROUP BY k13') AS t(k int, c bigint) ON t.k = s.g
+ ORDER BY s.g;
+RESET gpuhash.enabled;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_material;
+SELECT s.g,
+       (SELECT sum(c) FROM gpuhash_aggregate('SELECT k13, count(*) FROM agg_v WHERE id % ' || s.g || ' = 0 GROUP BY k13')
+                           AS t(k int, c bigint)) AS rows_counted,
+       (SELECT count(*) FROM agg_v WHERE id % s.g = 0) AS native
+  FROM generate_series(2, 4) s(g)
+ ORDER BY s.g;
+-- a LIMIT: the rest of the rows are never made
+SELECT count(*) AS limited FROM (SELECT * FROM gpuhash_aggregate('SELECT k1000, count(*), avg(n) FROM agg_v GROUP BY k1000')
+                                                AS t(k int, c bigint, a numeric) LIMIT 5) x;
+SELECT gpuhash_device_memory() AS held_after_limit;
+-- a NULL argument returns no rows (the function is strict); a parameter
+PREPARE agg_param(text) AS SELECT count(*), sum(c) FROM gpuhash_aggregate($1) AS t(k int, c bigint);
+EXECUTE agg_param('SELECT k13, count(*) FROM agg_v GROUP BY k13');
+EXECUTE agg_param(NULL);
+DEALLOCATE agg_param;
+-- a scrollable cursor: a Material node on top goes backwards
+CREATE FUNCTION agg_cursor_walk(OUT forward text, OUT backward text) LANGUAGE plpgsql AS $f$
+DECLARE
+  cur refcursor;
+  r record;
+  n int := 0;
+  s bigint := 0;
+BEGIN
+  OPEN cur SCROLL FOR
+    SELECT * FROM gpuhash_aggregate('SELECT k13, count(*) FROM agg_v GROUP BY k13') AS t(k int, c bigint);
+  LOOP
+    FETCH NEXT FROM cur INTO r;
+    EXIT WHEN NOT FOUND;
+    n := n + 1; s := s + r.k * 100000 + r.c;
+  END LOOP;
+  forward := n || ' rows, ' || s;
+  n := 0; s := 0;
+  LOOP
+    FETCH PRIOR FROM cur INTO r;
+    EXIT WHEN NOT FOUND;
+    n := n + 1; s := s + r.k * 100000 + r.c;
+  END LOOP;
+  backward := n || ' rows, ' || s;
+  CLOSE cur;
+END
+$f$;
+SELECT *, (SELECT count(*) || ' rows, ' || sum(k * 100000 + c)
+             FROM (SELECT k13 AS k, count(*) AS c FROM agg_v GROUP BY k13) x) AS native
+  FROM agg_cursor_walk();
+EXPLAIN (COSTS OFF)
+DECLARE agg_cur SCROLL CURSOR FOR
+  SELECT * FROM gpuhash_aggregate('SELECT k13, count(*) FROM agg_v GROUP BY k13') AS t(k int, c bigint);
+-- EXECUTE permission on the function is checked on either path
+CREATE ROLE regress_agg_noexec;
+GRANT SELECT ON agg_v TO regress_agg_noexec;
+REVOKE EXECUTE ON FUNCTION gpuhash_aggregate(text) FROM PUBLIC;
+SET ROLE regress_agg_noexec;
+SELECT * FROM gpuhash_aggregate('SELECT count(*) FROM agg_v') AS t(c bigint);
+SELECT * FROM ROWS FROM (gpuhash_aggregate('SELECT count(*) FROM agg_v') AS (c bigint)) WITH ORDINALITY AS t(c, o);
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION gpuhash_aggregate(text) TO PUBLIC;
+REVOKE SELECT ON agg_v FROM regress_agg_noexec;
+DROP ROLE regress_agg_noexec;
+
 -- nothing held on the device afterwards
 SELECT gpuhash_device_memory() AS held_after_aggregates;
