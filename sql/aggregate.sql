@@ -275,5 +275,193 @@ RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
 
+-- NUMERIC results are written directly, not by numeric_in or numeric_div:
+-- they must be PostgreSQL's own values, bytes included.  agg_num_check
+-- compares each NUMERIC by text (value and display scale), numeric_send
+-- (base-10000 digits, weight, sign, scale) and pg_column_size (header
+-- form), both results stored in tables first so that both are packed alike.
+CREATE FUNCTION agg_num_image(x numeric) RETURNS text LANGUAGE sql IMMUTABLE
+  AS $$SELECT coalesce(x::text || '/' || encode(numeric_send(x), 'hex') || '/' || pg_column_size(x), 'NULL')$$;
+CREATE FUNCTION agg_num_check(q text, coldef text,
+                              OUT groups bigint, OUT missing bigint, OUT extra bigint)
+LANGUAGE plpgsql AS $f$
+DECLARE
+  prev text := current_setting('gpuhash.enabled');
+  img_native text;
+  img_device text;
+BEGIN
+  PERFORM set_config('gpuhash.enabled', 'off', true);
+  EXECUTE format('CREATE TEMP TABLE agg_native AS SELECT * FROM (%s) AS agg_row', q);
+  PERFORM set_config('gpuhash.enabled', prev, true);
+  EXECUTE format('CREATE TEMP TABLE agg_device AS SELECT * FROM gpuhash_aggregate(%L) AS agg_row(%s)',
+                 q, coldef);
+  SELECT string_agg(CASE WHEN a.atttypid = 'numeric'::regtype THEN format('agg_num_image(%I)', a.attname)
+                         ELSE format('coalesce(%I::text, ''NULL'')', a.attname) END,
+                    ' || '' | '' || ' ORDER BY a.attnum)
+    INTO img_native FROM pg_attribute a WHERE a.attrelid = 'agg_native'::regclass AND a.attnum > 0;
+  SELECT string_agg(CASE WHEN a.atttypid = 'numeric'::regtype THEN format('agg_num_image(%I)', a.attname)
+                         ELSE format('coalesce(%I::text, ''NULL'')', a.attname) END,
+                    ' || '' | '' || ' ORDER BY a.attnum)
+    INTO img_device FROM pg_attribute a WHERE a.attrelid = 'agg_device'::regclass AND a.attnum > 0;
+  SELECT count(*) INTO groups FROM agg_native;
+  EXECUTE format('SELECT count(*) FROM (SELECT %s FROM agg_native EXCEPT ALL SELECT %s FROM agg_device) x',
+                 img_native, img_device) INTO missing;
+  EXECUTE format('SELECT count(*) FROM (SELECT %s FROM agg_device EXCEPT ALL SELECT %s FROM agg_native) x',
+                 img_device, img_native) INTO extra;
+  DROP TABLE agg_native;
+  DROP TABLE agg_device;
+END
+$f$;
+-- 60000 rows over 3001 groups of about 20 (hashes, so sums and counts have
+-- all manner of first digits), every integer type over its whole range,
+-- numerics of display scale 0 to 6; then groups made for the edges: a
+-- quotient exactly half way at result scale 0, positive and negative; sums
+-- whose first base-10000 digit equals the count's; a zero sum; counts
+-- around 10^4; scales that put the quotient beyond 38 digits (numeric_div
+-- computes those)
+CREATE TABLE agg_num AS
+SELECT abs(hashint4(g)) % 3001 AS k,
+       (hashint4(g + 1) % 32768)::int2 AS i2,
+       hashint4(g + 2) AS i4,
+       hashint8extended(g, 3) AS i8,
+       round(hashint4(g + 4)::numeric / 10::numeric ^ (g % 7), g % 7) AS n
+  FROM generate_series(1, 60000) g;
+INSERT INTO agg_num VALUES
+  (10000, 1, 1, 1000000000000000000, 0.5), (10000, 2, 2, 1000000000000000001, 0.5),
+  (10001, -1, -1, -1000000000000000000, -0.5), (10001, -2, -2, -1000000000000000001, -0.25),
+  (10002, 1, 1, 1, 3.0), (10002, 1, 1, 1, 0), (10002, 1, 1, 1, 0),
+  (10003, -1, -1, -1, -0.000001), (10003, 1, 1, 1, 0.000001),
+  (10004, 3, 3, 9223372036854775807, 0.000001), (10004, 3, 3, 9223372036854775807, 0.000001),
+  (10004, 3, 3, 9223372036854775807, 0.000001),
+  (10005, 0, 0, 0, 0.000000000000000000000001), (10005, 0, 0, 0, 0.000000000000000000000002),
+  (10005, 0, 0, 0, 0), (10005, 0, 0, 0, 0), (10005, 0, 0, 0, 0), (10005, 0, 0, 0, 0),
+  (10005, 0, 0, 0, 0),
+  (10006, 9999, 99999999, 999999999999999999, 99999999999.999999),
+  (10006, 9999, 99999999, 999999999999999999, 99999999999.999999),
+  (10006, 9999, 99999999, 999999999999999999, 99999999999.999998);
+INSERT INTO agg_num SELECT 10007 + g % 3, 1, 1, 1, 1 FROM generate_series(1, 29999) g;
+SELECT * FROM agg_num_check(
+  'SELECT k, count(*) AS c, avg(i2) AS a2, avg(i4) AS a4, avg(i8) AS a8, sum(i8) AS s8,
+          avg(n) AS an, sum(n) AS sn, min(n) AS mi, max(n) AS ma
+     FROM agg_num GROUP BY k',
+  'k int, c bigint, a2 numeric, a4 numeric, a8 numeric, s8 numeric, an numeric, sn numeric,
+   mi numeric, ma numeric');
+SELECT * FROM agg_num_check(
+  'SELECT avg(i2) AS a2, avg(i4) AS a4, avg(i8) AS a8, sum(i8) AS s8, avg(n) AS an, sum(n) AS sn,
+          min(n) AS mi, max(n) AS ma
+     FROM agg_num',
+  'a2 numeric, a4 numeric, a8 numeric, s8 numeric, an numeric, sn numeric, mi numeric, ma numeric');
+SELECT k, a8, an FROM gpuhash_aggregate('SELECT k, avg(i8), avg(n) FROM agg_num WHERE k IN (10000, 10001, 10005) GROUP BY k')
+       AS t(k int, a8 numeric, an numeric)
+ ORDER BY k;
+
+-- In FROM, a GpuHashAggregate scan returns the groups in place of the
+-- function's tuplestore; ROWS FROM ... WITH ORDINALITY (or a LATERAL
+-- argument) keeps the Function Scan.  Both give native's rows.
+EXPLAIN (COSTS OFF)
+SELECT * FROM gpuhash_aggregate('SELECT k13, count(*) FROM agg_v GROUP BY k13') AS t(k int, c bigint)
+ WHERE c > 1000;
+EXPLAIN (COSTS OFF)
+SELECT * FROM ROWS FROM (gpuhash_aggregate('SELECT k13, count(*) FROM agg_v GROUP BY k13') AS (k int, c bigint))
+       WITH ORDINALITY AS t(k, c, o);
+SELECT gpuhash_plan_survives_copy($$SELECT t, k FROM gpuhash_aggregate('SELECT k13, count(*) FROM agg_v GROUP BY k13') AS t(k int, c bigint) WHERE c > 1$$)
+       AS join_nodes;
+CREATE TEMP TABLE agg_paths_native AS
+SELECT k1000 AS k, count(*) AS c, sum(i8) AS s, avg(n) AS a FROM agg_v GROUP BY k1000;
+SELECT (SELECT count(*) FROM agg_paths_native) AS groups,
+       (SELECT count(*) FROM (SELECT * FROM agg_paths_native
+                              EXCEPT ALL SELECT * FROM gpuhash_aggregate('SELECT k1000, count(*), sum(i8), avg(n) FROM agg_v GROUP BY k1000')
+                                                       AS t(k int, c bigint, s numeric, a numeric)) x) AS scan_missing,
+       (SELECT count(*) FROM (SELECT k, c, s, a
+                                FROM ROWS FROM (gpuhash_aggregate('SELECT k1000, count(*), sum(i8), avg(n) FROM agg_v GROUP BY k1000')
+                                                AS (k int, c bigint, s numeric, a numeric)) WITH ORDINALITY AS t(k, c, s, a, o)
+                              EXCEPT ALL SELECT * FROM agg_paths_native) x) AS function_extra,
+       (SELECT count(*) FROM gpuhash_aggregate('SELECT k1000, count(*), sum(i8), avg(n) FROM agg_v GROUP BY k1000')
+                                                       AS t(k int, c bigint, s numeric, a numeric)) AS scan_rows,
+       (SELECT count(*) FROM ROWS FROM (gpuhash_aggregate('SELECT k1000, count(*), sum(i8), avg(n) FROM agg_v GROUP BY k1000')
+                                        AS (k int, c bigint, s numeric, a numeric)) WITH ORDINALITY AS t(k, c, s, a, o)) AS function_rows;
+-- a filter on the scan, and the whole row
+SELECT count(*) AS rows, count(*) FILTER (WHERE t::text = n::text) AS same_text
+  FROM gpuhash_aggregate('SELECT k1000, count(*), sum(i8), avg(n) FROM agg_v GROUP BY k1000')
+       AS t(k int, c bigint, s numeric, a numeric)
+  JOIN agg_paths_native n ON n.k = t.k
+ WHERE t.a > 0;
+SELECT count(*) AS native_rows FROM agg_paths_native WHERE a > 0;
+-- rescans: the inner side of a nested loop starts its rows again; an
+-- argument that changes with the outer row runs the aggregation again
+SET gpuhash.enabled = off;
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_material = off;
+EXPLAIN (COSTS OFF)
+SELECT s.g, t.c FROM generate_series(1, 3) s(g)
+  JOIN gpuhash_aggregate('SELECT k13, count(*) FROM agg_v GROUP BY k13') AS t(k int, c bigint) ON t.k = s.g;
+SELECT s.g, t.c, t.c = (SELECT count(*) FROM agg_v WHERE k13 = s.g) AS native
+  FROM generate_series(1, 3) s(g)
+  JOIN gpuhash_aggregate('SELECT k13, count(*) FROM agg_v GROUP BY k13') AS t(k int, c bigint) ON t.k = s.g
+ ORDER BY s.g;
+RESET gpuhash.enabled;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_material;
+SELECT s.g,
+       (SELECT sum(c) FROM gpuhash_aggregate('SELECT k13, count(*) FROM agg_v WHERE id % ' || s.g || ' = 0 GROUP BY k13')
+                           AS t(k int, c bigint)) AS rows_counted,
+       (SELECT count(*) FROM agg_v WHERE id % s.g = 0) AS native
+  FROM generate_series(2, 4) s(g)
+ ORDER BY s.g;
+-- a LIMIT: the rest of the rows are never made
+SELECT count(*) AS limited FROM (SELECT * FROM gpuhash_aggregate('SELECT k1000, count(*), avg(n) FROM agg_v GROUP BY k1000')
+                                                AS t(k int, c bigint, a numeric) LIMIT 5) x;
+SELECT gpuhash_device_memory() AS held_after_limit;
+-- a NULL argument returns no rows (the function is strict); a parameter
+PREPARE agg_param(text) AS SELECT count(*), sum(c) FROM gpuhash_aggregate($1) AS t(k int, c bigint);
+EXECUTE agg_param('SELECT k13, count(*) FROM agg_v GROUP BY k13');
+EXECUTE agg_param(NULL);
+DEALLOCATE agg_param;
+-- a scrollable cursor: a Material node on top goes backwards
+CREATE FUNCTION agg_cursor_walk(OUT forward text, OUT backward text) LANGUAGE plpgsql AS $f$
+DECLARE
+  cur refcursor;
+  r record;
+  n int := 0;
+  s bigint := 0;
+BEGIN
+  OPEN cur SCROLL FOR
+    SELECT * FROM gpuhash_aggregate('SELECT k13, count(*) FROM agg_v GROUP BY k13') AS t(k int, c bigint);
+  LOOP
+    FETCH NEXT FROM cur INTO r;
+    EXIT WHEN NOT FOUND;
+    n := n + 1; s := s + r.k * 100000 + r.c;
+  END LOOP;
+  forward := n || ' rows, ' || s;
+  n := 0; s := 0;
+  LOOP
+    FETCH PRIOR FROM cur INTO r;
+    EXIT WHEN NOT FOUND;
+    n := n + 1; s := s + r.k * 100000 + r.c;
+  END LOOP;
+  backward := n || ' rows, ' || s;
+  CLOSE cur;
+END
+$f$;
+SELECT *, (SELECT count(*) || ' rows, ' || sum(k * 100000 + c)
+             FROM (SELECT k13 AS k, count(*) AS c FROM agg_v GROUP BY k13) x) AS native
+  FROM agg_cursor_walk();
+EXPLAIN (COSTS OFF)
+DECLARE agg_cur SCROLL CURSOR FOR
+  SELECT * FROM gpuhash_aggregate('SELECT k13, count(*) FROM agg_v GROUP BY k13') AS t(k int, c bigint);
+-- EXECUTE permission on the function is checked on either path
+CREATE ROLE regress_agg_noexec;
+GRANT SELECT ON agg_v TO regress_agg_noexec;
+REVOKE EXECUTE ON FUNCTION gpuhash_aggregate(text) FROM PUBLIC;
+SET ROLE regress_agg_noexec;
+SELECT * FROM gpuhash_aggregate('SELECT count(*) FROM agg_v') AS t(c bigint);
+SELECT * FROM ROWS FROM (gpuhash_aggregate('SELECT count(*) FROM agg_v') AS (c bigint)) WITH ORDINALITY AS t(c, o);
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION gpuhash_aggregate(text) TO PUBLIC;
+REVOKE SELECT ON agg_v FROM regress_agg_noexec;
+DROP ROLE regress_agg_noexec;
+
 -- nothing held on the device afterwards
 SELECT gpuhash_device_memory() AS held_after_aggregates;

@@ -21,7 +21,9 @@
  *	  run it with the executor under transaction_read_only = on, with the
  *	  caller's privileges and snapshot.  A DestReceiver hands every row to
  *	  the group sets of aggregate_groups.c, which hash, group and aggregate
- *	  on the device and put the result rows into the tuplestore.
+ *	  on the device.  The result rows go into the function's tuplestore, or,
+ *	  when the GpuHashAggregate scan stands in for the function
+ *	  (aggregate_scan.c), straight to the plan node above it.
  *
  * When the plan is parallel and the keys suit the device, the workers pack
  * rows into device-ready packets (aggregate_pack.c) and only packets reach
@@ -152,28 +154,40 @@ static void run_input(GhAggPlan *plan, GhAggRun *run);
 
 /*
  * gpuhash_aggregate runs the GROUP BY query in its argument with grouping
- * and aggregation on the device and returns PostgreSQL's groups.
+ * and aggregation on the device and returns PostgreSQL's groups.  In a plain
+ * FROM clause the GpuHashAggregate scan (aggregate_scan.c) takes its place
+ * and returns the same rows without this tuplestore.
  */
 Datum
 gpuhash_aggregate(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char	   *sql = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	GhAggPlan  *plan;
 	GhAggRun   *run;
-	GhTarget	target;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-
-	plan = plan_aggregation(analyze(sql), sql);
-	check_coldef(plan, rsinfo->setDesc);
-
-	target = gpuhash_exec_target();
-	run = gh_agg_run_begin(plan, target);
-	run_input(plan, run);
+	run = gh_agg_start(sql, rsinfo->setDesc);
 	gh_agg_run_finish(run, rsinfo->setResult, rsinfo->setDesc);
 	gh_agg_run_end(run);
 	return (Datum) 0;
+}
+
+/*
+ * gh_agg_start checks and plans the query sql, checks the column definition
+ * list (expected) against its result, and runs its input through a new
+ * run, which it returns for gh_agg_run_complete.
+ */
+GhAggRun *
+gh_agg_start(const char *sql, TupleDesc expected)
+{
+	GhAggPlan  *plan;
+	GhAggRun   *run;
+
+	plan = plan_aggregation(analyze(sql), sql);
+	check_coldef(plan, expected);
+	run = gh_agg_run_begin(plan, gpuhash_exec_target());
+	run_input(plan, run);
+	return run;
 }
 
 /*

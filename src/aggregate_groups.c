@@ -42,9 +42,10 @@
  * what no longer fits moves to the side state.
  *
  * At the end (gh_agg_run_finish) the accumulators come back to the host and
- * every group becomes one result row, built with PostgreSQL's own numeric
- * functions (int64_to_numeric, numeric_in, numeric_div, numeric_add) so that
- * values and display scales are what the native aggregates return.
+ * every group becomes one result row.  NUMERIC results are written directly
+ * (aggregate_numeric.c), byte for byte what PostgreSQL's numeric functions
+ * return; numeric_div and numeric_add remain for the values that do not fit
+ * that path and for the host-side state.
  *
  * Memory: device buffers and accumulators through the device layer (freed by
  * the resource owner on ERROR); keys and representatives in memory contexts
@@ -196,7 +197,17 @@ struct GhAggRun
 	double		ms_flush;
 	double		ms_device;
 	double		ms_verify;
-	double		ms_finish;
+	double		ms_fetch;		/* accumulators to the host */
+	double		ms_finish;		/* ms_fetch and the result rows */
+
+	/* the result rows: a cursor over the main set, the fallback set, then
+	 * (no GROUP BY, no group) the one row of an empty input */
+	MemoryContext row_cxt;
+	int			out_set;		/* 0 main, 1 fallback, 2 the empty row, 3 done */
+	uint64		out_next;		/* next group of that set */
+	uint64		out_rows;		/* rows made since the cursor started */
+	instr_time	t_rows;			/* when the first row was asked for */
+	bool		reported;
 };
 
 static void flush(GhAggRun *run);
@@ -218,16 +229,11 @@ static Datum num_make(int128 v, int scale, int dscale);
 static Datum num_from_int128(int128 v);
 static void report(gh_status st, const gh_error *err, const char *action);
 
-/* Powers of ten up to 10^38, the largest below 2^127. */
-static int128
+/* pow10_128: 10^k, 0 <= k <= 38 (10^38 is the largest below 2^127). */
+static inline int128
 pow10_128(int k)
 {
-	int128		r = 1;
-
-	Assert(k >= 0 && k <= 38);
-	while (k-- > 0)
-		r *= 10;
-	return r;
+	return (int128) gh_pow10_u128(k);
 }
 
 static void
@@ -1515,42 +1521,15 @@ num_decode(Datum d, int64 *m, int *dscale)
 static Datum
 num_make(int128 v, int scale, int dscale)
 {
-	char		digits[64];
-	char		buf[80];
-	int			nd = 0;
-	int			pos = 0;
-	bool		neg = v < 0;
-	uint128		u;
-
 	if (scale > dscale)
 		v /= pow10_128(scale - dscale);
-	u = neg ? (uint128) (-(v + 1)) + 1 : (uint128) v;
-	do
-	{
-		digits[nd++] = (char) ('0' + (int) (u % 10));
-		u /= 10;
-	} while (u != 0);
-	while (nd <= dscale)
-		digits[nd++] = '0';
-	if (neg)
-		buf[pos++] = '-';
-	for (int i = nd - 1; i >= 0; i--)
-	{
-		buf[pos++] = digits[i];
-		if (i == dscale && dscale > 0)
-			buf[pos++] = '.';
-	}
-	buf[pos] = '\0';
-	return DirectFunctionCall3(numeric_in, CStringGetDatum(buf),
-							   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+	return gh_num_make(v, dscale);
 }
 
 static Datum
 num_from_int128(int128 v)
 {
-	if (v >= PG_INT64_MIN && v <= PG_INT64_MAX)
-		return NumericGetDatum(int64_to_numeric((int64) v));
-	return num_make(v, 0, 0);
+	return gh_num_make(v, 0);
 }
 
 /* ---- the result ---------------------------------------------------------- */
@@ -1748,9 +1727,15 @@ call_value(GhAggRun *run, GhGroupSet *s, int64 g, GhAggCall *call, bool *isnull)
 						return Int64GetDatum((int64) v);
 					}
 				case GHAF_AVG:
-					return DirectFunctionCall2(numeric_div,
-											   num_from_int128(int_sum(s, g, c)),
-											   NumericGetDatum(int64_to_numeric((int64) nn)));
+					{
+						int128		v = int_sum(s, g, c);
+						Datum		d = gh_num_avg(v, 0, (int64) nn);
+
+						if (d != (Datum) 0)
+							return d;
+						return DirectFunctionCall2(numeric_div, num_from_int128(v),
+												   NumericGetDatum(int64_to_numeric((int64) nn)));
+					}
 				case GHAF_MIN:
 				case GHAF_MAX:
 					{
@@ -1815,6 +1800,16 @@ call_value(GhAggRun *run, GhGroupSet *s, int64 g, GhAggCall *call, bool *isnull)
 				return run->num_ninf;
 			if (call->func == GHAF_SUM)
 				return numeric_total(run, s, g, c, e);
+			if (e == NULL)
+			{
+				/* every value on the device: nn > 0 of them */
+				int			ds = (int) ACC(uint32, s, s->hl.aux_off[c])[g];
+				int128		v = int_sum(s, g, c) / pow10_128(run->scale[c] - ds);
+				Datum		d = gh_num_avg(v, ds, (int64) nn);
+
+				if (d != (Datum) 0)
+					return d;
+			}
 			return DirectFunctionCall2(numeric_div, numeric_total(run, s, g, c, e),
 									   NumericGetDatum(int64_to_numeric((int64) (nn + (e ? e->count : 0)))));
 		case GHV_OTHER:
@@ -1824,72 +1819,171 @@ call_value(GhAggRun *run, GhGroupSet *s, int64 g, GhAggCall *call, bool *isnull)
 	return (Datum) 0;
 }
 
-/* emit_set puts one result row per group of s into store. */
+/*
+ * build_row makes the result row of group g of set s (g < 0: the one group
+ * of an aggregation without GROUP BY over no rows) in values and nulls.
+ */
 static void
-emit_set(GhAggRun *run, GhGroupSet *s, Tuplestorestate *store, TupleDesc desc,
-		 MemoryContext rowcxt, Datum *values, bool *nulls, bool empty_row)
+build_row(GhAggRun *run, GhGroupSet *s, int64 g, Datum *values, bool *nulls)
 {
 	GhAggPlan  *plan = run->plan;
-	int64		ng = empty_row ? 1 : (int64) s->ngroups;
 
-	for (int64 i = 0; i < ng; i++)
+	for (int o = 0; o < plan->nout; o++)
 	{
-		int64		g = empty_row ? -1 : i;
-		MemoryContext old = MemoryContextSwitchTo(rowcxt);
+		GhAggOut   *out = &plan->out[o];
 
-		for (int o = 0; o < plan->nout; o++)
+		if (out->is_key && s->hl.nkeys > 0)
 		{
-			GhAggOut   *out = &plan->out[o];
-
-			if (out->is_key && s->hl.nkeys > 0)
-			{
-				/* a key the device grouped and kept */
-				nulls[o] = (ACC(uint8, s, s->hl.knull_off)[g] >> out->index) & 1;
-				values[o] = (Datum) ACC(uint64, s, s->hl.key_off[out->index])[g];
-			}
-			else if (out->is_key)
-			{
-				nulls[o] = s->rep_nulls[g * run->nkeys + out->index];
-				values[o] = s->rep_vals[g * run->nkeys + out->index];
-			}
-			else
-				values[o] = call_value(run, s, g, &plan->calls[out->index], &nulls[o]);
+			/* a key the device grouped and kept */
+			nulls[o] = (ACC(uint8, s, s->hl.knull_off)[g] >> out->index) & 1;
+			values[o] = (Datum) ACC(uint64, s, s->hl.key_off[out->index])[g];
 		}
-		MemoryContextSwitchTo(old);
-		tuplestore_putvalues(store, desc, values, nulls);
-		MemoryContextReset(rowcxt);
-		if ((i & 1023) == 0)
-			CHECK_FOR_INTERRUPTS();
+		else if (out->is_key)
+		{
+			nulls[o] = s->rep_nulls[g * run->nkeys + out->index];
+			values[o] = s->rep_vals[g * run->nkeys + out->index];
+		}
+		else
+			values[o] = call_value(run, s, g, &plan->calls[out->index], &nulls[o]);
 	}
 }
 
 /*
- * gh_agg_run_finish flushes the last batch and puts every group, as a result
- * row, into store.
+ * release_set gives back what set s holds on the device once its
+ * accumulators are on the host: the hash table, and on the GPU the
+ * accumulators themselves (the CPU twin's are the host copy).
+ */
+static void
+release_set(GhGroupSet *s)
+{
+	gh_dev_free(s->table);
+	s->table = NULL;
+	if (s->target == GH_TARGET_GPU && s->acc != NULL)
+	{
+		gh_dev_free(s->acc);
+		s->acc = NULL;
+	}
+}
+
+/*
+ * gh_agg_run_complete flushes the last batch, brings the accumulators of
+ * both sets to the host and gives back the device memory: from here on the
+ * run only makes result rows (gh_agg_run_next).
  */
 void
-gh_agg_run_finish(GhAggRun *run, Tuplestorestate *store, TupleDesc desc)
+gh_agg_run_complete(GhAggRun *run)
 {
-	MemoryContext rowcxt;
-	Datum	   *values;
-	bool	   *nulls;
 	instr_time	t0;
 
 	flush(run);
 	INSTR_TIME_SET_CURRENT(t0);
 	gh_sync(run->target);
-	rowcxt = AllocSetContextCreate(run->cxt, "gpuhash_aggregate row",
-								   ALLOCSET_DEFAULT_SIZES);
-	values = MemoryContextAlloc(run->cxt, sizeof(Datum) * Max(run->plan->nout, 1));
-	nulls = MemoryContextAlloc(run->cxt, sizeof(bool) * Max(run->plan->nout, 1));
 	fetch_accumulators(run, &run->main);
 	fetch_accumulators(run, &run->fb);
-	emit_set(run, &run->main, store, desc, rowcxt, values, nulls, false);
-	emit_set(run, &run->fb, store, desc, rowcxt, values, nulls, false);
-	/* no GROUP BY: one group even over no rows, as in SQL */
-	if (run->nkeys == 0 && run->main.ngroups == 0 && run->fb.ngroups == 0)
-		emit_set(run, &run->main, store, desc, rowcxt, values, nulls, true);
-	run->ms_finish = ms_since(t0);
+	release_set(&run->main);
+	release_set(&run->fb);
+	gh_dev_free(run->h_hashes);
+	run->h_hashes = NULL;
+	gh_dev_free(run->d_hashes);
+	run->d_hashes = NULL;
+	run->row_cxt = AllocSetContextCreate(run->cxt, "gpuhash_aggregate row",
+										 ALLOCSET_DEFAULT_SIZES);
+	run->ms_fetch = ms_since(t0);
+	gh_agg_run_rewind(run);
+}
+
+/* gh_agg_run_rewind starts the result rows again from the first. */
+void
+gh_agg_run_rewind(GhAggRun *run)
+{
+	run->out_set = 0;
+	run->out_next = 0;
+	run->out_rows = 0;
+}
+
+/*
+ * gh_agg_run_next makes the next result row in values and nulls (one entry
+ * per output column) and returns true, or returns false after the last.
+ * The row's by-reference values stay valid until the next call: their
+ * memory is freed 1024 rows at a time.
+ */
+bool
+gh_agg_run_next(GhAggRun *run, Datum *values, bool *nulls)
+{
+	for (;;)
+	{
+		GhGroupSet *s = run->out_set == 1 ? &run->fb : &run->main;
+		int64		g;
+		MemoryContext old;
+
+		if (run->out_set == 3)
+		{
+			if (!run->reported)
+				gh_agg_run_report(run);
+			return false;
+		}
+		if (run->out_set == 2)
+		{
+			/* no GROUP BY: one group even over no rows, as in SQL */
+			run->out_set = 3;
+			if (run->nkeys != 0 || run->main.ngroups != 0 || run->fb.ngroups != 0)
+				continue;
+			g = -1;
+		}
+		else if (run->out_next < s->ngroups)
+			g = (int64) run->out_next++;
+		else
+		{
+			run->out_set++;
+			run->out_next = 0;
+			continue;
+		}
+
+		if (run->out_rows == 0 && !run->reported)
+			INSTR_TIME_SET_CURRENT(run->t_rows);
+		if ((run->out_rows++ & 1023) == 0)
+		{
+			MemoryContextReset(run->row_cxt);
+			CHECK_FOR_INTERRUPTS();
+		}
+		old = MemoryContextSwitchTo(run->row_cxt);
+		build_row(run, s, g, values, nulls);
+		MemoryContextSwitchTo(old);
+		return true;
+	}
+}
+
+/*
+ * gh_agg_run_finish completes the run and puts every result row into
+ * store, for the set-returning function.
+ */
+void
+gh_agg_run_finish(GhAggRun *run, Tuplestorestate *store, TupleDesc desc)
+{
+	Datum	   *values = palloc(sizeof(Datum) * Max(run->plan->nout, 1));
+	bool	   *nulls = palloc(sizeof(bool) * Max(run->plan->nout, 1));
+
+	gh_agg_run_complete(run);
+	while (gh_agg_run_next(run, values, nulls))
+		tuplestore_putvalues(store, desc, values, nulls);
+	pfree(values);
+	pfree(nulls);
+}
+
+/*
+ * gh_agg_run_report logs the counts (DEBUG1) and where the time went
+ * (DEBUG2), once: when the last row has been made, or at the end if the
+ * rows were not all asked for.  When rows are returned one by one (the
+ * GpuHashAggregate scan), "result rows" includes the time of the plan nodes
+ * above that took them.
+ */
+void
+gh_agg_run_report(GhAggRun *run)
+{
+	if (run->reported)
+		return;
+	run->reported = true;
+	run->ms_finish = run->ms_fetch + (run->out_rows > 0 ? ms_since(run->t_rows) : 0);
 
 	/* counts that do not depend on the device, then where the time went */
 	elog(DEBUG1, "gpuhash_aggregate: %llu input rows, %llu groups on the device, "
@@ -1900,13 +1994,13 @@ gh_agg_run_finish(GhAggRun *run, Tuplestorestate *store, TupleDesc desc)
 		 "%llu batches, %llu rows in the fallback set, "
 		 "%llu numeric values on the host, %llu rescales; "
 		 "ms: total %.1f, input and staging %.1f, device %.1f, key checks %.1f, "
-		 "other batch work %.1f, result rows %.1f",
+		 "other batch work %.1f, result rows %.1f (of which accumulators to the host %.1f)",
 		 gpuhash_target_name(run->target), run->exact ? "device" : "host-checked",
 		 (unsigned long long) run->packets, (unsigned long long) run->batches, (unsigned long long) run->bad_rows,
 		 (unsigned long long) run->side_values, (unsigned long long) run->rescales,
 		 ms_since(run->t_begin), ms_since(run->t_begin) - run->ms_flush - run->ms_finish,
 		 run->ms_device, run->ms_verify,
-		 run->ms_flush - run->ms_device - run->ms_verify, run->ms_finish);
+		 run->ms_flush - run->ms_device - run->ms_verify, run->ms_finish, run->ms_fetch);
 
 	/*
 	 * The input in detail: the executor's wall time splits into packets

@@ -112,13 +112,15 @@ ms_since_pack(instr_time start)
 
 /*
  * gpuhash_init_aggregate registers GpuHashAggPack so that parallel workers,
- * which load the library and run _PG_init, can read plans that contain it.
+ * which load the library and run _PG_init, can read plans that contain it,
+ * and sets up the GpuHashAggregate scan (aggregate_scan.c).
  */
 void
 gpuhash_init_aggregate(void)
 {
 	RegisterCustomScanMethods(&pack_scan_methods);
 	pack_registered = true;
+	gh_agg_scan_init();
 }
 
 /* max_plan_node_id: the largest plan_node_id in the tree below plan. */

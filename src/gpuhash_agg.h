@@ -2,7 +2,9 @@
  * gpuhash_agg.h
  *	  Declarations shared by the parts of gpuhash_aggregate(): the query
  *	  checks and the driver (aggregate.c) and the group sets that aggregate
- *	  the input rows on the device (aggregate_groups.c).
+ *	  the input rows on the device (aggregate_groups.c), with their NUMERIC
+ *	  results (aggregate_numeric.c), and the scan that returns the groups in
+ *	  place of the function (aggregate_scan.c).
  *-------------------------------------------------------------------------
  */
 #ifndef GPUHASH_AGG_SRC_H
@@ -172,15 +174,31 @@ gh_agg_col_width(const GhAggCol *col)
 /* A run: the group sets and the batch being filled (aggregate_groups.c). */
 typedef struct GhAggRun GhAggRun;
 
+/* aggregate.c */
+extern PGDLLEXPORT Datum gpuhash_aggregate(PG_FUNCTION_ARGS);
+extern GhAggRun *gh_agg_start(const char *sql, TupleDesc expected);
+
+/* aggregate_scan.c */
+extern void gh_agg_scan_init(void);
+
 /* aggregate_groups.c */
 extern GhAggRun *gh_agg_run_begin(GhAggPlan *plan, GhTarget target);
 extern void gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot);
 extern void gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt);
+extern void gh_agg_run_complete(GhAggRun *run);
+extern bool gh_agg_run_next(GhAggRun *run, Datum *values, bool *nulls);
+extern void gh_agg_run_rewind(GhAggRun *run);
+extern void gh_agg_run_report(GhAggRun *run);
 extern void gh_agg_run_finish(GhAggRun *run, Tuplestorestate *store,
 							  TupleDesc desc);
 extern void gh_agg_run_end(GhAggRun *run);
 extern void gh_agg_run_note_input(GhAggRun *run, int workers_planned,
 								  int workers_launched, double ms_input);
+
+/* aggregate_numeric.c */
+extern uint128 gh_pow10_u128(int k);
+extern Datum gh_num_make(int128 v, int dscale);
+extern Datum gh_num_avg(int128 v, int dscale, int64 n);
 
 /* aggregate_pack.c */
 extern void gpuhash_init_aggregate(void);

@@ -6,8 +6,9 @@
 #
 #   bash bench/agg/gpuhost.sh [BENCH_ROWS [GROUPS...]]    (BENCH_ROWS 0: no benchmark)
 #
-# AGG_KERNEL_TIME=0 skips the kernel timings, AGG_TESTS=0 every check (build
-# and benchmark only); the benchmark's own settings
+# AGG_KERNEL_TIME=0 skips the kernel timings, AGG_KERNELS=0 the device code
+# (its build, check and timings), AGG_TESTS=0 every check (build and
+# benchmark only); the benchmark's own settings
 # (REPEATS, CONFIGS, BENCH_LOAD_JOBS, ...) pass through to bench/agg/run.sh.
 # GPUHOST_BUDGET (seconds for this whole script, e.g. the device call's
 # limit less a margin) sets the benchmark's deadlines from what is left of it
@@ -24,7 +25,8 @@ t_start=$(date +%s)
 out=${OUT:-/tmp/agg-gpuhost}
 mkdir -p "$out"
 chmod -R a+rX .
-source .gpuhost/pg.sh 5432 >"$out/pg.log" 2>&1 || { cat "$out/pg.log"; exit 1; }
+# not 5432: a warm host may still run someone else's cluster there
+source .gpuhost/pg.sh "${GPUHOST_PG_PORT:-5437}" >"$out/pg.log" 2>&1 || { cat "$out/pg.log"; exit 1; }
 # pg.sh starts a cluster of its own; this script starts the ones it needs
 su pgrun -c "env LD_LIBRARY_PATH=$LD_LIBRARY_PATH pg_ctl -D $PGDATA -m fast -w stop" >/dev/null 2>&1
 unset PGHOST PGPORT PGDATA
@@ -40,6 +42,7 @@ fi
 grep -E 'warning' "$out/build.log" | head
 
 if [ "${AGG_TESTS:-1}" != 0 ]; then
+if [ "${AGG_KERNELS:-1}" != 0 ]; then
 echo "== device code: GPU vs CPU twin, then timings"
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 if $nvcc -O3 -std=c++17 -Icuda -gencode=arch=compute_90,code=sm_90 -o /tmp/agg_kernels \
@@ -50,6 +53,7 @@ if $nvcc -O3 -std=c++17 -Icuda -gencode=arch=compute_90,code=sm_90 -o /tmp/agg_k
   fi
 else
   tail -20 "$out/kernels-build.log"; rc=1
+fi
 fi
 
 echo "== pg_regress (gpuhash.device = gpu)"

@@ -23,6 +23,13 @@
 # floor: SELECT count(*), sum(v) FROM bench_agg with 16 workers.
 #
 # Environment: REPEATS (3), CONFIGS (serial p8 p16 gpu_p16; also gpu),
+# and for one group count G: CONFIGS_G (the configurations run at G, a
+# subset of CONFIGS, in that order), REPEATS_G_CONFIG (timed runs of CONFIG
+# at G; 0: the warm-up and its checksum only), WARMUP_G_CONFIG=0 (no warm-up
+# and no checksum: for native runs too long to repeat, timed once),
+# BENCH_REF_SUMS ("G=CHECKSUM;..." with CHECKSUM as the checksum query prints
+# it: a checksum of native's result taken earlier on the same data, which
+# the configurations at G are also compared with),
 # BENCH_WARM_CONTEXT_GROUPS (group counts at which gpuhash_aggregate is also
 # timed in one session, its CUDA context created beforehand),
 # BENCH_DEVICE (gpu), BENCH_WORK_MEM (1GB, native hash tables; larger ones
@@ -50,6 +57,14 @@ deadline=${BENCH_DEADLINE:-0}
 hard=${BENCH_HARD_DEADLINE:-0}
 log=${BENCH_LOG:-/dev/null}
 start=$(date +%s)
+# cfg NAME G CONFIG DEFAULT: the per-group-count setting NAME_G_CONFIG
+cfg() { local v="$1_$2_$3"; printf '%s' "${!v:-$4}"; }
+ref_sum() {  # ref_sum G: the reference checksum for G, if given
+  local e
+  IFS=';' read -ra e <<<"${BENCH_REF_SUMS:-}"
+  for x in "${e[@]}"; do [ "${x%%=*}" = "$1" ] && { printf '%s' "${x#*=}"; return 0; }; done
+  return 0
+}
 past_deadline() { [ "$deadline" -gt 0 ] && [ $(( $(date +%s) - start )) -ge "$deadline" ]; }
 logline() { echo "$(date +%T) $*" >>"$log"; }
 
@@ -179,31 +194,43 @@ case " $configs " in *" p16 "*) hdr="$hdr best gpuhash vs native 16 workers |"; 
 hdr="$hdr results identical |"; sep="$sep---|"
 echo "$hdr"; echo "$sep"
 
-# one table row per group count, printed as soon as it is measured
-for g in "${groups[@]}"; do
-  case $g in 10) col=k10 ;; $mid) col=kmid ;; $big) col=kbig ;;
-    *) echo "groups must be 10, $mid or $big at $rows rows" >&2; exit 2 ;; esac
-  for c in $configs; do
-    ms[$g,$c]="-"; sum[$g,$c]=""
-    if past_deadline; then logline "G=$g $c: not run (deadline)"; continue; fi
-    # warm-up, with the checksum (and gpuhash's own account of its time)
-    if ! out=$(q 2>&1 <<SQL
+# warmup G CONFIG COL: one run that checksums the result (and, for gpuhash,
+# keeps its own account of the time); sum[G,CONFIG] gets the checksum
+warmup() {
+  local g=$1 c=$2 col=$3 out dbg
+  if ! out=$(q 2>&1 <<SQL
 $(setting $c)
 SET client_min_messages = debug2;
 SELECT $checksum FROM ($(query $c $col)) t;
 SQL
 ); then
-      logline "G=$g $c warm-up failed: $(echo "$out" | grep -v '^DEBUG' | tail -2 | tr '\n' ' ')"
+    logline "G=$g $c warm-up failed: $(echo "$out" | grep -v '^DEBUG' | tail -2 | tr '\n' ' ')"
+    return 1
+  fi
+  sum[$g,$c]=$(echo "$out" | grep -v '^DEBUG' | tail -1)
+  logline "G=$g $c warm-up checksum: ${sum[$g,$c]}"
+  dbg=$(echo "$out" | grep -E 'gpuhash_aggregate (on|input)' | sed 's/^DEBUG: *//' || true)
+  if [ -n "$dbg" ]; then
+    while IFS= read -r d; do notes+=("G=$g $c: $d"); logline "G=$g $c: $d"; done <<<"$dbg"
+  fi
+}
+
+# one table row per group count, printed as soon as it is measured
+for g in "${groups[@]}"; do
+  case $g in 10) col=k10 ;; $mid) col=kmid ;; $big) col=kbig ;;
+    *) echo "groups must be 10, $mid or $big at $rows rows" >&2; exit 2 ;; esac
+  for c in $configs; do ms[$g,$c]="-"; sum[$g,$c]=""; done
+  gconfigs_var="CONFIGS_$g"
+  for c in ${!gconfigs_var:-$configs}; do
+    if past_deadline; then logline "G=$g $c: not run (deadline)"; continue; fi
+    reps=$(cfg REPEATS "$g" "$c" "$repeats")
+    if [ "$(cfg WARMUP "$g" "$c" 1)" = 0 ]; then
+      logline "G=$g $c: no warm-up, no checksum"
+    elif ! warmup "$g" "$c" "$col"; then
       continue
     fi
-    sum[$g,$c]=$(echo "$out" | grep -v '^DEBUG' | tail -1)
-    logline "G=$g $c warm-up checksum: ${sum[$g,$c]}"
-    dbg=$(echo "$out" | grep -E 'gpuhash_aggregate (on|input)' | sed 's/^DEBUG: *//' || true)
-    if [ -n "$dbg" ]; then
-      while IFS= read -r d; do notes+=("G=$g $c: $d"); logline "G=$g $c: $d"; done <<<"$dbg"
-    fi
     times=()
-    for r in $(seq 1 "$repeats"); do
+    for r in $(seq 1 "$reps"); do
       past_deadline && break
       t=$(explain_ms "$(setting $c)" "$(query $c $col)")
       logline "G=$g $c run $r: $t ms"
@@ -212,13 +239,18 @@ SQL
     done
     if [ ${#times[@]} -gt 0 ]; then
       ms[$g,$c]=$(printf '%s\n' "${times[@]}" | median)
-      [ ${#times[@]} -lt "$repeats" ] && ms[$g,$c]="${ms[$g,$c]} (${#times[@]} runs)"
+      if [ ${#times[@]} -eq 1 ]; then ms[$g,$c]="${ms[$g,$c]} (1 run)"
+      elif [ ${#times[@]} -ne "$repeats" ]; then ms[$g,$c]="${ms[$g,$c]} (${#times[@]} runs)"; fi
     fi
   done
-  line="| $g |"; ref=""; same=yes; best=""
+
+  # results: every checksum taken at G, and the reference, must be one
+  line="| $g |"; ref=$(ref_sum "$g"); same=yes; best=""; checked=()
+  if [ -n "$ref" ]; then checked+=("native earlier"); logline "G=$g reference checksum: $ref"; fi
   for c in $configs; do
     line="$line ${ms[$g,$c]} |"
     [ -z "${sum[$g,$c]}" ] && continue
+    checked+=("$c")
     [ -z "$ref" ] && ref=${sum[$g,$c]}
     [ "${sum[$g,$c]}" != "$ref" ] && { same=NO; allsame=0; }
     case $c in gpu|gpu_p16)
@@ -231,7 +263,11 @@ SQL
     if [ -n "$best" ] && [ "${ms[$g,p16]}" != "-" ]; then
       line="$line $(awk -v a="${ms[$g,p16]%% *}" -v b="$best" 'BEGIN {printf "%.2f", a / b}')x |"
     else line="$line - |"; fi ;; esac
-  echo "$line $same ($(echo "$ref" | cut -d' ' -f1) groups) |"
+  if [ ${#checked[@]} -lt 2 ]; then
+    echo "$line not checked (checksum of ${checked[*]:-none}) |"
+  else
+    echo "$line $same ($(echo "$ref" | cut -d' ' -f1) groups; $(IFS=,; echo "${checked[*]}" | sed 's/,/, /g')) |"
+  fi
 done
 
 if [ ${#notes[@]} -gt 0 ]; then

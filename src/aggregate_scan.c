@@ -1,0 +1,409 @@
+/*-------------------------------------------------------------------------
+ * aggregate_scan.c
+ *	  GpuHashAggregate: gpuhash_aggregate() in a FROM clause, returning its
+ *	  groups straight to the plan node above.
+ *
+ * A set-returning function in FROM is run by a Function Scan, which asks
+ * the function for all of its rows into a tuplestore and then reads them
+ * back.  For gpuhash_aggregate that is a second copy of a result that
+ * already sits in the group sets' arrays: at 5*10^7 groups, forming,
+ * writing (past work_mem, to temporary files) and reading back every row
+ * took longer than the aggregation itself.
+ *
+ * So set_rel_pathlist_hook replaces the Function Scan's path of
+ *
+ *	  FROM gpuhash_aggregate(expr) AS t(column definitions)
+ *
+ * (one function, no WITH ORDINALITY, an argument that refers to no other
+ * relation of the query) by a custom path with the same costs and rows, so
+ * the plan around it is what it would have been.  Its CustomScan has no
+ * scan relation: custom_scan_tlist holds one Var per column of the
+ * function's result, which is the scan tuple (plus the whole-row Var when
+ * the query uses the row as a whole, which the scan forms), and
+ * custom_exprs the function call itself (its argument is evaluated at run
+ * time, and the plan depends on the function as a Function Scan's would).
+ *
+ * At run time the node checks EXECUTE permission at start-up, as a
+ * Function Scan does; the first row asked for runs the aggregation
+ * (gh_agg_start and gh_agg_run_complete, exactly what the function runs),
+ * and every row after it is made from the group sets on demand
+ * (gh_agg_run_next) into the virtual scan slot.  A NULL argument returns
+ * no rows, as for the strict function.  A rescan whose changed parameters
+ * reach the argument runs the aggregation again; any other rescan starts
+ * the rows from the first again.  Backward scans are not supported (the
+ * planner puts a Material node on top where a cursor needs one).
+ *
+ * Where the hook does not apply (LATERAL arguments, WITH ORDINALITY, ROWS
+ * FROM several functions, or a backend that loaded gpuhash only after
+ * planning the query) the function itself runs, with the same rows.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/objectaccess.h"
+#include "access/htup_details.h"
+#include "executor/executor.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/restrictinfo.h"
+#include "parser/parsetree.h"
+#include "pgstat.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "gpuhash_agg.h"
+
+#define GH_AGG_SCAN_NAME "GpuHashAggregate"
+
+typedef struct AggScanState
+{
+	CustomScanState css;
+	FuncExpr   *fexpr;
+	ExprState  *arg;			/* the query text */
+	Bitmapset  *arg_params;		/* PARAM_EXEC ids the argument uses */
+	FmgrInfo	flinfo;			/* gpuhash_aggregate, for its statistics */
+	TupleDesc	coldesc;		/* the column definition list */
+	bool		wholerow;		/* the scan tuple ends with the whole row */
+	bool		started;		/* the aggregation ran (or the argument was NULL) */
+	GhAggRun   *run;			/* NULL before, and for a NULL argument */
+} AggScanState;
+
+static void agg_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
+							 RangeTblEntry *rte);
+static Plan *agg_plan_path(PlannerInfo *root, RelOptInfo *rel,
+						   CustomPath *best_path, List *tlist, List *clauses,
+						   List *custom_plans);
+static Node *agg_create_state(CustomScan *cscan);
+static void agg_begin(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *agg_exec(CustomScanState *node);
+static void agg_end(CustomScanState *node);
+static void agg_rescan(CustomScanState *node);
+static bool is_gpuhash_aggregate(Oid funcid);
+static void agg_start(AggScanState *st);
+static TupleTableSlot *agg_next(ScanState *ss);
+static bool agg_recheck(ScanState *ss, TupleTableSlot *slot);
+
+static set_rel_pathlist_hook_type prev_rel_pathlist_hook = NULL;
+
+static CustomPathMethods agg_path_methods = {
+	.CustomName = GH_AGG_SCAN_NAME,
+	.PlanCustomPath = agg_plan_path,
+};
+
+static CustomScanMethods agg_scan_methods = {
+	.CustomName = GH_AGG_SCAN_NAME,
+	.CreateCustomScanState = agg_create_state,
+};
+
+static CustomExecMethods agg_exec_methods = {
+	.CustomName = GH_AGG_SCAN_NAME,
+	.BeginCustomScan = agg_begin,
+	.ExecCustomScan = agg_exec,
+	.EndCustomScan = agg_end,
+	.ReScanCustomScan = agg_rescan,
+};
+
+/* gh_agg_scan_init installs the planner hook and registers the node. */
+void
+gh_agg_scan_init(void)
+{
+	RegisterCustomScanMethods(&agg_scan_methods);
+	prev_rel_pathlist_hook = set_rel_pathlist_hook;
+	set_rel_pathlist_hook = agg_rel_pathlist;
+}
+
+/*
+ * is_gpuhash_aggregate: whether funcid is this library's gpuhash_aggregate,
+ * in whatever schema the extension lives.
+ */
+static bool
+is_gpuhash_aggregate(Oid funcid)
+{
+	char	   *name = get_func_name(funcid);
+	FmgrInfo	fi;
+
+	if (name == NULL || strcmp(name, "gpuhash_aggregate") != 0)
+		return false;
+	fmgr_info(funcid, &fi);
+	return fi.fn_addr == gpuhash_aggregate;
+}
+
+/*
+ * agg_rel_pathlist replaces the Function Scan path of a plain
+ * gpuhash_aggregate(...) AS t(...) in FROM by a GpuHashAggregate path of the
+ * same costs.
+ */
+static void
+agg_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
+				 RangeTblEntry *rte)
+{
+	RangeTblFunction *rtfunc;
+	Path	   *fpath = NULL;
+	CustomPath *cpath;
+	ListCell   *lc;
+
+	if (prev_rel_pathlist_hook)
+		prev_rel_pathlist_hook(root, rel, rti, rte);
+
+	if (rte->rtekind != RTE_FUNCTION || rte->funcordinality ||
+		list_length(rte->functions) != 1 || rel->lateral_relids != NULL ||
+		IS_DUMMY_REL(rel))
+		return;
+	rtfunc = linitial_node(RangeTblFunction, rte->functions);
+	if (!IsA(rtfunc->funcexpr, FuncExpr) || rtfunc->funccolcount < 1 ||
+		list_length(rtfunc->funccoltypes) != rtfunc->funccolcount ||
+		!is_gpuhash_aggregate(((FuncExpr *) rtfunc->funcexpr)->funcid))
+		return;
+	foreach(lc, rel->pathlist)
+	{
+		Path	   *p = (Path *) lfirst(lc);
+
+		if (p->pathtype == T_FunctionScan && p->param_info == NULL)
+		{
+			fpath = p;
+			break;
+		}
+	}
+	if (fpath == NULL)
+		return;
+
+	cpath = makeNode(CustomPath);
+	cpath->path.pathtype = T_CustomScan;
+	cpath->path.parent = rel;
+	cpath->path.pathtarget = rel->reltarget;
+	cpath->path.param_info = NULL;
+	cpath->path.parallel_aware = false;
+	cpath->path.parallel_safe = false;
+	cpath->path.parallel_workers = 0;
+	cpath->path.rows = fpath->rows;
+	cpath->path.startup_cost = fpath->startup_cost;
+	cpath->path.total_cost = fpath->total_cost;
+	cpath->path.pathkeys = NIL;
+	cpath->flags = 0;
+	cpath->methods = &agg_path_methods;
+
+	/* the Function Scan goes; add_path would keep either of two equals */
+	foreach(lc, rel->pathlist)
+	{
+		if (((Path *) lfirst(lc))->pathtype == T_FunctionScan)
+			rel->pathlist = foreach_delete_current(rel->pathlist, lc);
+	}
+	add_path(rel, &cpath->path);
+}
+
+/*
+ * agg_plan_path makes the CustomScan: no scan relation, the function's
+ * result columns as the scan tuple, the call in custom_exprs.
+ */
+static Plan *
+agg_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+			  List *tlist, List *clauses, List *custom_plans)
+{
+	RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
+	RangeTblFunction *rtfunc = linitial_node(RangeTblFunction, rte->functions);
+	CustomScan *cscan = makeNode(CustomScan);
+	List	   *scan_tlist = NIL;
+	List	   *quals;
+	bool		wholerow = false;
+	ListCell   *ltype,
+			   *ltypmod,
+			   *lcoll,
+			   *lname,
+			   *lc;
+	int			attno = 1;
+
+	forfour(ltype, rtfunc->funccoltypes, ltypmod, rtfunc->funccoltypmods,
+			lcoll, rtfunc->funccolcollations, lname, rtfunc->funccolnames)
+	{
+		Var		   *var = makeVar(rel->relid, attno, lfirst_oid(ltype),
+								  lfirst_int(ltypmod), lfirst_oid(lcoll), 0);
+
+		scan_tlist = lappend(scan_tlist,
+							 makeTargetEntry((Expr *) var, attno,
+											 pstrdup(strVal(lfirst(lname))), false));
+		attno++;
+	}
+
+	/*
+	 * A whole-row reference to the result (t in "SELECT t::text FROM
+	 * gpuhash_aggregate(...) t") cannot be rebuilt from the columns by the
+	 * nodes above: the scan makes it, as one more column of its tuple.
+	 */
+	quals = extract_actual_clauses(clauses, false);
+	foreach(lc, pull_var_clause((Node *) list_concat_copy(tlist, quals),
+								PVC_RECURSE_PLACEHOLDERS))
+	{
+		Var		   *var = lfirst_node(Var, lc);
+
+		if (var->varno == rel->relid && var->varattno == 0)
+		{
+			scan_tlist = lappend(scan_tlist,
+								 makeTargetEntry((Expr *) copyObject(var), attno,
+												 pstrdup("wholerow"), false));
+			wholerow = true;
+			break;
+		}
+	}
+
+	cscan->scan.plan.targetlist = tlist;
+	cscan->scan.plan.qual = quals;
+	cscan->scan.scanrelid = 0;
+	cscan->flags = best_path->flags;
+	cscan->custom_plans = NIL;
+	cscan->custom_exprs = list_make1(copyObject(rtfunc->funcexpr));
+	cscan->custom_private = list_make1_int(wholerow ? 1 : 0);
+	cscan->custom_scan_tlist = scan_tlist;
+	cscan->methods = &agg_scan_methods;
+	return &cscan->scan.plan;
+}
+
+static Node *
+agg_create_state(CustomScan *cscan)
+{
+	AggScanState *st = (AggScanState *) newNode(sizeof(AggScanState),
+												T_CustomScanState);
+
+	st->css.methods = &agg_exec_methods;
+	return (Node *) st;
+}
+
+/*
+ * agg_begin checks EXECUTE permission on the function, as a Function Scan
+ * does at start-up, and prepares the argument; nothing runs yet.
+ */
+static void
+agg_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	AggScanState *st = (AggScanState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	AclResult	aclresult;
+	TupleDesc	scandesc;
+	int			ncols;
+
+	st->fexpr = linitial_node(FuncExpr, cscan->custom_exprs);
+	aclresult = pg_proc_aclcheck(st->fexpr->funcid, GetUserId(), ACL_EXECUTE);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_FUNCTION, get_func_name(st->fexpr->funcid));
+	InvokeFunctionExecuteHook(st->fexpr->funcid);
+	fmgr_info(st->fexpr->funcid, &st->flinfo);
+	if (list_length(st->fexpr->args) != 1)
+		elog(ERROR, "gpuhash_aggregate takes one argument");
+	st->arg = ExecInitExpr(linitial(st->fexpr->args), &node->ss.ps);
+	st->arg_params = pull_paramids((Expr *) st->fexpr->args);
+
+	/* the columns of the definition list: the scan tuple, less any whole row */
+	st->wholerow = linitial_int(cscan->custom_private) != 0;
+	scandesc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
+	ncols = scandesc->natts - (st->wholerow ? 1 : 0);
+	st->coldesc = CreateTemplateTupleDesc(ncols);
+	for (int i = 0; i < ncols; i++)
+		TupleDescCopyEntry(st->coldesc, i + 1, scandesc, i + 1);
+	if (st->wholerow)
+		BlessTupleDesc(st->coldesc);
+}
+
+/*
+ * agg_start evaluates the argument and runs the aggregation, counted in
+ * the function's statistics as a call of it.
+ */
+static void
+agg_start(AggScanState *st)
+{
+	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
+	LOCAL_FCINFO(fcinfo, 1);
+	PgStat_FunctionCallUsage fcusage;
+	Datum		arg;
+	bool		isnull;
+	char	   *sql;
+
+	st->started = true;
+	ResetExprContext(econtext);
+	arg = ExecEvalExprSwitchContext(st->arg, econtext, &isnull);
+	if (isnull)
+		return;
+	sql = text_to_cstring(DatumGetTextPP(arg));
+
+	InitFunctionCallInfoData(*fcinfo, &st->flinfo, 1, InvalidOid, NULL, NULL);
+	pgstat_init_function_usage(fcinfo, &fcusage);
+	st->run = gh_agg_start(sql, st->coldesc);
+	gh_agg_run_complete(st->run);
+	pgstat_end_function_usage(&fcusage, true);
+}
+
+static TupleTableSlot *
+agg_next(ScanState *ss)
+{
+	AggScanState *st = (AggScanState *) ss;
+	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
+
+	if (!st->started)
+		agg_start(st);
+	ExecClearTuple(slot);
+	if (st->run == NULL ||
+		!gh_agg_run_next(st->run, slot->tts_values, slot->tts_isnull))
+		return slot;
+	if (st->wholerow)
+	{
+		int			n = st->coldesc->natts;
+		MemoryContext old;
+		HeapTuple	tuple;
+
+		/* in per-tuple memory, which the next ExecScan call resets */
+		old = MemoryContextSwitchTo(ss->ps.ps_ExprContext->ecxt_per_tuple_memory);
+		tuple = heap_form_tuple(st->coldesc, slot->tts_values, slot->tts_isnull);
+		slot->tts_values[n] = HeapTupleGetDatum(tuple);
+		slot->tts_isnull[n] = false;
+		MemoryContextSwitchTo(old);
+	}
+	ExecStoreVirtualTuple(slot);
+	return slot;
+}
+
+static bool
+agg_recheck(ScanState *ss, TupleTableSlot *slot)
+{
+	return true;
+}
+
+static TupleTableSlot *
+agg_exec(CustomScanState *node)
+{
+	return ExecScan(&node->ss, agg_next, agg_recheck);
+}
+
+static void
+agg_end(CustomScanState *node)
+{
+	AggScanState *st = (AggScanState *) node;
+
+	if (st->run != NULL)
+	{
+		gh_agg_run_report(st->run);
+		gh_agg_run_end(st->run);
+		st->run = NULL;
+	}
+}
+
+static void
+agg_rescan(CustomScanState *node)
+{
+	AggScanState *st = (AggScanState *) node;
+
+	if (node->ss.ps.chgParam != NULL &&
+		bms_overlap(node->ss.ps.chgParam, st->arg_params))
+	{
+		agg_end(node);
+		st->started = false;
+	}
+	else if (st->run != NULL)
+		gh_agg_run_rewind(st->run);
+	ExecScanReScan(&node->ss);
+}
