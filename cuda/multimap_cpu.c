@@ -342,8 +342,23 @@ gh_mm_probe_ranges_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
     if (!mm_valid(mm) ||
         (nprobe > 0 && (probe == NULL || first == NULL || count == NULL)))
         return set_error(err, GH_ERR_INVALID, "gh_mm_probe_ranges_cpu");
+    /*
+     * Probes are independent cache misses into a table much larger than the
+     * caches: ask for the first window of the probe 16 ahead, so that many
+     * are in flight at once (the GPU hides the same latency with warps).
+     */
     for (p = 0; p < nprobe; p++)
+    {
+        if (p + 16 < nprobe && probe[p + 16] != GH_EMPTY_HASH)
+        {
+            uint64_t nwindows = mm->capacity / (uint64_t) mm->params.group_size;
+            gh_seq seq = gh_seq_start(probe[p + 16], nwindows, mm->params.scheme);
+
+            __builtin_prefetch(&((const gh_slot *) mm->mem)[seq.window *
+                                                           (uint64_t) mm->params.group_size]);
+        }
         cpu_group(mm, probe[p], &first[p], &count[p]);
+    }
     return set_ok(err);
 }
 

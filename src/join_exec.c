@@ -155,6 +155,18 @@ typedef struct GhjState
 	ExprState  *otherqual;
 	ProjectionInfo *proj;
 
+	/*
+	 * Direct projection: with no join filter and no other qual, and a
+	 * target list of plain columns, the result slot is filled straight from
+	 * the outer batch row and the inner record (proj_inner[c], proj_col[c]
+	 * for result column c), without loading either side's slot or running
+	 * the expression interpreter.  Null-extended rows take the general way.
+	 */
+	bool		direct_proj;
+	int			nproj;
+	bool	   *proj_inner;
+	int		   *proj_col;
+
 	TupleTableSlot *outer_slot;
 	TupleTableSlot *inner_slot;
 	TupleTableSlot *null_outer;
@@ -286,6 +298,42 @@ remap_index_vars(Node *node, void *context)
 		return (Node *) var;
 	}
 	return expression_tree_mutator(node, remap_index_vars, context);
+}
+
+/*
+ * ghj_init_direct_proj decides whether the join can project directly (see
+ * direct_proj) and maps its result columns: tlist is the target list with
+ * OUTER_VAR / INNER_VAR references.
+ */
+static void
+ghj_init_direct_proj(GhjState *s, List *tlist)
+{
+	ListCell   *lc;
+	int			n = list_length(tlist);
+
+	s->direct_proj = (s->joinqual == NULL && s->otherqual == NULL);
+	s->nproj = n;
+	s->proj_inner = palloc0(sizeof(bool) * Max(n, 1));
+	s->proj_col = palloc0(sizeof(int) * Max(n, 1));
+	foreach(lc, tlist)
+	{
+		TargetEntry *te = lfirst_node(TargetEntry, lc);
+		Var		   *var = (Var *) te->expr;
+		int			c = te->resno - 1;
+
+		if (!s->direct_proj)
+			break;
+		if (!IsA(var, Var) || var->varattno <= 0 || c < 0 || c >= n ||
+			(var->varno != OUTER_VAR && var->varno != INNER_VAR))
+		{
+			s->direct_proj = false;
+			break;
+		}
+		s->proj_inner[c] = (var->varno == INNER_VAR);
+		s->proj_col[c] = var->varattno - 1;
+		if (s->proj_col[c] >= (s->proj_inner[c] ? s->ninner_cols : s->nouter))
+			s->direct_proj = false;
+	}
 }
 
 /* collect_exec_params adds the ids of the PARAM_EXEC Params in node. */
@@ -426,6 +474,7 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 									  node->ss.ps.ps_ExprContext,
 									  node->ss.ps.ps_ResultTupleSlot,
 									  &node->ss.ps, NULL);
+	ghj_init_direct_proj(s, remap(cscan->scan.plan.targetlist, s->nouter));
 
 	s->build_cxt = AllocSetContextCreate(CurrentMemoryContext,
 										 "GpuHashJoin build",
@@ -1391,6 +1440,38 @@ ghj_load_inner(GhjState *s, const Datum *rec)
 	ExecStoreVirtualTuple(slot);
 }
 
+/*
+ * ghj_emit_direct builds the result row of outer batch row i and inner
+ * record rec by copying columns (see direct_proj).
+ */
+static inline TupleTableSlot *
+ghj_emit_direct(GhjState *s, uint32 i, const Datum *rec)
+{
+	TupleTableSlot *slot = s->css.ss.ps.ps_ResultTupleSlot;
+	const Datum *ovals = &s->batch_vals[(size_t) i * s->nouter];
+	const bool *onull = &s->batch_isnull[(size_t) i * s->nouter];
+	const Datum *ivals = rec + s->nkeys;
+	const uint64 *inull = (const uint64 *) (ivals + s->ninner_cols);
+
+	ExecClearTuple(slot);
+	for (int c = 0; c < s->nproj; c++)
+	{
+		int			col = s->proj_col[c];
+
+		if (s->proj_inner[c])
+		{
+			slot->tts_values[c] = ivals[col];
+			slot->tts_isnull[c] = (inull[col / 64] >> (col % 64)) & 1;
+		}
+		else
+		{
+			slot->tts_values[c] = ovals[col];
+			slot->tts_isnull[c] = onull[col];
+		}
+	}
+	return ExecStoreVirtualTuple(slot);
+}
+
 /* ghj_emit filters the pair in econtext by the pushed-down quals and projects it. */
 static inline TupleTableSlot *
 ghj_emit(GhjState *s, ExprContext *econtext)
@@ -1517,7 +1598,8 @@ ghj_exec(CustomScanState *node)
 				__builtin_prefetch(&s->batch_vals[(size_t) s->batch_order[ahead] * s->nouter]);
 				__builtin_prefetch(&s->batch_keys[(size_t) s->batch_order[ahead] * s->nkeys]);
 			}
-			ghj_load_outer(s, i);
+			if (!s->direct_proj)
+				ghj_load_outer(s, i);
 			s->cur_loaded = true;
 		}
 		econtext->ecxt_outertuple = s->outer_slot;
@@ -1536,10 +1618,13 @@ ghj_exec(CustomScanState *node)
 			MemoryContextSwitchTo(old);
 			if (!ok)
 				continue;
-			ghj_load_inner(s, rec);
-			econtext->ecxt_innertuple = s->inner_slot;
-			if (s->joinqual && !ExecQual(s->joinqual, econtext))
-				continue;
+			if (!s->direct_proj)
+			{
+				ghj_load_inner(s, rec);
+				econtext->ecxt_innertuple = s->inner_slot;
+				if (s->joinqual && !ExecQual(s->joinqual, econtext))
+					continue;
+			}
 
 			s->n_matches++;
 			s->cur_matched = true;
@@ -1549,6 +1634,8 @@ ghj_exec(CustomScanState *node)
 				s->cur_cand = s->visit_count[s->cur];
 			if (s->jointype == JOIN_ANTI)
 				break;
+			if (s->direct_proj)
+				return ghj_emit_direct(s, i, rec);
 			{
 				TupleTableSlot *result = ghj_emit(s, econtext);
 
@@ -1570,6 +1657,8 @@ ghj_exec(CustomScanState *node)
 			TupleTableSlot *result;
 
 			ghj_reset(econtext);
+			if (s->direct_proj)
+				ghj_load_outer(s, i);
 			econtext->ecxt_innertuple = s->null_inner;
 			result = ghj_emit(s, econtext);
 			if (result)
