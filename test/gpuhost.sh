@@ -7,7 +7,8 @@
 #                                    gpuhash.device = gpu), device
 #                                    (bench/run_device.sh), multimap
 #                                    (bench/run_multimap.sh), joinbench
-#                                    (bench/join/run.sh $JOINBENCH_ARGS), sanitize
+#                                    (bench/join/run.sh $JOINBENCH_ARGS), joingen
+#                                    (its data only, kept in /tmp/jbdata), sanitize
 #                                    (compute-sanitizer on the CUDA tests)
 #
 #   Robustness (issue 6), added steps: install (build and install the
@@ -47,6 +48,11 @@ run_step() {
       # JOINBENCH_ARGS: e.g. "--scale 0.1 --workloads 'int4 text left floor'"
       eval "bash bench/join/run.sh --out /tmp/joinbench ${JOINBENCH_ARGS:-}" 2>&1 | tee "$out/joinbench.md" || rc=1
       tar czf "$out/joinbench-logs.tgz" -C /tmp joinbench 2>/dev/null ;;
+    joingen)
+      # the join benchmark's data at $JOINBENCH_SCALE in /tmp/jbdata, kept running
+      # for "joinbench" with JOINBENCH_ARGS="--reuse /tmp/jbdata ..."
+      bash bench/join/run.sh --out /tmp/joingen --gen-only --keep --datadir /tmp/jbdata \
+        --scale "${JOINBENCH_SCALE:-1.0}" >"$out/joingen.log" 2>&1 || { rc=1; tail -5 "$out/joingen.log"; } ;;
     joinexplain)
       bash bench/join/explain.sh /tmp/jbdata 2>&1 | tee "$out/joinexplain.txt" || rc=1 ;;
     multimap)

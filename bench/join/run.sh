@@ -19,6 +19,7 @@
 #     --datadir DIR      cluster directory to create (default: a temporary one);
 #                        with --keep the cluster and data stay for another run
 #     --keep             leave the cluster running and its data in place
+#     --gen-only         generate the data (with --keep --datadir) and stop
 #     --reuse DIR        use the cluster left in DIR by --keep (data of the same
 #                        scale is not generated again)
 #     --gen-jobs J       parallel sessions that generate s and fact (default: cores)
@@ -40,7 +41,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../test/lib.sh"
 
 scale=1.0 repeats=3 out="" device=auto workers="8 16" workloads="" variants="native gpuhash"
-force=0 timeout=0 datadir="" keep=0 reuse="" gen_jobs=$(nproc) extra_conf="" work_mem=1GB
+force=0 timeout=0 datadir="" keep=0 gen_only=0 reuse="" gen_jobs=$(nproc) extra_conf="" work_mem=1GB
 while [ $# -gt 0 ]; do
   case $1 in
     --scale) scale=$2; shift ;;
@@ -54,6 +55,7 @@ while [ $# -gt 0 ]; do
     --timeout) timeout=$2; shift ;;
     --datadir) datadir=$2; shift ;;
     --keep) keep=1 ;;
+    --gen-only) gen_only=1 ;;
     --reuse) reuse=$2; shift ;;
     --gen-jobs) gen_jobs=$2; shift ;;
     --conf) extra_conf=$2; shift ;;
@@ -151,6 +153,7 @@ else
   psqlq -v scale="$scale" -v step=finish -f "$work/gen.sql" >>"$log" 2>&1
   say "data generated in $(( $(date +%s) - t0 )) s"
 fi
+[ "$gen_only" -eq 1 ] && exit 0
 psqlq -c "SELECT relname, reltuples::bigint AS rows, pg_size_pretty(pg_relation_size(oid)) AS size
             FROM pg_class WHERE relname IN ('s','r','r_sel','s_mult','r_mult','fact','dim1','dim2','dim3','dim4')
            ORDER BY 1" >>"$log" 2>&1
