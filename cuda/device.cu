@@ -188,10 +188,11 @@ gh_cuda_context_prewarm_wait(void)
  * gh_context_fail is gh_fail for the calls that create the context.  CUDA
  * documents cudaErrorDevicesUnavailable for a device held by another process
  * (exclusive-process compute mode) and for "memory constraints on a device
- * that already has active CUDA work": on the H200, creating a context while
- * another process held all but 47 MiB failed with it once in six tries (the
- * others with cudaErrorMemoryAllocation), and gpuhash reported a GPU with no
- * room as "no usable GPU" (0A000).  A device that exists and is not
+ * that already has active CUDA work".  On the H200, one context creation
+ * in six while another process held all but 47 MiB ended as "no usable GPU"
+ * (0A000), which of gh_fail's no-device errors only this one explains (the
+ * other five: cudaErrorMemoryAllocation, as were 31 later ones; see
+ * bench/results/robustness-2026-11-22.md).  A device that exists and is not
  * prohibited is usable, just not now: report it as out of memory, like the
  * same condition's cudaErrorMemoryAllocation.
  */
