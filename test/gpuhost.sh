@@ -39,7 +39,7 @@ run_step() {
   local step=$1 rc=0
   case $step in
     tests)
-      GPUHASH_TEST_DEVICE=gpu GPUHASH_TEST_LOGDIR=/tmp/gh-logs bash test/run.sh >"$out/tests.log" 2>&1 || rc=1
+      GPUHASH_TEST_DEVICE=${GPUHOST_TEST_DEVICE:-gpu} GPUHASH_TEST_LOGDIR=/tmp/gh-logs bash test/run.sh >"$out/tests.log" 2>&1 || rc=1
       tail -25 "$out/tests.log"
       tar czf "$out/test-logs.tgz" -C /tmp gh-logs 2>/dev/null ;;
     device)

@@ -18,8 +18,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 cd "$GPUHASH_ROOT"
 
 device=${GPUHASH_TEST_DEVICE:-cpu}
-case $device in cpu) expect_gpu=off ;; gpu) expect_gpu=on ;;
-  *) echo "GPUHASH_TEST_DEVICE must be cpu or gpu" >&2; exit 2 ;; esac
+# auto (a GPU host): joins start on the CPU twin while a session's or a
+# parallel worker's CUDA context is made, then move to the GPU
+case $device in cpu) expect_gpu=off ;; gpu|auto) expect_gpu=on ;;
+  *) echo "GPUHASH_TEST_DEVICE must be cpu, gpu or auto" >&2; exit 2 ;; esac
 logdir=${GPUHASH_TEST_LOGDIR:-$(mktemp -d /tmp/gpuhash-test-logs.XXXXXX)}
 mkdir -p "$logdir"
 passed=0 failed=0
@@ -134,7 +136,7 @@ if [ $rc -ne 0 ] && ! grep -qE '^ *not ok' "$logdir/robust.tap"; then
 fi
 
 note "a backend's GPU work in single-user mode (test/robust/sanitize_backend.sh without the sanitizer; test/gpuhost.sh sanitize-backend runs it under compute-sanitizer)"
-GPUHASH_TEST_DEVICE=$device GPUHASH_TEST_LOGDIR=$logdir/single bash test/robust/sanitize_backend.sh --no-sanitizer >"$logdir/single.tap" 2>&1
+GPUHASH_TEST_DEVICE=${device/auto/gpu} GPUHASH_TEST_LOGDIR=$logdir/single bash test/robust/sanitize_backend.sh --no-sanitizer >"$logdir/single.tap" 2>&1
 rc=$?
 count_tap "$logdir/single.tap"
 grep -E '^ *not ok' "$logdir/single.tap" | head -20

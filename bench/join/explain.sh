@@ -2,6 +2,7 @@
 # bench/join/explain.sh DIR - where the time of a GpuHashJoin goes: EXPLAIN
 # ANALYZE of the int4 workload (serial and 8 workers, gpuhash and native) on
 # the cluster that `bench/join/run.sh --keep --datadir DIR` left running.
+# JOINEXPLAIN=parallel: the int4 GpuHashJoin with 8 and 16 workers only.
 # JOINEXPLAIN=quick: only the int4 GpuHashJoins (serial, then 8 workers with
 # VERBOSE), for a scale where native serial runs take a minute.
 set -euo pipefail
@@ -9,6 +10,23 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../test/lib.sh"
 cl=$1
 export PGHOST=$cl PGPORT=$(sed -n 's/^port = //p' "$cl/data/postgresql.conf" | tail -1) PGUSER=postgres PGDATABASE=postgres
+if [ "${JOINEXPLAIN:-}" = parallel ]; then
+  # JOINEXPLAIN=parallel: only the int4 GpuHashJoin with 8 and 16 workers
+  gh_as_pg psql -X -v dev="${EXPLAIN_DEVICE:-auto}" <<'SQL'
+SET work_mem = '1GB';
+SET gpuhash.device = :'dev';
+SET gpuhash.force_join = on;
+SET parallel_setup_cost = 0;
+\timing on
+\echo == gpuhash 8 workers (forced)
+SET max_parallel_workers_per_gather = 8;
+EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
+\echo == gpuhash 16 workers (forced)
+SET max_parallel_workers_per_gather = 16;
+EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
+SQL
+  exit 0
+fi
 if [ "${JOINEXPLAIN:-}" = quick ]; then
   gh_as_pg psql -X -v dev="${EXPLAIN_DEVICE:-auto}" <<'SQL'
 SET work_mem = '1GB';

@@ -20,6 +20,7 @@
 #                        with --keep the cluster and data stay for another run
 #     --keep             leave the cluster running and its data in place
 #     --gen-only         generate the data (with --keep --datadir) and stop
+#     --no-serial        only the parallel variants (--workers)
 #     --reuse DIR        use the cluster left in DIR by --keep (data of the same
 #                        scale is not generated again)
 #     --gen-jobs J       parallel sessions that generate s and fact (default: cores)
@@ -41,7 +42,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../test/lib.sh"
 
 scale=1.0 repeats=3 out="" device=auto workers="8 16" workloads="" variants="native gpuhash"
-force=0 timeout=0 datadir="" keep=0 gen_only=0 reuse="" gen_jobs=$(nproc) extra_conf="" work_mem=1GB
+force=0 timeout=0 datadir="" keep=0 gen_only=0 serial=1 reuse="" gen_jobs=$(nproc) extra_conf="" work_mem=1GB
 while [ $# -gt 0 ]; do
   case $1 in
     --scale) scale=$2; shift ;;
@@ -56,6 +57,7 @@ while [ $# -gt 0 ]; do
     --datadir) datadir=$2; shift ;;
     --keep) keep=1 ;;
     --gen-only) gen_only=1 ;;
+    --no-serial) serial=0 ;;
     --reuse) reuse=$2; shift ;;
     --gen-jobs) gen_jobs=$2; shift ;;
     --conf) extra_conf=$2; shift ;;
@@ -219,7 +221,7 @@ echo "|---|---|---|---|---|---|---|---|---|"
 for w in $workloads; do
   say "== $w: ${Q[$w]}"
   ref=""
-  for nw in 0 $workers; do
+  for nw in $( [ "$serial" -eq 1 ] && echo 0 ) $workers; do
     for kind in $variants; do
       [ "$w" = floor ] && [ "$kind" = gpuhash ] && continue
       r=$(run_variant "$w" "$kind" "$nw")
