@@ -21,9 +21,6 @@
  */
 #include "postgres.h"
 
-#include <unistd.h>
-
-#include "access/parallel.h"
 #include "lib/ilist.h"
 #include "miscadmin.h"
 #include "postmaster/postmaster.h"
@@ -192,23 +189,15 @@ gpuhash_target_name(GhTarget target)
 }
 
 /*
- * gh_prewarm_exit runs when the process exits with its context perhaps still
- * being made on the prewarm thread: exit() must not run CUDA's own teardown
- * under that thread, so a backend waits for it.  A parallel worker does not:
- * it finished its share on the CPU twin (gpuhash_gpu_warming) and will never
- * use the context, while its leader waits for it to exit, and the driver
- * creates the contexts of many processes nearly one after another (16
- * workers: 2.7 s on an H200).  It leaves at once with _exit(): shared memory
- * is already detached (shmem_exit runs before these callbacks), nothing of
- * its CUDA state needs tearing down, and the kernel ends the thread and the
- * driver frees what it had made, as for any process that ends in a CUDA
- * call.
+ * gh_prewarm_exit waits for a context being created before the backend
+ * exits: exit() must not run CUDA's own teardown under the prewarm thread.
+ * (A parallel worker that finished on the CPU twin waits here too, and its
+ * leader waits for it; leaving with _exit() instead is an idea not yet run
+ * on a GPU.)
  */
 static void
 gh_prewarm_exit(int code, Datum arg)
 {
-	if (IsParallelWorker() && gh_cuda_context_prewarm_busy())
-		_exit(code);
 	gh_cuda_context_prewarm_wait();
 }
 
