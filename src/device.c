@@ -39,6 +39,7 @@ typedef struct GhAlloc
 	bool		pinned_host;	/* host memory from cudaMallocHost */
 	void	   *ptr;
 	size_t		bytes;
+	uint32		svc_table;		/* a table held by the GPU service (service.c) */
 } GhAlloc;
 
 static dlist_head gh_allocs = DLIST_STATIC_INIT(gh_allocs);
@@ -213,7 +214,7 @@ gpuhash_prewarm_gpu(void)
 	static bool exit_hook = false;
 
 	if (gh_context_ready || gpuhash_device == GPUHASH_DEVICE_CPU ||
-		gpuhash_gpu_count() == 0)
+		gh_svc_available() || gpuhash_gpu_count() == 0)
 		return;
 	if (!exit_hook)
 	{
@@ -455,7 +456,9 @@ gh_free_entry(GhAlloc *a, bool report)
 	dlist_delete(&a->node);
 	gh_bytes_in_use -= a->bytes;
 	memset(&err, 0, sizeof(err));
-	if (a->target == GH_TARGET_CPU)
+	if (a->svc_table != 0)
+		gh_svc_free_table(a->svc_table);
+	else if (a->target == GH_TARGET_CPU)
 		free(a->ptr);
 	else if (a->pinned_host)
 		st = gh_cuda_host_free(a->ptr, &err);
@@ -490,6 +493,40 @@ gh_dev_free(void *ptr)
 		}
 	}
 	elog(ERROR, "gpuhash: freeing device memory it does not own");
+}
+
+/*
+ * gh_track_service_table makes table id, held for this backend by the GPU
+ * service, part of the device memory this backend uses: freed (in the
+ * service) by gh_untrack_service_table or when the resource owner current
+ * now is released, and counted by gpuhash_device_memory().
+ */
+void
+gh_track_service_table(uint32 id, size_t bytes)
+{
+	GhAlloc    *a = gh_track(GH_TARGET_NONE, false, bytes);
+
+	a->svc_table = id;
+	dlist_push_head(&gh_allocs, &a->node);
+	gh_bytes_in_use += bytes;
+}
+
+void
+gh_untrack_service_table(uint32 id)
+{
+	dlist_iter	iter;
+
+	dlist_foreach(iter, &gh_allocs)
+	{
+		GhAlloc    *a = dlist_container(GhAlloc, node, iter.cur);
+
+		if (a->svc_table == id)
+		{
+			gh_free_entry(a, true);
+			return;
+		}
+	}
+	elog(ERROR, "gpuhash: freeing a service table it does not own");
 }
 
 size_t

@@ -174,8 +174,18 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("gpuhash.gpu_service",
+							 "Runs the joins' GPU work in one service process that owns the CUDA context.",
+							 "Needs gpuhash in shared_preload_libraries; without it each backend and each parallel worker creates a CUDA context of its own.",
+							 &gpuhash_gpu_service,
+							 false,
+							 PGC_POSTMASTER,
+							 0,
+							 NULL, NULL, NULL);
+
 	MarkGUCPrefixReserved("gpuhash");
 
+	gpuhash_service_init();
 	gpuhash_init_device();
 	gpuhash_init_join_plan();
 	gpuhash_init_aggregate();

@@ -55,5 +55,27 @@ extern void gh_sync(GhTarget target);
 extern void *gh_stream(GhTarget target);
 extern size_t gh_dev_bytes_in_use(void);
 extern void gpuhash_reset_alloc_injection(void);
+extern void gh_track_service_table(uint32 id, size_t bytes);
+extern void gh_untrack_service_table(uint32 id);
+
+/* the GPU service (service.c) */
+extern bool gpuhash_gpu_service;
+typedef struct GhSvcTableInfo
+{
+	uint32		id;
+	uint32		ndistinct;
+	uint64		capacity;
+	uint64		mem_bytes;
+	bool		on_gpu;
+} GhSvcTableInfo;
+extern void gpuhash_service_init(void);
+extern bool gh_svc_available(void);
+extern GhTarget gh_svc_target(void);
+extern gh_status gh_svc_build(const uint64 *hashes, uint32 n,
+							  const gh_mm_params *params, GhSvcTableInfo *info,
+							  uint32 *rows, gh_error *err);
+extern gh_status gh_svc_probe(uint32 id, const uint64 *hashes, uint32 n,
+							  uint32 *first, uint32 *count, gh_error *err);
+extern void gh_svc_free_table(uint32 id);
 
 #endif							/* GPUHASH_H */

@@ -79,6 +79,7 @@ typedef struct GhTable
 	void	   *d_first;
 	void	   *d_count;
 	double		device_ms;		/* time spent in device calls */
+	uint32		svc_id;			/* held by the GPU service (0: by this backend) */
 } GhTable;
 
 extern bool gh_table_fits_device(double nrows);
@@ -87,6 +88,7 @@ extern GhTable *gh_table_build(GhTarget target, const uint64 *hashes,
 extern void gh_table_probe(GhTable *table, const uint64 *hashes, uint32 n,
 						   uint32 *first, uint32 *count);
 extern bool gh_table_move_to_gpu(GhTable *table);
+extern GhTable *gh_table_build_service(const uint64 *hashes, uint32 nrows);
 extern void gh_table_drop_rows(GhTable *table);
 extern void gh_table_free(GhTable *table);
 

@@ -150,6 +150,49 @@ gh_table_build(GhTarget target, const uint64 *hashes, uint32 nrows)
 }
 
 /*
+ * gh_table_build_service has the GPU service build the table (service.c):
+ * this backend keeps only the table's shape and, when some hash repeats,
+ * a copy of its row array.
+ */
+GhTable *
+gh_table_build_service(const uint64 *hashes, uint32 nrows)
+{
+	GhTable    *t = palloc0(sizeof(GhTable));
+	gh_mm_params params;
+	GhSvcTableInfo info;
+	gh_error	err;
+	uint32	   *rows;
+	instr_time	start,
+				end;
+
+	table_params(&params);
+	INSTR_TIME_SET_CURRENT(start);
+	rows = palloc_extended(Max(nrows, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
+	check(gh_svc_build(hashes, nrows, &params, &info, rows, &err), &err,
+		  "building the hash table in the GPU service");
+	gh_track_service_table(info.id, info.mem_bytes);
+	t->svc_id = info.id;
+	t->target = info.on_gpu ? GH_TARGET_GPU : GH_TARGET_CPU;
+	t->mem_bytes = info.mem_bytes;
+	t->mm.capacity = info.capacity;
+	t->mm.nrows = nrows;
+	t->mm.ndistinct = info.ndistinct;
+	t->mm.params = params;
+	t->rows_identity = (info.ndistinct == nrows);
+	if (t->rows_identity)
+		pfree(rows);
+	else
+	{
+		t->rows_copy = rows;
+		t->rows = rows;
+	}
+	INSTR_TIME_SET_CURRENT(end);
+	INSTR_TIME_SUBTRACT(end, start);
+	t->device_ms += INSTR_TIME_GET_MILLISEC(end);
+	return t;
+}
+
+/*
  * gh_table_move_to_gpu copies a table built on the CPU twin to the GPU,
  * whose context was not ready when the table was built; true if it is now
  * there.  The two share one layout and probe sequence (cuda/gh_layout.h),
@@ -199,7 +242,10 @@ gh_table_probe(GhTable *t, const uint64 *hashes, uint32 n, uint32 *first,
 
 	INSTR_TIME_SET_CURRENT(start);
 	memset(&err, 0, sizeof(err));
-	if (t->target == GH_TARGET_CPU)
+	if (t->svc_id != 0)
+		check(gh_svc_probe(t->svc_id, hashes, n, first, count, &err), &err,
+			  "probing the hash table in the GPU service");
+	else if (t->target == GH_TARGET_CPU)
 		check(gh_mm_probe_ranges_cpu(&t->mm, hashes, n, first, count, &err),
 			  &err, "probing the hash table");
 	else
@@ -250,6 +296,12 @@ gh_table_drop_rows(GhTable *t)
 void
 gh_table_free(GhTable *t)
 {
+	if (t->svc_id != 0)
+	{
+		gh_untrack_service_table(t->svc_id);
+		t->svc_id = 0;
+		return;
+	}
 	if (t->d_probe)
 	{
 		gh_dev_free(t->d_probe);

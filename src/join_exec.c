@@ -840,12 +840,19 @@ ghj_regroup(GhjState *s)
 static void
 ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys)
 {
+	bool		svc = gh_svc_available();
 	MemoryContext old;
 	instr_time	ctx_start,
 				ctx_end;
 
 	INSTR_TIME_SET_CURRENT(ctx_start);
-	if (gpuhash_gpu_warming())
+	if (svc)
+	{
+		/* the GPU service holds the context and the table */
+		s->target = gh_svc_target();
+		s->gpu_later = false;
+	}
+	else if (gpuhash_gpu_warming())
 	{
 		/* start on the CPU twin; ghj_move_to_gpu follows once it is made */
 		s->target = GH_TARGET_CPU;
@@ -861,7 +868,10 @@ ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys)
 	s->context_ms += INSTR_TIME_GET_MILLISEC(ctx_end);
 
 	old = MemoryContextSwitchTo(s->build_cxt);
-	s->table = gh_table_build(s->target, hashes, s->ninner);
+	if (svc)
+		s->table = gh_table_build_service(hashes, s->ninner);
+	else
+		s->table = gh_table_build(s->target, hashes, s->ninner);
 	s->target = s->table->target;	/* the CPU twin if the GPU had no room */
 	pfree(hashes);
 	ghj_regroup(s);
@@ -1918,6 +1928,8 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			ExplainPropertyFloat("Context Wait", "ms", s->context_ms, 3, es);
 		if (s->n_cpu_batches > 0)
 			ExplainPropertyUInteger("Batches Before GPU", NULL, s->n_cpu_batches, es);
+		if (s->table && s->table->svc_id != 0)
+			ExplainPropertyText("Table Held By", "GPU service", es);
 	}
 	if (es->analyze && s->shared_copy != NULL)
 	{

@@ -122,6 +122,14 @@ nok=$(grep -cE '\.\.\. FAILED|^not ok ' "$logdir/isolation.log" || true)
 [ $((ok + nok)) -eq 0 ] && nok=1
 passed=$((passed + ok)); failed=$((failed + nok))
 
+note "the GPU service (gpuhash.gpu_service = on, device = $device: test/service.sh)"
+GPUHASH_TEST_DEVICE=$device GPUHASH_TEST_LOGDIR=$logdir bash test/service.sh >"$logdir/service.tap" 2>&1
+rc=$?
+count_tap "$logdir/service.tap"
+grep -E '^ *not ok' "$logdir/service.tap" | head -20
+if [ $rc -ne 0 ] && ! grep -qE '^ *not ok' "$logdir/service.tap"; then
+  failed=$((failed + 1)); echo "service.sh exited $rc"; tail -20 "$logdir/service.tap"; fi
+
 note "robustness (cancel, terminate, kill -9, injected OOM, savepoints, 10,000 joins, pgbench, lifecycle, sqlsmith)"
 if [ "${GPUHASH_TEST_SKIP_ROBUST:-}" = 1 ]; then
   # for a GPU host short of time only (test/gpuhost.sh runs it as its own step); CI never sets it

@@ -1,0 +1,125 @@
+#!/bin/bash
+# test/service.sh - the GPU service (gpuhash.gpu_service = on, src/service.c)
+# in a cluster of its own, as TAP.  GPUHASH_TEST_DEVICE = cpu (default) or gpu
+# is the device the service builds on.  Checks: the service runs and joins
+# use it (EXPLAIN: "Table Held By: GPU service"); their rows equal native's
+# (serial, parallel, every join type, text keys, repeated keys); device memory
+# counted by the backend goes back to 0; a cancel during the probe and a
+# terminated backend leave the service serving with native's rows; with the
+# service stopped, joins run in the backend with the same rows.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+cd "$GPUHASH_ROOT"
+device=${GPUHASH_TEST_DEVICE:-cpu}
+case $device in cpu|gpu|auto) ;; *) echo "GPUHASH_TEST_DEVICE must be cpu, gpu or auto" >&2; exit 2 ;; esac
+
+cl=$(gh_tmpdir)
+port=$(gh_free_port)
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+notok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; [ -n "${2:-}" ] && echo "# $2"; }
+check() { if [ "$1" = "$2" ]; then ok "$3"; else notok "$3" "got '$1', expected '$2'"; fi; }
+finish() {
+  gh_cluster_stop "$cl"
+  [ -n "${GPUHASH_TEST_LOGDIR:-}" ] && cp "$cl/server.log" "$GPUHASH_TEST_LOGDIR/service-server.log" 2>/dev/null
+  rm -rf "$cl"
+  echo "1..$n"
+  [ "$failed" -eq 0 ]
+  exit $?
+}
+trap finish EXIT
+
+if ! gh_cluster_start "$cl" "$port" "gpuhash.device = $device
+gpuhash.gpu_service = on
+max_parallel_workers_per_gather = 2" >"$cl/start.log" 2>&1; then
+  notok "cluster with gpuhash.gpu_service = on starts" "$(tail -5 "$cl/start.log")"
+  exit 1
+fi
+ok "cluster with gpuhash.gpu_service = on starts"
+q() { gh_as_pg psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
+q0() { gh_as_pg psql -X -q -At "$@"; }
+
+svc_pid() { q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'gpuhash GPU service'"; }
+for _ in $(seq 1 50); do [ -n "$(svc_pid)" ] && break; sleep 0.1; done
+pid0=$(svc_pid)
+if [ -n "$pid0" ]; then ok "the service process runs (pid $pid0)"; else notok "the service process runs"; fi
+
+q >/dev/null <<'SQL'
+CREATE EXTENSION gpuhash;
+CREATE TABLE sv_o AS SELECT i AS id, i % 5000 AS k, 'k' || (i % 5000) AS t, i % 7 AS g
+  FROM generate_series(1, 200000) i;
+CREATE TABLE sv_i AS SELECT i AS k, i * 3 AS v, 'k' || i AS t FROM generate_series(0, 5999) i;
+CREATE TABLE sv_m AS SELECT i % 300 AS k, i AS v FROM generate_series(1, 20000) i;  -- repeated keys
+INSERT INTO sv_i SELECT NULL, 1, NULL FROM generate_series(1, 10);
+ANALYZE sv_o, sv_i, sv_m;
+SQL
+
+# md5 of a query's rows in a canonical order, under settings
+digest() {
+  local settings=$1 query=$2
+  q -c "$settings" -c "SELECT md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM ($query) x" | tail -1
+}
+explain() {
+  q -c "SET gpuhash.force_join = on" -c "$1" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $2"
+}
+queries=(
+  "SELECT o.id, i.v FROM sv_o o JOIN sv_i i ON o.k = i.k"
+  "SELECT o.id, i.v FROM sv_o o LEFT JOIN sv_i i ON o.k = i.k"
+  "SELECT o.id, i.v FROM sv_o o RIGHT JOIN sv_i i ON o.k = i.k"
+  "SELECT o.id, i.v FROM sv_o o FULL JOIN sv_i i ON o.k = i.k"
+  "SELECT o.id FROM sv_o o WHERE EXISTS (SELECT 1 FROM sv_i i WHERE i.k = o.k)"
+  "SELECT o.id FROM sv_o o WHERE NOT EXISTS (SELECT 1 FROM sv_i i WHERE i.k = o.k)"
+  "SELECT o.id, i.v FROM sv_o o JOIN sv_i i ON o.t = i.t"
+  "SELECT o.id, m.v FROM sv_o o JOIN sv_m m ON o.k = m.k"
+)
+serial="SET max_parallel_workers_per_gather = 0; SET gpuhash.batch_rows = 4096"
+parallel="SET max_parallel_workers_per_gather = 2; SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0; SET gpuhash.batch_rows = 4096"
+for query in "${queries[@]}"; do
+  nat=$(digest "SET gpuhash.enabled = off" "$query")
+  for mode in serial parallel; do
+    set_=${!mode}
+    plan=$(explain "$set_" "$query")
+    if ! grep -q 'Table Held By: GPU service' <<<"$plan"; then
+      notok "$mode: the join's table is held by the service: $query" "$(grep -E 'GpuHashJoin|Device' <<<"$plan" | head -3)"
+      continue
+    fi
+    check "$(digest "SET gpuhash.force_join = on; $set_" "$query")" "$nat" "$mode, through the service, native's rows: $query"
+  done
+done
+plan=$(explain "$parallel" "${queries[0]}")
+if grep -q 'Workers Launched: [1-9]' <<<"$plan"; then ok "the parallel plan ran with workers"; else notok "the parallel plan ran with workers" "$(head -5 <<<"$plan")"; fi
+
+check "$(q -c "SET gpuhash.force_join = on" -c "SELECT count(*) FROM (${queries[0]}) x" -c "SELECT gpuhash_device_memory()" | tail -1)" "0" \
+  "the backend counts no service memory after its join"
+
+# a cancel while the join probes (a slow outer side): the next query is right
+slow="SELECT count(*) FROM (SELECT o.id, i.v FROM (SELECT * FROM sv_o WHERE pg_sleep(0.0001) IS NOT NULL) o JOIN sv_i i ON o.k = i.k) x"
+out=$(q -c "SET gpuhash.force_join = on; SET statement_timeout = '600ms'; SET gpuhash.batch_rows = 512" -c "$slow" 2>&1)
+if grep -q 'canceling statement due to statement timeout' <<<"$out"; then ok "statement_timeout stops a join in the service"; else notok "statement_timeout stops a join in the service" "$out"; fi
+nat=$(digest "SET gpuhash.enabled = off" "${queries[3]}")
+check "$(q0 -c "SET gpuhash.force_join = on; SET statement_timeout = '600ms'; SET gpuhash.batch_rows = 512" -c "$slow" -c "SET statement_timeout = 0" \
+         -c "SELECT md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM (${queries[3]}) x" -c "SELECT gpuhash_device_memory()" 2>/dev/null | tail -2 | tr '\n' ' ')" \
+  "$nat 0 " "after a cancel, the same session's next join is native's rows and holds nothing"
+
+# a backend terminated in a join: the others go on with the service
+(q -c "SET gpuhash.force_join = on; SET application_name = 'sv_victim'" -c "$slow" >/dev/null 2>&1 &)
+sleep 0.8
+q -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'sv_victim'" >/dev/null
+sleep 0.3
+check "$(digest "SET gpuhash.force_join = on" "${queries[0]}")" "$(digest "SET gpuhash.enabled = off" "${queries[0]}")" \
+  "after another backend is terminated in a join, joins still return native's rows"
+check "$(svc_pid)" "$pid0" "the service process is the same one"
+
+# the service stopped: joins run in the backend
+q -c "SELECT pg_terminate_backend($pid0)" >/dev/null
+for _ in $(seq 1 50); do [ -z "$(svc_pid)" ] && break; sleep 0.1; done
+plan=$(explain "$serial" "${queries[0]}")
+if grep -q 'Table Held By' <<<"$plan"; then notok "without the service the backend holds the table"; else ok "without the service the backend holds the table"; fi
+check "$(digest "SET gpuhash.force_join = on; $serial" "${queries[0]}")" "$(digest "SET gpuhash.enabled = off" "${queries[0]}")" \
+  "without the service, native's rows"
+if grep -qE 'PANIC|terminated by signal|server process .* was terminated' "$cl/server.log"; then
+  notok "no server process crashed" "$(grep -E 'PANIC|terminated by signal' "$cl/server.log" | head -3)"
+else
+  ok "no server process crashed"
+fi
