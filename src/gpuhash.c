@@ -16,6 +16,7 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/guc.h"
 
 #include "gpuhash.h"
@@ -174,14 +175,20 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
-	DefineCustomBoolVariable("gpuhash.gpu_service",
-							 "Runs the joins' GPU work in one service process that owns the CUDA context.",
-							 "Needs gpuhash in shared_preload_libraries; without it each backend and each parallel worker creates a CUDA context of its own.",
-							 &gpuhash_gpu_service,
-							 false,
-							 PGC_POSTMASTER,
-							 0,
-							 NULL, NULL, NULL);
+	/*
+	 * A postmaster setting can be defined only while the library is
+	 * preloaded (later it is a FATAL error); loaded later, gpuhash has no
+	 * service and the setting does not exist in that session.
+	 */
+	if (process_shared_preload_libraries_in_progress)
+		DefineCustomBoolVariable("gpuhash.gpu_service",
+								 "Runs the joins' GPU work in one service process that owns the CUDA context.",
+								 "Needs gpuhash in shared_preload_libraries; without it each backend and each parallel worker creates a CUDA context of its own.",
+								 &gpuhash_gpu_service,
+								 false,
+								 PGC_POSTMASTER,
+								 0,
+								 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("gpuhash");
 

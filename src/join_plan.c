@@ -255,8 +255,9 @@ cost_gpu_join(PlannerInfo *root, CustomPath *path, Path *outer, Path *inner,
 		 * processes starting together had their contexts after 1.2 s, 2
 		 * after 0.31 s (bench/context).  The creation overlaps the worker's
 		 * inner scan (gpuhash_prewarm_gpu), so it is charged per worker.
+		 * With the GPU service no worker creates one.
 		 */
-		if (path->path.parallel_workers > 0)
+		if (path->path.parallel_workers > 0 && !gh_svc_available())
 			startup += gpuhash_worker_context_cost * path->path.parallel_workers;
 	}
 

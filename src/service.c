@@ -619,6 +619,15 @@ my_slot(void)
 	return &gh_svc->slots[MyProc->pgprocno];
 }
 
+/* svc_post hands the request filled in the slot to the service. */
+static void
+svc_post(GhSvcSlot *slot)
+{
+	pg_write_barrier();
+	pg_atomic_write_u32(&slot->state, SVC_REQUEST);
+	SetLatch(gh_svc->service_latch);
+}
+
 /*
  * svc_wait waits for the slot's request to be DONE.  interruptible: a
  * cancel may end the wait (with the request left to finish); otherwise it
@@ -670,9 +679,7 @@ svc_settle(GhSvcSlot *slot, bool interruptible)
 		{
 			slot->op = SVC_OP_FREE;
 			slot->table = slot->out_table;
-			pg_write_barrier();
-			pg_atomic_write_u32(&slot->state, SVC_REQUEST);
-			SetLatch(gh_svc->service_latch);
+			svc_post(slot);
 			if (!svc_wait(slot, interruptible))
 				return false;
 			pg_atomic_write_u32(&slot->state, SVC_IDLE);
@@ -681,24 +688,38 @@ svc_settle(GhSvcSlot *slot, bool interruptible)
 	return true;
 }
 
-static void
-svc_bye(int code, Datum arg)
+/*
+ * svc_quiet_request sends op (FREE of table, or BYE) from resource release
+ * or exit: it raises nothing and does not wait for ever.  false if there is
+ * no service or this process has no slot.
+ */
+static bool
+svc_quiet_request(SvcOp op, uint32 table)
 {
 	GhSvcSlot  *slot;
 
 	if (gh_svc == NULL || gh_svc->service_pid == 0 || MyProc == NULL)
-		return;
+		return false;
 	slot = my_slot();
 	if (slot->pid != MyProcPid || !svc_settle(slot, false))
-		return;
-	slot->op = SVC_OP_BYE;
-	pg_write_barrier();
-	pg_atomic_write_u32(&slot->state, SVC_REQUEST);
-	SetLatch(gh_svc->service_latch);
+		return false;
+	slot->op = op;
+	slot->table = table;
+	svc_post(slot);
 	if (svc_wait(slot, false))
 		pg_atomic_write_u32(&slot->state, SVC_IDLE);
-	slot->pid = 0;
-	slot->client_latch = NULL;
+	return true;
+}
+
+/* svc_bye, at exit: the service frees this process's tables and mapping. */
+static void
+svc_bye(int code, Datum arg)
+{
+	if (svc_quiet_request(SVC_OP_BYE, 0))
+	{
+		my_slot()->pid = 0;
+		my_slot()->client_latch = NULL;
+	}
 }
 
 /* svc_exchange_for returns this backend's exchange area of at least bytes. */
@@ -727,9 +748,7 @@ svc_call(GhSvcSlot *slot, gh_error *err)
 	slot->seg = my_xseg ? dsm_segment_handle(my_xseg) : DSM_HANDLE_INVALID;
 	slot->seg_gen = my_seg_gen;
 	my_build_pending = (slot->op == SVC_OP_BUILD);
-	pg_write_barrier();
-	pg_atomic_write_u32(&slot->state, SVC_REQUEST);
-	SetLatch(gh_svc->service_latch);
+	svc_post(slot);
 	(void) svc_wait(slot, true);
 	my_build_pending = false;
 	pg_atomic_write_u32(&slot->state, SVC_IDLE);
@@ -838,18 +857,5 @@ gh_svc_probe(uint32 id, const uint64 *hashes, uint32 n, uint32 *first,
 void
 gh_svc_free_table(uint32 id)
 {
-	GhSvcSlot  *slot;
-
-	if (gh_svc == NULL || gh_svc->service_pid == 0 || MyProc == NULL)
-		return;
-	slot = my_slot();
-	if (slot->pid != MyProcPid || !svc_settle(slot, false))
-		return;
-	slot->op = SVC_OP_FREE;
-	slot->table = id;
-	pg_write_barrier();
-	pg_atomic_write_u32(&slot->state, SVC_REQUEST);
-	SetLatch(gh_svc->service_latch);
-	if (svc_wait(slot, false))
-		pg_atomic_write_u32(&slot->state, SVC_IDLE);
+	(void) svc_quiet_request(SVC_OP_FREE, id);
 }
