@@ -32,6 +32,7 @@
  */
 #include "postgres.h"
 
+#include <dlfcn.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -170,7 +171,19 @@ gpuhash_service_init(void)
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
 	worker.bgw_restart_time = 5;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "gpuhash");
+	/*
+	 * The service runs this very file, whatever shared_preload_libraries
+	 * called it (a path, or a name found in $libdir).
+	 */
+	{
+		Dl_info		info;
+
+		if (dladdr((void *) gpuhash_service_main, &info) != 0 && info.dli_fname &&
+			strlen(info.dli_fname) < BGW_MAXLEN)
+			strlcpy(worker.bgw_library_name, info.dli_fname, BGW_MAXLEN);
+		else
+			strlcpy(worker.bgw_library_name, "gpuhash", BGW_MAXLEN);
+	}
 	snprintf(worker.bgw_function_name, BGW_MAXLEN, "gpuhash_service_main");
 	snprintf(worker.bgw_name, BGW_MAXLEN, "gpuhash GPU service");
 	snprintf(worker.bgw_type, BGW_MAXLEN, "gpuhash GPU service");
