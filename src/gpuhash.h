@@ -62,6 +62,11 @@ extern void gh_untrack_service_table(uint32 id);
 extern bool gpuhash_gpu_service;
 typedef struct GhSvcTableInfo
 {
+	struct dsm_segment *area;	/* the probe area, mapped here */
+	uint64	   *hashes;			/* probe_cap hashes to probe ... */
+	uint32	   *first;			/* ... and their candidate ranges */
+	uint32	   *count;
+	uint32		probe_cap;
 	uint32		id;
 	uint32		ndistinct;
 	uint64		capacity;
@@ -72,10 +77,9 @@ extern void gpuhash_service_init(void);
 extern bool gh_svc_available(void);
 extern GhTarget gh_svc_target(void);
 extern gh_status gh_svc_build(const uint64 *hashes, uint32 n,
-							  const gh_mm_params *params, GhSvcTableInfo *info,
-							  uint32 *rows, gh_error *err);
-extern gh_status gh_svc_probe(uint32 id, const uint64 *hashes, uint32 n,
-							  uint32 *first, uint32 *count, gh_error *err);
+							  const gh_mm_params *params, uint32 probe_cap,
+							  GhSvcTableInfo *info, uint32 *rows, gh_error *err);
+extern gh_status gh_svc_probe(uint32 id, uint32 n, gh_error *err);
 extern void gh_svc_free_table(uint32 id);
 
 #endif							/* GPUHASH_H */

@@ -80,6 +80,11 @@ typedef struct GhTable
 	void	   *d_count;
 	double		device_ms;		/* time spent in device calls */
 	uint32		svc_id;			/* held by the GPU service (0: by this backend) */
+	struct dsm_segment *svc_area;	/* its probe area (see gh_table_probe) */
+	uint64	   *svc_hashes;
+	uint32	   *svc_first;
+	uint32	   *svc_count;
+	uint32		svc_cap;
 } GhTable;
 
 extern bool gh_table_fits_device(double nrows);
@@ -88,7 +93,10 @@ extern GhTable *gh_table_build(GhTarget target, const uint64 *hashes,
 extern void gh_table_probe(GhTable *table, const uint64 *hashes, uint32 n,
 						   uint32 *first, uint32 *count);
 extern bool gh_table_move_to_gpu(GhTable *table);
-extern GhTable *gh_table_build_service(const uint64 *hashes, uint32 nrows);
+extern bool gh_table_probe_area(GhTable *table, uint32 cap, uint64 **hashes,
+								uint32 **first, uint32 **count);
+extern GhTable *gh_table_build_service(const uint64 *hashes, uint32 nrows,
+									   uint32 probe_cap);
 extern void gh_table_drop_rows(GhTable *table);
 extern void gh_table_free(GhTable *table);
 

@@ -14,6 +14,7 @@
 
 #include "miscadmin.h"
 #include "portability/instr_time.h"
+#include "storage/dsm.h"
 #include "utils/memutils.h"
 
 #include "gpuhash_join.h"
@@ -155,7 +156,7 @@ gh_table_build(GhTarget target, const uint64 *hashes, uint32 nrows)
  * a copy of its row array.
  */
 GhTable *
-gh_table_build_service(const uint64 *hashes, uint32 nrows)
+gh_table_build_service(const uint64 *hashes, uint32 nrows, uint32 probe_cap)
 {
 	GhTable    *t = palloc0(sizeof(GhTable));
 	gh_mm_params params;
@@ -168,10 +169,15 @@ gh_table_build_service(const uint64 *hashes, uint32 nrows)
 	table_params(&params);
 	INSTR_TIME_SET_CURRENT(start);
 	rows = palloc_extended(Max(nrows, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
-	check(gh_svc_build(hashes, nrows, &params, &info, rows, &err), &err,
+	check(gh_svc_build(hashes, nrows, &params, probe_cap, &info, rows, &err), &err,
 		  "building the hash table in the GPU service");
 	gh_track_service_table(info.id, info.mem_bytes);
 	t->svc_id = info.id;
+	t->svc_area = info.area;
+	t->svc_hashes = info.hashes;
+	t->svc_first = info.first;
+	t->svc_count = info.count;
+	t->svc_cap = info.probe_cap;
 	t->target = info.on_gpu ? GH_TARGET_GPU : GH_TARGET_CPU;
 	t->mem_bytes = info.mem_bytes;
 	t->mm.capacity = info.capacity;
@@ -190,6 +196,22 @@ gh_table_build_service(const uint64 *hashes, uint32 nrows)
 	INSTR_TIME_SUBTRACT(end, start);
 	t->device_ms += INSTR_TIME_GET_MILLISEC(end);
 	return t;
+}
+
+/*
+ * gh_table_probe_area gives the buffers of a table held by the GPU service
+ * that a join can use as its batch buffers (false for other tables).
+ */
+bool
+gh_table_probe_area(GhTable *t, uint32 cap, uint64 **hashes, uint32 **first,
+					uint32 **count)
+{
+	if (t->svc_id == 0 || cap > t->svc_cap)
+		return false;
+	*hashes = t->svc_hashes;
+	*first = t->svc_first;
+	*count = t->svc_count;
+	return true;
 }
 
 /*
@@ -243,8 +265,22 @@ gh_table_probe(GhTable *t, const uint64 *hashes, uint32 n, uint32 *first,
 	INSTR_TIME_SET_CURRENT(start);
 	memset(&err, 0, sizeof(err));
 	if (t->svc_id != 0)
-		check(gh_svc_probe(t->svc_id, hashes, n, first, count, &err), &err,
+	{
+		/*
+		 * A join that took its batch buffers from the table's probe area
+		 * (gh_table_probe_area) copies nothing here.
+		 */
+		Assert(n <= t->svc_cap);
+		if (hashes != t->svc_hashes)
+			memcpy(t->svc_hashes, hashes, (size_t) n * sizeof(uint64));
+		check(gh_svc_probe(t->svc_id, n, &err), &err,
 			  "probing the hash table in the GPU service");
+		if (first != t->svc_first)
+		{
+			memcpy(first, t->svc_first, (size_t) n * sizeof(uint32));
+			memcpy(count, t->svc_count, (size_t) n * sizeof(uint32));
+		}
+	}
 	else if (t->target == GH_TARGET_CPU)
 		check(gh_mm_probe_ranges_cpu(&t->mm, hashes, n, first, count, &err),
 			  &err, "probing the hash table");
@@ -300,6 +336,9 @@ gh_table_free(GhTable *t)
 	{
 		gh_untrack_service_table(t->svc_id);
 		t->svc_id = 0;
+		if (t->svc_area)
+			dsm_detach(t->svc_area);
+		t->svc_area = NULL;
 		return;
 	}
 	if (t->d_probe)

@@ -227,6 +227,7 @@ typedef struct GhjState
 	double		build_ms;
 	double		context_ms;		/* waiting for the device to be ready */
 	bool		gpu_later;		/* on the CPU twin until the context is made */
+	bool		batch_in_table;	/* batch buffers lent by the table (service) */
 	uint64		n_cpu_batches;	/* batches probed on the CPU twin meanwhile */
 	GhjShared  *shared;			/* parallel: the participants' stats (DSM) */
 	GhjShared  *shared_copy;	/* leader: copied out at shutdown */
@@ -869,7 +870,7 @@ ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys)
 
 	old = MemoryContextSwitchTo(s->build_cxt);
 	if (svc)
-		s->table = gh_table_build_service(hashes, s->ninner);
+		s->table = gh_table_build_service(hashes, s->ninner, s->batch_cap);
 	else
 		s->table = gh_table_build(s->target, hashes, s->ninner);
 	s->target = s->table->target;	/* the CPU twin if the GPU had no room */
@@ -1277,9 +1278,16 @@ ghj_next_batch(GhjState *s)
 		s->visit_count = palloc(sizeof(uint32) * s->batch_cap);
 		s->sort_tmp = palloc(sizeof(uint32) * s->batch_cap);
 		MemoryContextSwitchTo(old);
-		s->batch_hashes = gh_host_alloc(s->target, sizeof(uint64) * s->batch_cap);
-		s->batch_first = gh_host_alloc(s->target, sizeof(uint32) * s->batch_cap);
-		s->batch_count = gh_host_alloc(s->target, sizeof(uint32) * s->batch_cap);
+		/* a table in the GPU service lends its probe area: nothing is copied */
+		s->batch_in_table = gh_table_probe_area(s->table, s->batch_cap,
+												&s->batch_hashes, &s->batch_first,
+												&s->batch_count);
+		if (!s->batch_in_table)
+		{
+			s->batch_hashes = gh_host_alloc(s->target, sizeof(uint64) * s->batch_cap);
+			s->batch_first = gh_host_alloc(s->target, sizeof(uint32) * s->batch_cap);
+			s->batch_count = gh_host_alloc(s->target, sizeof(uint32) * s->batch_cap);
+		}
 	}
 
 	while (n < s->batch_cap)
@@ -1684,12 +1692,13 @@ ghj_release(GhjState *s)
 	if (s->table)
 		gh_table_free(s->table);
 	s->table = NULL;
-	if (s->batch_hashes)
+	if (s->batch_hashes && !s->batch_in_table)
 	{
 		gh_dev_free(s->batch_hashes);
 		gh_dev_free(s->batch_first);
 		gh_dev_free(s->batch_count);
 	}
+	s->batch_in_table = false;
 	s->batch_hashes = NULL;
 	s->batch_first = NULL;
 	s->batch_count = NULL;

@@ -78,6 +78,8 @@ typedef struct GhSvcSlot
 	SvcOp		op;
 	dsm_handle	seg;			/* the backend's exchange segment */
 	uint32		seg_gen;		/* changes whenever seg does */
+	dsm_handle	probe_seg;		/* BUILD: the table's probe area */
+	uint32		probe_cap;		/* rows it holds */
 	uint32		table;			/* PROBE, FREE: the table */
 	uint32		n;				/* BUILD: inner rows; PROBE: probe rows */
 	double		load_factor;
@@ -204,6 +206,9 @@ typedef struct SvcTable
 	gh_mm		mm;
 	void	   *mem;
 	size_t		bytes;
+	/* the table's probe area (shared with its backend) */
+	dsm_segment *area;
+	uint32		area_cap;
 	/* GPU probe buffers */
 	uint32		probe_cap;
 	void	   *d_probe;
@@ -251,6 +256,8 @@ svc_free_table(SvcTable *t)
 	}
 	else
 		free(t->mem);
+	if (t->area)
+		dsm_detach(t->area);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -320,6 +327,17 @@ svc_build(int i, GhSvcSlot *slot, char *x)
 	uint64_t	capacity;
 	void	   *d_hashes = NULL;
 
+	t->area = dsm_attach(slot->probe_seg);
+	if (t->area == NULL)
+	{
+		memset(&err, 0, sizeof(err));
+		err.where = "dsm_attach";
+		err.cuda_name = "no probe area";
+		svc_set_error(slot, GH_ERR_INVALID, &err, "dsm_attach");
+		return;
+	}
+	t->area_cap = slot->probe_cap;
+
 	memset(&params, 0, sizeof(params));
 	params.load_factor = slot->load_factor;
 	params.group_size = slot->group_size;
@@ -353,6 +371,7 @@ svc_build(int i, GhSvcSlot *slot, char *x)
 			if (st != GH_ERR_OOM)
 			{
 				svc_set_error(slot, st, &err, "building the table");
+				svc_free_table(t);
 				return;
 			}
 			/* no room on the GPU: the CPU twin, here */
@@ -368,14 +387,14 @@ svc_build(int i, GhSvcSlot *slot, char *x)
 			err.where = "malloc";
 			err.cuda_name = "ENOMEM";
 			svc_set_error(slot, GH_ERR_OOM, &err, "malloc");
+			svc_free_table(t);
 			return;
 		}
 		st = gh_mm_build_cpu(&t->mm, t->mem, hashes, n, &params, &err);
 		if (st != GH_OK)
 		{
-			free(t->mem);
-			t->mem = NULL;
 			svc_set_error(slot, st, &err, "building the table");
+			svc_free_table(t);
 			return;
 		}
 		if (t->mm.ndistinct != n)
@@ -396,24 +415,29 @@ svc_build(int i, GhSvcSlot *slot, char *x)
 }
 
 static void
-svc_probe(int i, GhSvcSlot *slot, char *x)
+svc_probe(int i, GhSvcSlot *slot)
 {
 	SvcTable   *t = svc_find(i, slot->table);
 	uint32		n = slot->n;
-	uint64_t   *hashes = (uint64_t *) x;
-	uint32_t   *first = (uint32_t *) (x + (size_t) n * sizeof(uint64));
-	uint32_t   *count = first + n;
+	char	   *x;
+	uint64_t   *hashes;
+	uint32_t   *first;
+	uint32_t   *count;
 	gh_error	err;
 	gh_status	st;
 
 	memset(&err, 0, sizeof(err));
-	if (t == NULL)
+	if (t == NULL || n > t->area_cap)
 	{
 		err.where = "the GPU service";
 		err.cuda_name = "an unknown table";
 		svc_set_error(slot, GH_ERR_INVALID, &err, "probe");
 		return;
 	}
+	x = dsm_segment_address(t->area);
+	hashes = (uint64_t *) x;
+	first = (uint32_t *) (x + (size_t) t->area_cap * sizeof(uint64));
+	count = first + t->area_cap;
 	if (!t->on_gpu)
 	{
 		st = gh_mm_probe_ranges_cpu(&t->mm, hashes, n, first, count, &err);
@@ -470,8 +494,10 @@ svc_serve(int i)
 	slot->err_name[0] = slot->err_where[0] = slot->err_text[0] = '\0';
 	switch (slot->op)
 	{
-		case SVC_OP_BUILD:
 		case SVC_OP_PROBE:
+			svc_probe(i, slot);
+			break;
+		case SVC_OP_BUILD:
 			x = svc_exchange(i, slot);
 			if (x == NULL)
 			{
@@ -483,10 +509,7 @@ svc_serve(int i)
 				svc_set_error(slot, GH_ERR_INVALID, &err, "dsm_attach");
 				break;
 			}
-			if (slot->op == SVC_OP_BUILD)
-				svc_build(i, slot, x);
-			else
-				svc_probe(i, slot, x);
+			svc_build(i, slot, x);
 			break;
 		case SVC_OP_FREE:
 			{
@@ -808,13 +831,30 @@ svc_begin(void)
  */
 gh_status
 gh_svc_build(const uint64 *hashes, uint32 n, const gh_mm_params *params,
-			 GhSvcTableInfo *info, uint32 *rows, gh_error *err)
+			 uint32 probe_cap, GhSvcTableInfo *info, uint32 *rows, gh_error *err)
 {
 	GhSvcSlot  *slot = svc_begin();
 	char	   *x = svc_exchange_for(Max((size_t) n, 1) * sizeof(uint64));
 	gh_status	st;
+	dsm_segment *area;
+
+	/*
+	 * The table's probe area: the join writes each batch's hashes into it
+	 * and reads the ranges from it, so that a probe copies nothing.  It
+	 * belongs to the current resource owner (the query); the service maps
+	 * it too, until the table is freed.
+	 */
+	probe_cap = Max(probe_cap, 1);
+	area = dsm_create((Size) probe_cap * (sizeof(uint64) + 2 * sizeof(uint32)), 0);
+	info->area = area;
+	info->hashes = (uint64 *) dsm_segment_address(area);
+	info->first = (uint32 *) (info->hashes + probe_cap);
+	info->count = info->first + probe_cap;
+	info->probe_cap = probe_cap;
 
 	memcpy(x, hashes, (size_t) n * sizeof(uint64));
+	slot->probe_seg = dsm_segment_handle(area);
+	slot->probe_cap = probe_cap;
 	slot->op = SVC_OP_BUILD;
 	slot->n = n;
 	slot->load_factor = params->load_factor;
@@ -822,7 +862,11 @@ gh_svc_build(const uint64 *hashes, uint32 n, const gh_mm_params *params,
 	slot->scheme = (int) params->scheme;
 	st = svc_call(slot, err);
 	if (st != GH_OK)
+	{
+		dsm_detach(area);
+		info->area = NULL;
 		return st;
+	}
 	info->id = slot->out_table;
 	info->ndistinct = slot->ndistinct;
 	info->capacity = slot->capacity;
@@ -840,27 +884,19 @@ gh_svc_build(const uint64 *hashes, uint32 n, const gh_mm_params *params,
 	return GH_OK;
 }
 
-/* gh_svc_probe: the candidate ranges of hashes[0..n) in table id. */
+/*
+ * gh_svc_probe: the candidate ranges of the n hashes in table id's probe
+ * area (info->hashes of gh_svc_build), written to info->first and ->count.
+ */
 gh_status
-gh_svc_probe(uint32 id, const uint64 *hashes, uint32 n, uint32 *first,
-			 uint32 *count, gh_error *err)
+gh_svc_probe(uint32 id, uint32 n, gh_error *err)
 {
 	GhSvcSlot  *slot = svc_begin();
-	size_t		bytes = (size_t) n * (sizeof(uint64) + 2 * sizeof(uint32));
-	char	   *x = svc_exchange_for(Max(bytes, 1));
-	gh_status	st;
 
-	memcpy(x, hashes, (size_t) n * sizeof(uint64));
 	slot->op = SVC_OP_PROBE;
 	slot->table = id;
 	slot->n = n;
-	st = svc_call(slot, err);
-	if (st != GH_OK)
-		return st;
-	memcpy(first, x + (size_t) n * sizeof(uint64), (size_t) n * sizeof(uint32));
-	memcpy(count, x + (size_t) n * (sizeof(uint64) + sizeof(uint32)),
-		   (size_t) n * sizeof(uint32));
-	return GH_OK;
+	return svc_call(slot, err);
 }
 
 /*
