@@ -273,6 +273,20 @@ gh_cuda_host_free(void *ptr, gh_error *err)
 }
 
 extern "C" gh_status
+gh_cuda_host_register(void *ptr, size_t bytes, gh_error *err)
+{
+	GH_TRY(cudaHostRegister(ptr, bytes, cudaHostRegisterDefault));
+	return GH_OK;
+}
+
+extern "C" gh_status
+gh_cuda_host_unregister(void *ptr, gh_error *err)
+{
+	GH_TRY(cudaHostUnregister(ptr));
+	return GH_OK;
+}
+
+extern "C" gh_status
 gh_cuda_stream_create(void **stream, gh_error *err)
 {
 	cudaStream_t s = NULL;

@@ -99,6 +99,9 @@ gh_status	gh_cuda_malloc(void **ptr, size_t bytes, gh_error *err);
 gh_status	gh_cuda_free(void *ptr, gh_error *err);
 gh_status	gh_cuda_host_alloc(void **ptr, size_t bytes, gh_error *err);	/* pinned */
 gh_status	gh_cuda_host_free(void *ptr, gh_error *err);
+/* page-locks (and unlocks) existing host memory, e.g. a shared mapping */
+gh_status	gh_cuda_host_register(void *ptr, size_t bytes, gh_error *err);
+gh_status	gh_cuda_host_unregister(void *ptr, gh_error *err);
 
 gh_status	gh_cuda_stream_create(void **stream, gh_error *err);
 gh_status	gh_cuda_stream_destroy(void *stream, gh_error *err);

@@ -99,6 +99,18 @@ gh_cuda_host_free(void *ptr, gh_error *err)
 }
 
 gh_status
+gh_cuda_host_register(void *ptr, size_t bytes, gh_error *err)
+{
+	return nocuda(err, "gh_cuda_host_register");
+}
+
+gh_status
+gh_cuda_host_unregister(void *ptr, gh_error *err)
+{
+	return nocuda(err, "gh_cuda_host_unregister");
+}
+
+gh_status
 gh_cuda_stream_create(void **stream, gh_error *err)
 {
 	*stream = NULL;
