@@ -24,7 +24,8 @@
 #     --reuse DIR        use the cluster left in DIR by --keep (data of the same
 #                        scale is not generated again)
 #     --gen-jobs J       parallel sessions that generate s and fact (default: cores)
-#     --conf "LINES"     extra postgresql.conf lines (newline-separated)
+#     --conf "LINES"     extra postgresql.conf lines (newline-separated); with
+#                        --reuse they are appended and the cluster restarted
 #     --work-mem M       work_mem for every variant (default 1GB: native hash
 #                        joins of the big sides stay in memory, as GpuHashJoin does)
 #   BENCH_SHARED_BUFFERS (environment) shared_buffers of the cluster it starts
@@ -94,6 +95,11 @@ for w in $workloads; do [ -n "${Q[$w]:-}" ] || { echo "unknown workload $w" >&2;
 if [ -n "$reuse" ]; then
   cl=$reuse
   port=$(sed -n 's/^port = //p' "$cl/data/postgresql.conf" | tail -1)
+  if [ -n "$extra_conf" ]; then
+    # --conf with --reuse: the lines go after the cluster's own (later lines win), then a restart
+    printf '%s\n' "$extra_conf" >>"$cl/data/postgresql.conf"
+    gh_as_pg "$(gh_pg_bindir)/pg_ctl" -D "$cl/data" -m fast -w stop >/dev/null 2>&1 || true
+  fi
   if ! gh_as_pg "$(gh_pg_bindir)/pg_ctl" -D "$cl/data" status >/dev/null 2>&1; then
     gh_as_pg "$(gh_pg_bindir)/pg_ctl" -D "$cl/data" -l "$cl/server.log" -w start >/dev/null
   fi
