@@ -140,6 +140,7 @@ typedef struct GhjState
 	AttrNumber *inner_key_att;
 	uint8	   *outer_fast;		/* GHJ_FAST_* of each key's hash function */
 	uint8	   *inner_fast;
+	bool	   *own_mix;		/* both sides integers (or both oid): see int_mix */
 	FmgrInfo   *outer_hash;
 	FmgrInfo   *inner_hash;
 	FmgrInfo   *eq;
@@ -241,6 +242,7 @@ static void ghj_explain(CustomScanState *node, List *ancestors,
 						ExplainState *es);
 
 static uint8 fast_hash_kind(FmgrInfo *fn, Oid coll);
+static inline bool own_mix_ok(uint8 outer, uint8 inner);
 static uint8 eq_fast_kind(Oid fn);
 static Size ghj_estimate_dsm(CustomScanState *node, ParallelContext *pcxt);
 static void ghj_init_dsm(CustomScanState *node, ParallelContext *pcxt,
@@ -425,6 +427,7 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 	s->inner_key_att = palloc0(sizeof(AttrNumber) * s->nkeys);
 	s->outer_fast = palloc0(sizeof(uint8) * s->nkeys);
 	s->inner_fast = palloc0(sizeof(uint8) * s->nkeys);
+	s->own_mix = palloc0(sizeof(bool) * s->nkeys);
 	s->outer_hash = palloc0(sizeof(FmgrInfo) * s->nkeys);
 	s->inner_hash = palloc0(sizeof(FmgrInfo) * s->nkeys);
 	s->eq = palloc0(sizeof(FmgrInfo) * s->nkeys);
@@ -452,6 +455,7 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 		s->coll[i] = list_nth_oid(colls, i);
 		s->outer_fast[i] = fast_hash_kind(&s->outer_hash[i], s->coll[i]);
 		s->inner_fast[i] = fast_hash_kind(&s->inner_hash[i], s->coll[i]);
+		s->own_mix[i] = own_mix_ok(s->outer_fast[i], s->inner_fast[i]);
 		s->swapped[i] = list_nth_int(swapped, i) != 0;
 		get_typlenbyval(exprType((Node *) okey), &s->outer_typlen[i],
 						&s->outer_byval[i]);
@@ -547,6 +551,52 @@ fast_hash(uint8 kind, Datum v)
 }
 
 /*
+ * int_mix hashes an integer key by its value as an int64 (an oid as its
+ * unsigned value), so that equal values of int2, int4 and int8 hash alike,
+ * with a bijective 64-bit finalizer (the one of MurmurHash3): distinct keys
+ * never share a hash, and it is computed in line.  Both sides of a key must
+ * use it (own_mix_ok); the join's hashes are its own, compared only with
+ * one another, so they need not be PostgreSQL's hash function's values.
+ */
+static inline uint64
+int_mix(uint8 kind, Datum v)
+{
+	uint64		k;
+
+	switch (kind)
+	{
+		case GHJ_FAST_INT2:
+			k = (uint64) (int64) DatumGetInt16(v);
+			break;
+		case GHJ_FAST_INT4:
+			k = (uint64) (int64) DatumGetInt32(v);
+			break;
+		case GHJ_FAST_OID:
+			k = (uint64) DatumGetObjectId(v);
+			break;
+		default:
+			k = (uint64) DatumGetInt64(v);
+			break;
+	}
+	k ^= k >> 33;
+	k *= UINT64CONST(0xff51afd7ed558ccd);
+	k ^= k >> 33;
+	k *= UINT64CONST(0xc4ceb9fe1a85ec53);
+	k ^= k >> 33;
+	return k;
+}
+
+/* own_mix_ok: may a key whose sides hash as outer and inner use int_mix? */
+static inline bool
+own_mix_ok(uint8 outer, uint8 inner)
+{
+	if (outer == GHJ_FAST_NONE || inner == GHJ_FAST_NONE)
+		return false;
+	/* oid compares with oid only; int2, int4 and int8 with one another */
+	return (outer == GHJ_FAST_OID) == (inner == GHJ_FAST_OID);
+}
+
+/*
  * fast_hash_kind says whether the hash function fn can be computed in line,
  * after checking on sample values that the in-line form equals it.
  */
@@ -632,7 +682,9 @@ row_hash(GhjState *s, bool outer, ExprContext *econtext, TupleTableSlot *slot,
 			*hasnull = true;
 			return 0;
 		}
-		if (fast != GHJ_FAST_NONE)
+		if (s->own_mix[i])
+			h = hash_combine64(h, int_mix(fast, v));
+		else if (fast != GHJ_FAST_NONE)
 			h = hash_combine64(h, fast_hash(fast, v));
 		else
 		{
