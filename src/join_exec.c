@@ -141,6 +141,7 @@ typedef struct GhjState
 	uint8	   *outer_fast;		/* GHJ_FAST_* of each key's hash function */
 	uint8	   *inner_fast;
 	bool	   *own_mix;		/* both sides integers (or both oid): see int_mix */
+	bool		outer_keys_plain;	/* every outer key a plain column hashed by int_mix */
 	FmgrInfo   *outer_hash;
 	FmgrInfo   *inner_hash;
 	FmgrInfo   *eq;
@@ -471,6 +472,10 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 			s->inner_has_byref = true;
 		i++;
 	}
+	s->outer_keys_plain = true;
+	for (int k = 0; k < s->nkeys; k++)
+		if (s->outer_key_att[k] <= 0 || !s->own_mix[k])
+			s->outer_keys_plain = false;
 	s->stride = s->nkeys + s->ninner_cols + s->nullwords;
 	s->joinqual = ExecInitQual(remap(s->joinquals_expr, s->nouter), &node->ss.ps);
 	s->otherqual = ExecInitQual(remap(cscan->scan.plan.qual, s->nouter),
@@ -584,6 +589,21 @@ int_mix(uint8 kind, Datum v)
 	k *= UINT64CONST(0xc4ceb9fe1a85ec53);
 	k ^= k >> 33;
 	return k;
+}
+
+/*
+ * int_mix_keys is row_hash for a row whose keys all use int_mix and are not
+ * NULL: the same value, from the keys already read.
+ */
+static inline uint64
+int_mix_keys(GhjState *s, bool outer, const Datum *keys)
+{
+	uint64		h = 0;
+
+	for (int i = 0; i < s->nkeys; i++)
+		h = hash_combine64(h, int_mix(outer ? s->outer_fast[i] : s->inner_fast[i],
+									  keys[i]));
+	return h;
 }
 
 /* own_mix_ok: may a key whose sides hash as outer and inner use int_mix? */
@@ -1356,10 +1376,30 @@ ghj_next_batch(GhjState *s)
 		ghj_reset(econtext);
 		econtext->ecxt_outertuple = slot;
 		store_outer(s, slot, n);	/* deforms the whole row */
-		s->batch_hashes[n] = row_hash(s, true, econtext, slot,
-									  &s->batch_keys[(size_t) n * s->nkeys],
-									  s->batch_cxt, &s->batch_null[n]);
+		if (s->outer_keys_plain)
+		{
+			/* plain integer columns: keys now, hashes for the whole batch below */
+			Datum	   *keys = &s->batch_keys[(size_t) n * s->nkeys];
+
+			s->batch_null[n] = false;
+			for (int k = 0; k < s->nkeys; k++)
+			{
+				keys[k] = slot->tts_values[s->outer_key_att[k] - 1];
+				s->batch_null[n] |= slot->tts_isnull[s->outer_key_att[k] - 1];
+			}
+		}
+		else
+			s->batch_hashes[n] = row_hash(s, true, econtext, slot,
+										  &s->batch_keys[(size_t) n * s->nkeys],
+										  s->batch_cxt, &s->batch_null[n]);
 		n++;
+	}
+	if (s->outer_keys_plain)
+	{
+		/* one tight loop: the multiplications of many rows overlap */
+		for (uint32 r = 0; r < n; r++)
+			s->batch_hashes[r] = s->batch_null[r] ? 0 :
+				int_mix_keys(s, true, &s->batch_keys[(size_t) r * s->nkeys]);
 	}
 	ghj_reset(econtext);
 	s->batch_n = n;
