@@ -9,6 +9,8 @@
 # aggregate_keys (aggregate_keys needs aggregate's helpers).
 # Prints TAP; errors other than the suppressed PostgreSQL-internal ones fail.
 # Slow: expect 5-10 minutes for the default suites on 2 cores.
+# GPUHASH_VALGRIND_CONF: more postgresql.conf lines, e.g. "gpuhash.gpu_service = on"
+# (the GPU service's process runs under valgrind too).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
@@ -22,7 +24,8 @@ trap 'gh_as_pg "$bin/pg_ctl" -D "$cl/data" -m immediate -w stop >/dev/null 2>&1;
 gh_cluster_init "$cl" "$port" "gpuhash.device = cpu
 gpuhash_test.gpu = off
 max_parallel_workers_per_gather = 0
-autovacuum = off" "$bin" || exit 1
+autovacuum = off
+${GPUHASH_VALGRIND_CONF:-}" "$bin" || exit 1
 # PostgreSQL's own known valgrind reports: padding bytes written to files
 # and sockets, and regexp.c's cache shuffle (a memmove the compiler turned
 # into __memcpy_chk)
