@@ -183,6 +183,7 @@ typedef struct GhjState
 	int16	   *inner_attlen;
 	bool	   *inner_attbyval;
 	bool		inner_has_byref;	/* a by-reference key or column */
+	bool		inner_key_byref;	/* a by-reference key */
 	int			nullwords;		/* uint64 words of a record's null bitmap */
 	int			stride;			/* Datums per record: keys, columns, nulls */
 	uint32		ninner;
@@ -469,7 +470,7 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 			((Var *) ikey)->varattno > 0 && s->inner_byval[i])
 			s->inner_key_att[i] = ((Var *) ikey)->varattno;
 		if (!s->inner_byval[i])
-			s->inner_has_byref = true;
+			s->inner_has_byref = s->inner_key_byref = true;
 		i++;
 	}
 	s->outer_keys_plain = true;
@@ -1707,6 +1708,22 @@ ghj_exec(CustomScanState *node)
 				}
 				__builtin_prefetch(&s->batch_vals[(size_t) s->batch_order[ahead] * s->nouter]);
 				__builtin_prefetch(&s->batch_keys[(size_t) s->batch_order[ahead] * s->nkeys]);
+			}
+
+			/*
+			 * A by-reference key (text, numeric, ...) is verified through
+			 * its pointer: half as far ahead, where the record asked for
+			 * above has arrived, ask for the data its keys point to.
+			 */
+			if (s->inner_key_byref && s->cur + GHJ_PREFETCH / 2 < s->n_order &&
+				s->visit_count[s->cur + GHJ_PREFETCH / 2] > 0)
+			{
+				const Datum *rec = &s->inner_recs[(size_t) s->visit_first[s->cur + GHJ_PREFETCH / 2] *
+												  s->stride];
+
+				for (int k = 0; k < s->nkeys; k++)
+					if (!s->inner_byval[k])
+						__builtin_prefetch(DatumGetPointer(rec[k]));
 			}
 			if (!s->direct_proj)
 				ghj_load_outer(s, i);
