@@ -600,6 +600,27 @@ gpuhash_service_main(Datum arg)
 							   err.cuda_name ? err.cuda_name : "?")));
 	}
 	on_shmem_exit(svc_shutdown, (Datum) 0);
+
+	/*
+	 * A request left by backends that waited on an earlier service process
+	 * (it stopped or failed) is answered with an error, not served: its
+	 * tables and segments are gone with that process.
+	 */
+	for (int i = 0; i < gh_svc->nslots; i++)
+	{
+		GhSvcSlot  *slot = &gh_svc->slots[i];
+
+		if (pg_atomic_read_u32(&slot->state) != SVC_REQUEST)
+			continue;
+		memset(&err, 0, sizeof(err));
+		err.where = "the GPU service";
+		err.cuda_name = "a restart of the service";
+		svc_set_error(slot, GH_ERR_CUDA, &err, "the GPU service");
+		pg_write_barrier();
+		pg_atomic_write_u32(&slot->state, SVC_DONE);
+		if (slot->client_latch)
+			SetLatch(slot->client_latch);
+	}
 	gh_svc->service_latch = MyLatch;
 	pg_write_barrier();
 	gh_svc->service_pid = MyProcPid;
@@ -667,9 +688,13 @@ my_slot(void)
 static void
 svc_post(GhSvcSlot *slot)
 {
+	Latch	   *service = gh_svc->service_latch;
+
 	pg_write_barrier();
 	pg_atomic_write_u32(&slot->state, SVC_REQUEST);
-	SetLatch(gh_svc->service_latch);
+	/* the service may just have stopped: then svc_wait says so */
+	if (service)
+		SetLatch(service);
 }
 
 /*
