@@ -87,7 +87,8 @@ trap cleanup EXIT
 if ! gh_cluster_start "$cl" "$port" "gpuhash.device = $device
 gpuhash_test.gpu = $expect_gpu
 log_line_prefix = '%m [%p] %e '
-max_connections = 60"; then
+max_connections = 60
+${GPUHASH_ROBUST_CONF:-}"; then
   echo "not ok 1 - cluster start"; echo "1..1"; exit 1
 fi
 log="$cl/server.log"
