@@ -85,6 +85,7 @@ typedef struct GhTable
 	uint32	   *svc_first;
 	uint32	   *svc_count;
 	uint32		svc_cap;
+	bool		shared_view;	/* a view of a parallel peer's service table */
 } GhTable;
 
 extern bool gh_table_fits_device(double nrows);
@@ -96,7 +97,7 @@ extern bool gh_table_move_to_gpu(GhTable *table);
 extern bool gh_table_probe_area(GhTable *table, uint32 cap, uint64 **hashes,
 								uint32 **first, uint32 **count);
 extern GhTable *gh_table_build_service(const uint64 *hashes, uint32 nrows,
-									   uint32 probe_cap);
+									   uint32 probe_cap, uint32 peer_table);
 extern void gh_table_drop_rows(GhTable *table);
 extern void gh_table_free(GhTable *table);
 

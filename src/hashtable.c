@@ -153,10 +153,13 @@ gh_table_build(GhTarget target, const uint64 *hashes, uint32 nrows)
 /*
  * gh_table_build_service has the GPU service build the table (service.c):
  * this backend keeps only the table's shape and, when some hash repeats,
- * a copy of its row array.
+ * a copy of its row array.  With peer_table, a table that a participant of
+ * the same parallel join built from the same hashes (then hashes is not
+ * read), the service gives this backend a view of it instead of a copy.
  */
 GhTable *
-gh_table_build_service(const uint64 *hashes, uint32 nrows, uint32 probe_cap)
+gh_table_build_service(const uint64 *hashes, uint32 nrows, uint32 probe_cap,
+					   uint32 peer_table)
 {
 	GhTable    *t = palloc0(sizeof(GhTable));
 	gh_mm_params params;
@@ -169,8 +172,13 @@ gh_table_build_service(const uint64 *hashes, uint32 nrows, uint32 probe_cap)
 	table_params(&params);
 	INSTR_TIME_SET_CURRENT(start);
 	rows = palloc_extended(Max(nrows, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
-	check(gh_svc_build(hashes, nrows, &params, probe_cap, &info, rows, &err), &err,
-		  "building the hash table in the GPU service");
+	/* a peer's table that is gone already (its join ended) is built again */
+	if (peer_table == 0 ||
+		gh_svc_attach(peer_table, nrows, &params, probe_cap, &info, rows, &err) != GH_OK)
+		check(gh_svc_build(hashes, nrows, &params, probe_cap, &info, rows, &err),
+			  &err, "building the hash table in the GPU service");
+	else
+		t->shared_view = true;
 	gh_track_service_table(info.id, info.mem_bytes);
 	t->svc_id = info.id;
 	t->svc_area = info.area;

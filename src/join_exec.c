@@ -37,6 +37,7 @@
 
 #include "access/parallel.h"
 #include "storage/barrier.h"
+#include "storage/condition_variable.h"
 #include "storage/spin.h"
 #include "utils/dsa.h"
 #include "utils/wait_event.h"
@@ -81,7 +82,13 @@ typedef struct GhjStats
 	double		context_ms;
 	double		device_ms;
 	uint64		cpu_batches;
+	bool		shared_table;	/* a service table shared by the participants */
 } GhjStats;
+
+#define GHJ_SVC_NONE		0
+#define GHJ_SVC_BUILDING	1
+#define GHJ_SVC_BUILT		2
+#define GHJ_SVC_FAILED		3
 
 typedef struct GhjShared
 {
@@ -96,6 +103,16 @@ typedef struct GhjShared
 	Barrier		build_barrier;
 	slock_t		mutex;
 	dsa_pointer chunks;			/* the filled chunks, newest first */
+
+	/*
+	 * With the GPU service, the participants of a shared build, whose
+	 * hashes are the same array, share one table: the first to get here
+	 * builds it (svc_state BUILDING, then BUILT with svc_table), the others
+	 * wait on svc_cv and take views of it.  FAILED: each builds its own.
+	 */
+	int			svc_state;
+	uint32		svc_table;
+	ConditionVariable svc_cv;
 
 	GhjStats	stats[FLEXIBLE_ARRAY_MEMBER];
 } GhjShared;
@@ -905,6 +922,70 @@ ghj_regroup(GhjState *s)
 }
 
 /*
+ * ghj_service_table has the GPU service make the join's table: one for all
+ * the participants of a shared build (see GhjShared), else its own.
+ */
+static GhTable *
+ghj_service_table(GhjState *s, uint64 *hashes)
+{
+	GhjShared  *sh = s->shared;
+	GhTable    *t = NULL;
+	bool		builder = false;
+	int			state;
+	uint32		peer;
+
+	if (sh == NULL || !s->shared_build)
+		return gh_table_build_service(hashes, s->ninner, s->batch_cap, 0);
+
+	SpinLockAcquire(&sh->mutex);
+	if (sh->svc_state == GHJ_SVC_NONE)
+	{
+		sh->svc_state = GHJ_SVC_BUILDING;
+		builder = true;
+	}
+	SpinLockRelease(&sh->mutex);
+	if (builder)
+	{
+		PG_TRY();
+		{
+			t = gh_table_build_service(hashes, s->ninner, s->batch_cap, 0);
+		}
+		PG_CATCH();
+		{
+			SpinLockAcquire(&sh->mutex);
+			sh->svc_state = GHJ_SVC_FAILED;
+			SpinLockRelease(&sh->mutex);
+			ConditionVariableBroadcast(&sh->svc_cv);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		t->shared_view = true;
+		SpinLockAcquire(&sh->mutex);
+		sh->svc_table = t->svc_id;
+		sh->svc_state = GHJ_SVC_BUILT;
+		SpinLockRelease(&sh->mutex);
+		ConditionVariableBroadcast(&sh->svc_cv);
+		return t;
+	}
+
+	ConditionVariablePrepareToSleep(&sh->svc_cv);
+	for (;;)
+	{
+		SpinLockAcquire(&sh->mutex);
+		state = sh->svc_state;
+		peer = sh->svc_table;
+		SpinLockRelease(&sh->mutex);
+		if (state != GHJ_SVC_BUILDING)
+			break;
+		ConditionVariableSleep(&sh->svc_cv, PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+	/* a view of the peer's table; its own if that one is gone or failed */
+	return gh_table_build_service(hashes, s->ninner, s->batch_cap,
+								  state == GHJ_SVC_BUILT ? peer : 0);
+}
+
+/*
  * ghj_finish_build makes the device ready, builds the table of the row
  * store's hashes (freeing them) and regroups the store.  Only now: a GPU
  * join's context has been in the making on a thread since executor start-up
@@ -943,7 +1024,7 @@ ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys)
 
 	old = MemoryContextSwitchTo(s->build_cxt);
 	if (svc)
-		s->table = gh_table_build_service(hashes, s->ninner, s->batch_cap);
+		s->table = ghj_service_table(s, hashes);
 	else
 		s->table = gh_table_build(s->target, hashes, s->ninner);
 	s->target = s->table->target;	/* the CPU twin if the GPU had no room */
@@ -1641,6 +1722,7 @@ ghj_publish_stats(GhjState *s)
 	st->context_ms = s->context_ms;
 	st->device_ms = s->table ? s->table->device_ms : 0;
 	st->cpu_batches = s->n_cpu_batches;
+	st->shared_table = s->table && s->table->shared_view;
 	st->valid = s->n_builds > 0;
 }
 
@@ -1919,6 +2001,8 @@ ghj_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 	BarrierInit(&s->shared->build_barrier, 0);
 	SpinLockInit(&s->shared->mutex);
 	s->shared->chunks = InvalidDsaPointer;
+	s->shared->svc_state = GHJ_SVC_NONE;
+	ConditionVariableInit(&s->shared->svc_cv);
 }
 
 /*
@@ -1946,6 +2030,8 @@ ghj_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 		}
 	}
 	sh->chunks = InvalidDsaPointer;
+	sh->svc_state = GHJ_SVC_NONE;
+	sh->svc_table = 0;
 	BarrierInit(&sh->build_barrier, 0);
 	memset(sh->stats, 0, sizeof(GhjStats) * sh->nworkers);
 }
@@ -2047,7 +2133,10 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		if (s->n_cpu_batches > 0)
 			ExplainPropertyUInteger("Batches Before GPU", NULL, s->n_cpu_batches, es);
 		if (s->table && s->table->svc_id != 0)
-			ExplainPropertyText("Table Held By", "GPU service", es);
+			ExplainPropertyText("Table Held By",
+								s->table->shared_view ?
+								"GPU service, one for all participants" : "GPU service",
+								es);
 	}
 	if (es->analyze && s->shared_copy != NULL)
 	{
@@ -2063,9 +2152,10 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			text = psprintf("Inner Rows: " UINT64_FORMAT ", Batches: " UINT64_FORMAT
 							", Candidates: " UINT64_FORMAT ", Verified Matches: " UINT64_FORMAT
 							", Build Time: %.3f ms, Context Wait: %.3f ms, Device Time: %.3f ms"
-							", Batches Before GPU: " UINT64_FORMAT,
+							", Batches Before GPU: " UINT64_FORMAT "%s",
 							st->inner_rows, st->batches, st->candidates, st->matches,
-							st->build_ms, st->context_ms, st->device_ms, st->cpu_batches);
+							st->build_ms, st->context_ms, st->device_ms, st->cpu_batches,
+							st->shared_table ? ", Table: one for all participants" : "");
 			ExplainPropertyText(label, text, es);
 		}
 	}

@@ -64,6 +64,7 @@ PGDLLEXPORT void gpuhash_service_main(Datum arg);
 typedef enum SvcOp
 {
 	SVC_OP_BUILD,
+	SVC_OP_ATTACH,				/* another view of a table built for a peer */
 	SVC_OP_PROBE,
 	SVC_OP_FREE,
 	SVC_OP_BYE
@@ -206,6 +207,7 @@ typedef struct SvcTable
 	gh_mm		mm;
 	void	   *mem;
 	size_t		bytes;
+	int		   *refs;			/* views sharing mem (ATTACH); freed at 0 */
 	/* the table's probe area (shared with its backend) */
 	dsm_segment *area;
 	uint32		area_cap;
@@ -243,7 +245,10 @@ static void
 svc_free_table(SvcTable *t)
 {
 	gh_error	err;
+	bool		last = (t->refs == NULL || --(*t->refs) == 0);
 
+	if (last && t->refs)
+		free(t->refs);
 	if (t->on_gpu)
 	{
 		if (t->d_probe)
@@ -252,10 +257,10 @@ svc_free_table(SvcTable *t)
 			(void) gh_cuda_free(t->d_first, &err);
 			(void) gh_cuda_free(t->d_count, &err);
 		}
-		if (t->mem)
+		if (last && t->mem)
 			(void) gh_cuda_free(t->mem, &err);
 	}
-	else
+	else if (last)
 		free(t->mem);
 	if (t->area_pinned)
 		(void) gh_cuda_host_unregister(dsm_segment_address(t->area), &err);
@@ -269,6 +274,15 @@ svc_find(int slot, uint32 id)
 {
 	for (int i = 0; i < svc_ntables; i++)
 		if (svc_tables[i].used && svc_tables[i].slot == slot && svc_tables[i].id == id)
+			return &svc_tables[i];
+	return NULL;
+}
+
+static SvcTable *
+svc_find_any(uint32 id)
+{
+	for (int i = 0; i < svc_ntables; i++)
+		if (svc_tables[i].used && svc_tables[i].id == id)
 			return &svc_tables[i];
 	return NULL;
 }
@@ -318,6 +332,86 @@ svc_exchange(int i, GhSvcSlot *slot)
 	return dsm_segment_address(m->seg);
 }
 
+static void svc_register(int i, GhSvcSlot *slot, SvcTable *t);
+
+/* svc_attach_area maps the probe area of the request in slot into t. */
+static bool
+svc_attach_area(GhSvcSlot *slot, SvcTable *t)
+{
+	gh_error	err;
+
+	memset(&err, 0, sizeof(err));
+	t->area = dsm_attach(slot->probe_seg);
+	if (t->area == NULL)
+	{
+		err.where = "dsm_attach";
+		err.cuda_name = "no probe area";
+		svc_set_error(slot, GH_ERR_INVALID, &err, "dsm_attach");
+		return false;
+	}
+	t->area_cap = slot->probe_cap;
+	/* page-locked, the batches' copies run at full speed; else they are slower */
+	if (gh_svc->on_gpu)
+		t->area_pinned =
+			gh_cuda_host_register(dsm_segment_address(t->area),
+								  dsm_segment_map_length(t->area), &err) == GH_OK;
+	return true;
+}
+
+/*
+ * svc_attach gives slot i a view of table slot->table, built for a peer of
+ * the same parallel join from the same hashes: the view shares its memory
+ * and has a probe area of its own.  The row array goes to x when some hash
+ * repeats.
+ */
+static void
+svc_attach(int i, GhSvcSlot *slot, char *x)
+{
+	SvcTable   *src = svc_find_any(slot->table);
+	SvcTable   *t;
+	gh_error	err;
+
+	memset(&err, 0, sizeof(err));
+	if (src == NULL || src->mm.nrows != slot->n)
+	{
+		err.where = "the GPU service";
+		err.cuda_name = "an unknown table";
+		svc_set_error(slot, GH_ERR_INVALID, &err, "attach");
+		return;
+	}
+	if (src->mm.ndistinct != src->mm.nrows)
+	{
+		gh_status	st = GH_OK;
+
+		if (src->on_gpu)
+		{
+			st = gh_cuda_memcpy_dtoh(x, gh_mm_rows(&src->mm),
+									 (size_t) src->mm.nrows * sizeof(uint32),
+									 svc_stream, &err);
+			if (st == GH_OK)
+				st = gh_cuda_stream_sync(svc_stream, &err);
+		}
+		else
+			memcpy(x, gh_mm_rows(&src->mm), (size_t) src->mm.nrows * sizeof(uint32));
+		if (st != GH_OK)
+		{
+			svc_set_error(slot, st, &err, "attach");
+			return;
+		}
+	}
+	t = svc_new_table();
+	src = svc_find_any(slot->table);	/* svc_new_table may have moved it */
+	if (!svc_attach_area(slot, t))
+		return;
+	t->on_gpu = src->on_gpu;
+	t->mm = src->mm;
+	t->mem = src->mem;
+	t->bytes = src->bytes;
+	t->refs = src->refs;
+	(*t->refs)++;
+	svc_register(i, slot, t);
+}
+
 static void
 svc_build(int i, GhSvcSlot *slot, char *x)
 {
@@ -330,21 +424,8 @@ svc_build(int i, GhSvcSlot *slot, char *x)
 	uint64_t	capacity;
 	void	   *d_hashes = NULL;
 
-	t->area = dsm_attach(slot->probe_seg);
-	if (t->area == NULL)
-	{
-		memset(&err, 0, sizeof(err));
-		err.where = "dsm_attach";
-		err.cuda_name = "no probe area";
-		svc_set_error(slot, GH_ERR_INVALID, &err, "dsm_attach");
+	if (!svc_attach_area(slot, t))
 		return;
-	}
-	t->area_cap = slot->probe_cap;
-	/* page-locked, the batches' copies run at full speed; else they are slower */
-	if (gh_svc->on_gpu)
-		t->area_pinned =
-			gh_cuda_host_register(dsm_segment_address(t->area),
-								  dsm_segment_map_length(t->area), &err) == GH_OK;
 
 	memset(&params, 0, sizeof(params));
 	params.load_factor = slot->load_factor;
@@ -408,6 +489,26 @@ svc_build(int i, GhSvcSlot *slot, char *x)
 		if (t->mm.ndistinct != n)
 			memcpy(x, gh_mm_rows(&t->mm), n * sizeof(uint32));
 	}
+	t->refs = malloc(sizeof(int));
+	if (t->refs == NULL)
+	{
+		err.where = "malloc";
+		err.cuda_name = "ENOMEM";
+		svc_set_error(slot, GH_ERR_OOM, &err, "malloc");
+		svc_free_table(t);
+		return;
+	}
+	*t->refs = 1;
+	svc_register(i, slot, t);
+}
+
+/*
+ * svc_register makes t, complete, a table of slot i and replies with its
+ * shape.
+ */
+static void
+svc_register(int i, GhSvcSlot *slot, SvcTable *t)
+{
 	t->used = true;
 	t->slot = i;
 	t->owner_pid = slot->pid;
@@ -506,6 +607,7 @@ svc_serve(int i)
 			svc_probe(i, slot);
 			break;
 		case SVC_OP_BUILD:
+		case SVC_OP_ATTACH:
 			x = svc_exchange(i, slot);
 			if (x == NULL)
 			{
@@ -517,7 +619,10 @@ svc_serve(int i)
 				svc_set_error(slot, GH_ERR_INVALID, &err, "dsm_attach");
 				break;
 			}
-			svc_build(i, slot, x);
+			if (slot->op == SVC_OP_BUILD)
+				svc_build(i, slot, x);
+			else
+				svc_attach(i, slot, x);
 			break;
 		case SVC_OP_FREE:
 			{
@@ -859,12 +964,15 @@ svc_begin(void)
 }
 
 /*
- * gh_svc_build builds the table of hashes[0..n) in the service.  On success
- * fills *info; rows (n entries) receives the row array when some hash repeats.
+ * svc_make_table has the service make a table for this backend: BUILD from
+ * hashes[0..n), or ATTACH (hashes NULL) a view of table src_id that a peer
+ * built from the same n hashes.  On success fills *info; rows (n entries)
+ * receives the row array when some hash repeats.
  */
-gh_status
-gh_svc_build(const uint64 *hashes, uint32 n, const gh_mm_params *params,
-			 uint32 probe_cap, GhSvcTableInfo *info, uint32 *rows, gh_error *err)
+static gh_status
+svc_make_table(SvcOp op, uint32 src_id, const uint64 *hashes, uint32 n,
+			   const gh_mm_params *params, uint32 probe_cap,
+			   GhSvcTableInfo *info, uint32 *rows, gh_error *err)
 {
 	GhSvcSlot  *slot = svc_begin();
 	char	   *x = svc_exchange_for(Max((size_t) n, 1) * sizeof(uint64));
@@ -885,10 +993,12 @@ gh_svc_build(const uint64 *hashes, uint32 n, const gh_mm_params *params,
 	info->count = info->first + probe_cap;
 	info->probe_cap = probe_cap;
 
-	memcpy(x, hashes, (size_t) n * sizeof(uint64));
+	if (hashes)
+		memcpy(x, hashes, (size_t) n * sizeof(uint64));
 	slot->probe_seg = dsm_segment_handle(area);
 	slot->probe_cap = probe_cap;
-	slot->op = SVC_OP_BUILD;
+	slot->op = op;
+	slot->table = src_id;
 	slot->n = n;
 	slot->load_factor = params->load_factor;
 	slot->group_size = params->group_size;
@@ -915,6 +1025,27 @@ gh_svc_build(const uint64 *hashes, uint32 n, const gh_mm_params *params,
 		my_xseg_size = 0;
 	}
 	return GH_OK;
+}
+
+/* gh_svc_build builds the table of hashes[0..n) in the service. */
+gh_status
+gh_svc_build(const uint64 *hashes, uint32 n, const gh_mm_params *params,
+			 uint32 probe_cap, GhSvcTableInfo *info, uint32 *rows, gh_error *err)
+{
+	return svc_make_table(SVC_OP_BUILD, 0, hashes, n, params, probe_cap, info,
+						  rows, err);
+}
+
+/*
+ * gh_svc_attach gives this backend its own view of table src_id, which a
+ * peer of the same parallel join built from the same n hashes.
+ */
+gh_status
+gh_svc_attach(uint32 src_id, uint32 n, const gh_mm_params *params,
+			  uint32 probe_cap, GhSvcTableInfo *info, uint32 *rows, gh_error *err)
+{
+	return svc_make_table(SVC_OP_ATTACH, src_id, NULL, n, params, probe_cap,
+						  info, rows, err);
 }
 
 /*

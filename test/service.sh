@@ -3,7 +3,8 @@
 # in a cluster of its own, as TAP.  GPUHASH_TEST_DEVICE = cpu (default) or gpu
 # is the device the service builds on.  Checks: the service runs and joins
 # use it (EXPLAIN: "Table Held By: GPU service"); their rows equal native's
-# (serial, parallel, every join type, text keys, repeated keys); device memory
+# (serial, parallel, every join type, text keys, repeated keys; the participants
+# of a shared build share one table); device memory
 # counted by the backend goes back to 0; a cancel during the probe and a
 # terminated backend leave the service serving with native's rows; with the
 # service stopped, joins run in the backend with the same rows.
@@ -89,6 +90,18 @@ for query in "${queries[@]}"; do
 done
 plan=$(explain "$parallel" "${queries[0]}")
 if grep -q 'Workers Launched: [1-9]' <<<"$plan"; then ok "the parallel plan ran with workers"; else notok "the parallel plan ran with workers" "$(head -5 <<<"$plan")"; fi
+# a shared build: the participants read the inner side together and use one table in the service
+# (a participant that comes after the others' joins ended builds its own)
+plan=$(explain "$parallel" "${queries[0]}" | sed 's/^/ /')
+plan_v=$(q -c "SET gpuhash.force_join = on" -c "$parallel" -c "EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF) ${queries[0]}")
+if grep -q 'Inner Side: read by all participants together' <<<"$plan" &&
+   [ "$(grep -c 'one for all participants' <<<"$plan_v")" -ge 2 ]; then
+  ok "a shared build's participants use one table in the service"
+else
+  notok "a shared build's participants use one table in the service" "$(grep -E 'Inner Side|Table Held|Worker [0-9]: Inner' <<<"$plan_v")"
+fi
+check "$(digest "SET gpuhash.force_join = on; $parallel; SET gpuhash.shared_build = off" "${queries[0]}")" \
+  "$(digest "SET gpuhash.enabled = off" "${queries[0]}")" "parallel without the shared build (a table per participant), native's rows"
 
 check "$(q -c "SET gpuhash.force_join = on" -c "SELECT count(*) FROM (${queries[0]}) x" -c "SELECT gpuhash_device_memory()" | tail -1)" "0" \
   "the backend counts no service memory after its join"
