@@ -334,6 +334,19 @@ svc_exchange(int i, GhSvcSlot *slot)
 
 static void svc_register(int i, GhSvcSlot *slot, SvcTable *t);
 
+/* svc_oom answers a request that the service's own memory could not serve. */
+static void
+svc_oom(GhSvcSlot *slot, SvcTable *t)
+{
+	gh_error	err;
+
+	memset(&err, 0, sizeof(err));
+	err.where = "malloc";
+	err.cuda_name = "ENOMEM";
+	svc_set_error(slot, GH_ERR_OOM, &err, "malloc");
+	svc_free_table(t);
+}
+
 /* svc_attach_area maps the probe area of the request in slot into t. */
 static bool
 svc_attach_area(GhSvcSlot *slot, SvcTable *t)
@@ -473,10 +486,7 @@ svc_build(int i, GhSvcSlot *slot, char *x)
 		t->mem = malloc(t->bytes);
 		if (t->mem == NULL)
 		{
-			err.where = "malloc";
-			err.cuda_name = "ENOMEM";
-			svc_set_error(slot, GH_ERR_OOM, &err, "malloc");
-			svc_free_table(t);
+			svc_oom(slot, t);
 			return;
 		}
 		st = gh_mm_build_cpu(&t->mm, t->mem, hashes, n, &params, &err);
@@ -492,10 +502,7 @@ svc_build(int i, GhSvcSlot *slot, char *x)
 	t->refs = malloc(sizeof(int));
 	if (t->refs == NULL)
 	{
-		err.where = "malloc";
-		err.cuda_name = "ENOMEM";
-		svc_set_error(slot, GH_ERR_OOM, &err, "malloc");
-		svc_free_table(t);
+		svc_oom(slot, t);
 		return;
 	}
 	*t->refs = 1;
