@@ -174,15 +174,16 @@ server_intact() {
 # ---------------------------------------------------------------------------
 # 1. cancel and timeout during the build and the probe
 # ---------------------------------------------------------------------------
-if want interrupts; then
 # the build: inner side big (3M rows, an md5 key computed in the build
 # loop), outer tiny: nearly all of the time is the build; the probe: inner
 # 400k rows, outer 400k rows x 160 matches each through a join filter:
 # nearly all of the time is the probe (about 2.5 s each on the CPU twin
 # here).  The interrupt comes halfway through the query's uninterrupted
-# duration, measured in the same session just before.
+# duration, measured in the same session just before.  (Defined for every
+# section: the kill section's victim runs PROBEQ.)
 BUILDQ="SELECT count(*) FROM tiny t JOIN big b ON md5(t.k::text) = md5(b.k::text)"
 PROBEQ="SELECT count(*), sum(f1.id) FROM fan f1 JOIN fan f2 ON f1.k % 2500 = f2.k % 2500 WHERE f1.id + f2.id > 0"
+if want interrupts; then
 
 # interrupt_test NAME QUERY HOW: HOW = cancel | timeout.  Session A warms
 # up (runs QUERY to the end: its duration D must exceed 1 s), records its
