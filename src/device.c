@@ -475,24 +475,33 @@ gh_free_entry(GhAlloc *a, bool report)
 	}
 }
 
-void
-gh_dev_free(void *ptr)
+/*
+ * gh_free_owned frees this backend's allocation ptr, or with svc_table the
+ * service table of that id.
+ */
+static void
+gh_free_owned(void *ptr, uint32 svc_table)
 {
 	dlist_iter	iter;
 
-	if (ptr == NULL)
-		return;
 	dlist_foreach(iter, &gh_allocs)
 	{
 		GhAlloc    *a = dlist_container(GhAlloc, node, iter.cur);
 
-		if (a->ptr == ptr)
+		if (svc_table != 0 ? a->svc_table == svc_table : a->ptr == ptr)
 		{
 			gh_free_entry(a, true);
 			return;
 		}
 	}
 	elog(ERROR, "gpuhash: freeing device memory it does not own");
+}
+
+void
+gh_dev_free(void *ptr)
+{
+	if (ptr != NULL)
+		gh_free_owned(ptr, 0);
 }
 
 /*
@@ -514,19 +523,7 @@ gh_track_service_table(uint32 id, size_t bytes)
 void
 gh_untrack_service_table(uint32 id)
 {
-	dlist_iter	iter;
-
-	dlist_foreach(iter, &gh_allocs)
-	{
-		GhAlloc    *a = dlist_container(GhAlloc, node, iter.cur);
-
-		if (a->svc_table == id)
-		{
-			gh_free_entry(a, true);
-			return;
-		}
-	}
-	elog(ERROR, "gpuhash: freeing a service table it does not own");
+	gh_free_owned(NULL, id);
 }
 
 size_t

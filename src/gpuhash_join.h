@@ -79,12 +79,8 @@ typedef struct GhTable
 	void	   *d_first;
 	void	   *d_count;
 	double		device_ms;		/* time spent in device calls */
-	uint32		svc_id;			/* held by the GPU service (0: by this backend) */
-	struct dsm_segment *svc_area;	/* its probe area (see gh_table_probe) */
-	uint64	   *svc_hashes;
-	uint32	   *svc_first;
-	uint32	   *svc_count;
-	uint32		svc_cap;
+	GhSvcTableInfo svc;			/* held by the GPU service: svc.id != 0, and the
+								 * join probes through svc's probe area */
 	bool		shared_view;	/* a view of a parallel peer's service table */
 } GhTable;
 

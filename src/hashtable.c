@@ -180,12 +180,7 @@ gh_table_build_service(const uint64 *hashes, uint32 nrows, uint32 probe_cap,
 	else
 		t->shared_view = true;
 	gh_track_service_table(info.id, info.mem_bytes);
-	t->svc_id = info.id;
-	t->svc_area = info.area;
-	t->svc_hashes = info.hashes;
-	t->svc_first = info.first;
-	t->svc_count = info.count;
-	t->svc_cap = info.probe_cap;
+	t->svc = info;
 	t->target = info.on_gpu ? GH_TARGET_GPU : GH_TARGET_CPU;
 	t->mem_bytes = info.mem_bytes;
 	t->mm.capacity = info.capacity;
@@ -207,18 +202,20 @@ gh_table_build_service(const uint64 *hashes, uint32 nrows, uint32 probe_cap,
 }
 
 /*
- * gh_table_probe_area gives the buffers of a table held by the GPU service
- * that a join can use as its batch buffers (false for other tables).
+ * gh_table_probe_area gives the buffers of a table held by the GPU service,
+ * which a join must use as its batch buffers (false for other tables): it
+ * was built for batches of up to cap rows.
  */
 bool
 gh_table_probe_area(GhTable *t, uint32 cap, uint64 **hashes, uint32 **first,
 					uint32 **count)
 {
-	if (t->svc_id == 0 || cap > t->svc_cap)
+	if (t->svc.id == 0)
 		return false;
-	*hashes = t->svc_hashes;
-	*first = t->svc_first;
-	*count = t->svc_count;
+	Assert(cap <= t->svc.probe_cap);
+	*hashes = t->svc.hashes;
+	*first = t->svc.first;
+	*count = t->svc.count;
 	return true;
 }
 
@@ -272,22 +269,13 @@ gh_table_probe(GhTable *t, const uint64 *hashes, uint32 n, uint32 *first,
 
 	INSTR_TIME_SET_CURRENT(start);
 	memset(&err, 0, sizeof(err));
-	if (t->svc_id != 0)
+	if (t->svc.id != 0)
 	{
-		/*
-		 * A join that took its batch buffers from the table's probe area
-		 * (gh_table_probe_area) copies nothing here.
-		 */
-		Assert(n <= t->svc_cap);
-		if (hashes != t->svc_hashes)
-			memcpy(t->svc_hashes, hashes, (size_t) n * sizeof(uint64));
-		check(gh_svc_probe(t->svc_id, n, &err), &err,
+		/* the batch is in the table's probe area (gh_table_probe_area) */
+		Assert(n <= t->svc.probe_cap && hashes == t->svc.hashes &&
+			   first == t->svc.first && count == t->svc.count);
+		check(gh_svc_probe(t->svc.id, n, &err), &err,
 			  "probing the hash table in the GPU service");
-		if (first != t->svc_first)
-		{
-			memcpy(first, t->svc_first, (size_t) n * sizeof(uint32));
-			memcpy(count, t->svc_count, (size_t) n * sizeof(uint32));
-		}
 	}
 	else if (t->target == GH_TARGET_CPU)
 		check(gh_mm_probe_ranges_cpu(&t->mm, hashes, n, first, count, &err),
@@ -340,13 +328,11 @@ gh_table_drop_rows(GhTable *t)
 void
 gh_table_free(GhTable *t)
 {
-	if (t->svc_id != 0)
+	if (t->svc.id != 0)
 	{
-		gh_untrack_service_table(t->svc_id);
-		t->svc_id = 0;
-		if (t->svc_area)
-			dsm_detach(t->svc_area);
-		t->svc_area = NULL;
+		gh_untrack_service_table(t->svc.id);
+		dsm_detach(t->svc.area);
+		memset(&t->svc, 0, sizeof(t->svc));
 		return;
 	}
 	if (t->d_probe)

@@ -610,17 +610,16 @@ int_mix(uint8 kind, Datum v)
 }
 
 /*
- * int_mix_keys is row_hash for a row whose keys all use int_mix and are not
- * NULL: the same value, from the keys already read.
+ * int_mix_outer_keys is row_hash for an outer row whose keys all use int_mix
+ * and are not NULL: the same value, from the keys already read.
  */
 static inline uint64
-int_mix_keys(GhjState *s, bool outer, const Datum *keys)
+int_mix_outer_keys(GhjState *s, const Datum *keys)
 {
 	uint64		h = 0;
 
 	for (int i = 0; i < s->nkeys; i++)
-		h = hash_combine64(h, int_mix(outer ? s->outer_fast[i] : s->inner_fast[i],
-									  keys[i]));
+		h = hash_combine64(h, int_mix(s->outer_fast[i], keys[i]));
 	return h;
 }
 
@@ -961,7 +960,7 @@ ghj_service_table(GhjState *s, uint64 *hashes)
 		PG_END_TRY();
 		t->shared_view = true;
 		SpinLockAcquire(&sh->mutex);
-		sh->svc_table = t->svc_id;
+		sh->svc_table = t->svc.id;
 		sh->svc_state = GHJ_SVC_BUILT;
 		SpinLockRelease(&sh->mutex);
 		ConditionVariableBroadcast(&sh->svc_cv);
@@ -1481,7 +1480,7 @@ ghj_next_batch(GhjState *s)
 		/* one tight loop: the multiplications of many rows overlap */
 		for (uint32 r = 0; r < n; r++)
 			s->batch_hashes[r] = s->batch_null[r] ? 0 :
-				int_mix_keys(s, true, &s->batch_keys[(size_t) r * s->nkeys]);
+				int_mix_outer_keys(s, &s->batch_keys[(size_t) r * s->nkeys]);
 	}
 	ghj_reset(econtext);
 	s->batch_n = n;
@@ -2132,7 +2131,7 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			ExplainPropertyFloat("Context Wait", "ms", s->context_ms, 3, es);
 		if (s->n_cpu_batches > 0)
 			ExplainPropertyUInteger("Batches Before GPU", NULL, s->n_cpu_batches, es);
-		if (s->table && s->table->svc_id != 0)
+		if (s->table && s->table->svc.id != 0)
 			ExplainPropertyText("Table Held By",
 								s->table->shared_view ?
 								"GPU service, one for all participants" : "GPU service",

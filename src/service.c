@@ -269,15 +269,7 @@ svc_free_table(SvcTable *t)
 	memset(t, 0, sizeof(*t));
 }
 
-static SvcTable *
-svc_find(int slot, uint32 id)
-{
-	for (int i = 0; i < svc_ntables; i++)
-		if (svc_tables[i].used && svc_tables[i].slot == slot && svc_tables[i].id == id)
-			return &svc_tables[i];
-	return NULL;
-}
-
+/* svc_find_any: the table of that id (ids are unique), whoever holds it */
 static SvcTable *
 svc_find_any(uint32 id)
 {
@@ -285,6 +277,15 @@ svc_find_any(uint32 id)
 		if (svc_tables[i].used && svc_tables[i].id == id)
 			return &svc_tables[i];
 	return NULL;
+}
+
+/* svc_find: the table of that id if slot holds it */
+static SvcTable *
+svc_find(int slot, uint32 id)
+{
+	SvcTable   *t = svc_find_any(id);
+
+	return (t && t->slot == slot) ? t : NULL;
 }
 
 static SvcTable *
@@ -334,17 +335,48 @@ svc_exchange(int i, GhSvcSlot *slot)
 
 static void svc_register(int i, GhSvcSlot *slot, SvcTable *t);
 
-/* svc_oom answers a request that the service's own memory could not serve. */
+/*
+ * svc_fail answers the request in slot with a failure of the service's own
+ * (not a CUDA call's): where failed, with what.
+ */
 static void
-svc_oom(GhSvcSlot *slot, SvcTable *t)
+svc_fail(GhSvcSlot *slot, gh_status st, const char *where, const char *what)
 {
 	gh_error	err;
 
 	memset(&err, 0, sizeof(err));
-	err.where = "malloc";
-	err.cuda_name = "ENOMEM";
-	svc_set_error(slot, GH_ERR_OOM, &err, "malloc");
+	err.where = where;
+	err.cuda_name = what;
+	svc_set_error(slot, st, &err, where);
+}
+
+/* svc_oom answers a request that the service's own memory could not serve. */
+static void
+svc_oom(GhSvcSlot *slot, SvcTable *t)
+{
+	svc_fail(slot, GH_ERR_OOM, "malloc", "ENOMEM");
 	svc_free_table(t);
+}
+
+/*
+ * svc_copy_rows writes the row array of t (grouped by hash) to x, for a
+ * backend whose table has repeated hashes.
+ */
+static gh_status
+svc_copy_rows(SvcTable *t, char *x, gh_error *err)
+{
+	size_t		bytes = (size_t) t->mm.nrows * sizeof(uint32);
+	gh_status	st;
+
+	if (!t->on_gpu)
+	{
+		memcpy(x, gh_mm_rows(&t->mm), bytes);
+		return GH_OK;
+	}
+	st = gh_cuda_memcpy_dtoh(x, gh_mm_rows(&t->mm), bytes, svc_stream, err);
+	if (st == GH_OK)
+		st = gh_cuda_stream_sync(svc_stream, err);
+	return st;
 }
 
 /* svc_attach_area maps the probe area of the request in slot into t. */
@@ -357,9 +389,7 @@ svc_attach_area(GhSvcSlot *slot, SvcTable *t)
 	t->area = dsm_attach(slot->probe_seg);
 	if (t->area == NULL)
 	{
-		err.where = "dsm_attach";
-		err.cuda_name = "no probe area";
-		svc_set_error(slot, GH_ERR_INVALID, &err, "dsm_attach");
+		svc_fail(slot, GH_ERR_INVALID, "dsm_attach", "no probe area");
 		return false;
 	}
 	t->area_cap = slot->probe_cap;
@@ -383,34 +413,19 @@ svc_attach(int i, GhSvcSlot *slot, char *x)
 	SvcTable   *src = svc_find_any(slot->table);
 	SvcTable   *t;
 	gh_error	err;
+	gh_status	st;
 
 	memset(&err, 0, sizeof(err));
 	if (src == NULL || src->mm.nrows != slot->n)
 	{
-		err.where = "the GPU service";
-		err.cuda_name = "an unknown table";
-		svc_set_error(slot, GH_ERR_INVALID, &err, "attach");
+		svc_fail(slot, GH_ERR_INVALID, "the GPU service", "an unknown table");
 		return;
 	}
-	if (src->mm.ndistinct != src->mm.nrows)
+	if (src->mm.ndistinct != src->mm.nrows &&
+		(st = svc_copy_rows(src, x, &err)) != GH_OK)
 	{
-		gh_status	st = GH_OK;
-
-		if (src->on_gpu)
-		{
-			st = gh_cuda_memcpy_dtoh(x, gh_mm_rows(&src->mm),
-									 (size_t) src->mm.nrows * sizeof(uint32),
-									 svc_stream, &err);
-			if (st == GH_OK)
-				st = gh_cuda_stream_sync(svc_stream, &err);
-		}
-		else
-			memcpy(x, gh_mm_rows(&src->mm), (size_t) src->mm.nrows * sizeof(uint32));
-		if (st != GH_OK)
-		{
-			svc_set_error(slot, st, &err, "attach");
-			return;
-		}
+		svc_set_error(slot, st, &err, "attach");
+		return;
 	}
 	t = svc_new_table();
 	src = svc_find_any(slot->table);	/* svc_new_table may have moved it */
@@ -456,9 +471,6 @@ svc_build(int i, GhSvcSlot *slot, char *x)
 			st = gh_cuda_memcpy_htod(d_hashes, hashes, n * sizeof(uint64), svc_stream, &err);
 		if (st == GH_OK)
 			st = gh_mm_build_gpu(&t->mm, t->mem, d_hashes, n, &params, svc_stream, &err);
-		if (st == GH_OK && t->mm.ndistinct != n)
-			st = gh_cuda_memcpy_dtoh(x, gh_mm_rows(&t->mm), n * sizeof(uint32),
-									 svc_stream, &err);
 		if (st == GH_OK)
 			st = gh_cuda_stream_sync(svc_stream, &err);
 		if (d_hashes)
@@ -496,8 +508,12 @@ svc_build(int i, GhSvcSlot *slot, char *x)
 			svc_free_table(t);
 			return;
 		}
-		if (t->mm.ndistinct != n)
-			memcpy(x, gh_mm_rows(&t->mm), n * sizeof(uint32));
+	}
+	if (t->mm.ndistinct != n && (st = svc_copy_rows(t, x, &err)) != GH_OK)
+	{
+		svc_set_error(slot, st, &err, "building the table");
+		svc_free_table(t);
+		return;
 	}
 	t->refs = malloc(sizeof(int));
 	if (t->refs == NULL)
@@ -545,9 +561,7 @@ svc_probe(int i, GhSvcSlot *slot)
 	memset(&err, 0, sizeof(err));
 	if (t == NULL || n > t->area_cap)
 	{
-		err.where = "the GPU service";
-		err.cuda_name = "an unknown table";
-		svc_set_error(slot, GH_ERR_INVALID, &err, "probe");
+		svc_fail(slot, GH_ERR_INVALID, "the GPU service", "an unknown table");
 		return;
 	}
 	x = dsm_segment_address(t->area);
@@ -618,12 +632,7 @@ svc_serve(int i)
 			x = svc_exchange(i, slot);
 			if (x == NULL)
 			{
-				gh_error	err;
-
-				memset(&err, 0, sizeof(err));
-				err.where = "dsm_attach";
-				err.cuda_name = "no exchange segment";
-				svc_set_error(slot, GH_ERR_INVALID, &err, "dsm_attach");
+				svc_fail(slot, GH_ERR_INVALID, "dsm_attach", "no exchange segment");
 				break;
 			}
 			if (slot->op == SVC_OP_BUILD)
@@ -724,10 +733,7 @@ gpuhash_service_main(Datum arg)
 
 		if (pg_atomic_read_u32(&slot->state) != SVC_REQUEST)
 			continue;
-		memset(&err, 0, sizeof(err));
-		err.where = "the GPU service";
-		err.cuda_name = "a restart of the service";
-		svc_set_error(slot, GH_ERR_CUDA, &err, "the GPU service");
+		svc_fail(slot, GH_ERR_CUDA, "the GPU service", "a restart of the service");
 		pg_write_barrier();
 		pg_atomic_write_u32(&slot->state, SVC_DONE);
 		if (slot->client_latch)
