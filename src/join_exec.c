@@ -36,6 +36,7 @@
 #include <sys/mman.h>
 
 #include "access/parallel.h"
+#include "access/sysattr.h"
 #include "storage/barrier.h"
 #include "storage/condition_variable.h"
 #include "storage/spin.h"
@@ -48,6 +49,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "portability/instr_time.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
@@ -216,10 +218,19 @@ typedef struct GhjState
 	/* probe side */
 	int16	   *outer_attlen;
 	bool	   *outer_attbyval;
-	bool		outer_has_byref;
+	bool		outer_has_byref;	/* a stored column is by reference */
+
+	/*
+	 * The outer columns the join reads (its target list and quals), which
+	 * are all a batch keeps: the outer child may return more than that (a
+	 * Seq Scan returning the heap tuple as it is, see join_plan.c).
+	 */
+	int			nstored;
+	int		   *stored_col;		/* outer child column of each stored one */
+	int			outer_deform;	/* columns of the child's slot to deform */
 	uint32		batch_cap;
 	uint32		batch_n;
-	Datum	   *batch_vals;		/* batch_cap x nouter column values */
+	Datum	   *batch_vals;		/* batch_cap x nstored column values */
 	bool	   *batch_isnull;
 	Datum	   *batch_keys;		/* batch_cap x nkeys */
 	bool	   *batch_null;
@@ -354,8 +365,64 @@ ghj_init_direct_proj(GhjState *s, List *tlist)
 		s->proj_inner[c] = (var->varno == INNER_VAR);
 		s->proj_col[c] = var->varattno - 1;
 		if (s->proj_col[c] >= (s->proj_inner[c] ? s->ninner_cols : s->nouter))
+		{
 			s->direct_proj = false;
+			break;
+		}
+		if (!s->proj_inner[c])
+		{
+			/* an outer column is read from the batch, where it is stored */
+			int			j = 0;
+
+			while (j < s->nstored && s->stored_col[j] != s->proj_col[c])
+				j++;
+			if (j == s->nstored)
+				s->direct_proj = false;
+			s->proj_col[c] = j;
+		}
 	}
+}
+
+/*
+ * ghj_init_stored chooses the outer columns a batch keeps: those that exprs
+ * (the target list and quals, with OUTER_VAR references) read.  A reference
+ * to a whole row or a system column keeps them all.
+ */
+static void
+ghj_init_stored(GhjState *s, List *exprs)
+{
+	Bitmapset  *need = NULL;
+	bool		all = false;
+	int			x = -1;
+
+	pull_varattnos((Node *) exprs, OUTER_VAR, &need);
+	s->stored_col = palloc(sizeof(int) * Max(s->nouter, 1));
+	s->nstored = 0;
+	while ((x = bms_next_member(need, x)) >= 0)
+	{
+		AttrNumber	att = x + FirstLowInvalidHeapAttributeNumber;
+
+		if (att <= 0 || att > s->nouter)
+			all = true;
+		else
+			s->stored_col[s->nstored++] = att - 1;
+	}
+	if (all)
+	{
+		s->nstored = s->nouter;
+		for (int c = 0; c < s->nouter; c++)
+			s->stored_col[c] = c;
+	}
+	s->outer_has_byref = false;
+	s->outer_deform = 0;
+	for (int j = 0; j < s->nstored; j++)
+	{
+		if (!s->outer_attbyval[s->stored_col[j]])
+			s->outer_has_byref = true;
+		s->outer_deform = Max(s->outer_deform, s->stored_col[j] + 1);
+	}
+	for (int k = 0; k < s->nkeys; k++)
+		s->outer_deform = Max(s->outer_deform, s->outer_key_att[k]);
 }
 
 /* collect_exec_params adds the ids of the PARAM_EXEC Params in node. */
@@ -406,6 +473,9 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 	List	   *colls = list_nth(priv, GHJ_PRIV_COLL);
 	List	   *swapped = list_nth(priv, GHJ_PRIV_SWAPPED);
 	bool		inner_unique;
+	List	   *tlist,
+			   *joinquals,
+			   *otherquals;
 	ListCell   *lc;
 	int			i;
 
@@ -495,14 +565,16 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 		if (s->outer_key_att[k] <= 0 || !s->own_mix[k])
 			s->outer_keys_plain = false;
 	s->stride = s->nkeys + s->ninner_cols + s->nullwords;
-	s->joinqual = ExecInitQual(remap(s->joinquals_expr, s->nouter), &node->ss.ps);
-	s->otherqual = ExecInitQual(remap(cscan->scan.plan.qual, s->nouter),
-								&node->ss.ps);
-	s->proj = ExecBuildProjectionInfo(remap(cscan->scan.plan.targetlist, s->nouter),
-									  node->ss.ps.ps_ExprContext,
+	tlist = remap(cscan->scan.plan.targetlist, s->nouter);
+	joinquals = remap(s->joinquals_expr, s->nouter);
+	otherquals = remap(cscan->scan.plan.qual, s->nouter);
+	s->joinqual = ExecInitQual(joinquals, &node->ss.ps);
+	s->otherqual = ExecInitQual(otherquals, &node->ss.ps);
+	s->proj = ExecBuildProjectionInfo(tlist, node->ss.ps.ps_ExprContext,
 									  node->ss.ps.ps_ResultTupleSlot,
 									  &node->ss.ps, NULL);
-	ghj_init_direct_proj(s, remap(cscan->scan.plan.targetlist, s->nouter));
+	ghj_init_stored(s, list_make3(tlist, joinquals, otherquals));
+	ghj_init_direct_proj(s, tlist);
 
 	s->build_cxt = AllocSetContextCreate(CurrentMemoryContext,
 										 "GpuHashJoin build",
@@ -1333,23 +1405,35 @@ ghj_build(GhjState *s)
 	s->build_ms += INSTR_TIME_GET_MILLISEC(end);
 }
 
-/* store_outer copies the outer row in slot into batch row n. */
+/*
+ * store_outer copies the stored columns of the outer row in slot into batch
+ * row n, after deforming the row as far as they and the keys need.
+ */
 static inline void
 store_outer(GhjState *s, TupleTableSlot *slot, uint32 n)
 {
-	Datum	   *vals = &s->batch_vals[(size_t) n * s->nouter];
-	bool	   *isnull = &s->batch_isnull[(size_t) n * s->nouter];
+	Datum	   *vals = &s->batch_vals[(size_t) n * s->nstored];
+	bool	   *isnull = &s->batch_isnull[(size_t) n * s->nstored];
 
-	slot_getallattrs(slot);
-	memcpy(vals, slot->tts_values, sizeof(Datum) * s->nouter);
-	memcpy(isnull, slot->tts_isnull, sizeof(bool) * s->nouter);
+	slot_getsomeattrs(slot, s->outer_deform);
+	for (int j = 0; j < s->nstored; j++)
+	{
+		int			c = s->stored_col[j];
+
+		vals[j] = slot->tts_values[c];
+		isnull[j] = slot->tts_isnull[c];
+	}
 	if (s->outer_has_byref)
 	{
 		MemoryContext old = MemoryContextSwitchTo(s->batch_cxt);
 
-		for (int c = 0; c < s->nouter; c++)
-			if (!isnull[c] && !s->outer_attbyval[c])
-				vals[c] = datumCopy(vals[c], false, s->outer_attlen[c]);
+		for (int j = 0; j < s->nstored; j++)
+		{
+			int			c = s->stored_col[j];
+
+			if (!isnull[j] && !s->outer_attbyval[c])
+				vals[j] = datumCopy(vals[j], false, s->outer_attlen[c]);
+		}
 		MemoryContextSwitchTo(old);
 	}
 }
@@ -1422,8 +1506,8 @@ ghj_next_batch(GhjState *s)
 	if (s->batch_vals == NULL)
 	{
 		old = MemoryContextSwitchTo(s->build_cxt);
-		s->batch_vals = palloc(sizeof(Datum) * s->batch_cap * Max(s->nouter, 1));
-		s->batch_isnull = palloc(sizeof(bool) * s->batch_cap * Max(s->nouter, 1));
+		s->batch_vals = palloc(sizeof(Datum) * s->batch_cap * Max(s->nstored, 1));
+		s->batch_isnull = palloc(sizeof(bool) * s->batch_cap * Max(s->nstored, 1));
 		s->batch_keys = palloc(sizeof(Datum) * s->batch_cap * s->nkeys);
 		s->batch_null = palloc(sizeof(bool) * s->batch_cap);
 		s->batch_order = palloc(sizeof(uint32) * s->batch_cap);
@@ -1596,20 +1680,25 @@ ghj_verify(GhjState *s, uint32 i, const Datum *ik)
 	return true;
 }
 
-/* ghj_load_outer puts batch row i into outer_slot. */
+/*
+ * ghj_load_outer puts batch row i into outer_slot; the columns the batch
+ * does not keep, which nothing reads, are null.
+ */
 static inline void
 ghj_load_outer(GhjState *s, uint32 i)
 {
 	TupleTableSlot *slot = s->outer_slot;
 
-	const Datum *vals = &s->batch_vals[(size_t) i * s->nouter];
-	const bool *isnull = &s->batch_isnull[(size_t) i * s->nouter];
+	const Datum *vals = &s->batch_vals[(size_t) i * s->nstored];
+	const bool *isnull = &s->batch_isnull[(size_t) i * s->nstored];
 
 	ExecClearTuple(slot);
-	for (int c = 0; c < s->nouter; c++)
+	if (s->nstored < s->nouter)
+		memset(slot->tts_isnull, true, sizeof(bool) * s->nouter);
+	for (int j = 0; j < s->nstored; j++)
 	{
-		slot->tts_values[c] = vals[c];
-		slot->tts_isnull[c] = isnull[c];
+		slot->tts_values[s->stored_col[j]] = vals[j];
+		slot->tts_isnull[s->stored_col[j]] = isnull[j];
 	}
 	ExecStoreVirtualTuple(slot);
 }
@@ -1639,8 +1728,8 @@ static inline TupleTableSlot *
 ghj_emit_direct(GhjState *s, uint32 i, const Datum *rec)
 {
 	TupleTableSlot *slot = s->css.ss.ps.ps_ResultTupleSlot;
-	const Datum *ovals = &s->batch_vals[(size_t) i * s->nouter];
-	const bool *onull = &s->batch_isnull[(size_t) i * s->nouter];
+	const Datum *ovals = &s->batch_vals[(size_t) i * s->nstored];
+	const bool *onull = &s->batch_isnull[(size_t) i * s->nstored];
 	const Datum *ivals = rec + s->nkeys;
 	const uint64 *inull = (const uint64 *) (ivals + s->ninner_cols);
 
@@ -1787,7 +1876,7 @@ ghj_exec(CustomScanState *node)
 					__builtin_prefetch(rec);
 					__builtin_prefetch(&rec[s->stride - 1]);
 				}
-				__builtin_prefetch(&s->batch_vals[(size_t) s->batch_order[ahead] * s->nouter]);
+				__builtin_prefetch(&s->batch_vals[(size_t) s->batch_order[ahead] * s->nstored]);
 				__builtin_prefetch(&s->batch_keys[(size_t) s->batch_order[ahead] * s->nkeys]);
 			}
 

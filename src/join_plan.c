@@ -31,6 +31,7 @@
 #include <math.h>
 
 #include "access/hash.h"
+#include "access/table.h"
 #include "catalog/pg_amop.h"
 #include "catalog/pg_am.h"
 #include "nodes/makefuncs.h"
@@ -38,8 +39,11 @@
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
+#include "optimizer/plancat.h"
 #include "optimizer/paths.h"
 #include "optimizer/restrictinfo.h"
+#include "parser/parsetree.h"
+#include "utils/rel.h"
 #include "utils/lsyscache.h"
 #include "utils/catcache.h"
 #include "utils/syscache.h"
@@ -447,6 +451,53 @@ gpuhash_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 }
 
 /*
+ * scan_whole_rows lets a Seq Scan child return its heap tuples as they are,
+ * as PostgreSQL's own hash join lets its outer child do (createplan.c's
+ * physical target list): a child made for a CustomScan projects exactly the
+ * columns its parent asked for, and that projection costs the outer side
+ * of a big join more than reading the heap.  The join then keeps only the
+ * columns it reads (join_exec.c).  Only a plain table whose rows need no
+ * conversion qualifies: no dropped columns, no columns added with a default
+ * after the rows were written, no expression, system column or whole row
+ * in the target list.
+ */
+static void
+scan_whole_rows(PlannerInfo *root, Plan *plan)
+{
+	Scan	   *scan = (Scan *) plan;
+	RangeTblEntry *rte;
+	Relation	rel;
+	TupleDesc	desc;
+	bool		plain = true;
+	ListCell   *lc;
+
+	if (!IsA(plan, SeqScan) || scan->scanrelid == 0)
+		return;
+	rte = planner_rt_fetch(scan->scanrelid, root);
+	if (rte->rtekind != RTE_RELATION)
+		return;
+	foreach(lc, plan->targetlist)
+	{
+		Var		   *var = (Var *) lfirst_node(TargetEntry, lc)->expr;
+
+		if (!IsA(var, Var) || var->varno != scan->scanrelid ||
+			var->varlevelsup != 0 || var->varattno <= 0)
+			return;
+	}
+	/* the planner holds a lock on the relation already */
+	rel = table_open(rte->relid, NoLock);
+	desc = RelationGetDescr(rel);
+	for (int c = 0; c < desc->natts; c++)
+		if (TupleDescAttr(desc, c)->attisdropped ||
+			TupleDescAttr(desc, c)->atthasmissing)
+			plain = false;
+	table_close(rel, NoLock);
+	if (plain)
+		plan->targetlist = build_physical_tlist(root,
+												find_base_rel(root, scan->scanrelid));
+}
+
+/*
  * gpuhash_plan_join turns the chosen path into a CustomScan whose scan tuple
  * is the outer child's targetlist followed by the inner child's.
  */
@@ -471,6 +522,7 @@ gpuhash_plan_join(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	AttrNumber	resno = 1;
 	ListCell   *lc;
 
+	scan_whole_rows(root, outer_plan);
 	foreach(lc, outer_plan->targetlist)
 	{
 		TargetEntry *tle = lfirst_node(TargetEntry, lc);

@@ -39,6 +39,7 @@
 #include "access/twophase.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "portability/instr_time.h"
 #include "port/atomics.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
@@ -230,7 +231,16 @@ static SvcTable *svc_tables = NULL;
 static int	svc_ntables = 0;
 static uint32 svc_next_id = 1;
 static SvcMapping *svc_maps = NULL;
-static void *svc_stream = NULL;
+/* how long a backend waits awake for an answer before it sleeps (svc_wait) */
+#define SVC_SPIN_US 2000
+
+/*
+ * The service's streams: builds use the first; the probes waiting together
+ * use one each, up to SVC_STREAMS at a time.
+ */
+#define SVC_STREAMS 16
+static void *svc_streams[SVC_STREAMS];
+#define svc_stream (svc_streams[0])
 
 static void
 svc_set_error(GhSvcSlot *slot, gh_status st, const gh_error *err, const char *where)
@@ -546,8 +556,14 @@ svc_register(int i, GhSvcSlot *slot, SvcTable *t)
 	slot->status = GH_OK;
 }
 
-static void
-svc_probe(int i, GhSvcSlot *slot)
+/*
+ * svc_probe_launch starts the probe asked for in slot i on stream: the copy
+ * of its hashes to the device, the kernel and the copies of the ranges
+ * back, which svc_probe_finish waits for.  Returns false when the request
+ * is answered already (an error, or a table on the CPU twin, probed here).
+ */
+static bool
+svc_probe_launch(int i, GhSvcSlot *slot, void *stream)
 {
 	SvcTable   *t = svc_find(i, slot->table);
 	uint32		n = slot->n;
@@ -562,7 +578,7 @@ svc_probe(int i, GhSvcSlot *slot)
 	if (t == NULL || n > t->area_cap)
 	{
 		svc_fail(slot, GH_ERR_INVALID, "the GPU service", "an unknown table");
-		return;
+		return false;
 	}
 	x = dsm_segment_address(t->area);
 	hashes = (uint64_t *) x;
@@ -573,9 +589,7 @@ svc_probe(int i, GhSvcSlot *slot)
 		st = gh_mm_probe_ranges_cpu(&t->mm, hashes, n, first, count, &err);
 		if (st != GH_OK)
 			svc_set_error(slot, st, &err, "probing");
-		else
-			slot->status = GH_OK;
-		return;
+		return false;
 	}
 	st = GH_OK;
 	if (n > t->probe_cap)
@@ -597,20 +611,59 @@ svc_probe(int i, GhSvcSlot *slot)
 			t->probe_cap = n;
 	}
 	if (st == GH_OK)
-		st = gh_cuda_memcpy_htod(t->d_probe, hashes, (size_t) n * sizeof(uint64), svc_stream, &err);
+		st = gh_cuda_memcpy_htod(t->d_probe, hashes, (size_t) n * sizeof(uint64), stream, &err);
 	if (st == GH_OK)
 		st = gh_mm_probe_ranges_gpu(&t->mm, t->d_probe, n, t->d_first, t->d_count,
-									svc_stream, &err);
+									stream, &err);
 	if (st == GH_OK)
-		st = gh_cuda_memcpy_dtoh(first, t->d_first, (size_t) n * sizeof(uint32), svc_stream, &err);
+		st = gh_cuda_memcpy_dtoh(first, t->d_first, (size_t) n * sizeof(uint32), stream, &err);
 	if (st == GH_OK)
-		st = gh_cuda_memcpy_dtoh(count, t->d_count, (size_t) n * sizeof(uint32), svc_stream, &err);
-	if (st == GH_OK)
-		st = gh_cuda_stream_sync(svc_stream, &err);
+		st = gh_cuda_memcpy_dtoh(count, t->d_count, (size_t) n * sizeof(uint32), stream, &err);
+	if (st != GH_OK)
+	{
+		gh_error	err2;
+
+		/* what was queued before the failure still runs: wait for it */
+		svc_set_error(slot, st, &err, "probing");
+		(void) gh_cuda_stream_sync(stream, &err2);
+		return false;
+	}
+	return true;
+}
+
+/* svc_probe_finish waits for a probe that svc_probe_launch started. */
+static void
+svc_probe_finish(GhSvcSlot *slot, void *stream)
+{
+	gh_error	err;
+	gh_status	st;
+
+	memset(&err, 0, sizeof(err));
+	st = gh_cuda_stream_sync(stream, &err);
 	if (st != GH_OK)
 		svc_set_error(slot, st, &err, "probing");
-	else
-		slot->status = GH_OK;
+}
+
+/* svc_reply tells slot i's backend that its request is done. */
+static void
+svc_reply(GhSvcSlot *slot)
+{
+	pg_write_barrier();
+	pg_atomic_write_u32(&slot->state, SVC_DONE);
+	if (slot->client_latch)
+		SetLatch(slot->client_latch);
+}
+
+/*
+ * svc_take reads slot i's request and clears its answer, before it is
+ * served.
+ */
+static void
+svc_take(GhSvcSlot *slot)
+{
+	pg_read_barrier();
+	slot->status = GH_OK;
+	slot->err_name[0] = slot->err_where[0] = slot->err_text[0] = '\0';
 }
 
 static void
@@ -619,13 +672,12 @@ svc_serve(int i)
 	GhSvcSlot  *slot = &gh_svc->slots[i];
 	char	   *x = NULL;
 
-	pg_read_barrier();
-	slot->status = GH_OK;
-	slot->err_name[0] = slot->err_where[0] = slot->err_text[0] = '\0';
+	svc_take(slot);
 	switch (slot->op)
 	{
 		case SVC_OP_PROBE:
-			svc_probe(i, slot);
+			if (svc_probe_launch(i, slot, svc_streams[0]))
+				svc_probe_finish(slot, svc_streams[0]);
 			break;
 		case SVC_OP_BUILD:
 		case SVC_OP_ATTACH:
@@ -652,10 +704,55 @@ svc_serve(int i)
 			svc_forget(i);
 			break;
 	}
-	pg_write_barrier();
-	pg_atomic_write_u32(&slot->state, SVC_DONE);
-	if (slot->client_latch)
-		SetLatch(slot->client_latch);
+	svc_reply(slot);
+}
+
+/*
+ * svc_serve_all serves every request waiting now.  The probes on the GPU
+ * run together, each on a stream of its own, before the service waits for
+ * them: the copies of one overlap the kernels and copies of the others.
+ * Returns whether it found any.
+ */
+static bool
+svc_serve_all(void)
+{
+	int			launched[SVC_STREAMS];
+	int			nlaunched = 0;
+	bool		served = false;
+
+	for (int i = 0; i < gh_svc->nslots; i++)
+	{
+		GhSvcSlot  *slot = &gh_svc->slots[i];
+
+		if (pg_atomic_read_u32(&slot->state) != SVC_REQUEST)
+			continue;
+		served = true;
+		if (slot->op != SVC_OP_PROBE || !gh_svc->on_gpu)
+		{
+			svc_serve(i);
+			continue;
+		}
+		svc_take(slot);
+		if (svc_probe_launch(i, slot, svc_streams[nlaunched]))
+			launched[nlaunched++] = i;
+		else
+			svc_reply(slot);
+		if (nlaunched == SVC_STREAMS)
+		{
+			for (int k = 0; k < nlaunched; k++)
+			{
+				svc_probe_finish(&gh_svc->slots[launched[k]], svc_streams[k]);
+				svc_reply(&gh_svc->slots[launched[k]]);
+			}
+			nlaunched = 0;
+		}
+	}
+	for (int k = 0; k < nlaunched; k++)
+	{
+		svc_probe_finish(&gh_svc->slots[launched[k]], svc_streams[k]);
+		svc_reply(&gh_svc->slots[launched[k]]);
+	}
+	return served;
 }
 
 /* svc_reap frees what backends that ended without a BYE (crashes aside) left. */
@@ -710,9 +807,13 @@ gpuhash_service_main(Datum arg)
 	gh_svc->on_gpu = false;
 	if (gpuhash_device != GPUHASH_DEVICE_CPU)
 	{
+		gh_status	st;
+
 		memset(&err, 0, sizeof(err));
-		if (gh_cuda_context_init(0, &err) == GH_OK &&
-			gh_cuda_stream_create(&svc_stream, &err) == GH_OK)
+		st = gh_cuda_context_init(0, &err);
+		for (int k = 0; st == GH_OK && k < SVC_STREAMS; k++)
+			st = gh_cuda_stream_create(&svc_streams[k], &err);
+		if (st == GH_OK)
 			gh_svc->on_gpu = true;
 		else
 			ereport(LOG,
@@ -748,16 +849,9 @@ gpuhash_service_main(Datum arg)
 
 	while (!ShutdownRequestPending)
 	{
-		bool		served = false;
 		int			rc;
 
-		for (int i = 0; i < gh_svc->nslots; i++)
-			if (pg_atomic_read_u32(&gh_svc->slots[i].state) == SVC_REQUEST)
-			{
-				svc_serve(i);
-				served = true;
-			}
-		if (served)
+		if (svc_serve_all())
 			continue;
 		rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 					   1000L, PG_WAIT_EXTENSION);
@@ -824,7 +918,26 @@ static bool
 svc_wait(GhSvcSlot *slot, bool interruptible)
 {
 	int			waited_ms = 0;
+	instr_time	start,
+				now;
 
+	/*
+	 * A probe is answered within a fraction of a millisecond: wait for that
+	 * awake.  Sleeping on the latch costs two wake-ups a batch and often
+	 * moves the backend to another core, away from its batch in the cache.
+	 */
+	INSTR_TIME_SET_CURRENT(start);
+	for (uint32 spins = 1; pg_atomic_read_u32(&slot->state) == SVC_REQUEST; spins++)
+	{
+		pg_spin_delay();
+		if (spins % 256 == 0)
+		{
+			INSTR_TIME_SET_CURRENT(now);
+			INSTR_TIME_SUBTRACT(now, start);
+			if (INSTR_TIME_GET_MICROSEC(now) >= SVC_SPIN_US)
+				break;
+		}
+	}
 	while (pg_atomic_read_u32(&slot->state) == SVC_REQUEST)
 	{
 		if (gh_svc->service_pid == 0)
