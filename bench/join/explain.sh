@@ -3,6 +3,7 @@
 # ANALYZE of the int4 workload (serial and 8 workers, gpuhash and native) on
 # the cluster that `bench/join/run.sh --keep --datadir DIR` left running.
 # JOINEXPLAIN=parallel: the int4 GpuHashJoin with 8 and 16 workers only.
+# JOINEXPLAIN=serial: the serial int4 GpuHashJoin alone, three times.
 # JOINEXPLAIN=quick: only the int4 GpuHashJoins (serial, then 8 workers with
 # VERBOSE), for a scale where native serial runs take a minute.
 set -euo pipefail
@@ -24,6 +25,21 @@ EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r O
 \echo == gpuhash 16 workers (forced)
 SET max_parallel_workers_per_gather = 16;
 EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
+SQL
+  exit 0
+fi
+if [ "${JOINEXPLAIN:-}" = serial ]; then
+  # JOINEXPLAIN=serial: the serial int4 GpuHashJoin, the session's first join then again
+  gh_as_pg psql -X -v dev="${EXPLAIN_DEVICE:-auto}" <<'SQL'
+SET work_mem = '1GB';
+SET max_parallel_workers_per_gather = 0;
+SET gpuhash.device = :'dev';
+SET gpuhash.force_join = on;
+SHOW gpuhash.gpu_service;
+\timing on
+EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
+EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
+EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
 SQL
   exit 0
 fi
