@@ -209,12 +209,12 @@ gh_prewarm_exit(int code, Datum arg)
  * It never raises an ERROR: gpuhash_exec_target still decides, and reports.
  */
 void
-gpuhash_prewarm_gpu(void)
+gpuhash_prewarm_gpu(bool parallel)
 {
 	static bool exit_hook = false;
 
 	if (gh_context_ready || gpuhash_device == GPUHASH_DEVICE_CPU ||
-		gh_svc_available() || gpuhash_gpu_count() == 0)
+		gh_svc_available(parallel) || gpuhash_gpu_count() == 0)
 		return;
 	if (!exit_hook)
 	{

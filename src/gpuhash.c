@@ -51,6 +51,19 @@ static const struct config_enum_entry device_options[] = {
 	{NULL, 0, false}
 };
 
+static const struct config_enum_entry service_options[] = {
+	{"off", GPUHASH_SERVICE_OFF, false},
+	{"parallel", GPUHASH_SERVICE_PARALLEL, false},
+	{"on", GPUHASH_SERVICE_ON, false},
+	{"true", GPUHASH_SERVICE_ON, true},
+	{"false", GPUHASH_SERVICE_OFF, true},
+	{"yes", GPUHASH_SERVICE_ON, true},
+	{"no", GPUHASH_SERVICE_OFF, true},
+	{"1", GPUHASH_SERVICE_ON, true},
+	{"0", GPUHASH_SERVICE_OFF, true},
+	{NULL, 0, false}
+};
+
 static void assign_inject_alloc_failure(int newval, void *extra);
 static bool check_group_size(int *newval, void **extra, GucSource source);
 
@@ -181,11 +194,12 @@ _PG_init(void)
 	 * service and the setting does not exist in that session.
 	 */
 	if (process_shared_preload_libraries_in_progress)
-		DefineCustomBoolVariable("gpuhash.gpu_service",
-								 "Runs the joins' GPU work in one service process that owns the CUDA context.",
-								 "Needs gpuhash in shared_preload_libraries; without it each backend and each parallel worker creates a CUDA context of its own.",
+		DefineCustomEnumVariable("gpuhash.gpu_service",
+								 "Runs the GPU work of joins in one service process that owns the CUDA context: off, parallel (parallel joins) or on (every join).",
+								 "Needs gpuhash in shared_preload_libraries.  Without the service each backend and each parallel worker creates a CUDA context of its own; a serial join probes fastest in its own backend, the participants of a parallel join share one table in the service.",
 								 &gpuhash_gpu_service,
-								 false,
+								 GPUHASH_SERVICE_PARALLEL,
+								 service_options,
 								 PGC_POSTMASTER,
 								 0,
 								 NULL, NULL, NULL);

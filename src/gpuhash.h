@@ -37,7 +37,7 @@ extern bool gpuhash_extended_hash_functions(Oid opno, Oid *lhs, Oid *rhs);
 extern void gpuhash_init_device(void);
 extern GhTarget gpuhash_plan_target(void);
 extern GhTarget gpuhash_exec_target(void);
-extern void gpuhash_prewarm_gpu(void);
+extern void gpuhash_prewarm_gpu(bool parallel);
 extern bool gpuhash_gpu_warming(void);
 extern const char *gpuhash_target_name(GhTarget target);
 extern int	gpuhash_gpu_count(void);
@@ -59,7 +59,13 @@ extern void gh_track_service_table(uint32 id, size_t bytes);
 extern void gh_untrack_service_table(uint32 id);
 
 /* the GPU service (service.c) */
-extern bool gpuhash_gpu_service;
+typedef enum GpuhashServiceSetting
+{
+	GPUHASH_SERVICE_OFF = 0,
+	GPUHASH_SERVICE_PARALLEL,	/* parallel joins use it; serial ones do not */
+	GPUHASH_SERVICE_ON			/* every join uses it */
+} GpuhashServiceSetting;
+extern int	gpuhash_gpu_service;
 typedef struct GhSvcTableInfo
 {
 	struct dsm_segment *area;	/* the probe area, mapped here */
@@ -74,7 +80,7 @@ typedef struct GhSvcTableInfo
 	bool		on_gpu;
 } GhSvcTableInfo;
 extern void gpuhash_service_init(void);
-extern bool gh_svc_available(void);
+extern bool gh_svc_available(bool parallel);
 extern GhTarget gh_svc_target(void);
 extern gh_status gh_svc_build(const uint64 *hashes, uint32 n,
 							  const gh_mm_params *params, uint32 probe_cap,

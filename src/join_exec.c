@@ -589,7 +589,7 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 
 	/* a GPU join's context can be made while the inner side is read */
 	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
-		gpuhash_prewarm_gpu();
+		gpuhash_prewarm_gpu(cscan->scan.plan.parallel_aware);
 }
 
 /*
@@ -1066,7 +1066,7 @@ ghj_service_table(GhjState *s, uint64 *hashes)
 static void
 ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys)
 {
-	bool		svc = gh_svc_available();
+	bool		svc = gh_svc_available(s->css.ss.ps.plan->parallel_aware);
 	MemoryContext old;
 	instr_time	ctx_start,
 				ctx_end;

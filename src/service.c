@@ -108,7 +108,7 @@ typedef struct GhSvcShared
 	GhSvcSlot	slots[FLEXIBLE_ARRAY_MEMBER];
 } GhSvcShared;
 
-bool		gpuhash_gpu_service = false;
+int			gpuhash_gpu_service = GPUHASH_SERVICE_OFF;
 
 static GhSvcShared *gh_svc = NULL;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -163,7 +163,8 @@ gpuhash_service_init(void)
 {
 	BackgroundWorker worker;
 
-	if (!process_shared_preload_libraries_in_progress || !gpuhash_gpu_service)
+	if (!process_shared_preload_libraries_in_progress ||
+		gpuhash_gpu_service == GPUHASH_SERVICE_OFF)
 		return;
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = svc_shmem_request;
@@ -815,6 +816,20 @@ gpuhash_service_main(Datum arg)
 			st = gh_cuda_stream_create(&svc_streams[k], &err);
 		if (st == GH_OK)
 			gh_svc->on_gpu = true;
+		else if (gpuhash_gpu_service == GPUHASH_SERVICE_PARALLEL)
+		{
+			/*
+			 * The default setting on a host without a GPU: nothing would
+			 * use the service (device = auto plans no GPU join there).  An
+			 * exit with code 0 is final: the postmaster does not start it
+			 * again, and its worker slot is free for parallel queries.
+			 */
+			ereport(LOG,
+					(errmsg("gpuhash GPU service found no usable GPU and stops"),
+					 errdetail("%s failed with %s.", err.where ? err.where : "?",
+							   err.cuda_name ? err.cuda_name : "?")));
+			proc_exit(0);
+		}
 		else
 			ereport(LOG,
 					(errmsg("gpuhash GPU service found no usable GPU; it builds tables on the CPU twin"),
@@ -875,12 +890,17 @@ static char my_err_name[64];
 static char my_err_where[64];
 static char my_err_text[128];
 
-/* gh_svc_available says whether joins can use the service now. */
+/*
+ * gh_svc_available says whether a join can use the service now: a parallel
+ * join's participants (parallel), or any join with gpu_service = on.
+ */
 bool
-gh_svc_available(void)
+gh_svc_available(bool parallel)
 {
-	return gpuhash_gpu_service && gh_svc != NULL && gh_svc->service_pid != 0 &&
-		MyProc != NULL;
+	if (gpuhash_gpu_service == GPUHASH_SERVICE_OFF ||
+		(gpuhash_gpu_service == GPUHASH_SERVICE_PARALLEL && !parallel))
+		return false;
+	return gh_svc != NULL && gh_svc->service_pid != 0 && MyProc != NULL;
 }
 
 /* gh_svc_target is where the service builds tables. */
