@@ -264,6 +264,57 @@ RESET gpuhash.group_size;
 RESET gpuhash.probe_scheme;
 RESET gpuhash.load_factor;
 
+------------------------------------------------------------------------------
+-- the outer Seq Scan returns its heap tuples as they are (no projection) and
+-- the join keeps only the outer columns it reads: by-reference columns and
+-- NULLs after the key, a column read only by the join filter, a whole-row
+-- reference (the scan projects), and tables whose rows need converting (a
+-- dropped column, a column added with a default after rows were written),
+-- where the scan projects as before
+CREATE TEMP TABLE wide_o (c1 text, k int, c3 numeric, c4 text, c5 int, c6 bytea, c7 int8);
+INSERT INTO wide_o
+  SELECT CASE WHEN i % 5 = 0 THEN NULL ELSE 'a' || i END, CASE WHEN i % 11 = 0 THEN NULL ELSE i % 300 END,
+         i * 1.5, repeat('x', i % 40), CASE WHEN i % 7 = 0 THEN NULL ELSE i END,
+         decode(md5(i::text), 'hex'), i::int8 * 1000
+    FROM generate_series(1, 3000) i;
+CREATE TEMP TABLE wide_i (k int, w text);
+INSERT INTO wide_i SELECT i % 250, 'w' || i FROM generate_series(1, 400) i;
+CREATE TEMP TABLE wide_d AS SELECT * FROM wide_o;
+ALTER TABLE wide_d DROP COLUMN c3;
+CREATE TEMP TABLE wide_m AS SELECT * FROM wide_o;
+ALTER TABLE wide_m ADD COLUMN c8 int DEFAULT 42;
+INSERT INTO wide_m SELECT c1, k, c3, c4, c5, c6, c7, k * 2 FROM wide_o WHERE k < 20;
+ANALYZE wide_o, wide_i, wide_d, wide_m;
+CREATE TEMP TABLE wide_q (n int, q text);
+INSERT INTO wide_q VALUES
+  (1, 'SELECT o.c7, o.c4, o.c1, i.w FROM wide_o o JOIN wide_i i ON o.k = i.k'),
+  (2, 'SELECT o.c1, i.w FROM wide_o o JOIN wide_i i ON o.k = i.k AND o.c5 < i.k * 10'),
+  (3, 'SELECT o.c6, o.c3, i.w FROM wide_o o LEFT JOIN wide_i i ON o.k = i.k'),
+  (4, 'SELECT o, i.w FROM wide_o o JOIN wide_i i ON o.k = i.k'),
+  (5, 'SELECT o.c6, o.c7, i.w FROM wide_d o LEFT JOIN wide_i i ON o.k = i.k'),
+  (6, 'SELECT o.c8, o.c1, i.w FROM wide_m o JOIN wide_i i ON o.k = i.k'),
+  (7, 'SELECT count(*), sum(o.c7), max(o.c4) FROM wide_o o WHERE NOT EXISTS (SELECT 1 FROM wide_i i WHERE i.k = o.k)'),
+  (8, 'SELECT o.c5, o.c4 FROM wide_o o WHERE EXISTS (SELECT 1 FROM wide_i i WHERE i.k = o.k AND i.w > o.c1)');
+SELECT n, gh_check(q) AS whole_rows FROM wide_q ORDER BY n;
+-- the outer scan's output: wide_o's whole rows (all seven columns), not with
+-- the whole-row reference, the dropped column or the added one
+CREATE FUNCTION pg_temp.outer_output(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  l text;
+  seen bool := false;
+BEGIN
+  FOR l IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || q LOOP
+    IF seen AND l ~ '^\s*Output:' THEN RETURN btrim(l); END IF;
+    seen := l ~ 'Seq Scan on \S+\.wide_[a-z]+ o$';
+  END LOOP;
+  RETURN 'no outer Seq Scan';
+END $$;
+SET gpuhash.enabled = on;
+SET gpuhash.force_join = on;
+SELECT n, pg_temp.outer_output(q) AS outer_scan FROM wide_q WHERE n IN (1, 4, 5, 6) ORDER BY n;
+RESET gpuhash.force_join;
+SET gpuhash.enabled = off;
+
 SELECT gpuhash_device_memory() AS held_at_end;
 RESET max_parallel_workers_per_gather;
 RESET gpuhash.enabled;
