@@ -7,7 +7,9 @@
 # of a shared build share one table); device memory
 # counted by the backend goes back to 0; a cancel during the probe and a
 # terminated backend leave the service serving with native's rows; with the
-# service stopped, joins run in the backend with the same rows.
+# service stopped, joins run in the backend with the same rows.  Then the
+# default, gpu_service = parallel: serial joins in the backend, parallel ones
+# in the service; with device = auto and no GPU the service stops for good.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -131,6 +133,50 @@ plan=$(explain "$serial" "${queries[0]}")
 if grep -q 'Table Held By' <<<"$plan"; then notok "without the service the backend holds the table"; else ok "without the service the backend holds the table"; fi
 check "$(digest "SET gpuhash.force_join = on; $serial" "${queries[0]}")" "$(digest "SET gpuhash.enabled = off" "${queries[0]}")" \
   "without the service, native's rows"
+# the default, gpuhash.gpu_service = parallel: a parallel join's participants
+# use the service, a serial join holds its table in the backend
+restart() {
+  printf '%s\n' "$1" >>"$cl/data/postgresql.conf"
+  gh_as_pg "$(gh_pg_bindir)/pg_ctl" -D "$cl/data" -l "$cl/server.log" -m fast -w restart >/dev/null 2>&1
+}
+restart "gpuhash.gpu_service = parallel"
+for _ in $(seq 1 50); do [ -n "$(svc_pid)" ] && break; sleep 0.1; done
+check "$(q -c "SHOW gpuhash.gpu_service")" "parallel" "gpu_service = parallel after the restart"
+plan=$(explain "$serial" "${queries[0]}")
+if grep -q 'Table Held By' <<<"$plan"; then
+  notok "parallel: a serial join holds its table in the backend" "$(grep 'Table Held' <<<"$plan")"
+else
+  ok "parallel: a serial join holds its table in the backend"
+fi
+plan=$(explain "$parallel" "${queries[1]}")
+if grep -q 'Table Held By: GPU service' <<<"$plan" && grep -q 'Workers Launched: [1-9]' <<<"$plan"; then
+  ok "parallel: a parallel join's table is in the service"
+else
+  notok "parallel: a parallel join's table is in the service" "$(grep -E 'Workers|Table Held|Device' <<<"$plan")"
+fi
+for mode in serial parallel; do
+  set_=${!mode}
+  check "$(digest "SET gpuhash.force_join = on; $set_" "${queries[1]}")" "$(digest "SET gpuhash.enabled = off" "${queries[1]}")" \
+    "parallel, a $mode join: native's rows"
+done
+
+# under the default with gpuhash.device = auto, the service stays only where
+# there is a GPU (on a host without one it stops for good and frees its slot)
+restart "gpuhash.device = auto"
+sleep 1
+ngpu=$(q -c "SELECT count(*) FROM gpuhash_devices()")
+if [ "$ngpu" -gt 0 ]; then
+  if [ -n "$(svc_pid)" ]; then ok "device = auto with a GPU: the service runs"; else notok "device = auto with a GPU: the service runs"; fi
+else
+  if [ -z "$(svc_pid)" ] && grep -q 'gpuhash GPU service found no usable GPU and stops' "$cl/server.log"; then
+    ok "device = auto without a GPU: the service stops"
+  else
+    notok "device = auto without a GPU: the service stops" "pid '$(svc_pid)'; $(grep 'GPU service' "$cl/server.log" | tail -2)"
+  fi
+  sleep 1
+  if [ -z "$(svc_pid)" ]; then ok "and the postmaster does not start it again"; else notok "and the postmaster does not start it again"; fi
+fi
+
 if grep -qE 'PANIC|terminated by signal|server process .* was terminated' "$cl/server.log"; then
   notok "no server process crashed" "$(grep -E 'PANIC|terminated by signal' "$cl/server.log" | head -3)"
 else
