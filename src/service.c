@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  * service.c
  *	  The GPU service: one background process that owns the CUDA context and
- *	  the joins' hash tables for every backend (gpuhash.gpu_service = on).
+ *	  the joins' hash tables for every backend (gpuhash.gpu_service: the
+ *	  participants of parallel joins under "parallel", every join under "on").
  *
  * Without it each backend, and each parallel worker, creates a CUDA context
  * of its own the first time it uses the GPU: about 0.35 s and 0.5 GiB of
@@ -16,8 +17,9 @@
  * writes its data into an exchange segment of its own (a DSM segment it
  * keeps mapped for the session; the service attaches it by handle), fills
  * its slot, sets the slot to REQUEST and the service's latch, and waits on
- * its own latch for DONE.  The service serves the slots one request at a
- * time.  A backend interrupted while it waits (cancel, timeout) leaves the
+ * its own latch for DONE.  The service serves the waiting requests in slot
+ * order, except that the probes on the GPU run together (svc_serve_all).  A
+ * backend interrupted while it waits (cancel, timeout) leaves the
  * request to finish: its next request, or its exit, first waits for DONE,
  * and frees a table whose build it abandoned.  A backend's exit frees all
  * its tables (BYE); a backend that died without one is found by its pid.
@@ -25,8 +27,9 @@
  * backend as a gh_status and the CUDA names, and the backend reports them
  * as it would its own.
  *
- * The service uses the GPU unless gpuhash.device = cpu in its configuration,
- * or no GPU can be used (then the CPU twin, and its LOG says why).  A table
+ * The service uses the GPU unless gpuhash.device = cpu in its configuration.
+ * Finding no GPU, it stops for good under gpu_service = parallel and uses
+ * the CPU twin under "on" (its LOG says why).  A table
  * that does not fit on the GPU is built on the CPU twin in the service.
  *-------------------------------------------------------------------------
  */
@@ -560,7 +563,7 @@ svc_register(int i, GhSvcSlot *slot, SvcTable *t)
 /*
  * svc_probe_launch starts the probe asked for in slot i on stream: the copy
  * of its hashes to the device, the kernel and the copies of the ranges
- * back, which svc_probe_finish waits for.  Returns false when the request
+ * back, which svc_probes_finish waits for.  Returns false when the request
  * is answered already (an error, or a table on the CPU twin, probed here).
  */
 static bool
@@ -632,19 +635,6 @@ svc_probe_launch(int i, GhSvcSlot *slot, void *stream)
 	return true;
 }
 
-/* svc_probe_finish waits for a probe that svc_probe_launch started. */
-static void
-svc_probe_finish(GhSvcSlot *slot, void *stream)
-{
-	gh_error	err;
-	gh_status	st;
-
-	memset(&err, 0, sizeof(err));
-	st = gh_cuda_stream_sync(stream, &err);
-	if (st != GH_OK)
-		svc_set_error(slot, st, &err, "probing");
-}
-
 /* svc_reply tells slot i's backend that its request is done. */
 static void
 svc_reply(GhSvcSlot *slot)
@@ -653,6 +643,27 @@ svc_reply(GhSvcSlot *slot)
 	pg_atomic_write_u32(&slot->state, SVC_DONE);
 	if (slot->client_latch)
 		SetLatch(slot->client_latch);
+}
+
+/*
+ * svc_probes_finish waits for the n probes that svc_probe_launch started in
+ * the slots launched[k], on svc_streams[k], and answers them.
+ */
+static void
+svc_probes_finish(const int *launched, int n)
+{
+	for (int k = 0; k < n; k++)
+	{
+		GhSvcSlot  *slot = &gh_svc->slots[launched[k]];
+		gh_error	err;
+		gh_status	st;
+
+		memset(&err, 0, sizeof(err));
+		st = gh_cuda_stream_sync(svc_streams[k], &err);
+		if (st != GH_OK)
+			svc_set_error(slot, st, &err, "probing");
+		svc_reply(slot);
+	}
 }
 
 /*
@@ -677,8 +688,8 @@ svc_serve(int i)
 	switch (slot->op)
 	{
 		case SVC_OP_PROBE:
-			if (svc_probe_launch(i, slot, svc_streams[0]))
-				svc_probe_finish(slot, svc_streams[0]);
+			/* svc_serve_all's */
+			Assert(false);
 			break;
 		case SVC_OP_BUILD:
 		case SVC_OP_ATTACH:
@@ -711,8 +722,9 @@ svc_serve(int i)
 /*
  * svc_serve_all serves every request waiting now.  The probes on the GPU
  * run together, each on a stream of its own, before the service waits for
- * them: the copies of one overlap the kernels and copies of the others.
- * Returns whether it found any.
+ * them: the copies of one overlap the kernels and copies of the others (a
+ * probe of a table on the CPU twin is answered at once).  Returns whether
+ * it found any.
  */
 static bool
 svc_serve_all(void)
@@ -728,7 +740,7 @@ svc_serve_all(void)
 		if (pg_atomic_read_u32(&slot->state) != SVC_REQUEST)
 			continue;
 		served = true;
-		if (slot->op != SVC_OP_PROBE || !gh_svc->on_gpu)
+		if (slot->op != SVC_OP_PROBE)
 		{
 			svc_serve(i);
 			continue;
@@ -740,19 +752,11 @@ svc_serve_all(void)
 			svc_reply(slot);
 		if (nlaunched == SVC_STREAMS)
 		{
-			for (int k = 0; k < nlaunched; k++)
-			{
-				svc_probe_finish(&gh_svc->slots[launched[k]], svc_streams[k]);
-				svc_reply(&gh_svc->slots[launched[k]]);
-			}
+			svc_probes_finish(launched, nlaunched);
 			nlaunched = 0;
 		}
 	}
-	for (int k = 0; k < nlaunched; k++)
-	{
-		svc_probe_finish(&gh_svc->slots[launched[k]], svc_streams[k]);
-		svc_reply(&gh_svc->slots[launched[k]]);
-	}
+	svc_probes_finish(launched, nlaunched);
 	return served;
 }
 
