@@ -423,6 +423,8 @@ ghj_init_stored(GhjState *s, List *exprs)
 	}
 	for (int k = 0; k < s->nkeys; k++)
 		s->outer_deform = Max(s->outer_deform, s->outer_key_att[k]);
+	/* only ghj_load_outer fills outer_slot, and only the stored columns */
+	memset(s->outer_slot->tts_isnull, true, sizeof(bool) * s->nouter);
 }
 
 /* collect_exec_params adds the ids of the PARAM_EXEC Params in node. */
@@ -1681,8 +1683,8 @@ ghj_verify(GhjState *s, uint32 i, const Datum *ik)
 }
 
 /*
- * ghj_load_outer puts batch row i into outer_slot; the columns the batch
- * does not keep, which nothing reads, are null.
+ * ghj_load_outer puts batch row i into outer_slot.  The columns the batch
+ * does not keep, which nothing reads, stay null (ghj_init_stored).
  */
 static inline void
 ghj_load_outer(GhjState *s, uint32 i)
@@ -1693,8 +1695,6 @@ ghj_load_outer(GhjState *s, uint32 i)
 	const bool *isnull = &s->batch_isnull[(size_t) i * s->nstored];
 
 	ExecClearTuple(slot);
-	if (s->nstored < s->nouter)
-		memset(slot->tts_isnull, true, sizeof(bool) * s->nouter);
 	for (int j = 0; j < s->nstored; j++)
 	{
 		slot->tts_values[s->stored_col[j]] = vals[j];
