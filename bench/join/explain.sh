@@ -11,72 +11,66 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../test/lib.sh"
 cl=$1
 export PGHOST=$cl PGPORT=$(sed -n 's/^port = //p' "$cl/data/postgresql.conf" | tail -1) PGUSER=postgres PGDATABASE=postgres
-if [ "${JOINEXPLAIN:-}" = parallel ]; then
-  # JOINEXPLAIN=parallel: only the int4 GpuHashJoin with 8 and 16 workers
-  gh_as_pg psql -X -v dev="${EXPLAIN_DEVICE:-auto}" <<'SQL'
-SET work_mem = '1GB';
-SET gpuhash.device = :'dev';
-SET gpuhash.force_join = on;
+# each mode's SQL after the common settings; :q is the int4 workload's join
+explain() {
+  { printf '%s\n' "SET work_mem = '1GB';" "SET gpuhash.device = :'dev';" "SET gpuhash.force_join = on;"; cat; } |
+    gh_as_pg psql -X -v dev="${EXPLAIN_DEVICE:-auto}" -v q='SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k'
+}
+case ${JOINEXPLAIN:-} in
+  parallel)
+    # only the int4 GpuHashJoin with 8 and 16 workers
+    explain <<'SQL'
 SET parallel_setup_cost = 0;
 \timing on
 \echo == gpuhash 8 workers (forced)
 SET max_parallel_workers_per_gather = 8;
-EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
+EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) :q;
 \echo == gpuhash 16 workers (forced)
 SET max_parallel_workers_per_gather = 16;
-EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
+EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) :q;
 SQL
-  exit 0
-fi
-if [ "${JOINEXPLAIN:-}" = serial ]; then
-  # JOINEXPLAIN=serial: the serial int4 GpuHashJoin, the session's first join then again
-  gh_as_pg psql -X -v dev="${EXPLAIN_DEVICE:-auto}" <<'SQL'
-SET work_mem = '1GB';
+    ;;
+  serial)
+    # the serial int4 GpuHashJoin, the session's first join then again
+    explain <<'SQL'
 SET max_parallel_workers_per_gather = 0;
-SET gpuhash.device = :'dev';
-SET gpuhash.force_join = on;
 SHOW gpuhash.gpu_service;
 \timing on
-EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
-EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
-EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
+EXPLAIN (ANALYZE, TIMING OFF) :q;
+EXPLAIN (ANALYZE, TIMING OFF) :q;
+EXPLAIN (ANALYZE, TIMING OFF) :q;
 SQL
-  exit 0
-fi
-if [ "${JOINEXPLAIN:-}" = quick ]; then
-  gh_as_pg psql -X -v dev="${EXPLAIN_DEVICE:-auto}" <<'SQL'
-SET work_mem = '1GB';
+    ;;
+  quick)
+    explain <<'SQL'
 SET max_parallel_workers_per_gather = 0;
-SET gpuhash.device = :'dev';
-SET gpuhash.force_join = on;
 \timing on
 \echo == gpuhash serial (forced), first query of the session, then again
-EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
-EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
+EXPLAIN (ANALYZE, TIMING OFF) :q;
+EXPLAIN (ANALYZE, TIMING OFF) :q;
 \echo == the scan alone, serial
 SELECT count(*), sum(v) FROM s;
 \echo == gpuhash 8 workers (forced)
 SET max_parallel_workers_per_gather = 8;
 SET parallel_setup_cost = 0;
-EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
+EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) :q;
 SQL
-  exit 0
-fi
-gh_as_pg psql -X -v dev="${EXPLAIN_DEVICE:-auto}" <<'SQL'
-SET work_mem = '1GB';
+    ;;
+  *)
+    explain <<'SQL'
 SET max_parallel_workers_per_gather = 0;
-SET gpuhash.device = :'dev';
-SET gpuhash.force_join = on;
 \echo == gpuhash serial (forced)
-EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
+EXPLAIN (ANALYZE, TIMING OFF) :q;
 EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.t = r.t;
 SET max_parallel_workers_per_gather = 8;
 SET parallel_setup_cost = 0;
 \echo == gpuhash 8 workers (forced)
-EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
+EXPLAIN (ANALYZE, TIMING OFF) :q;
 RESET gpuhash.force_join;
 SET gpuhash.enabled = off;
 SET max_parallel_workers_per_gather = 0;
 \echo == native serial
-EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
+EXPLAIN (ANALYZE, TIMING OFF) :q;
 SQL
+    ;;
+esac
