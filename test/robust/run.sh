@@ -131,37 +131,12 @@ CREATE TABLE sb AS SELECT g AS id, CASE WHEN g % 7 = 0 THEN NULL ELSE g % 41 END
 CREATE TABLE ma AS SELECT g AS id, g % 3001 AS k, g % 11 AS v FROM generate_series(1, 30000) g;
 CREATE TABLE mb AS SELECT g AS id, g % 2999 AS k, (g % 13)::text AS t FROM generate_series(1, 12000) g;
 ANALYZE;
--- the rows of q as one hash, in mode native (gpuhash off) or gpu (forced)
-CREATE FUNCTION rb_hash(q text, mode text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE r text; se text := current_setting('gpuhash.enabled'); sf text := current_setting('gpuhash.force_join');
-BEGIN
-  PERFORM set_config('gpuhash.enabled', CASE WHEN mode = 'native' THEN 'off' ELSE 'on' END, false);
-  PERFORM set_config('gpuhash.force_join', CASE WHEN mode = 'native' THEN 'off' ELSE 'on' END, false);
-  EXECUTE 'SELECT count(*) || '':'' || coalesce(md5(string_agg(x::text, '','' ORDER BY x::text)), '''') FROM (' || q || ') x' INTO r;
-  PERFORM set_config('gpuhash.enabled', se, false);
-  PERFORM set_config('gpuhash.force_join', sf, false);
-  RETURN r;
-END $$;
--- how many GpuHashJoin nodes q has when forced
-CREATE FUNCTION rb_gpu_joins(q text) RETURNS int LANGUAGE plpgsql AS $$
-DECLARE l text; c int := 0; se text := current_setting('gpuhash.enabled'); sf text := current_setting('gpuhash.force_join');
-BEGIN
-  PERFORM set_config('gpuhash.enabled', 'on', false);
-  PERFORM set_config('gpuhash.force_join', 'on', false);
-  FOR l IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP IF l ~ 'GpuHashJoin' THEN c := c + 1; END IF; END LOOP;
-  PERFORM set_config('gpuhash.enabled', se, false);
-  PERFORM set_config('gpuhash.force_join', sf, false);
-  RETURN c;
-END $$;
--- 'same' when q gives native's rows with a GpuHashJoin in its plan
-CREATE FUNCTION rb_same(q text) RETURNS text LANGUAGE sql AS $$
-  SELECT CASE WHEN rb_gpu_joins(q) = 0 THEN 'NO GpuHashJoin IN PLAN'
-              WHEN rb_hash(q, 'gpu') = rb_hash(q, 'native') THEN 'same' ELSE 'DIFFERENT' END
-$$;
 CREATE FUNCTION rb_mem() RETURNS bigint LANGUAGE sql AS $$
   SELECT sum(total_bytes)::bigint FROM pg_backend_memory_contexts
 $$;
 SQL
+# rb_hash, rb_same, inject_loop, the raising operator ===, ...
+P >>"$logdir/setup.log" 2>&1 <"$here/functions.sql" || { cat "$logdir/setup.log"; echo "not ok 1 - setup"; echo "1..1"; exit 1; }
 start_time=$(q "SELECT pg_postmaster_start_time()")
 CHECKQ='SELECT a.id, a.v, b.t FROM sa a FULL JOIN sb b ON a.k = b.k'
 
@@ -403,30 +378,9 @@ SELECT rb_same('SELECT a.id, b.id FROM ma a FULL JOIN mb b ON a.k = b.k') AS war
 SELECT * FROM gpuhash_aggregate('SELECT k, count(*), sum(v) FROM ma GROUP BY k') AS t(k int, n bigint, s bigint) LIMIT 1 \gset
 SELECT rb_mem() AS base \gset
 SELECT coalesce((SELECT free_mb FROM gpuhash_devices() WHERE ordinal = 0)::text, 'none') AS free0 \gset
--- run q with the nth allocation from its start failing, n = 1..20: each
--- must give 'same' (native's rows: no failure, or a fallback) or the
--- SQLSTATE 53200, with no device memory held afterwards.  Once n passes the
--- number of allocations q makes, nothing fires and the rows are native's:
--- the last three must be 'same' (every site was reached before them).
-CREATE FUNCTION pg_temp.inject_loop(q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE nat text := rb_hash(q, 'native'); gh text; res text := ''; st text; bad int := 0;
-BEGIN
-  FOR n IN 1..20 LOOP
-    PERFORM set_config('gpuhash.inject_alloc_failure', n::text, false);
-    BEGIN
-      gh := rb_hash(q, 'gpu'); st := CASE WHEN gh = nat THEN 'same' ELSE 'DIFFERENT' END;
-    EXCEPTION WHEN OTHERS THEN st := SQLSTATE;
-    END;
-    PERFORM set_config('gpuhash.inject_alloc_failure', '0', false);
-    IF gpuhash_device_memory() <> 0 THEN st := st || '+HELD'; END IF;
-    res := res || n || ':' || st || ' ';
-    IF st NOT IN ('same', '53200') THEN bad := bad + 1; END IF;
-  END LOOP;
-  RETURN CASE WHEN bad = 0 AND res ~ '18:same 19:same 20:same $' THEN 'clean ' ELSE 'BAD ' END || res;
-END $$;
-SELECT 'join=' || pg_temp.inject_loop('SELECT a.id, b.id FROM ma a FULL JOIN mb b ON a.k = b.k');
-SELECT 'multi=' || pg_temp.inject_loop('SELECT a.id, b.id, c.id FROM ma a JOIN mb b ON a.k = b.k LEFT JOIN sa c ON b.id = c.id');
-SELECT 'agg=' || pg_temp.inject_loop($q$SELECT * FROM gpuhash_aggregate('SELECT k, count(*), sum(v) FROM ma GROUP BY k') AS t(k int, n bigint, s bigint)$q$);
+SELECT 'join=' || inject_loop('SELECT a.id, b.id FROM ma a FULL JOIN mb b ON a.k = b.k');
+SELECT 'multi=' || inject_loop('SELECT a.id, b.id, c.id FROM ma a JOIN mb b ON a.k = b.k LEFT JOIN sa c ON b.id = c.id');
+SELECT 'agg=' || inject_loop($q$SELECT * FROM gpuhash_aggregate('SELECT k, count(*), sum(v) FROM ma GROUP BY k') AS t(k int, n bigint, s bigint)$q$);
 SELECT 'after=' || rb_mem() - :base;
 SELECT 'devmem=' || gpuhash_device_memory();
 SELECT 'free=' || :'free0' || ' ' || coalesce((SELECT free_mb FROM gpuhash_devices() WHERE ordinal = 0)::text, 'none');
@@ -508,16 +462,6 @@ check $? "savepoints: nothing lost (memory contexts +${d:-?} bytes, device memor
 out=$(tmpf raise.out)
 P -At >"$out" 2>&1 <<'SQL'
 SET gpuhash.force_join = on;
-CREATE FUNCTION rb_eq13(a int4, b int4) RETURNS bool LANGUAGE plpgsql IMMUTABLE STRICT AS $$
-BEGIN
-  IF a = 13 OR b = 13 THEN RAISE EXCEPTION 'rb_eq13 refuses 13' USING ERRCODE = 'RB013'; END IF;
-  RETURN a = b;
-END $$;
-CREATE OPERATOR === (LEFTARG = int4, RIGHTARG = int4, FUNCTION = rb_eq13,
-                     COMMUTATOR = ===, HASHES);
-CREATE OPERATOR FAMILY rb_fam USING hash;
-CREATE OPERATOR CLASS rb_ops FOR TYPE int4 USING hash FAMILY rb_fam AS
-  OPERATOR 1 === (int4, int4), FUNCTION 1 hashint4(int4), FUNCTION 2 hashint4extended(int4, int8);
 CREATE FUNCTION pg_temp.state_of(q text, mode text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN PERFORM rb_hash(q, mode); RETURN 'ok';
 EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || ' ' || SQLERRM; END $$;

@@ -58,7 +58,8 @@ trap 'exit 143' TERM INT
 gh_cluster_init "$cl" "$(gh_free_port)" "gpuhash.device = $device
 max_parallel_workers_per_gather = 0
 autovacuum = off" "$bin" || { echo "1..1"; echo "not ok 1 - initdb"; exit 1; }
-cp "$here/sanitize_setup.sql" "$here/sanitize_backend.sql" "$cl/"; chmod 644 "$cl"/*.sql
+cat "$here/functions.sql" "$here/sanitize_setup.sql" >"$cl/sanitize_setup.sql"
+cp "$here/sanitize_backend.sql" "$cl/"; chmod 644 "$cl"/*.sql
 
 # single NAME SQLFILE [TOOL]: one single-user backend reading SQLFILE, under
 # compute-sanitizer --tool TOOL when given; NAME.out (rows), NAME.err (the

@@ -97,17 +97,17 @@ SELECT 'agg_growing_text=' || agg_same($q$SELECT t || (id % 3001), count(*), sum
 RESET gpuhash.batch_rows;
 
 -- an allocation failing at each site in turn
-SELECT 'inject_full=' || inject_loop($q$SELECT a.id, b.id FROM sa a FULL JOIN sb b ON a.k = b.k$q$) AS r;
+SELECT 'inject_full=' || inject_loop($q$SELECT a.id, b.id FROM sa a FULL JOIN sb b ON a.k = b.k$q$, true) AS r;
 
-SELECT 'inject_text=' || inject_loop($q$SELECT a.id, b.id FROM sa a JOIN sb b ON a.t = b.t$q$) AS r;
+SELECT 'inject_text=' || inject_loop($q$SELECT a.id, b.id FROM sa a JOIN sb b ON a.t = b.t$q$, true) AS r;
 
-SELECT 'inject_3way=' || inject_loop($q$SELECT a.id, b.id, c.id FROM sa a JOIN sb b ON a.k = b.k LEFT JOIN sk c ON b.id = c.id$q$) AS r;
+SELECT 'inject_3way=' || inject_loop($q$SELECT a.id, b.id, c.id FROM sa a JOIN sb b ON a.k = b.k LEFT JOIN sk c ON b.id = c.id$q$, true) AS r;
 
 SELECT 'inject_agg=' || inject_loop($q$SELECT * FROM gpuhash_aggregate('SELECT k13, count(*), sum(i8), avg(n) FROM agg_v GROUP BY k13')
-  AS t(k int, n bigint, s numeric, a numeric)$q$) AS r;
+  AS t(k int, n bigint, s numeric, a numeric)$q$, true) AS r;
 
 SELECT 'inject_agg_text=' || inject_loop($q$SELECT * FROM gpuhash_aggregate('SELECT t, count(*), sum(i4) FROM agg_v GROUP BY t')
-  AS t(k text, n bigint, s bigint)$q$) AS r;
+  AS t(k text, n bigint, s bigint)$q$, true) AS r;
 
 -- an ERROR from the equality function in the middle of a probe
 SELECT 'raise=' || rb_same_error($q$SELECT a.id, b.id FROM sa a JOIN sb b ON a.k === b.id$q$) AS r;
