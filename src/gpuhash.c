@@ -36,6 +36,7 @@ int			gpuhash_probe_scheme = GH_PROBE_DOUBLE;
 int			gpuhash_device_memory_limit = 0;
 double		gpuhash_join_setup_cost = 1000.0;
 double		gpuhash_worker_context_cost = 20000.0;
+double		gpuhash_gpu_join_cost_fraction = 0.5;
 bool		gpuhash_shared_build = true;
 
 static const struct config_enum_entry probe_scheme_options[] = {
@@ -166,6 +167,16 @@ _PG_init(void)
 							 NULL,
 							 &gpuhash_join_setup_cost,
 							 1000.0, 0.0, 1e12,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomRealVariable("gpuhash.gpu_join_cost_fraction",
+							 "Planner's estimate of a GPU join's own work, as a fraction of what "
+							 "PostgreSQL's model charges its hash join of the same inputs.",
+							 "The scans of both sides are charged in full either way.",
+							 &gpuhash_gpu_join_cost_fraction,
+							 0.5, 0.0, 100.0,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);

@@ -60,6 +60,7 @@ extern int	gpuhash_probe_scheme;
 extern int	gpuhash_device_memory_limit;
 extern double gpuhash_join_setup_cost;
 extern double gpuhash_worker_context_cost;
+extern double gpuhash_gpu_join_cost_fraction;
 extern bool gpuhash_shared_build;
 
 /* The device hash table of one join (hashtable.c). */

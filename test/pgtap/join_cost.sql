@@ -1,0 +1,113 @@
+-- test/pgtap/join_cost.sql - the planner's own choice, without
+-- gpuhash.force_join: GpuHashJoin on the GPU is priced as
+-- gpuhash.gpu_join_cost_fraction of PostgreSQL's own hash join of the same
+-- inputs, plus gpuhash.join_setup_cost.  Plans only (EXPLAIN without
+-- ANALYZE runs nothing on the device), so device = gpu is planned the same
+-- on a host without a GPU.  Whether the choice is the faster plan is what
+-- bench/join/run.sh and bench/join/plans.sh measure on the GPU host.
+\set ON_ERROR_STOP 1
+\pset format unaligned
+\pset tuples_only true
+BEGIN;
+CREATE EXTENSION IF NOT EXISTS gpuhash;
+SELECT plan(12);
+SET LOCAL jit = off;
+SET LOCAL gpuhash.device = gpu;
+SET LOCAL gpuhash.force_join = off;
+SET LOCAL max_parallel_workers_per_gather = 0;
+SET LOCAL work_mem = '64MB';
+
+-- a small pair and a large pair of tables
+CREATE TABLE jc_small_o AS SELECT i AS k, i % 7 AS v FROM generate_series(1, 200) i;
+CREATE TABLE jc_small_i AS SELECT i AS k, i % 5 AS w FROM generate_series(1, 100) i;
+CREATE TABLE jc_big_o AS SELECT ((i::bigint * 7919) % 60000)::int AS k, i % 7 AS v FROM generate_series(1, 400000) i;
+CREATE TABLE jc_big_i AS SELECT i AS k, i % 5 AS w FROM generate_series(1, 50000) i;
+ANALYZE jc_small_o, jc_small_i, jc_big_o, jc_big_i;
+
+-- the plan of a query under the current settings, as text and as JSON
+CREATE FUNCTION pg_temp.plan_text(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE l text; r text := '';
+BEGIN
+  FOR l IN EXECUTE 'EXPLAIN ' || q LOOP r := r || l || E'\n'; END LOOP;
+  RETURN r;
+END $$;
+CREATE FUNCTION pg_temp.total_cost(q text) RETURNS float8 LANGUAGE plpgsql AS $$
+DECLARE j json;
+BEGIN
+  EXECUTE 'EXPLAIN (FORMAT JSON) ' || q INTO j;
+  RETURN (j -> 0 -> 'Plan' ->> 'Total Cost')::float8;
+END $$;
+
+\set small 'SELECT count(*), sum(o.v + i.w) FROM jc_small_o o JOIN jc_small_i i ON o.k = i.k'
+\set big 'SELECT count(*), sum(o.v + i.w) FROM jc_big_o o JOIN jc_big_i i ON o.k = i.k'
+\set bigleft 'SELECT count(*), sum(i.w) FROM jc_big_o o LEFT JOIN jc_big_i i ON o.k = i.k'
+
+------------------------------------------------------------------------------
+-- the default model
+SELECT unalike(pg_temp.plan_text(:'small'), '%GpuHashJoin%',
+              'a join of 200 x 100 rows keeps PostgreSQL''s plan: the setup cost outweighs the saving');
+SELECT alike(pg_temp.plan_text(:'big'), '%Custom Scan (GpuHashJoin)%',
+            'a join of 400000 x 50000 rows is planned as a GpuHashJoin');
+SELECT alike(pg_temp.plan_text(:'bigleft'), '%GpuHashJoin%',
+            'so is the LEFT join of the same tables');
+
+-- the chosen plan costs less than PostgreSQL's own, by less than the
+-- fraction says (the scans are charged in full)
+SET LOCAL gpuhash.enabled = off;
+SELECT pg_temp.total_cost(:'big') AS native_cost \gset
+SET LOCAL gpuhash.enabled = on;
+SELECT pg_temp.total_cost(:'big') AS gpu_cost \gset
+SELECT cmp_ok(:gpu_cost::float8, '<', :native_cost::float8, 'the GpuHashJoin plan is priced below PostgreSQL''s');
+SELECT cmp_ok(:gpu_cost::float8, '>', 0.5 * :native_cost::float8, 'but above half of it: both read the same tables');
+
+------------------------------------------------------------------------------
+-- the fraction decides: at 1 (as dear as PostgreSQL's hash join) plus the
+-- setup cost, PostgreSQL's plan wins; at a tenth, even the small join goes
+-- to the GPU once the setup cost is 0
+SET LOCAL gpuhash.gpu_join_cost_fraction = 1.0;
+SELECT unalike(pg_temp.plan_text(:'big'), '%GpuHashJoin%',
+              'gpu_join_cost_fraction = 1: the large join keeps PostgreSQL''s plan');
+SET LOCAL gpuhash.gpu_join_cost_fraction = 0.1;
+SET LOCAL gpuhash.join_setup_cost = 0;
+SELECT alike(pg_temp.plan_text(:'small'), '%GpuHashJoin%',
+            'gpu_join_cost_fraction = 0.1 and no setup cost: the small join is a GpuHashJoin');
+RESET gpuhash.gpu_join_cost_fraction;
+RESET gpuhash.join_setup_cost;
+SELECT unalike(pg_temp.plan_text(:'small'), '%GpuHashJoin%', 'after RESET the small join is PostgreSQL''s again');
+
+------------------------------------------------------------------------------
+-- PostgreSQL's own penalties on its hash joins do not carry over:
+-- enable_hashjoin = off leaves the GpuHashJoin plan as it was
+SET LOCAL gpuhash.enabled = on;
+SELECT pg_temp.total_cost(:'big') AS before_cost \gset
+SET LOCAL enable_hashjoin = off;
+SELECT is(pg_temp.total_cost(:'big'), :before_cost::float8,
+          'enable_hashjoin = off: the GpuHashJoin plan costs the same');
+RESET enable_hashjoin;
+
+------------------------------------------------------------------------------
+-- parallel plans: with 2 workers allowed and the fixed costs waived (a
+-- participant's share of this join is too small to pay the setup cost;
+-- worker_context_cost 0: the same whether the GPU service runs or not), the
+-- large join runs as a partial GpuHashJoin under a Gather
+SET LOCAL max_parallel_workers_per_gather = 2;
+SET LOCAL parallel_setup_cost = 0;
+SET LOCAL parallel_tuple_cost = 0;
+SET LOCAL min_parallel_table_scan_size = 0;
+SET LOCAL gpuhash.worker_context_cost = 0;
+SET LOCAL gpuhash.join_setup_cost = 0;
+SELECT alike(pg_temp.plan_text(:'big'), '%Gather%Parallel Custom Scan (GpuHashJoin)%',
+            'two workers: a partial GpuHashJoin under Gather');
+SET LOCAL gpuhash.enabled = off;
+SELECT alike(pg_temp.plan_text(:'big'), '%Gather%Parallel Hash Join%',
+            'and PostgreSQL''s own plan of it is a parallel hash join (the comparison above is with that)');
+-- device = cpu: the CPU twin's own model, which this fraction does not touch
+SET LOCAL gpuhash.enabled = on;
+SET LOCAL gpuhash.device = cpu;
+SELECT pg_temp.total_cost(:'big') AS cpu_cost \gset
+SET LOCAL gpuhash.gpu_join_cost_fraction = 0.01;
+SELECT is(pg_temp.total_cost(:'big'), :cpu_cost::float8,
+          'device = cpu: gpu_join_cost_fraction does not change the plan''s cost');
+
+SELECT * FROM finish();
+ROLLBACK;
