@@ -222,13 +222,31 @@ native_hashjoin(PlannerInfo *root, RelOptInfo *joinrel, JoinType jointype,
 	List	   *hashclauses = NIL;
 	ListCell   *lc;
 
+	HashPath   *path = NULL;
+	bool		saved_enable = enable_hashjoin;
+
 	foreach(lc, keys)
 		hashclauses = lappend(hashclauses, ((HashKey *) lfirst(lc))->rinfo);
-	initial_cost_hashjoin(root, &workspace, jointype, hashclauses, outer, inner,
-						  extra, shared);
-	return create_hashjoin_path(root, joinrel, jointype, &workspace, extra,
-								outer, inner, shared, extra->restrictlist,
-								NULL, hashclauses);
+
+	/*
+	 * Priced as if enable_hashjoin were on: the user's switch for
+	 * PostgreSQL's hash joins does not make GpuHashJoin dearer.
+	 */
+	enable_hashjoin = true;
+	PG_TRY();
+	{
+		initial_cost_hashjoin(root, &workspace, jointype, hashclauses, outer,
+							  inner, extra, shared);
+		path = create_hashjoin_path(root, joinrel, jointype, &workspace, extra,
+									outer, inner, shared, extra->restrictlist,
+									NULL, hashclauses);
+	}
+	PG_FINALLY();
+	{
+		enable_hashjoin = saved_enable;
+	}
+	PG_END_TRY();
+	return path;
 }
 
 /*
@@ -284,8 +302,8 @@ cost_gpu_join(PlannerInfo *root, CustomPath *path, RelOptInfo *joinrel,
 
 		/*
 		 * Less the disable_cost that PostgreSQL adds to its own startup when
-		 * enable_hashjoin is off or when the inner side's most common value
-		 * would not fit hash memory: neither stops GpuHashJoin.
+		 * the inner side's most common value would not fit hash memory: its
+		 * batches could not split it, GpuHashJoin's table holds it.
 		 */
 		build = fmod(build, disable_cost);
 
