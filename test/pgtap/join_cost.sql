@@ -10,7 +10,7 @@
 \pset tuples_only true
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS gpuhash;
-SELECT plan(12);
+SELECT plan(13);
 SET LOCAL jit = off;
 SET LOCAL gpuhash.device = gpu;
 SET LOCAL gpuhash.force_join = off;
@@ -74,6 +74,27 @@ SELECT alike(pg_temp.plan_text(:'small'), '%GpuHashJoin%',
 RESET gpuhash.gpu_join_cost_fraction;
 RESET gpuhash.join_setup_cost;
 SELECT unalike(pg_temp.plan_text(:'small'), '%GpuHashJoin%', 'after RESET the small join is PostgreSQL''s again');
+
+------------------------------------------------------------------------------
+-- every join type and key shape is priced through PostgreSQL's hash join
+-- model: with the GPU's work nearly free each is planned as a GpuHashJoin
+SET LOCAL gpuhash.gpu_join_cost_fraction = 0.01;
+SET LOCAL gpuhash.join_setup_cost = 0;
+CREATE TEMP TABLE jc_q (q text);
+INSERT INTO jc_q VALUES
+  ('SELECT count(*) FROM jc_big_o o LEFT JOIN jc_big_i i ON o.k = i.k AND o.v < i.w'),
+  ('SELECT count(*) FROM jc_big_o o RIGHT JOIN jc_big_i i ON o.k = i.k'),
+  ('SELECT count(*) FROM jc_big_o o FULL JOIN jc_big_i i ON o.k = i.k'),
+  ('SELECT count(*) FROM jc_big_o o WHERE EXISTS (SELECT 1 FROM jc_big_i i WHERE i.k = o.k)'),
+  ('SELECT count(*) FROM jc_big_o o WHERE NOT EXISTS (SELECT 1 FROM jc_big_i i WHERE i.k = o.k)'),
+  ('SELECT count(*) FROM jc_big_o o WHERE o.k IN (SELECT i.w FROM jc_big_i i)'),
+  ('SELECT count(*) FROM jc_big_o o JOIN jc_big_i i ON o.k = i.k AND o.v = i.w'),
+  ('SELECT count(*) FROM jc_big_o o JOIN jc_big_i i ON o.k::int8 = i.k'),
+  ('SELECT count(*) FROM jc_big_o o JOIN jc_big_i i ON o.k + 1 = i.k * 2');
+SELECT is((SELECT count(*) FROM jc_q WHERE pg_temp.plan_text(q) ~ 'GpuHashJoin'), (SELECT count(*) FROM jc_q),
+          'every join type, multi-column, cross-type and expression keys: a GpuHashJoin when the GPU is nearly free');
+RESET gpuhash.gpu_join_cost_fraction;
+RESET gpuhash.join_setup_cost;
 
 ------------------------------------------------------------------------------
 -- PostgreSQL's own penalties on its hash joins do not carry over:
