@@ -221,7 +221,6 @@ native_hashjoin(PlannerInfo *root, RelOptInfo *joinrel, JoinType jointype,
 	JoinCostWorkspace workspace;
 	List	   *hashclauses = NIL;
 	ListCell   *lc;
-
 	HashPath   *path = NULL;
 	bool		saved_enable = enable_hashjoin;
 
@@ -291,6 +290,13 @@ cost_gpu_join(PlannerInfo *root, CustomPath *path, RelOptInfo *joinrel,
 	Cost		startup,
 				run;
 
+	if (gpuhash_force_join)
+	{
+		/* whatever the cost: nearly free, but still ordered by size */
+		path->path.startup_cost = 0;
+		path->path.total_cost = 1e-6 * (outer_rows + inner_rows);
+		return;
+	}
 	if (target == GH_TARGET_GPU)
 	{
 		HashPath   *native = native_hashjoin(root, joinrel, jointype, extra,
@@ -337,13 +343,6 @@ cost_gpu_join(PlannerInfo *root, CustomPath *path, RelOptInfo *joinrel,
 	}
 	if (shared)
 		startup += table_rows * 0.1 * cpu_operator_cost;	/* gathering all rows */
-
-	if (gpuhash_force_join)
-	{
-		/* whatever the cost: nearly free, but still ordered by size */
-		startup = 0;
-		run = 1e-6 * (outer_rows + inner_rows);
-	}
 	path->path.startup_cost = startup;
 	path->path.total_cost = startup + run;
 }
