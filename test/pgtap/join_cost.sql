@@ -25,12 +25,7 @@ CREATE TABLE jc_big_i AS SELECT i AS k, i % 5 AS w FROM generate_series(1, 50000
 ANALYZE jc_small_o, jc_small_i, jc_big_o, jc_big_i;
 
 -- the plan of a query under the current settings, as text and as JSON
-CREATE FUNCTION pg_temp.plan_text(q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE l text; r text := '';
-BEGIN
-  FOR l IN EXECUTE 'EXPLAIN ' || q LOOP r := r || l || E'\n'; END LOOP;
-  RETURN r;
-END $$;
+\ir include/plan_text.sql
 CREATE FUNCTION pg_temp.total_cost(q text) RETURNS float8 LANGUAGE plpgsql AS $$
 DECLARE j json;
 BEGIN

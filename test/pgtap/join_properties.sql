@@ -29,12 +29,7 @@ CREATE TABLE jp_d AS SELECT i AS id, 'd' || i AS name FROM generate_series(0, 9)
 ANALYZE jp_l, jp_r, jp_d;
 
 -- plan text of a query under the current settings
-CREATE FUNCTION pg_temp.plan_text(q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE l text; r text := '';
-BEGIN
-  FOR l IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP r := r || l || E'\n'; END LOOP;
-  RETURN r;
-END $$;
+\ir include/plan_text.sql
 -- the SQLSTATE a statement ends with ('ok' when it succeeds); catches
 -- query_canceled too, so that a statement_timeout can be observed
 -- EXPLAIN (ANALYZE, FORMAT JSON) of a query under the current settings
