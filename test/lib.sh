@@ -9,26 +9,44 @@ GPUHASH_ROOT=${GPUHASH_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 # and we may (root with apt-get).  A GPU host has them from .gpuhost/ instead.
 gh_install_deps() {
   [ -n "${GPUHASH_SKIP_DEPS:-}" ] && return 0
-  local need=()
+  local need=() incdir pkglib sharedir
+  # each thing the build and the tests read, checked on its own: pg_config on
+  # PATH (libpq-dev ships it) proves neither the server headers nor PGXS
   command -v pg_config >/dev/null 2>&1 || need+=(postgresql-server-dev-15)
+  incdir=$(pg_config --includedir-server 2>/dev/null)
+  [ -n "$incdir" ] && [ -f "$incdir/postgres.h" ] || need+=(postgresql-server-dev-15)
+  pkglib=$(pg_config --pgxs 2>/dev/null)
+  [ -n "$pkglib" ] && [ -f "$pkglib" ] || need+=(postgresql-server-dev-15)
   [ -x /usr/lib/postgresql/15/bin/postgres ] || command -v postgres >/dev/null 2>&1 || need+=(postgresql-15)
+  [ -x "$(dirname "${pkglib:-/nonexistent}")/../test/regress/pg_regress" ] || need+=(postgresql-server-dev-15)
   command -v pg_prove >/dev/null 2>&1 || need+=(libtap-parser-sourcehandler-pgtap-perl)
   command -v sqlsmith >/dev/null 2>&1 || need+=(sqlsmith)
   command -v make >/dev/null 2>&1 || need+=(make)
   command -v gcc >/dev/null 2>&1 || need+=(gcc)
-  local sharedir
+  command -v pgbench >/dev/null 2>&1 || [ -x /usr/lib/postgresql/15/bin/pgbench ] || need+=(postgresql-contrib)
   sharedir=$(pg_config --sharedir 2>/dev/null)
-  if [ -z "$sharedir" ] || ! ls "$sharedir"/extension/pgtap.control >/dev/null 2>&1; then
-    need+=(postgresql-15-pgtap)
-  fi
+  [ -n "$sharedir" ] && [ -f "$sharedir/extension/pgtap.control" ] || need+=(postgresql-15-pgtap)
   [ ${#need[@]} -eq 0 ] && return 0
+  # shellcheck disable=SC2207
+  need=($(printf '%s\n' "${need[@]}" | sort -u))
   if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
     echo "missing: ${need[*]}; install them (Debian: apt-get install ${need[*]})" >&2
     return 1
   fi
   echo "installing ${need[*]}"
-  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y -qq "${need[@]}" >/dev/null
+  if ! { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive \
+         apt-get install -y -qq "${need[@]}" >/dev/null; }; then
+    echo "apt-get could not install ${need[*]}" >&2
+    return 1
+  fi
+  # check again: a package that installed but did not bring what we look for
+  GPUHASH_DEPS_RETRY=${GPUHASH_DEPS_RETRY:-0}
+  if [ "$GPUHASH_DEPS_RETRY" = 0 ]; then
+    GPUHASH_DEPS_RETRY=1 gh_install_deps
+  else
+    echo "still missing after installing: ${need[*]}" >&2
+    return 1
+  fi
 }
 
 # gh_pg_bindir: PostgreSQL's server programs (initdb, pg_ctl, postgres)
