@@ -123,12 +123,13 @@ gh_log_no_gpu(void)
  * gpuhash_plan_target says where a GPU operator planned now would run.  It
  * never raises an ERROR and never creates a CUDA context: with device = gpu
  * and no GPU it still answers GPU, so that the executor raises the ERROR the
- * user asked for.
+ * user asked for.  In a database without CREATE EXTENSION gpuhash (or with
+ * gpuhash.enabled off) it answers NONE: PostgreSQL's plans stay as they are.
  */
 GhTarget
 gpuhash_plan_target(void)
 {
-	if (!gpuhash_enabled)
+	if (!gpuhash_enabled || !gpuhash_extension_created())
 		return GH_TARGET_NONE;
 	switch ((GpuhashDeviceSetting) gpuhash_device)
 	{

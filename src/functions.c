@@ -150,6 +150,11 @@ gpuhash_device_memory(PG_FUNCTION_ARGS)
  * (what plan caching and parallel query do to it).  Returns the number of
  * GpuHashJoin nodes in the plan, so a test can tell it checked something;
  * raises an ERROR if a copy differs.
+ *
+ * A test aid, not part of the extension: the tests declare it themselves
+ * (CREATE FUNCTION ... AS '$libdir/gpuhash', which only a superuser may
+ * run).  It plans without the executor's permission checks, so it is for
+ * superusers only, whoever was granted EXECUTE on such a declaration.
  */
 PG_FUNCTION_INFO_V1(gpuhash_plan_survives_copy);
 
@@ -230,6 +235,11 @@ gpuhash_plan_survives_copy(PG_FUNCTION_ARGS)
 	PlannedStmt *back;
 	char	   *text_of_plan;
 
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be superuser to use gpuhash_plan_survives_copy"),
+				 errdetail("It plans queries without checking the caller's privileges.")));
 	if (list_length(raw) != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -239,6 +249,12 @@ gpuhash_plan_survives_copy(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the statement must rewrite to exactly one query")));
+	/* a utility statement (VACUUM, EXPLAIN, DO, ...) has no plan to check */
+	if (linitial_node(Query, stmts)->commandType == CMD_UTILITY)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("gpuhash_plan_survives_copy checks only plannable statements"),
+				 errhint("Give it a SELECT, INSERT, UPDATE, DELETE or MERGE.")));
 	plan = pg_plan_query(linitial(stmts), query, CURSOR_OPT_PARALLEL_OK, NULL);
 	/*
 	 * PostgreSQL 15's equal() knows no plan nodes: compare their text, with

@@ -29,6 +29,8 @@ extern bool gpuhash_enabled;
 extern int	gpuhash_device;
 extern bool gpuhash_force_join;
 extern int	gpuhash_inject_alloc_failure;
+extern bool gpuhash_extension_created(void);
+extern Oid	gpuhash_extension_function(void);
 
 /* hashing support shared by the join and the aggregate (join_plan.c) */
 extern bool gpuhash_extended_hash_functions(Oid opno, Oid *lhs, Oid *rhs);

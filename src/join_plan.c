@@ -40,6 +40,7 @@
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/plancat.h"
+#include "optimizer/planmain.h"
 #include "optimizer/paths.h"
 #include "optimizer/restrictinfo.h"
 #include "parser/parsetree.h"
@@ -586,6 +587,10 @@ gpuhash_plan_join(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 			   *swapped = NIL;
 	AttrNumber	resno = 1;
 	ListCell   *lc;
+
+	/* DROP EXTENSION gpuhash invalidates the plan if it is cached */
+	if (OidIsValid(gpuhash_extension_function()))
+		record_plan_function_dependency(root, gpuhash_extension_function());
 
 	scan_whole_rows(root, outer_plan);
 	foreach(lc, outer_plan->targetlist)

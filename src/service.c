@@ -52,6 +52,8 @@
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 
 #include "gpuhash.h"
@@ -797,8 +799,17 @@ gpuhash_service_main(Datum arg)
 {
 	gh_error	err;
 
-	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
-	pqsignal(SIGHUP, SIG_IGN);
+	/*
+	 * Signals as PostgreSQL's own background workers take them: SIGTERM
+	 * (shutdown, pg_terminate_backend) and the ProcSignal barriers that DROP
+	 * DATABASE and DROP TABLESPACE wait for are handled by
+	 * CHECK_FOR_INTERRUPTS; SIGHUP reloads the configuration.  A terminated
+	 * service exits with code 1, so the postmaster starts it again.  It has
+	 * no statement to cancel: SIGINT is ignored.
+	 */
+	pqsignal(SIGTERM, die);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGINT, SIG_IGN);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 	if (gh_svc == NULL)
@@ -866,10 +877,17 @@ gpuhash_service_main(Datum arg)
 			(errmsg("gpuhash GPU service ready, building tables on the %s",
 					gh_svc->on_gpu ? "GPU" : "CPU twin")));
 
-	while (!ShutdownRequestPending)
+	for (;;)
 	{
 		int			rc;
 
+		/* SIGTERM ends here (FATAL, exit code 1); barriers are absorbed */
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
 		if (svc_serve_all())
 			continue;
 		rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
@@ -878,7 +896,6 @@ gpuhash_service_main(Datum arg)
 		if (rc & WL_TIMEOUT)
 			svc_reap();
 	}
-	proc_exit(0);
 }
 
 /* ====================================================================
@@ -904,7 +921,19 @@ gh_svc_available(bool parallel)
 	if (gpuhash_gpu_service == GPUHASH_SERVICE_OFF ||
 		(gpuhash_gpu_service == GPUHASH_SERVICE_PARALLEL && !parallel))
 		return false;
-	return gh_svc != NULL && gh_svc->service_pid != 0 && MyProc != NULL;
+	if (gh_svc == NULL || gh_svc->service_pid == 0 || MyProc == NULL)
+		return false;
+
+	/*
+	 * The session's gpuhash.device decides, not the service's: gpu means a
+	 * GPU (a service on the CPU twin is no GPU, and the backend's own path
+	 * raises the ERROR), cpu means the twin.
+	 */
+	if (gpuhash_device == GPUHASH_DEVICE_GPU && !gh_svc->on_gpu)
+		return false;
+	if (gpuhash_device == GPUHASH_DEVICE_CPU && gh_svc->on_gpu)
+		return false;
+	return true;
 }
 
 /* gh_svc_target is where the service builds tables. */

@@ -7,7 +7,10 @@
 # of a shared build share one table); device memory
 # counted by the backend goes back to 0; a cancel during the probe and a
 # terminated backend leave the service serving with native's rows; with the
-# service stopped, joins run in the backend with the same rows.  Then the
+# service stopped, joins run in the backend with the same rows, and the
+# postmaster starts it again; DROP DATABASE and DROP TABLESPACE finish while
+# it runs; a reload reaches it; gpuhash.device = gpu never runs on a service
+# that is on the CPU twin.  Then the
 # default, gpu_service = parallel: serial joins in the backend, parallel ones
 # in the service; with device = auto and no GPU the service stops for good.
 set -u
@@ -133,6 +136,57 @@ plan=$(explain "$serial" "${queries[0]}")
 if grep -q 'Table Held By' <<<"$plan"; then notok "without the service the backend holds the table"; else ok "without the service the backend holds the table"; fi
 check "$(digest "SET gpuhash.force_join = on; $serial" "${queries[0]}")" "$(digest "SET gpuhash.enabled = off" "${queries[0]}")" \
   "without the service, native's rows"
+# ... and the postmaster starts it again (bgw_restart_time 5 s): a
+# terminated service exits with code 1, as PostgreSQL's own workers do
+pid1=
+for _ in $(seq 1 150); do pid1=$(svc_pid); [ -n "$pid1" ] && break; sleep 0.1; done
+if [ -n "$pid1" ] && [ "$pid1" != "$pid0" ]; then ok "after pg_terminate_backend the postmaster starts the service again (pid $pid1)"
+else notok "after pg_terminate_backend the postmaster starts the service again" "pid '$pid1'; $(grep 'GPU service' "$cl/server.log" | tail -3)"; fi
+for _ in $(seq 1 50); do grep -q 'GPU service ready' <(tail -5 "$cl/server.log") && break; sleep 0.1; done
+plan=$(explain "$serial" "${queries[0]}")
+if grep -q 'Table Held By: GPU service' <<<"$plan"; then ok "the restarted service holds the tables again"; else notok "the restarted service holds the tables again" "$(grep -E 'Device|Table' <<<"$plan")"; fi
+check "$(digest "SET gpuhash.force_join = on; $serial" "${queries[0]}")" "$(digest "SET gpuhash.enabled = off" "${queries[0]}")" \
+  "through the restarted service, native's rows"
+
+# the service absorbs ProcSignal barriers: DROP DATABASE and DROP TABLESPACE
+# (which wait for every process with a PGPROC) finish while it runs
+q -c "CREATE DATABASE sv_drop" >/dev/null
+t0=$SECONDS
+out=$(gh_as_pg timeout 60 psql -X -q -At -v ON_ERROR_STOP=1 -c "SET statement_timeout = '50s'" -c "DROP DATABASE sv_drop" 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && [ "$(q -c "SELECT count(*) FROM pg_database WHERE datname = 'sv_drop'")" = 0 ]; then
+  ok "DROP DATABASE finishes while the service runs ($((SECONDS - t0)) s)"
+else
+  notok "DROP DATABASE finishes while the service runs" "rc $rc: $out; $(grep -E 'ProcSignalBarrier' "$cl/server.log" | tail -2)"
+fi
+t0=$SECONDS
+out=$(gh_as_pg timeout 60 psql -X -q -At -v ON_ERROR_STOP=1 -c "SET statement_timeout = '50s'" \
+  -c "SET allow_in_place_tablespaces = on" -c "CREATE TABLESPACE sv_space LOCATION ''" \
+  -c "CREATE TABLE sv_ts TABLESPACE sv_space AS SELECT 1 AS k" -c "DROP TABLE sv_ts" -c "DROP TABLESPACE sv_space" 2>&1)
+rc=$?
+if [ $rc -eq 0 ]; then ok "DROP TABLESPACE with lingering files finishes while the service runs ($((SECONDS - t0)) s)"
+else notok "DROP TABLESPACE with lingering files finishes while the service runs" "rc $rc: $out"; fi
+# a configuration reload reaches it (and does not stop it)
+q -c "SELECT pg_reload_conf()" >/dev/null
+sleep 0.5
+check "$(svc_pid)" "$pid1" "after pg_reload_conf the service is the same process"
+# gpuhash.device = gpu means a GPU: a service on the CPU twin does not stand
+# in for one; gpuhash.device = cpu means the twin, not a service on the GPU
+if [ "$device" = cpu ]; then
+  out=$(q0 -c "SET gpuhash.force_join = on; SET gpuhash.device = gpu" -c "SELECT count(*) FROM (${queries[0]}) x" 2>&1)
+  if grep -q 'ERROR' <<<"$out" && ! grep -qE '^[0-9]+$' <<<"$out"; then
+    ok "device = gpu with the service on the CPU twin: an ERROR, not the twin"
+  else
+    notok "device = gpu with the service on the CPU twin: an ERROR, not the twin" "$out"
+  fi
+else
+  plan=$(explain "$serial; SET gpuhash.device = cpu" "${queries[0]}")
+  if grep -q 'Table Held By' <<<"$plan" || ! grep -q 'Device: cpu' <<<"$plan"; then
+    notok "device = cpu with the service on the GPU: the backend's CPU twin" "$(grep -E 'Device|Table' <<<"$plan")"
+  else
+    ok "device = cpu with the service on the GPU: the backend's CPU twin"
+  fi
+fi
 # the default, gpuhash.gpu_service = parallel: a parallel join's participants
 # use the service, a serial join holds its table in the backend
 restart() {
