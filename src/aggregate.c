@@ -149,6 +149,7 @@ static int	add_carried(GhAggPlan *plan, Expr *expr, int position, const char *na
 static int	add_call(GhAggPlan *plan, Aggref *agg, int position, const char *name);
 static GhKeyEq key_eqmode(Oid type, Oid eqop, Oid collation, bool byval);
 static void check_coldef(GhAggPlan *plan, TupleDesc expected);
+static void plan_coercions(GhAggPlan *plan, TupleDesc expected);
 static char *describe_columns(GhAggPlan *plan);
 static void run_input(GhAggPlan *plan, GhAggRun *run);
 
@@ -185,6 +186,7 @@ gh_agg_start(const char *sql, TupleDesc expected)
 
 	plan = plan_aggregation(analyze(sql), sql);
 	check_coldef(plan, expected);
+	plan_coercions(plan, expected);
 	run = gh_agg_run_begin(plan, gpuhash_exec_target());
 	run_input(plan, run);
 	return run;
@@ -665,6 +667,71 @@ check_coldef(GhAggPlan *plan, TupleDesc expected)
 				 errdetail("The query returns (%s); the column definition list says (%s).",
 						   describe_columns(plan), got.data),
 				 errhint("Use AS t(%s).", describe_columns(plan))));
+	}
+}
+
+/*
+ * plan_coercions prepares, for each column whose definition in the caller's
+ * list has a type modifier the query's result does not already have (or a
+ * binary-compatible type of its own, as varchar for text), the assignment
+ * coercion PostgreSQL applies when it stores a value in such a column:
+ * varchar(2) and char(1) raise "value too long", numeric(3,1) rounds or
+ * raises "numeric field overflow".  A record-returning function's rows
+ * then never hold a value its declared column type could not.
+ */
+static void
+plan_coercions(GhAggPlan *plan, TupleDesc expected)
+{
+	plan->coerce = NULL;
+	for (int i = 0; i < plan->nout; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(expected, i);
+		CaseTestExpr *in;
+		Node	   *expr;
+
+		if (att->atttypid == plan->out[i].type &&
+			(att->atttypmod < 0 || att->atttypmod == plan->out[i].typmod))
+			continue;
+		in = makeNode(CaseTestExpr);
+		in->typeId = plan->out[i].type;
+		in->typeMod = plan->out[i].typmod;
+		in->collation = att->attcollation;
+		expr = coerce_to_target_type(NULL, (Node *) in, in->typeId,
+									 att->atttypid, att->atttypmod,
+									 COERCION_ASSIGNMENT, COERCE_IMPLICIT_CAST, -1);
+		if (expr == NULL)
+			elog(ERROR, "no coercion from %s to %s",
+				 format_type_be(in->typeId), format_type_be(att->atttypid));
+		/* a relabelling alone changes nothing in the value */
+		while (IsA(expr, RelabelType))
+			expr = (Node *) ((RelabelType *) expr)->arg;
+		if (IsA(expr, CaseTestExpr))
+			continue;
+		if (plan->coerce == NULL)
+		{
+			plan->coerce = palloc0(sizeof(ExprState *) * plan->nout);
+			plan->coerce_cxt = CreateStandaloneExprContext();
+		}
+		plan->coerce[i] = ExecInitExpr((Expr *) expr, NULL);
+	}
+}
+
+/*
+ * gh_agg_coerce_row applies plan_coercions' coercions to one result row,
+ * in the current memory context.
+ */
+void
+gh_agg_coerce_row(GhAggPlan *plan, Datum *values, bool *nulls)
+{
+	ExprContext *econtext = plan->coerce_cxt;
+
+	for (int i = 0; i < plan->nout; i++)
+	{
+		if (plan->coerce[i] == NULL || nulls[i])
+			continue;
+		econtext->caseValue_datum = values[i];
+		econtext->caseValue_isNull = false;
+		values[i] = ExecEvalExpr(plan->coerce[i], econtext, &nulls[i]);
 	}
 }
 

@@ -1948,6 +1948,8 @@ gh_agg_run_next(GhAggRun *run, Datum *values, bool *nulls)
 		}
 		old = MemoryContextSwitchTo(run->row_cxt);
 		build_row(run, s, g, values, nulls);
+		if (run->plan->coerce)
+			gh_agg_coerce_row(run->plan, values, nulls);
 		MemoryContextSwitchTo(old);
 		return true;
 	}

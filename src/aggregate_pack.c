@@ -192,6 +192,8 @@ gh_agg_try_pack(GhAggPlan *plan, PlannedStmt *pstmt)
 	Plan	   *child;
 	CustomScan *cs;
 	List	   *priv;
+	Size		row_bytes;
+	Size		cap;
 	int			i;
 	int			m;
 	ListCell   *lc;
@@ -215,7 +217,14 @@ gh_agg_try_pack(GhAggPlan *plan, PlannedStmt *pstmt)
 		i++;
 	}
 
-	priv = list_make3(makeInteger(gpuhash_batch_rows), makeInteger(plan->nkeys),
+	/*
+	 * A packet is one bytea, so it stays below 1 GB; and no device batch
+	 * holds more than GH_AGG_MAX_BATCH rows, so neither does a packet.
+	 */
+	row_bytes = (Size) plan->nkeys * 8 + 1 + (Size) plan->ncols * 9;
+	cap = Min((Size) Max(gpuhash_batch_rows, 1), (Size) GH_AGG_MAX_BATCH);
+	cap = Min(cap, (MaxAllocSize - sizeof(GhAggPacketHeader)) / row_bytes);
+	priv = list_make3(makeInteger((int) cap), makeInteger(plan->nkeys),
 					  makeInteger(plan->ncols));
 	for (i = 0; i < plan->ncols; i++)
 	{
@@ -233,8 +242,9 @@ gh_agg_try_pack(GhAggPlan *plan, PlannedStmt *pstmt)
 	cs = makeNode(CustomScan);
 	cs->scan.plan.startup_cost = child->startup_cost;
 	cs->scan.plan.total_cost = child->total_cost;
-	cs->scan.plan.plan_rows = Max(1.0, child->plan_rows / Max(gpuhash_batch_rows, 1));
-	cs->scan.plan.plan_width = child->plan_width * Max(gpuhash_batch_rows, 1);
+	cs->scan.plan.plan_rows = Max(1.0, child->plan_rows / cap);
+	cs->scan.plan.plan_width = (int) Min((double) child->plan_width * cap,
+										 (double) MaxAllocSize);
 	cs->scan.plan.parallel_aware = false;
 	cs->scan.plan.parallel_safe = true;
 	cs->scan.plan.plan_node_id = m + 1;

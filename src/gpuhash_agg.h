@@ -114,6 +114,9 @@ typedef struct GhAggPlan
 	GhAggCall  *calls;
 	int			nout;
 	GhAggOut   *out;
+	/* the column definition list's typmods, applied to each result row */
+	struct ExprState **coerce;	/* per output column, NULL where none */
+	struct ExprContext *coerce_cxt;
 } GhAggPlan;
 
 /*
@@ -187,6 +190,7 @@ extern void gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot);
 extern void gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt);
 extern void gh_agg_run_complete(GhAggRun *run);
 extern bool gh_agg_run_next(GhAggRun *run, Datum *values, bool *nulls);
+extern void gh_agg_coerce_row(GhAggPlan *plan, Datum *values, bool *nulls);
 extern void gh_agg_run_rewind(GhAggRun *run);
 extern void gh_agg_run_report(GhAggRun *run);
 extern void gh_agg_run_finish(GhAggRun *run, Tuplestorestate *store,

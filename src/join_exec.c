@@ -438,6 +438,54 @@ collect_exec_params(Node *node, Bitmapset **ids)
 	return expression_tree_walker(node, collect_exec_params, ids);
 }
 
+/* collect_subplans lists the SubPlan nodes of an expression tree. */
+static bool
+collect_subplans(Node *node, List **subplans)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, SubPlan))
+		*subplans = lappend(*subplans, node);
+	return expression_tree_walker(node, collect_subplans, subplans);
+}
+
+/*
+ * ghj_explainable_subplans points each SubPlanState made from the remapped
+ * expressions back at the plan's own SubPlan node.  EXPLAIN VERBOSE shows a
+ * correlated subplan's parameters by deparsing the SubPlan's arguments in
+ * this node's context, which knows the scan tuple (INDEX_VAR, through
+ * custom_scan_tlist) but no OUTER_VAR or INNER_VAR child: the remapped
+ * arguments gave "bogus varno".  Both nodes have the same plan, parameters
+ * and test expression; the executor runs the SubPlanState's own compiled
+ * arguments, so only EXPLAIN reads the node it points at.
+ */
+static void
+ghj_explainable_subplans(CustomScanState *node, CustomScan *cscan)
+{
+	List	   *plan_subplans = NIL;
+	ListCell   *lc;
+
+	collect_subplans((Node *) cscan->custom_exprs, &plan_subplans);
+	collect_subplans((Node *) cscan->scan.plan.targetlist, &plan_subplans);
+	collect_subplans((Node *) cscan->scan.plan.qual, &plan_subplans);
+	foreach(lc, node->ss.ps.subPlan)
+	{
+		SubPlanState *sps = lfirst(lc);
+		ListCell   *lc2;
+
+		foreach(lc2, plan_subplans)
+		{
+			SubPlan    *sp = lfirst(lc2);
+
+			if (sp->plan_id == sps->subplan->plan_id)
+			{
+				sps->subplan = sp;
+				break;
+			}
+		}
+	}
+}
+
 static void *
 remap(void *node, int nouter)
 {
@@ -577,6 +625,7 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 									  &node->ss.ps, NULL);
 	ghj_init_stored(s, list_make3(tlist, joinquals, otherquals));
 	ghj_init_direct_proj(s, tlist);
+	ghj_explainable_subplans(node, cscan);
 
 	s->build_cxt = AllocSetContextCreate(CurrentMemoryContext,
 										 "GpuHashJoin build",
@@ -587,7 +636,15 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 	s->batch_cxt = AllocSetContextCreate(CurrentMemoryContext,
 										 "GpuHashJoin batch",
 										 ALLOCSET_DEFAULT_SIZES);
-	s->batch_cap = (uint32) gpuhash_batch_rows;
+	/*
+	 * A batch never needs to hold much more than the outer side is expected
+	 * to return: a large gpuhash.batch_rows does not make a small join
+	 * allocate arrays for millions of rows.  Never below the default, so a
+	 * low estimate cannot make a large join take many small batches.
+	 */
+	s->batch_cap = (uint32)
+		Min((double) gpuhash_batch_rows,
+			Max(65536.0, 2.0 * ((Plan *) linitial(cscan->custom_plans))->plan_rows));
 
 	/* a GPU join's context can be made while the inner side is read */
 	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
@@ -1508,14 +1565,18 @@ ghj_next_batch(GhjState *s)
 	if (s->batch_vals == NULL)
 	{
 		old = MemoryContextSwitchTo(s->build_cxt);
-		s->batch_vals = palloc(sizeof(Datum) * s->batch_cap * Max(s->nstored, 1));
-		s->batch_isnull = palloc(sizeof(bool) * s->batch_cap * Max(s->nstored, 1));
-		s->batch_keys = palloc(sizeof(Datum) * s->batch_cap * s->nkeys);
-		s->batch_null = palloc(sizeof(bool) * s->batch_cap);
-		s->batch_order = palloc(sizeof(uint32) * s->batch_cap);
-		s->visit_first = palloc(sizeof(uint32) * s->batch_cap);
-		s->visit_count = palloc(sizeof(uint32) * s->batch_cap);
-		s->sort_tmp = palloc(sizeof(uint32) * s->batch_cap);
+		/* gpuhash.batch_rows may ask for more than 1 GB per array */
+		s->batch_vals = palloc_extended(sizeof(Datum) * s->batch_cap * Max(s->nstored, 1),
+										MCXT_ALLOC_HUGE);
+		s->batch_isnull = palloc_extended(sizeof(bool) * s->batch_cap * Max(s->nstored, 1),
+										  MCXT_ALLOC_HUGE);
+		s->batch_keys = palloc_extended(sizeof(Datum) * s->batch_cap * s->nkeys,
+										MCXT_ALLOC_HUGE);
+		s->batch_null = palloc_extended(sizeof(bool) * s->batch_cap, MCXT_ALLOC_HUGE);
+		s->batch_order = palloc_extended(sizeof(uint32) * s->batch_cap, MCXT_ALLOC_HUGE);
+		s->visit_first = palloc_extended(sizeof(uint32) * s->batch_cap, MCXT_ALLOC_HUGE);
+		s->visit_count = palloc_extended(sizeof(uint32) * s->batch_cap, MCXT_ALLOC_HUGE);
+		s->sort_tmp = palloc_extended(sizeof(uint32) * s->batch_cap, MCXT_ALLOC_HUGE);
 		MemoryContextSwitchTo(old);
 		/* a table in the GPU service lends its probe area: nothing is copied */
 		s->batch_in_table = gh_table_probe_area(s->table, s->batch_cap,

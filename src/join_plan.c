@@ -398,6 +398,17 @@ make_gpu_join_path(PlannerInfo *root, RelOptInfo *joinrel, JoinType jointype,
 	return cpath;
 }
 
+/* contain_rowid_var says whether node holds a ROWID_VAR Var. */
+static bool
+contain_rowid_var(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+		return ((Var *) node)->varno == ROWID_VAR;
+	return expression_tree_walker(node, contain_rowid_var, context);
+}
+
 /*
  * gpuhash_join_pathlist is the set_join_pathlist_hook: it offers GpuHashJoin
  * paths for the join of outerrel and innerrel.
@@ -433,6 +444,17 @@ gpuhash_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 	}
 	target = gpuhash_plan_target();
 	if (target == GH_TARGET_NONE)
+		return;
+
+	/*
+	 * UPDATE, DELETE and MERGE of a partitioned or inherited table carry
+	 * row identity columns (ROWID_VAR Vars) through the join to the
+	 * ModifyTable.  In a CustomScan's scan tuple they would stay ROWID_VAR
+	 * after setrefs, where EXPLAIN VERBOSE cannot show them ("bogus varno");
+	 * PostgreSQL's own joins keep those.
+	 */
+	if (root->row_identity_vars != NIL &&
+		contain_rowid_var((Node *) joinrel->reltarget->exprs, NULL))
 		return;
 
 	foreach(lc, extra->restrictlist)

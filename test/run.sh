@@ -62,29 +62,55 @@ if [ -f test/cuda/Makefile ]; then
   fi
 fi
 
-note "pg_regress (gpuhash.device = $device)"
-work=$(gh_tmpdir)
-cat >"$work/regress.conf" <<CONF
+# run_regress LABEL EXTRA_CONF: every pg_regress suite of the Makefile in a
+# temporary preloaded instance, added to the totals
+run_regress() {
+  local label=$1 extra=$2 work ok nok
+  work=$(gh_tmpdir)
+  cat >"$work/regress.conf" <<CONF
 shared_preload_libraries = 'gpuhash'
 gpuhash.device = $device
 gpuhash_test.gpu = $expect_gpu
 max_parallel_workers_per_gather = 2
 jit = off
+$extra
 CONF
+  gh_as_pg "$(dirname "$(pg_config --pgxs)")/../test/regress/pg_regress" \
+    --inputdir="$GPUHASH_ROOT" --outputdir="$work" \
+    --temp-instance="$work/tmp_check" --temp-config="$work/regress.conf" \
+    --bindir="$(gh_pg_bindir)" --dbname=contrib_regression $tests \
+    >"$logdir/$label.log" 2>&1
+  grep -E '^(test|ok|not ok|     |\s+[a-z_]+ +\.\.\.)|tests (passed|failed)' "$logdir/$label.log" || true
+  ok=$(grep -cE '\.\.\. ok|^ok ' "$logdir/$label.log" || true)
+  nok=$(grep -cE '\.\.\. FAILED|^not ok ' "$logdir/$label.log" || true)
+  if [ $((ok + nok)) -eq 0 ]; then nok=1; cat "$logdir/$label.log"; fi
+  passed=$((passed + ok)); failed=$((failed + nok))
+  rm -rf "$logdir/$label-results"; cp -r "$work/results" "$logdir/$label-results" 2>/dev/null
+  cp "$work/tmp_check/log/postmaster.log" "$logdir/$label-server.log" 2>/dev/null
+  [ -f "$work/regression.diffs" ] && cp "$work/regression.diffs" "$logdir/$label.diffs" && head -60 "$work/regression.diffs"
+  rm -rf "$work"
+}
 tests=$(sed -n 's/^REGRESS *= *//p' Makefile)
-pgxs=$(dirname "$(pg_config --pgxs)")/..
-gh_as_pg "$pgxs/test/regress/pg_regress" \
-  --inputdir="$GPUHASH_ROOT" --outputdir="$work" \
-  --temp-instance="$work/tmp_check" --temp-config="$work/regress.conf" \
-  --bindir="$(gh_pg_bindir)" --dbname=contrib_regression $tests \
-  >"$logdir/regress.log" 2>&1
-cat "$logdir/regress.log" | grep -E '^(test|ok|not ok|     |\s+[a-z_]+ +\.\.\.)|tests (passed|failed)' || true
-ok=$(grep -cE '\.\.\. ok|^ok ' "$logdir/regress.log" || true)
-nok=$(grep -cE '\.\.\. FAILED|^not ok ' "$logdir/regress.log" || true)
-if [ $((ok + nok)) -eq 0 ]; then nok=1; cat "$logdir/regress.log"; fi
-passed=$((passed + ok)); failed=$((failed + nok))
-rm -rf "$logdir/regress-results"; cp -r "$work/results" "$logdir/regress-results" 2>/dev/null
-[ -f "$work/regression.diffs" ] && cp "$work/regression.diffs" "$logdir/" && head -60 "$work/regression.diffs"
+
+note "pg_regress (gpuhash.device = $device)"
+run_regress regress ""
+
+# The same suites with auto_explain explaining every statement, nested ones
+# too, with ANALYZE, VERBOSE, BUFFERS, WAL, SETTINGS and triggers, in XML (an
+# EXPLAIN that fails makes its statement fail, so the expected output
+# changes).  The plans go nowhere (log level DEBUG5); making them is the test.
+note "pg_regress under auto_explain (VERBOSE, ANALYZE, FORMAT XML; gpuhash.device = $device)"
+run_regress regress-auto-explain "session_preload_libraries = 'auto_explain'
+auto_explain.log_min_duration = 0
+auto_explain.log_analyze = on
+auto_explain.log_verbose = on
+auto_explain.log_buffers = on
+auto_explain.log_wal = on
+auto_explain.log_settings = on
+auto_explain.log_triggers = on
+auto_explain.log_nested_statements = on
+auto_explain.log_format = xml
+auto_explain.log_level = debug5"
 
 note "pgTAP (gpuhash.device = $device)"
 cl=$(gh_tmpdir)
@@ -110,7 +136,7 @@ gpuhash_test.gpu = $expect_gpu"; then
 else
   failed=$((failed + 1)); echo "could not start the pgTAP cluster"
 fi
-rm -rf "$cl" "$work"
+rm -rf "$cl"
 
 note "isolation specs (gpuhash.device = $device)"
 GPUHASH_TEST_LOGDIR=$logdir bash test/isolation/run.sh >"$logdir/isolation.log" 2>&1
