@@ -1,0 +1,101 @@
+-- join_explain_forms: every EXPLAIN form (VERBOSE, ANALYZE, BUFFERS, WAL,
+-- SETTINGS, FORMAT TEXT/JSON/XML/YAML) works on every shape of plan gpuhash
+-- makes: join types, key shapes, correlated SubPlans in keys and filters,
+-- parallel plans, and UPDATE/DELETE/MERGE on partitioned targets.
+SET gpuhash.force_join = on;
+CREATE TABLE ef_a AS SELECT g AS a, g % 10 AS b, 't' || g AS t FROM generate_series(1, 500) g;
+CREATE TABLE ef_b AS SELECT g AS a, g % 7 AS b, 't' || g AS t FROM generate_series(1, 300) g;
+CREATE TABLE ef_p (a int, b int) PARTITION BY RANGE (a);
+CREATE TABLE ef_p1 PARTITION OF ef_p FOR VALUES FROM (0) TO (100);
+CREATE TABLE ef_p2 PARTITION OF ef_p FOR VALUES FROM (100) TO (1000);
+INSERT INTO ef_p SELECT g, g FROM generate_series(1, 400) g;
+CREATE TABLE ef_i (a int, b int);
+CREATE TABLE ef_i1 () INHERITS (ef_i);
+INSERT INTO ef_i1 SELECT g, g FROM generate_series(1, 400) g;
+ANALYZE ef_a, ef_b, ef_p, ef_i, ef_i1;
+
+-- the repros: a correlated SubPlan in a hash key and in the join filter
+EXPLAIN (VERBOSE, COSTS OFF) SELECT a.b, c.b FROM ef_a a JOIN ef_b c ON a.a = (SELECT c.a);
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT a.b, c.b FROM ef_a a JOIN ef_b c ON a.a = c.a AND a.b < (SELECT max(x.b) FROM ef_a x WHERE x.a = c.b);
+-- and UPDATE of a partitioned target joined to a table: PostgreSQL's join
+-- (the row identity columns stay with it), shown and run
+EXPLAIN (VERBOSE, COSTS OFF) UPDATE ef_p SET b = ef_p.b + 1 FROM ef_b WHERE ef_p.a = ef_b.a;
+
+CREATE TABLE ef_queries (name text, q text, gpu boolean);
+INSERT INTO ef_queries VALUES
+  ('inner', 'SELECT * FROM ef_a JOIN ef_b USING (a)', true),
+  ('left', 'SELECT * FROM ef_a LEFT JOIN ef_b ON ef_a.a = ef_b.a AND ef_b.b < ef_a.b', true),
+  ('right', 'SELECT * FROM ef_a RIGHT JOIN ef_b ON ef_a.t = ef_b.t', true),
+  ('full', 'SELECT * FROM ef_a FULL JOIN ef_b ON ef_a.a = ef_b.a', true),
+  ('semi', 'SELECT * FROM ef_a WHERE EXISTS (SELECT 1 FROM ef_b WHERE ef_b.a = ef_a.a)', true),
+  ('anti', 'SELECT * FROM ef_a WHERE NOT EXISTS (SELECT 1 FROM ef_b WHERE ef_b.a = ef_a.a)', true),
+  ('two keys', 'SELECT * FROM ef_a JOIN ef_b ON ef_a.a = ef_b.a AND ef_a.b = ef_b.b', true),
+  ('expression key', 'SELECT * FROM ef_a JOIN ef_b ON ef_a.a + 1 = ef_b.a * 2', true),
+  ('subplan in key', 'SELECT a.b, c.b FROM ef_a a JOIN ef_b c ON a.a = (SELECT c.a)', true),
+  ('subplan in filter', 'SELECT a.b FROM ef_a a JOIN ef_b c ON a.a = c.a AND a.b < (SELECT max(x.b) FROM ef_a x WHERE x.a = c.b)', true),
+  ('subplan in target list', 'SELECT (SELECT count(*) FROM ef_a x WHERE x.b = c.b) FROM ef_a a JOIN ef_b c USING (a)', true),
+  ('three-way', 'SELECT * FROM ef_a JOIN ef_b USING (a) JOIN ef_a z ON z.b = ef_b.b', true),
+  ('update partitioned', 'UPDATE ef_p SET b = ef_p.b + 1 FROM ef_b WHERE ef_p.a = ef_b.a', false),
+  ('delete inherited', 'DELETE FROM ef_i USING ef_b WHERE ef_i.a = ef_b.a', false),
+  ('merge partitioned', 'MERGE INTO ef_p USING ef_b ON ef_p.a = ef_b.a WHEN MATCHED THEN UPDATE SET b = ef_p.b + 1', false),
+  ('update plain', 'UPDATE ef_a SET b = ef_a.b + 1 FROM ef_b WHERE ef_a.a = ef_b.a', true),
+  ('insert select', 'INSERT INTO ef_b SELECT ef_a.* FROM ef_a JOIN ef_b USING (a)', true);
+
+-- each query in each form: errors and forms without the GpuHashJoin the
+-- query is expected to have (inside a transaction rolled back, since
+-- ANALYZE runs the DML)
+CREATE FUNCTION ef_forms(parallel boolean) RETURNS TABLE (query text, form text, problem text)
+LANGUAGE plpgsql AS $$
+DECLARE
+  q record; f text; out text; l text;
+  forms text[] := ARRAY['VERBOSE, COSTS OFF', 'ANALYZE, VERBOSE, COSTS OFF, TIMING OFF',
+                        'ANALYZE, VERBOSE, BUFFERS, WAL, SETTINGS, FORMAT JSON',
+                        'VERBOSE, FORMAT XML', 'ANALYZE, VERBOSE, FORMAT YAML',
+                        'SETTINGS, VERBOSE, FORMAT TEXT'];
+BEGIN
+  IF parallel THEN
+    PERFORM set_config('max_parallel_workers_per_gather', '2', true);
+    PERFORM set_config('parallel_setup_cost', '0', true);
+    PERFORM set_config('parallel_tuple_cost', '0', true);
+    PERFORM set_config('min_parallel_table_scan_size', '0', true);
+  END IF;
+  FOR q IN SELECT * FROM ef_queries LOOP
+    FOREACH f IN ARRAY forms LOOP
+      BEGIN
+        out := '';
+        FOR l IN EXECUTE format('EXPLAIN (%s) %s', f, q.q) LOOP
+          out := out || l || E'\n';
+        END LOOP;
+        IF (out ~ 'GpuHashJoin') <> q.gpu THEN
+          query := q.name; form := f;
+          problem := CASE WHEN q.gpu THEN 'no GpuHashJoin' ELSE 'a GpuHashJoin' END;
+          RETURN NEXT;
+        END IF;
+      EXCEPTION WHEN OTHERS THEN
+        query := q.name; form := f; problem := SQLERRM;
+        RETURN NEXT;
+      END;
+    END LOOP;
+  END LOOP;
+END $$;
+BEGIN;
+SELECT * FROM ef_forms(false);
+ROLLBACK;
+BEGIN;
+SELECT * FROM ef_forms(true);
+ROLLBACK;
+
+-- the DML ran with native's rows
+SET gpuhash.enabled = off;
+CREATE TEMP TABLE ef_native AS SELECT * FROM ef_p;
+UPDATE ef_native SET b = ef_native.b + 1 FROM ef_b WHERE ef_native.a = ef_b.a;
+RESET gpuhash.enabled;
+UPDATE ef_p SET b = ef_p.b + 1 FROM ef_b WHERE ef_p.a = ef_b.a;
+SELECT count(*) AS differing_rows FROM
+  ((SELECT * FROM ef_p EXCEPT ALL SELECT * FROM ef_native)
+   UNION ALL (SELECT * FROM ef_native EXCEPT ALL SELECT * FROM ef_p)) d;
+
+DROP FUNCTION ef_forms;
+DROP TABLE ef_a, ef_b, ef_p, ef_i, ef_queries CASCADE;
+RESET gpuhash.force_join;
