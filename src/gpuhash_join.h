@@ -44,6 +44,7 @@ enum
 	GHJ_PRIV_COLL,
 	GHJ_PRIV_SWAPPED,
 	GHJ_PRIV_SHARED,
+	GHJ_PRIV_ROWID,				/* (scan tlist resno, attno) of row identity columns */
 	GHJ_PRIV_COUNT
 };
 

@@ -41,6 +41,7 @@
 #include "optimizer/pathnode.h"
 #include "optimizer/plancat.h"
 #include "optimizer/planmain.h"
+#include "optimizer/planner.h"
 #include "optimizer/paths.h"
 #include "optimizer/restrictinfo.h"
 #include "parser/parsetree.h"
@@ -66,6 +67,9 @@ typedef struct HashKey
 } HashKey;
 
 static set_join_pathlist_hook_type prev_join_pathlist_hook = NULL;
+static planner_hook_type prev_planner_hook = NULL;
+static PlannedStmt *gpuhash_planner(Query *parse, const char *query_string,
+									int cursorOptions, ParamListInfo boundParams);
 
 static void gpuhash_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 								  RelOptInfo *outerrel, RelOptInfo *innerrel,
@@ -89,6 +93,8 @@ gpuhash_init_join_plan(void)
 {
 	prev_join_pathlist_hook = set_join_pathlist_hook;
 	set_join_pathlist_hook = gpuhash_join_pathlist;
+	prev_planner_hook = planner_hook;
+	planner_hook = gpuhash_planner;
 	RegisterCustomScanMethods(&gpuhash_join_scan_methods);
 }
 
@@ -449,13 +455,19 @@ gpuhash_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 	/*
 	 * UPDATE, DELETE and MERGE of a partitioned or inherited table carry
 	 * row identity columns (ROWID_VAR Vars) through the join to the
-	 * ModifyTable.  In a CustomScan's scan tuple they would stay ROWID_VAR
-	 * after setrefs, where EXPLAIN VERBOSE cannot show them ("bogus varno");
-	 * PostgreSQL's own joins keep those.
+	 * ModifyTable.  As plain columns of the scan tuple they are shown by
+	 * gpuhash_planner (below); inside an expression they could not be.
 	 */
-	if (root->row_identity_vars != NIL &&
-		contain_rowid_var((Node *) joinrel->reltarget->exprs, NULL))
-		return;
+	if (root->row_identity_vars != NIL)
+	{
+		foreach(lc, joinrel->reltarget->exprs)
+		{
+			Node	   *e = lfirst(lc);
+
+			if (!IsA(e, Var) && contain_rowid_var(e, NULL))
+				return;
+		}
+	}
 
 	foreach(lc, extra->restrictlist)
 	{
@@ -586,6 +598,125 @@ scan_whole_rows(PlannerInfo *root, Plan *plan)
 }
 
 /*
+ * rowid_columns lists, as (scan tlist resno, attribute number) pairs, the
+ * columns of the scan tuple that are row identity columns of the query's
+ * result relation (ROWID_VAR Vars: tableoid, ctid, a whole row, or an FDW's
+ * own), for gpuhash_planner.
+ */
+static List *
+rowid_columns(PlannerInfo *root, List *scan_tlist)
+{
+	List	   *cols = NIL;
+	ListCell   *lc;
+
+	if (root->row_identity_vars == NIL)
+		return NIL;
+	foreach(lc, scan_tlist)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+		Var		   *var = (Var *) tle->expr;
+		RowIdentityVarInfo *ridinfo;
+
+		if (!IsA(var, Var) || var->varno != ROWID_VAR)
+			continue;
+		ridinfo = list_nth(root->row_identity_vars, var->varattno - 1);
+		cols = lappend_int(cols, tle->resno);
+		cols = lappend_int(cols, ridinfo->rowidvar->varattno);
+	}
+	return cols;
+}
+
+/*
+ * show_rowid_columns makes the row identity columns of each GpuHashJoin
+ * under plan into Vars of the result relation (modrel, the final range
+ * table index of the ModifyTable above, or 0 where there is none).
+ * setrefs leaves a ROWID_VAR Var in custom_scan_tlist as it is, and EXPLAIN
+ * VERBOSE, which deparses the scan tuple's columns from that list, cannot
+ * show one ("bogus varno"); PostgreSQL's own joins refer to their children
+ * instead.  The list only names the scan tuple's columns for EXPLAIN and
+ * gives their types, which do not change.
+ */
+static void
+show_rowid_columns(Plan *plan, Index modrel)
+{
+	ListCell   *lc;
+
+	if (plan == NULL)
+		return;
+	switch (nodeTag(plan))
+	{
+		case T_ModifyTable:
+			modrel = ((ModifyTable *) plan)->nominalRelation;
+			break;
+		case T_Append:
+			foreach(lc, ((Append *) plan)->appendplans)
+				show_rowid_columns(lfirst(lc), modrel);
+			break;
+		case T_MergeAppend:
+			foreach(lc, ((MergeAppend *) plan)->mergeplans)
+				show_rowid_columns(lfirst(lc), modrel);
+			break;
+		case T_SubqueryScan:
+			show_rowid_columns(((SubqueryScan *) plan)->subplan, 0);
+			break;
+		case T_CustomScan:
+			{
+				CustomScan *cscan = (CustomScan *) plan;
+
+				foreach(lc, cscan->custom_plans)
+					show_rowid_columns(lfirst(lc), modrel);
+				if (cscan->methods == &gpuhash_join_scan_methods &&
+					list_length(cscan->custom_private) > GHJ_PRIV_ROWID && modrel > 0)
+				{
+					List	   *cols = list_nth(cscan->custom_private, GHJ_PRIV_ROWID);
+
+					for (int i = 0; i + 1 < list_length(cols); i += 2)
+					{
+						TargetEntry *tle = list_nth(cscan->custom_scan_tlist,
+													list_nth_int(cols, i) - 1);
+						Var		   *var = (Var *) tle->expr;
+
+						if (IsA(var, Var) && var->varno == ROWID_VAR)
+							tle->expr = (Expr *) makeVar(modrel, list_nth_int(cols, i + 1),
+														 var->vartype, var->vartypmod,
+														 var->varcollid, 0);
+					}
+				}
+			}
+			break;
+		default:
+			break;
+	}
+	show_rowid_columns(plan->lefttree, modrel);
+	show_rowid_columns(plan->righttree, modrel);
+}
+
+/*
+ * gpuhash_planner is the planner_hook: PostgreSQL's planner, then
+ * show_rowid_columns over the finished plan (a query with a result
+ * relation only).
+ */
+static PlannedStmt *
+gpuhash_planner(Query *parse, const char *query_string, int cursorOptions,
+				ParamListInfo boundParams)
+{
+	PlannedStmt *stmt;
+	ListCell   *lc;
+
+	if (prev_planner_hook)
+		stmt = prev_planner_hook(parse, query_string, cursorOptions, boundParams);
+	else
+		stmt = standard_planner(parse, query_string, cursorOptions, boundParams);
+	if (stmt->resultRelations != NIL)
+	{
+		show_rowid_columns(stmt->planTree, 0);
+		foreach(lc, stmt->subplans)
+			show_rowid_columns(lfirst(lc), 0);
+	}
+	return stmt;
+}
+
+/*
  * gpuhash_plan_join turns the chosen path into a CustomScan whose scan tuple
  * is the outer child's targetlist followed by the inner child's.
  */
@@ -668,6 +799,8 @@ gpuhash_plan_join(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->custom_private = lappend(cscan->custom_private, swapped);
 	cscan->custom_private = lappend(cscan->custom_private,
 									makeInteger(lthird_int(flags)));
+	cscan->custom_private = lappend(cscan->custom_private,
+									rowid_columns(root, scan_tlist));
 	cscan->methods = &gpuhash_join_scan_methods;
 	return &cscan->scan.plan;
 }
