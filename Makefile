@@ -10,7 +10,7 @@
 
 EXTENSION = gpuhash
 MODULE_big = gpuhash
-DATA = gpuhash--0.1.sql gpuhash--0.1--0.2.sql gpuhash--0.2.sql
+DATA = gpuhash--0.1.sql gpuhash--0.1--0.2.sql
 PGFILEDESC = "gpuhash - GPU hash joins and aggregation"
 
 REGRESS = setup roles extension_scope settings devices join_setup join_types join_keys join_multi join_shapes join_exec join_explain join_explain_forms join_dml join_plan settings_limits aggregate aggregate_keys aggregate_refuse aggregate_coldef aggregate_differences robust_estimates

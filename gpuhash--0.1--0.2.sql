@@ -1,4 +1,8 @@
 /* gpuhash--0.1--0.2.sql */
+/*
+ * There is no gpuhash--0.2.sql: CREATE EXTENSION gpuhash runs 0.1's script,
+ * then this one, so a new installation and an updated one are the same.
+ */
 
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION gpuhash UPDATE TO '0.2'" to load this file. \quit

@@ -364,7 +364,7 @@ SELECT * FROM gpuhash_aggregate('SELECT k13, count(*) FROM agg_v GROUP BY k13') 
 EXPLAIN (COSTS OFF)
 SELECT * FROM ROWS FROM (gpuhash_aggregate('SELECT k13, count(*) FROM agg_v GROUP BY k13') AS (k int, c bigint))
        WITH ORDINALITY AS t(k, c, o);
-SELECT gpuhash_plan_survives_copy($$SELECT t, k FROM gpuhash_aggregate('SELECT k13, count(*) FROM agg_v GROUP BY k13') AS t(k int, c bigint) WHERE c > 1$$)
+SELECT gpuhash_test_plan_survives_copy($$SELECT t, k FROM gpuhash_aggregate('SELECT k13, count(*) FROM agg_v GROUP BY k13') AS t(k int, c bigint) WHERE c > 1$$)
        AS join_nodes;
 CREATE TEMP TABLE agg_paths_native AS
 SELECT k1000 AS k, count(*) AS c, sum(i8) AS s, avg(n) AS a FROM agg_v GROUP BY k1000;

@@ -8,15 +8,15 @@ ANALYZE jp_b;
 SET gpuhash.force_join = on;
 
 -- each returns how many GpuHashJoin nodes the plan holds (0 would be vacuous)
-SELECT gpuhash_plan_survives_copy('SELECT count(*) FROM jp_a JOIN jp_b ON jp_a.k = jp_b.k');
-SELECT gpuhash_plan_survives_copy('SELECT * FROM jp_a LEFT JOIN jp_b ON jp_a.k = jp_b.k AND jp_b.w > jp_a.v');
-SELECT gpuhash_plan_survives_copy('SELECT count(*) FROM jp_a a1 JOIN jp_b ON a1.t = jp_b.t JOIN jp_a a2 ON a2.k = jp_b.w');
-SELECT gpuhash_plan_survives_copy('SELECT * FROM jp_a WHERE NOT EXISTS (SELECT 1 FROM jp_b WHERE jp_b.k = jp_a.k)');
-SELECT gpuhash_plan_survives_copy('SELECT 1; SELECT 2');
+SELECT gpuhash_test_plan_survives_copy('SELECT count(*) FROM jp_a JOIN jp_b ON jp_a.k = jp_b.k');
+SELECT gpuhash_test_plan_survives_copy('SELECT * FROM jp_a LEFT JOIN jp_b ON jp_a.k = jp_b.k AND jp_b.w > jp_a.v');
+SELECT gpuhash_test_plan_survives_copy('SELECT count(*) FROM jp_a a1 JOIN jp_b ON a1.t = jp_b.t JOIN jp_a a2 ON a2.k = jp_b.w');
+SELECT gpuhash_test_plan_survives_copy('SELECT * FROM jp_a WHERE NOT EXISTS (SELECT 1 FROM jp_b WHERE jp_b.k = jp_a.k)');
+SELECT gpuhash_test_plan_survives_copy('SELECT 1; SELECT 2');
 
 -- gpuhash.enabled = off: no GpuHashJoin anywhere
 SET gpuhash.enabled = off;
-SELECT gpuhash_plan_survives_copy('SELECT count(*) FROM jp_a JOIN jp_b ON jp_a.k = jp_b.k');
+SELECT gpuhash_test_plan_survives_copy('SELECT count(*) FROM jp_a JOIN jp_b ON jp_a.k = jp_b.k');
 RESET gpuhash.enabled;
 
 -- a table that does not fit the device memory limit: same rows (on a GPU the

@@ -3,13 +3,13 @@
 -- aggregate, the device listings) but not the superuser's tools.
 
 -- the tests' aid (declared in setup) refuses what has no plan, with an ERROR
-SELECT gpuhash_plan_survives_copy('SHOW work_mem');
-SELECT gpuhash_plan_survives_copy('VACUUM');
-SELECT gpuhash_plan_survives_copy('CHECKPOINT');
-SELECT gpuhash_plan_survives_copy('NOTIFY x');
-SELECT gpuhash_plan_survives_copy('EXPLAIN SELECT 1');
-SELECT gpuhash_plan_survives_copy('DO $$BEGIN END$$');
-SELECT gpuhash_plan_survives_copy('SELECT 1');
+SELECT gpuhash_test_plan_survives_copy('SHOW work_mem');
+SELECT gpuhash_test_plan_survives_copy('VACUUM');
+SELECT gpuhash_test_plan_survives_copy('CHECKPOINT');
+SELECT gpuhash_test_plan_survives_copy('NOTIFY x');
+SELECT gpuhash_test_plan_survives_copy('EXPLAIN SELECT 1');
+SELECT gpuhash_test_plan_survives_copy('DO $$BEGIN END$$');
+SELECT gpuhash_test_plan_survives_copy('SELECT 1');
 SELECT 'the backend is still here' AS alive;
 
 CREATE ROLE gpuhash_plain;
@@ -19,11 +19,11 @@ ANALYZE roles_open;
 GRANT SELECT ON roles_open TO gpuhash_plain;
 -- even granted EXECUTE, the aid is the superuser's: it plans without
 -- checking privileges
-GRANT EXECUTE ON FUNCTION gpuhash_plan_survives_copy(text) TO gpuhash_plain;
+GRANT EXECUTE ON FUNCTION gpuhash_test_plan_survives_copy(text) TO gpuhash_plain;
 
 SET ROLE gpuhash_plain;
-SELECT gpuhash_plan_survives_copy('SELECT * FROM roles_secret a JOIN roles_secret b USING (k)');
-SELECT gpuhash_plan_survives_copy('SHOW work_mem');
+SELECT gpuhash_test_plan_survives_copy('SELECT * FROM roles_secret a JOIN roles_secret b USING (k)');
+SELECT gpuhash_test_plan_survives_copy('SHOW work_mem');
 -- the selftest holds up to 2 GiB of pinned memory: not for every role
 SELECT gpuhash_device_selftest(1073741824);
 SELECT gpuhash_device_selftest(1);

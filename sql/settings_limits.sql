@@ -96,7 +96,7 @@ ROLLBACK;
 -- the checks above did run GpuHashJoins at the ends of the ranges
 SET gpuhash.force_join = on;
 SET gpuhash.batch_rows = 16777216;
-SELECT gpuhash_plan_survives_copy(q) AS gpu_joins FROM sl_queries WHERE name LIKE 'inner%';
+SELECT gpuhash_test_plan_survives_copy(q) AS gpu_joins FROM sl_queries WHERE name LIKE 'inner%';
 SELECT count(*) AS joined_rows FROM (SELECT o.*, i.v FROM sl_o o JOIN sl_i i ON o.k = i.k) x;
 SET gpuhash.batch_rows = 1;
 SET gpuhash.group_size = 32;

@@ -49,6 +49,6 @@ DROP TABLE fresh_procs;
 
 -- the tests' own aid, not part of the extension (only a superuser can
 -- declare a C function; the function itself refuses other roles too)
-CREATE FUNCTION gpuhash_plan_survives_copy(query text) RETURNS integer
+CREATE FUNCTION gpuhash_test_plan_survives_copy(query text) RETURNS integer
   AS '$libdir/gpuhash', 'gpuhash_plan_survives_copy'
   LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;

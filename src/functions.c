@@ -151,9 +151,9 @@ gpuhash_device_memory(PG_FUNCTION_ARGS)
  * GpuHashJoin nodes in the plan, so a test can tell it checked something;
  * raises an ERROR if a copy differs.
  *
- * A test aid, not part of the extension: the tests declare it themselves
- * (CREATE FUNCTION ... AS '$libdir/gpuhash', which only a superuser may
- * run).  It plans without the executor's permission checks, so it is for
+ * A test aid, not part of the extension since 0.2: the tests declare it
+ * themselves as gpuhash_test_plan_survives_copy (CREATE FUNCTION ... AS
+ * '$libdir/gpuhash', which only a superuser may run).  It plans without the executor's permission checks, so it is for
  * superusers only, whoever was granted EXECUTE on such a declaration.
  */
 PG_FUNCTION_INFO_V1(gpuhash_plan_survives_copy);
@@ -238,12 +238,12 @@ gpuhash_plan_survives_copy(PG_FUNCTION_ARGS)
 	if (!superuser())
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be superuser to use gpuhash_plan_survives_copy"),
+				 errmsg("must be superuser to check plans with gpuhash's test aid"),
 				 errdetail("It plans queries without checking the caller's privileges.")));
 	if (list_length(raw) != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("gpuhash_plan_survives_copy takes exactly one statement")));
+				 errmsg("gpuhash's plan copy check takes exactly one statement")));
 	stmts = pg_analyze_and_rewrite_fixedparams(linitial(raw), query, NULL, 0, NULL);
 	if (list_length(stmts) != 1)
 		ereport(ERROR,
@@ -253,7 +253,7 @@ gpuhash_plan_survives_copy(PG_FUNCTION_ARGS)
 	if (linitial_node(Query, stmts)->commandType == CMD_UTILITY)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("gpuhash_plan_survives_copy checks only plannable statements"),
+				 errmsg("gpuhash's plan copy check takes only plannable statements"),
 				 errhint("Give it a SELECT, INSERT, UPDATE, DELETE or MERGE.")));
 	plan = pg_plan_query(linitial(stmts), query, CURSOR_OPT_PARALLEL_OK, NULL);
 	/*
