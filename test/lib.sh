@@ -83,6 +83,13 @@ gh_tmpdir() {
   echo "$d"
 }
 
+# gh_readable_copy DIR PATH...: copy the checkout's PATHs into DIR, readable
+# by GH_OSUSER (who may not read the checkout itself: /root is mode 700)
+gh_readable_copy() {
+  local dir=$1; shift
+  mkdir -p "$dir" && (cd "$GPUHASH_ROOT" && cp -r "$@" "$dir/") && chmod -R a+rX "$dir"
+}
+
 # gh_free_port: a TCP port nothing listens on
 gh_free_port() {
   local p

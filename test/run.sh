@@ -75,8 +75,11 @@ max_parallel_workers_per_gather = 2
 jit = off
 $extra
 CONF
+  # pg_regress reads its input as GH_OSUSER, who may not read the checkout
+  # (a clone in /root, mode 700 on Debian): give it a readable copy
+  gh_readable_copy "$work/input" sql expected
   gh_as_pg "$(dirname "$(pg_config --pgxs)")/../test/regress/pg_regress" \
-    --inputdir="$GPUHASH_ROOT" --outputdir="$work" \
+    --inputdir="$work/input" --outputdir="$work" \
     --temp-instance="$work/tmp_check" --temp-config="$work/regress.conf" \
     --bindir="$(gh_pg_bindir)" --dbname=contrib_regression $tests \
     >"$logdir/$label.log" 2>&1

@@ -66,7 +66,8 @@ for i in $(seq 1 240); do gh_as_pg "$bin/pg_isready" -h "$cl" -p "$port" -q && b
 gh_as_pg "$bin/pg_isready" -h "$cl" -p "$port" -q || { cat "$cl"/vg.*.log "$cl/server.log" | head -20; echo "1..1"; echo "not ok 1 - the server did not start under valgrind"; exit 1; }
 pgxs=$(dirname "$(pg_config --pgxs)")/..
 out=$(gh_tmpdir)
-gh_as_pg "$pgxs/test/regress/pg_regress" --inputdir="$GPUHASH_ROOT" --outputdir="$out" \
+gh_readable_copy "$out/input" sql expected
+gh_as_pg "$pgxs/test/regress/pg_regress" --inputdir="$out/input" --outputdir="$out" \
   --host="$cl" --port="$port" --user=postgres --dbname=vg_regression $suites >"$logdir/valgrind-regress.log" 2>&1
 grep -E '^(test| +[a-z_]+ +\.\.\.|ok|not ok)' "$logdir/valgrind-regress.log"
 nerr=$(cat "$cl"/vg.*.log 2>/dev/null | grep -cE '^==[0-9]+== (Invalid|Conditional|Use of uninit|Syscall param|Mismatched|Source and destination)')
