@@ -58,11 +58,12 @@
 # image.log, demo.log, run.log and test-logs/ (test/run.sh's own logs).
 # GPUHASH_FRESH_MIRROR overrides the mirror read from the host's apt sources.
 #
-# Takes about 15 minutes on a 2-core machine the first time, and a little
-# less with the image cached: the demo and the whole test suite run inside.
+# On a 2-core machine: about 5 minutes with the image cached (the demo, then
+# the whole test suite), a minute more to bootstrap the image; --no-cache
+# --separate (two bootstraps) about 8.
 set -uo pipefail
 
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 use_cache=1 tree=head separate=0
 while [ $# -gt 0 ]; do
   case $1 in
