@@ -151,20 +151,22 @@ check "$(digest "SET gpuhash.force_join = on; $serial" "${queries[0]}")" "$(dige
 # the service absorbs ProcSignal barriers: DROP DATABASE and DROP TABLESPACE
 # (which wait for every process with a PGPROC) finish while it runs
 q -c "CREATE DATABASE sv_drop" >/dev/null
+svc_before=$(svc_pid)
 t0=$SECONDS
 out=$(gh_as_pg timeout 60 psql -X -q -At -v ON_ERROR_STOP=1 -c "SET statement_timeout = '50s'" -c "DROP DATABASE sv_drop" 2>&1)
 rc=$?
-if [ $rc -eq 0 ] && [ "$(q -c "SELECT count(*) FROM pg_database WHERE datname = 'sv_drop'")" = 0 ]; then
-  ok "DROP DATABASE finishes while the service runs ($((SECONDS - t0)) s)"
+if [ -n "$svc_before" ] && [ "$(svc_pid)" = "$svc_before" ] && [ $rc -eq 0 ] &&
+   [ "$(q -c "SELECT count(*) FROM pg_database WHERE datname = 'sv_drop'")" = 0 ]; then
+  ok "DROP DATABASE finishes while the service runs ($((SECONDS - t0)) s, service pid $svc_before)"
 else
-  notok "DROP DATABASE finishes while the service runs" "rc $rc: $out; $(grep -E 'ProcSignalBarrier' "$cl/server.log" | tail -2)"
+  notok "DROP DATABASE finishes while the service runs" "service pid '$svc_before'; rc $rc: $out; $(grep -E 'ProcSignalBarrier' "$cl/server.log" | tail -2)"
 fi
 t0=$SECONDS
 out=$(gh_as_pg timeout 60 psql -X -q -At -v ON_ERROR_STOP=1 -c "SET statement_timeout = '50s'" \
   -c "SET allow_in_place_tablespaces = on" -c "CREATE TABLESPACE sv_space LOCATION ''" \
   -c "CREATE TABLE sv_ts TABLESPACE sv_space AS SELECT 1 AS k" -c "DROP TABLE sv_ts" -c "DROP TABLESPACE sv_space" 2>&1)
 rc=$?
-if [ $rc -eq 0 ]; then ok "DROP TABLESPACE with lingering files finishes while the service runs ($((SECONDS - t0)) s)"
+if [ -n "$(svc_pid)" ] && [ $rc -eq 0 ]; then ok "DROP TABLESPACE with lingering files finishes while the service runs ($((SECONDS - t0)) s)"
 else notok "DROP TABLESPACE with lingering files finishes while the service runs" "rc $rc: $out"; fi
 # a configuration reload reaches it (and does not stop it)
 q -c "SELECT pg_reload_conf()" >/dev/null
@@ -174,7 +176,7 @@ check "$(svc_pid)" "$pid1" "after pg_reload_conf the service is the same process
 # in for one; gpuhash.device = cpu means the twin, not a service on the GPU
 if [ "$device" = cpu ]; then
   out=$(q0 -c "SET gpuhash.force_join = on; SET gpuhash.device = gpu" -c "SELECT count(*) FROM (${queries[0]}) x" 2>&1)
-  if grep -q 'ERROR' <<<"$out" && ! grep -qE '^[0-9]+$' <<<"$out"; then
+  if [ -n "$(svc_pid)" ] && grep -q 'ERROR' <<<"$out" && ! grep -qE '^[0-9]+$' <<<"$out"; then
     ok "device = gpu with the service on the CPU twin: an ERROR, not the twin"
   else
     notok "device = gpu with the service on the CPU twin: an ERROR, not the twin" "$out"
