@@ -133,6 +133,26 @@ $extra
 CONF
 }
 
+# gh_private_pg PREFIX: copy the system's PostgreSQL installation (the
+# directory above bindir, sharedir and the server headers) under PREFIX, so
+# that an extension can be installed into the copy without touching the
+# system's.  Debian's installation is relocatable (pg_config and the server
+# find their directories relative to the binaries).  Prints the copy's
+# pg_config; fails when the copy does not find its own directories.
+gh_private_pg() {
+  local prefix=$1 sysbin d pgc
+  sysbin=$(pg_config --bindir)			# e.g. /usr/lib/postgresql/15/bin
+  for d in "$(dirname "$sysbin")" "$(pg_config --sharedir)" "$(dirname "$(pg_config --includedir-server)")"; do
+    mkdir -p "$prefix$(dirname "$d")" && cp -a "$d" "$prefix$(dirname "$d")/" || return 1
+  done
+  pgc=$prefix$sysbin/pg_config
+  if [ "$("$pgc" --pkglibdir)" != "$prefix$(pg_config --pkglibdir)" ]; then
+    echo "the copied installation is not relocatable ($("$pgc" --pkglibdir))" >&2
+    return 1
+  fi
+  echo "$pgc"
+}
+
 # gh_cluster_stop DIR
 gh_cluster_stop() {
   gh_as_pg "$(gh_pg_bindir)/pg_ctl" -D "$1/data" -m fast -w stop >/dev/null 2>&1 || true

@@ -51,15 +51,9 @@ cl=$(gh_tmpdir); port=$(gh_free_port)
 trap 'gh_as_pg "$pgbin/pg_ctl" -D "$cl/data" -m immediate -w stop >/dev/null 2>&1; cp "$cl"/asan.* "$cl/server.log" "$logdir/" 2>/dev/null; rm -rf "$cl" "$work"' EXIT
 
 # a private copy of the PostgreSQL installation
-sysbin=$(pg_config --bindir)			# e.g. /usr/lib/postgresql/15/bin
 prefix=$work/pg
-for d in "$(dirname "$sysbin")" "$(pg_config --sharedir)" "$(dirname "$(pg_config --includedir-server)")"; do
-  mkdir -p "$prefix$(dirname "$d")"
-  cp -a "$d" "$prefix$(dirname "$d")/"
-done
-pgbin=$prefix$sysbin
-pgc=$pgbin/pg_config
-[ "$("$pgc" --pkglibdir)" = "$prefix$(pg_config --pkglibdir)" ] || { echo "1..1"; echo "not ok 1 - the copied installation is not relocatable ($("$pgc" --pkglibdir))"; exit 1; }
+pgc=$(gh_private_pg "$prefix" 2>"$logdir/asan-copy.log") || { echo "1..1"; echo "not ok 1 - private copy of PostgreSQL: $(tail -1 "$logdir/asan-copy.log")"; exit 1; }
+pgbin=$(dirname "$pgc")
 
 # gpuhash with ASan, from the working tree
 src=$work/src
