@@ -168,6 +168,7 @@ fetch_pgsrc() {
         rm -rf "$dl"
       fi
       echo "$v" >"$cache/VERSION"
+      rm -rf "$apt"		# the package lists: the cache stays small enough to carry
       return 0
     fi
     grep -E '^(E|W):' "$dl/source.log" | head -3 | sed 's/^/  /'
