@@ -42,7 +42,7 @@
 #   GPUHASH_PEER_GPU_SERVICE  gpuhash.gpu_service of both instances (default:
 #                           not set, gpuhash's default)
 #   GPUHASH_PEER_AUTO_EXPLAIN=1  load auto_explain in both instances (every
-#                           executed plan goes to the server log) and count
+#                           executed plan goes to the server log, VERBOSE) and count
 #                           the statements that ran a GpuHashJoin, not only
 #                           the EXPLAIN outputs that show one (a plan that
 #                           EXPLAIN cannot print then fails its statement)
@@ -234,6 +234,7 @@ run_pass() {
       echo "shared_preload_libraries = 'gpuhash,auto_explain'"
       echo "auto_explain.log_min_duration = 0"
       echo "auto_explain.log_nested_statements = on"
+      echo "auto_explain.log_verbose = on"
     else
       echo "shared_preload_libraries = 'gpuhash'"
     fi
