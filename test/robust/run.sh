@@ -96,6 +96,14 @@ bgpids=""
 # the GPU's used memory (MiB) with no backend holding a context
 gpu_used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 2>/dev/null | head -1 | tr -d ' '; }
 gpu_check=0
+# the GPU service (gpu_service = parallel, the default) holds a context of its
+# own for as long as the server runs, and the postmaster starts it again after
+# it is terminated or crashes: take the baseline once it is ready
+for _ in $(seq 1 100); do
+  grep -qE 'GPU service ready|GPU service found no usable GPU' "$log" 2>/dev/null && break
+  grep -q 'gpuhash.gpu_service = off' <<<"${GPUHASH_ROBUST_CONF:-}" && break
+  sleep 0.1
+done
 [ "$device" = gpu ] && command -v nvidia-smi >/dev/null 2>&1 && [ -n "$(gpu_used)" ] && gpu_check=1 && gpu_base=$(gpu_used)
 # gpu_settled: wait (at most 15 s: exiting backends give their contexts
 # back) until the GPU's used memory is within GPU_TOL_MB of gpu_base; echo it
