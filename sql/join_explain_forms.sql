@@ -34,6 +34,8 @@ INSERT INTO ef_queries VALUES
   ('expression key', 'SELECT * FROM ef_a JOIN ef_b ON ef_a.a + 1 = ef_b.a * 2', true),
   ('subplan in key', 'SELECT a.b, c.b FROM ef_a a JOIN ef_b c ON a.a = (SELECT c.a)', true),
   ('subplan in filter', 'SELECT a.b FROM ef_a a JOIN ef_b c ON a.a = c.a AND a.b < (SELECT max(x.b) FROM ef_a x WHERE x.a = c.b)', true),
+  ('subplan qual on the inner side', 'SELECT * FROM ef_a a JOIN ef_b b ON a.a = (SELECT 1 WHERE b.b = 1)', true),
+  ('subplan qual on the outer side', 'SELECT * FROM ef_a a JOIN ef_b b ON (SELECT 1 WHERE a.b = 1) = b.a', true),
   ('subplan in target list', 'SELECT (SELECT count(*) FROM ef_a x WHERE x.b = c.b) FROM ef_a a JOIN ef_b c USING (a)', true),
   ('three-way', 'SELECT * FROM ef_a JOIN ef_b USING (a) JOIN ef_a z ON z.b = ef_b.b', true),
   ('update partitioned', 'UPDATE ef_p SET b = ef_p.b + 1 FROM ef_b WHERE ef_p.a = ef_b.a', true),
