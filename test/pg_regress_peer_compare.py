@@ -46,6 +46,24 @@ ERRORISH = re.compile(r'^(ERROR|FATAL|PANIC|WARNING):|server closed the connecti
 
 # --------------------------------------------------------------- SQL lexing
 
+def closing_quote(text, i, q, backslash):
+    """Index of the quote q that closes a literal or identifier whose text
+    starts at i (a doubled quote stands for itself; with backslash, as in
+    E'...', a backslash escapes the next character); len(text) if none."""
+    n = len(text)
+    while i < n:
+        if backslash and text[i] == '\\':
+            i += 2
+            continue
+        if text[i] == q:
+            if i + 1 < n and text[i + 1] == q:
+                i += 2
+                continue
+            return i
+        i += 1
+    return n
+
+
 def strip_sql(text):
     """text with comments removed and string/identifier literals and
     dollar-quoted bodies replaced by placeholders; returns (code, depth)
@@ -74,29 +92,11 @@ def strip_sql(text):
             continue
         if c == "'":
             esc = i > 0 and text[i - 1] in 'eE' and (i < 2 or not (text[i - 2].isalnum() or text[i - 2] == '_'))
-            i += 1
-            while i < n:
-                if esc and text[i] == '\\':
-                    i += 2
-                    continue
-                if text[i] == "'":
-                    if i + 1 < n and text[i + 1] == "'":
-                        i += 2
-                        continue
-                    break
-                i += 1
-            i += 1
+            i = closing_quote(text, i + 1, "'", esc) + 1
             out.append("''")
             continue
         if c == '"':
-            j = i + 1
-            while j < n:
-                if text[j] == '"':
-                    if j + 1 < n and text[j + 1] == '"':
-                        j += 2
-                        continue
-                    break
-                j += 1
+            j = closing_quote(text, i + 1, '"', False)
             out.append('"' + text[i + 1:j] + '"')
             i = j + 1
             continue
