@@ -2,7 +2,8 @@
 #
 #   make && make install          build with nvcc when found (GPU + CPU twin)
 #   make GPUHASH_CUDA=no          build without CUDA (CPU twin only)
-#   make installcheck             pg_regress in a temporary, preloaded instance
+#   make installcheck             the pg_regress suites and isolation specs, each
+#                                 in a temporary, preloaded instance
 #
 # src/*.c and the plain C parts of cuda/ go through PGXS; cuda/*.cu go through
 # nvcc for Hopper (sm_90) plus PTX, and the CUDA runtime is linked statically
@@ -13,8 +14,15 @@ MODULE_big = gpuhash
 DATA = gpuhash--0.1.sql gpuhash--0.1--0.2.sql
 PGFILEDESC = "gpuhash - GPU hash joins and aggregation"
 
-REGRESS = setup roles extension_scope settings devices join_setup join_types join_keys join_multi join_shapes join_exec join_explain join_explain_forms join_dml join_plan settings_limits aggregate aggregate_keys aggregate_refuse aggregate_coldef aggregate_differences robust_estimates
+# pg_regress suites (sql/, expected/) in test/schedule's order, and the
+# isolation specs (test/isolation/specs), each in a temporary instance with
+# gpuhash preloaded (test/regress.conf; test/run.sh adds the device's
+# settings with EXTRA_REGRESS_OPTS=--temp-config=FILE)
+REGRESS = $(shell sed -n 's/^test: *//p' test/schedule)
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=test/regress.conf
+ISOLATION = $(sort $(notdir $(basename $(wildcard test/isolation/specs/*.spec))))
+ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=./tmp_check_iso \
+	--temp-config=test/regress.conf --temp-config=test/isolation/isolation.conf
 
 PG_CONFIG ?= pg_config
 

@@ -3,16 +3,23 @@
 # any failure and ends with a "N passed, N failed" line.
 #
 #   test/run.sh                      CPU twin (any machine, CI)
+#   test/run.sh --quick              the same without the robustness suite and
+#                                    the single-user backend (minutes less;
+#                                    what is skipped is not counted as passed)
 #   GPUHASH_TEST_DEVICE=gpu test/run.sh   on a GPU host: the same suites with
 #                                    gpuhash.device = gpu, plus the CUDA tests
 #
-# Suites: the multimap unit tests (test/cuda), pg_regress (sql/, expected/)
-# in a temporary preloaded instance, pgTAP (test/pgtap) via pg_prove in a
-# throwaway cluster, the isolation specs (test/isolation) and the robustness
-# suite (test/robust: cancels, kills, injected failures, pgbench, sqlsmith;
-# a backend's GPU work in single-user mode).  Logs go to $GPUHASH_TEST_LOGDIR
-# (default: a temp dir).
+# Suites: the multimap unit tests (test/cuda); PGXS's make installcheck, the
+# pg_regress suites (sql/, expected/, in test/schedule's order) and the
+# isolation specs (test/isolation), each in a temporary preloaded instance,
+# and the pg_regress suites again under auto_explain; pgTAP (test/pgtap) via
+# pg_prove in a throwaway cluster; the GPU service (test/service.sh); the
+# robustness suite (test/robust: cancels, kills, injected failures, pgbench,
+# sqlsmith) and a backend's GPU work in single-user mode.  Logs go to
+# $GPUHASH_TEST_LOGDIR (default: a temp dir).
 set -u
+quick=0
+case "${1:-}" in --quick) quick=1 ;; "") ;; *) echo "usage: test/run.sh [--quick]" >&2; exit 2 ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 cd "$GPUHASH_ROOT"
@@ -62,48 +69,48 @@ if [ -f test/cuda/Makefile ]; then
   fi
 fi
 
-# run_regress LABEL EXTRA_CONF: every pg_regress suite of the Makefile in a
-# temporary preloaded instance, added to the totals
-run_regress() {
-  local label=$1 extra=$2 work ok nok
+# run_installcheck LABEL EXTRA_CONF [MAKE ARGS]: PGXS's make installcheck
+# (the pg_regress suites of test/schedule, then the isolation specs), each in
+# a temporary instance with test/regress.conf plus this run's device and
+# EXTRA_CONF, added to the totals.  It runs as GH_OSUSER in a copy of the
+# tree, which that user may not read where it is (a clone in /root).
+run_installcheck() {
+  local label=$1 extra=$2 work ok nok; shift 2
   work=$(gh_tmpdir)
-  cat >"$work/regress.conf" <<CONF
-shared_preload_libraries = 'gpuhash'
+  gh_readable_copy "$work/tree" Makefile gpuhash.control gpuhash--*.sql src cuda sql expected test
+  [ "$(id -u)" -eq 0 ] && chown -R "$GH_OSUSER" "$work/tree"
+  cat >"$work/device.conf" <<CONF
 gpuhash.device = $device
 gpuhash_test.gpu = $expect_gpu
-max_parallel_workers_per_gather = 2
-jit = off
 $extra
 CONF
-  # pg_regress reads its input as GH_OSUSER, who may not read the checkout
-  # (a clone in /root, mode 700 on Debian): give it a readable copy
-  gh_readable_copy "$work/input" sql expected
-  gh_as_pg "$(dirname "$(pg_config --pgxs)")/../test/regress/pg_regress" \
-    --inputdir="$work/input" --outputdir="$work" \
-    --temp-instance="$work/tmp_check" --temp-config="$work/regress.conf" \
-    --bindir="$(gh_pg_bindir)" --dbname=contrib_regression $tests \
-    >"$logdir/$label.log" 2>&1
-  grep -E '^(test|ok|not ok|     |\s+[a-z_]+ +\.\.\.)|tests (passed|failed)' "$logdir/$label.log" || true
+  chmod a+r "$work/device.conf"
+  gh_as_pg make -C "$work/tree" --no-print-directory installcheck PG_CONFIG="$(command -v pg_config)" \
+    EXTRA_REGRESS_OPTS="--temp-config=$work/device.conf" "$@" >"$logdir/$label.log" 2>&1
+  grep -E '^(test|ok|not ok)|^ +[a-z_]+ +\.\.\.|tests (passed|failed)' "$logdir/$label.log" || true
   ok=$(grep -cE '\.\.\. ok|^ok ' "$logdir/$label.log" || true)
   nok=$(grep -cE '\.\.\. FAILED|^not ok ' "$logdir/$label.log" || true)
-  if [ $((ok + nok)) -eq 0 ]; then nok=1; cat "$logdir/$label.log"; fi
+  if [ $((ok + nok)) -eq 0 ]; then nok=1; tail -30 "$logdir/$label.log"; fi
   passed=$((passed + ok)); failed=$((failed + nok))
-  rm -rf "$logdir/$label-results"; cp -r "$work/results" "$logdir/$label-results" 2>/dev/null
-  cp "$work/tmp_check/log/postmaster.log" "$logdir/$label-server.log" 2>/dev/null
-  [ -f "$work/regression.diffs" ] && cp "$work/regression.diffs" "$logdir/$label.diffs" && head -60 "$work/regression.diffs"
+  rm -rf "$logdir/$label-results"; mkdir -p "$logdir/$label-results"
+  cp -r "$work/tree/results" "$work/tree/output_iso" "$logdir/$label-results/" 2>/dev/null
+  cp "$work/tree/tmp_check/log/postmaster.log" "$logdir/$label-server.log" 2>/dev/null
+  cat "$work/tree/regression.diffs" "$work/tree/output_iso/regression.diffs" >"$logdir/$label.diffs" 2>/dev/null
+  [ -s "$logdir/$label.diffs" ] && head -60 "$logdir/$label.diffs"
+  [ -s "$logdir/$label.diffs" ] || rm -f "$logdir/$label.diffs"
   rm -rf "$work"
 }
-tests=$(sed -n 's/^REGRESS *= *//p' Makefile)
 
-note "pg_regress (gpuhash.device = $device)"
-run_regress regress ""
+note "make installcheck: pg_regress suites and isolation specs (gpuhash.device = $device)"
+run_installcheck regress ""
 
-# The same suites with auto_explain explaining every statement, nested ones
-# too, with ANALYZE, VERBOSE, BUFFERS, WAL, SETTINGS and triggers, in XML (an
-# EXPLAIN that fails makes its statement fail, so the expected output
-# changes).  The plans go nowhere (log level DEBUG5); making them is the test.
+# The pg_regress suites again with auto_explain explaining every statement,
+# nested ones too, with ANALYZE, VERBOSE, BUFFERS, WAL, SETTINGS and
+# triggers, in XML (an EXPLAIN that fails makes its statement fail, so the
+# expected output changes).  The plans go nowhere (log level DEBUG5); making
+# them is the test.
 note "pg_regress under auto_explain (VERBOSE, ANALYZE, FORMAT XML; gpuhash.device = $device)"
-run_regress regress-auto-explain "session_preload_libraries = 'auto_explain'
+run_installcheck regress-auto-explain "session_preload_libraries = 'auto_explain'
 auto_explain.log_min_duration = 0
 auto_explain.log_analyze = on
 auto_explain.log_verbose = on
@@ -113,7 +120,7 @@ auto_explain.log_settings = on
 auto_explain.log_triggers = on
 auto_explain.log_nested_statements = on
 auto_explain.log_format = xml
-auto_explain.log_level = debug5"
+auto_explain.log_level = debug5" ISOLATION=
 
 note "pgTAP (gpuhash.device = $device)"
 cl=$(gh_tmpdir)
@@ -141,16 +148,6 @@ else
 fi
 rm -rf "$cl"
 
-note "isolation specs (gpuhash.device = $device)"
-GPUHASH_TEST_LOGDIR=$logdir bash test/isolation/run.sh >"$logdir/isolation.log" 2>&1
-rc=$?
-grep -E '^(test|ok|not ok)' "$logdir/isolation.log" || true
-ok=$(grep -cE '\.\.\. ok|^ok ' "$logdir/isolation.log" || true)
-nok=$(grep -cE '\.\.\. FAILED|^not ok ' "$logdir/isolation.log" || true)
-[ $rc -ne 0 ] && [ "$nok" -eq 0 ] && nok=1 && tail -20 "$logdir/isolation.log"
-[ $((ok + nok)) -eq 0 ] && nok=1
-passed=$((passed + ok)); failed=$((failed + nok))
-
 note "the GPU service (gpuhash.gpu_service = on, device = $device: test/service.sh)"
 GPUHASH_TEST_DEVICE=$device GPUHASH_TEST_LOGDIR=$logdir bash test/service.sh >"$logdir/service.tap" 2>&1
 rc=$?
@@ -160,7 +157,9 @@ if [ $rc -ne 0 ] && ! grep -qE '^ *not ok' "$logdir/service.tap"; then
   failed=$((failed + 1)); echo "service.sh exited $rc"; tail -20 "$logdir/service.tap"; fi
 
 note "robustness (cancel, terminate, kill -9, injected OOM, savepoints, 10,000 joins, pgbench, lifecycle, sqlsmith)"
-if [ "${GPUHASH_TEST_SKIP_ROBUST:-}" = 1 ]; then
+if [ "$quick" = 1 ]; then
+  echo "skipped: --quick (not counted as passed)"
+elif [ "${GPUHASH_TEST_SKIP_ROBUST:-}" = 1 ]; then
   # for a GPU host short of time only (test/gpuhost.sh runs it as its own step); CI never sets it
   echo "skipped: GPUHASH_TEST_SKIP_ROBUST=1 (not counted as passed)"
 else
@@ -173,12 +172,16 @@ if [ $rc -ne 0 ] && ! grep -qE '^ *not ok' "$logdir/robust.tap"; then
 fi
 
 note "a backend's GPU work in single-user mode (test/robust/sanitize_backend.sh without the sanitizer; test/gpuhost.sh sanitize-backend runs it under compute-sanitizer)"
+if [ "$quick" = 1 ]; then
+  echo "skipped: --quick (not counted as passed)"
+else
 GPUHASH_TEST_DEVICE=${device/auto/gpu} GPUHASH_TEST_LOGDIR=$logdir/single bash test/robust/sanitize_backend.sh --no-sanitizer >"$logdir/single.tap" 2>&1
 rc=$?
 count_tap "$logdir/single.tap"
 grep -E '^ *not ok' "$logdir/single.tap" | head -20
 if [ $rc -ne 0 ] && ! grep -qE '^ *not ok' "$logdir/single.tap"; then
   failed=$((failed + 1)); echo "sanitize_backend.sh exited $rc"; tail -20 "$logdir/single.tap"; fi
+fi
 
 echo
 echo "logs: $logdir"
