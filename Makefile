@@ -16,13 +16,15 @@ PGFILEDESC = "gpuhash - GPU hash joins and aggregation"
 
 # pg_regress suites (sql/, expected/) in test/schedule's order, and the
 # isolation specs (test/isolation/specs), each in a temporary instance with
-# gpuhash preloaded (test/regress.conf; test/run.sh adds the device's
-# settings with EXTRA_REGRESS_OPTS=--temp-config=FILE)
+# gpuhash preloaded: test/regress.conf, then GPUHASH_TEST_CONF if given
+# (test/run.sh's device settings; its lines win)
+GPUHASH_TEST_CONF ?=
+test_conf = --temp-config=test/regress.conf $(if $(GPUHASH_TEST_CONF),--temp-config=$(GPUHASH_TEST_CONF))
 REGRESS = $(shell sed -n 's/^test: *//p' test/schedule)
-REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=test/regress.conf
+REGRESS_OPTS = --temp-instance=./tmp_check $(test_conf)
 ISOLATION = $(sort $(notdir $(basename $(wildcard test/isolation/specs/*.spec))))
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=./tmp_check_iso \
-	--temp-config=test/regress.conf --temp-config=test/isolation/isolation.conf
+	--temp-config=test/isolation/isolation.conf $(test_conf)
 
 PG_CONFIG ?= pg_config
 

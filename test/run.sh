@@ -71,9 +71,10 @@ fi
 
 # run_installcheck LABEL EXTRA_CONF [MAKE ARGS]: PGXS's make installcheck
 # (the pg_regress suites of test/schedule, then the isolation specs), each in
-# a temporary instance with test/regress.conf plus this run's device and
-# EXTRA_CONF, added to the totals.  It runs as GH_OSUSER in a copy of the
-# tree, which that user may not read where it is (a clone in /root).
+# a temporary instance with test/regress.conf and then this run's device and
+# EXTRA_CONF (GPUHASH_TEST_CONF: its lines win); adds to the totals.  It runs
+# as GH_OSUSER in a copy of the tree, which that user may not be able to
+# read where it is (a clone in /root).
 run_installcheck() {
   local label=$1 extra=$2 work ok nok; shift 2
   work=$(gh_tmpdir)
@@ -86,7 +87,7 @@ $extra
 CONF
   chmod a+r "$work/device.conf"
   gh_as_pg make -C "$work/tree" --no-print-directory installcheck PG_CONFIG="$(command -v pg_config)" \
-    EXTRA_REGRESS_OPTS="--temp-config=$work/device.conf" "$@" >"$logdir/$label.log" 2>&1
+    GPUHASH_TEST_CONF="$work/device.conf" "$@" >"$logdir/$label.log" 2>&1
   grep -E '^(test|ok|not ok)|^ +[a-z_]+ +\.\.\.|tests (passed|failed)' "$logdir/$label.log" || true
   ok=$(grep -cE '\.\.\. ok|^ok ' "$logdir/$label.log" || true)
   nok=$(grep -cE '\.\.\. FAILED|^not ok ' "$logdir/$label.log" || true)
