@@ -90,6 +90,10 @@ gh_readable_copy() {
   mkdir -p "$dir" && (cd "$GPUHASH_ROOT" && cp -r "$@" "$dir/") && chmod -R a+rX "$dir"
 }
 
+# gh_regress_suites: the pg_regress suites (sql/NAME.sql) in test/schedule's
+# order, as the Makefile's REGRESS reads them
+gh_regress_suites() { sed -n 's/^test: *//p' "$GPUHASH_ROOT/test/schedule"; }
+
 # gh_free_port: a TCP port nothing listens on
 gh_free_port() {
   local p

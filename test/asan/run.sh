@@ -33,13 +33,13 @@
 #                   every ERROR raised inside gpuhash frames leaves stale
 #                   redzones that later calls report as stack overflows).
 #
-# Default suites: every REGRESS suite of the Makefile.  Prints TAP; exit
+# Default suites: every pg_regress suite of test/schedule.  Prints TAP; exit
 # status 0 when pg_regress passed and ASan reported nothing.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 cd "$GPUHASH_ROOT"
-suites=${*:-$(sed -n 's/^REGRESS *= *//p' Makefile)}
+suites=${*:-$(gh_regress_suites)}
 logdir=${GPUHASH_TEST_LOGDIR:-$(mktemp -d /tmp/gpuhash-asan.XXXXXX)}
 mkdir -p "$logdir"
 libasan=$(gcc -print-file-name=libasan.so)

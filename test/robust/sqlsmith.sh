@@ -3,9 +3,9 @@
 #
 # A throwaway cluster (gpuhash preloaded, gpuhash.device from
 # GPUHASH_TEST_DEVICE, default cpu, gpuhash.force_join = on), a database
-# loaded with every regression suite's tables (sql/*.sql run in REGRESS
-# order) plus test/robust/smith_tables.sql, then sqlsmith for SECONDS
-# (restarted with a new seed whenever it exits early).  Afterwards:
+# loaded with every regression suite's tables (sql/*.sql run in
+# test/schedule's order) plus test/robust/smith_tables.sql, then sqlsmith
+# for SECONDS (restarted with a new seed whenever it exits early).  Afterwards:
 #   - the server log must hold no PANIC, TRAP (assertion), "terminated by
 #     signal" and the postmaster must not have restarted;
 #   - every statement that failed with SQLSTATE XX000 (the first 100) is
@@ -39,13 +39,16 @@ log_min_messages = warning
 max_connections = 20" || { echo "1..1"; echo "not ok 1 - cluster start"; exit 1; }
 psqlq() { gh_as_pg psql -X -q -v ON_ERROR_STOP=0 "$@"; }
 gh_as_pg createdb smith
-# the regression suites' tables and types, in REGRESS order (their errors,
-# which some suites expect, do not matter here)
-tests=$(sed -n 's/^REGRESS *= *//p' Makefile)
+# the regression suites' tables and types, in test/schedule's order (their
+# errors, which some suites expect, do not matter here)
+tests=$(gh_regress_suites)
 cat >"$cl/load.sql" <<'SQL'
 SET client_min_messages = error;
 SQL
-for t in $tests; do cat "sql/$t.sql" >>"$cl/load.sql"; echo >>"$cl/load.sql"; done
+for t in $tests; do
+  [ -f "sql/$t.sql" ] || { echo "1..1"; echo "not ok 1 - the suite sql/$t.sql named by test/schedule exists"; exit 1; }
+  cat "sql/$t.sql" >>"$cl/load.sql"; echo >>"$cl/load.sql"
+done
 cat "$here/smith_tables.sql" >>"$cl/load.sql"
 chmod a+r "$cl/load.sql"
 psqlq -d smith -f "$cl/load.sql" >"$logdir/smith-load.log" 2>&1
