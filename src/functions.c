@@ -153,8 +153,9 @@ gpuhash_device_memory(PG_FUNCTION_ARGS)
  *
  * A test aid, not part of the extension since 0.2: the tests declare it
  * themselves as gpuhash_test_plan_survives_copy (CREATE FUNCTION ... AS
- * '$libdir/gpuhash', which only a superuser may run).  It plans without the executor's permission checks, so it is for
- * superusers only, whoever was granted EXECUTE on such a declaration.
+ * '$libdir/gpuhash', which only a superuser may run).  It plans without the
+ * executor's permission checks, so it is for superusers only, whoever was
+ * granted EXECUTE on such a declaration.
  */
 PG_FUNCTION_INFO_V1(gpuhash_plan_survives_copy);
 

@@ -41,7 +41,7 @@ bool		gpuhash_enabled = true;
 int			gpuhash_device = GPUHASH_DEVICE_AUTO;
 bool		gpuhash_force_join = false;
 int			gpuhash_inject_alloc_failure = 0;
-int			gpuhash_batch_rows = 65536;
+int			gpuhash_batch_rows = GPUHASH_BATCH_ROWS_DEFAULT;
 double		gpuhash_load_factor = 0.5;
 int			gpuhash_group_size = 2;
 int			gpuhash_probe_scheme = GH_PROBE_DOUBLE;
@@ -142,7 +142,7 @@ _PG_init(void)
 							"Outer rows sent to the device per probe batch.",
 							NULL,
 							&gpuhash_batch_rows,
-							65536, 1, 16 * 1024 * 1024,
+							GPUHASH_BATCH_ROWS_DEFAULT, 1, 16 * 1024 * 1024,
 							PGC_USERSET,
 							0,
 							NULL, NULL, NULL);

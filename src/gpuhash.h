@@ -29,6 +29,8 @@ extern bool gpuhash_enabled;
 extern int	gpuhash_device;
 extern bool gpuhash_force_join;
 extern int	gpuhash_inject_alloc_failure;
+/* gpuhash.batch_rows' default, also the least rows a join's batch holds */
+#define GPUHASH_BATCH_ROWS_DEFAULT 65536
 extern bool gpuhash_extension_created(void);
 extern Oid	gpuhash_extension_function(void);
 

@@ -644,7 +644,8 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 	 */
 	s->batch_cap = (uint32)
 		Min((double) gpuhash_batch_rows,
-			Max(65536.0, 2.0 * ((Plan *) linitial(cscan->custom_plans))->plan_rows));
+			Max((double) GPUHASH_BATCH_ROWS_DEFAULT,
+				2.0 * ((Plan *) linitial(cscan->custom_plans))->plan_rows));
 
 	/* a GPU join's context can be made while the inner side is read */
 	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)

@@ -262,8 +262,8 @@ native_hashjoin(PlannerInfo *root, RelOptInfo *joinrel, JoinType jointype,
  * On the GPU the join's own work is priced as gpuhash.gpu_join_cost_fraction
  * (default 0.5) of what PostgreSQL's model charges its own hash join of the
  * same inputs (native_hashjoin), startup and run apart.  Measured on an H200
- * at scale 1.0 (bench/results/join-2026-11-22-scale1-serial-parallel.md and join-2026-11-22-serial-workloads-cost-model.md),
- * GpuHashJoin's time beyond the scan of its outer side was 0.12 (int4,
+ * at scale 1.0 (bench/results/join-2026-11-22-scale1-serial-parallel.md and
+ * join-2026-11-22-serial-workloads-cost-model.md), GpuHashJoin's time beyond the scan of its outer side was 0.12 (int4,
  * serial) to 0.55 (text keys, 16 workers) of native's, so half keeps
  * PostgreSQL's plan only where the two are close.  Pricing it relative to
  * PostgreSQL's model, not in absolute units, keeps the comparison fair where
@@ -739,11 +739,12 @@ gpuhash_plan_join(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 			   *colls = NIL,
 			   *swapped = NIL;
 	AttrNumber	resno = 1;
+	Oid			extfunc = gpuhash_extension_function();
 	ListCell   *lc;
 
 	/* DROP EXTENSION gpuhash invalidates the plan if it is cached */
-	if (OidIsValid(gpuhash_extension_function()))
-		record_plan_function_dependency(root, gpuhash_extension_function());
+	if (OidIsValid(extfunc))
+		record_plan_function_dependency(root, extfunc);
 
 	scan_whole_rows(root, outer_plan);
 	foreach(lc, outer_plan->targetlist)
