@@ -20,6 +20,10 @@
 #   under compute-sanitizer, tools from $SANITIZE_TOOLS).  A step written
 #   bg:STEP runs in the background; the step "wait" waits for them.  The
 #   steps' log folders end up in $OUT/step-logs.tgz.
+#
+#   ab-join, ab-agg: bench/ab.sh .before join|agg, the benchmark for the
+#   tree in .before (carried) and this one side by side ($AB_* settings pass
+#   through); the tables in $OUT/ab-join.md, $OUT/ab-agg.md.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/gpuhost-out}
@@ -86,6 +90,10 @@ run_step() {
         GPUHASH_SANITIZE_DEADLINE=$(( $(date +%s) + lim )) \
         timeout "$lim" bash test/robust/sanitize_backend.sh >"$out/sanitize-backend.tap" 2>&1 || rc=1
       cat "$out/sanitize-backend.tap" ;;
+    ab-join|ab-agg)
+      # the cluster pg.sh started is not needed: bench/ab.sh starts its own
+      OUT="$out/${step}-logs" bash bench/ab.sh .before "${step#ab-}" 2>&1 | tee "$out/$step.md"
+      rc=${PIPESTATUS[0]} ;;
     *) echo "unknown step $step"; rc=2 ;;
   esac
   return $rc
