@@ -68,7 +68,7 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
-#include "gpuhash_agg.h"
+#include "aggregate.h"
 
 PG_FUNCTION_INFO_V1(gpuhash_aggregate);
 

@@ -67,7 +67,7 @@
 #include "utils/memutils.h"
 #include "utils/numeric.h"
 
-#include "gpuhash_agg.h"
+#include "aggregate.h"
 
 /* Largest NUMERIC display scale that the device takes. */
 #define NUM_SCALE_CAP	24

@@ -40,7 +40,7 @@
  */
 #include "postgres.h"
 
-#include "gpuhash_agg.h"
+#include "aggregate.h"
 
 #define NBASE			10000
 #define E16				UINT64CONST(10000000000000000)

@@ -42,7 +42,7 @@
 #include "nodes/nodeFuncs.h"
 #include "portability/instr_time.h"
 
-#include "gpuhash_agg.h"
+#include "aggregate.h"
 
 #define GH_PACK_NAME "GpuHashAggPack"
 

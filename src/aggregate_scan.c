@@ -59,7 +59,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
-#include "gpuhash_agg.h"
+#include "aggregate.h"
 
 #define GH_AGG_SCAN_NAME "GpuHashAggregate"
 

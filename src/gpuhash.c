@@ -32,7 +32,7 @@
 #include "utils/syscache.h"
 
 #include "gpuhash.h"
-#include "gpuhash_agg.h"
+#include "aggregate.h"
 #include "gpuhash_join.h"
 
 PG_MODULE_MAGIC;

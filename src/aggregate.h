@@ -1,5 +1,5 @@
 /*-------------------------------------------------------------------------
- * gpuhash_agg.h
+ * aggregate.h
  *	  Declarations shared by the parts of gpuhash_aggregate(): the query
  *	  checks and the driver (aggregate.c) and the group sets that aggregate
  *	  the input rows on the device (aggregate_groups.c), with their NUMERIC
@@ -7,8 +7,8 @@
  *	  place of the function (aggregate_scan.c).
  *-------------------------------------------------------------------------
  */
-#ifndef GPUHASH_AGG_SRC_H
-#define GPUHASH_AGG_SRC_H
+#ifndef GPUHASH_AGGREGATE_H
+#define GPUHASH_AGGREGATE_H
 
 #include "access/tupdesc.h"
 #include "executor/tuptable.h"
@@ -18,7 +18,7 @@
 #include "utils/tuplestore.h"
 
 #include "gpuhash.h"
-/* the device API; same file name as this one, hence the path */
+/* the device API of the aggregate */
 #include "../cuda/gpuhash_agg.h"
 
 /* The aggregates gpuhash_aggregate() runs. */
@@ -213,4 +213,4 @@ extern bool gh_agg_try_pack(GhAggPlan *plan, PlannedStmt *pstmt);
 extern int	gpuhash_batch_rows;
 extern double gpuhash_load_factor;
 
-#endif							/* GPUHASH_AGG_SRC_H */
+#endif							/* GPUHASH_AGGREGATE_H */
