@@ -174,6 +174,26 @@ gh_agg_col_width(const GhAggCol *col)
 	return col->vtype == GHV_INT2 || col->vtype == GHV_INT4 ? 4 : 8;
 }
 
+/*
+ * GH_AGG_DEVICE_CALL runs the device operation op (gh_agg_assign,
+ * gh_agg_accumulate, ...) on the GPU or its CPU twin as target says, so that
+ * call sites name what they do and not where: every operation of
+ * cuda/gpuhash_agg.h comes as op_gpu, which takes the target's stream before
+ * its gh_error, and op_cpu.  A failure becomes gpuhash_report's ERROR, worded
+ * with action ("while ...").
+ */
+#define GH_AGG_DEVICE_CALL(op, target, action, ...) \
+	do { \
+		gh_error	err_ = {0}; \
+		gh_status	st_; \
+		\
+		if ((target) == GH_TARGET_GPU) \
+			st_ = op##_gpu(__VA_ARGS__, gh_stream(target), &err_); \
+		else \
+			st_ = op##_cpu(__VA_ARGS__, &err_); \
+		gpuhash_report(st_, &err_, (action)); \
+	} while (0)
+
 /* A run: the group sets and the batch being filled (aggregate_groups.c). */
 typedef struct GhAggRun GhAggRun;
 

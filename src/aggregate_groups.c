@@ -227,7 +227,6 @@ static void side_add_finite(GhAggRun *run, GhNumSide *e, Datum v, bool count,
 static int	num_decode(Datum d, int64 *m, int *dscale);
 static Datum num_make(int128 v, int scale, int dscale);
 static Datum num_from_int128(int128 v);
-static void report(gh_status st, const gh_error *err, const char *action);
 
 /* pow10_128: 10^k, 0 <= k <= 38 (10^38 is the largest below 2^127). */
 static inline int128
@@ -236,23 +235,12 @@ pow10_128(int k)
 	return (int128) gh_pow10_u128(k);
 }
 
-static void
-report(gh_status st, const gh_error *err, const char *action)
-{
-	if (st != GH_OK)
-		gpuhash_report(st, err, action);
-}
-
-#define DEV_CALL(call, action) \
-	do { \
-		gh_error	err_; \
-		gh_status	st_; \
-		memset(&err_, 0, sizeof(err_)); \
-		st_ = (call); \
-		report(st_, &err_, action); \
-	} while (0)
-
-#define GPU(run) ((run)->target == GH_TARGET_GPU)
+/*
+ * ON_TARGET words a device operation's action as its ERROR says it: "... on
+ * the GPU" when the run's device is a GPU.
+ */
+#define ON_TARGET(run, action) \
+	((run)->target == GH_TARGET_GPU ? action " on the GPU" : action)
 
 static double
 ms_since(instr_time start)
@@ -412,24 +400,13 @@ ensure_groups(GhAggRun *run, GhGroupSet *s, uint64 need)
 		gh_agg_layout_init(&nl, s->layout.ncols, s->layout.kind, s->layout.ops,
 						   s->layout.nkeys, newcap);
 		nacc = gh_dev_alloc(s->target, nl.bytes);
-		if (s->target == GH_TARGET_GPU)
-		{
-			if (s->acc)
-				DEV_CALL(gh_agg_acc_move_gpu(nacc, &nl, s->acc, &s->layout, s->ngroups,
-											 gh_stream(s->target), &err_),
-						 "growing the aggregate's accumulators");
-			DEV_CALL(gh_agg_acc_init_gpu(nacc, &nl, s->ngroups, newcap,
-										 gh_stream(s->target), &err_),
-					 "growing the aggregate's accumulators");
-		}
-		else
-		{
-			if (s->acc)
-				DEV_CALL(gh_agg_acc_move_cpu(nacc, &nl, s->acc, &s->layout, s->ngroups, &err_),
-						 "growing the aggregate's accumulators");
-			DEV_CALL(gh_agg_acc_init_cpu(nacc, &nl, s->ngroups, newcap, &err_),
-					 "growing the aggregate's accumulators");
-		}
+		if (s->acc)
+			GH_AGG_DEVICE_CALL(gh_agg_acc_move, s->target,
+							   "growing the aggregate's accumulators",
+							   nacc, &nl, s->acc, &s->layout, s->ngroups);
+		GH_AGG_DEVICE_CALL(gh_agg_acc_init, s->target,
+						   "growing the aggregate's accumulators",
+						   nacc, &nl, s->ngroups, newcap);
 		if (s->acc)
 			gh_dev_free(s->acc);
 		s->acc = nacc;
@@ -473,22 +450,11 @@ ensure_table(GhAggRun *run, GhGroupSet *s, uint32 n)
 	while ((double) cap < need)
 		cap <<= 1;
 	mem = gh_dev_alloc(s->target, gh_agg_table_bytes(cap));
-	if (s->target == GH_TARGET_GPU)
-	{
-		void	   *stream = gh_stream(s->target);
-
-		DEV_CALL(gh_agg_table_init_gpu(mem, cap, stream, &err_), "building the group table");
-		if (s->table)
-			DEV_CALL(gh_agg_table_rehash_gpu(s->table, s->table_cap, mem, cap, stream, &err_),
-					 "growing the group table");
-	}
-	else
-	{
-		DEV_CALL(gh_agg_table_init_cpu(mem, cap, &err_), "building the group table");
-		if (s->table)
-			DEV_CALL(gh_agg_table_rehash_cpu(s->table, s->table_cap, mem, cap, &err_),
-					 "growing the group table");
-	}
+	GH_AGG_DEVICE_CALL(gh_agg_table_init, s->target, "building the group table",
+					   mem, cap);
+	if (s->table)
+		GH_AGG_DEVICE_CALL(gh_agg_table_rehash, s->target, "growing the group table",
+						   s->table, s->table_cap, mem, cap);
 	if (s->table)
 		gh_dev_free(s->table);
 	s->table = mem;
@@ -763,19 +729,14 @@ device_generic(GhAggRun *run)
 	uint32		nbad = 0;
 	gh_agg_ctrl ctrl;
 	gh_agg_batch b;
-	void	   *stream = gh_stream(run->target);
 	instr_time	t0,
 				t1;
 
 	/* 1. group ids; the values travel meanwhile */
 	INSTR_TIME_SET_CURRENT(t0);
 	gh_copy_htod(run->target, run->d_hashes, run->h_hashes, (size_t) n * 8);
-	if (GPU(run))
-		DEV_CALL(gh_agg_assign_gpu(s->table, s->table_cap, run->d_hashes, n, run->d_ids,
-								   stream, &err_), "grouping rows on the GPU");
-	else
-		DEV_CALL(gh_agg_assign_cpu(s->table, s->table_cap, run->d_hashes, n, run->d_ids,
-								   &err_), "grouping rows");
+	GH_AGG_DEVICE_CALL(gh_agg_assign, run->target, ON_TARGET(run, "grouping rows"),
+					   s->table, s->table_cap, run->d_hashes, n, run->d_ids);
 	for (int c = 0; c < run->ncols; c++)
 	{
 		if (run->plan->cols[c].kind != GH_AGG_KIND_NONE)
@@ -821,21 +782,11 @@ device_generic(GhAggRun *run)
 	}
 	if (nbad > 0)
 		gh_copy_htod(run->target, run->d_bad, run->h_bad, (size_t) nbad * 4);
-	if (GPU(run))
-	{
-		if (nbad > 0)
-			DEV_CALL(gh_agg_skip_gpu(run->d_ids, run->d_bad, nbad, stream, &err_),
-					 "aggregating on the GPU");
-		DEV_CALL(gh_agg_accumulate_gpu(s->acc, &s->layout, s->ngroups, &b, stream, &err_),
-				 "aggregating on the GPU");
-	}
-	else
-	{
-		if (nbad > 0)
-			DEV_CALL(gh_agg_skip_cpu(run->d_ids, run->d_bad, nbad, &err_), "aggregating");
-		DEV_CALL(gh_agg_accumulate_cpu(s->acc, &s->layout, s->ngroups, &b, &err_),
-				 "aggregating");
-	}
+	if (nbad > 0)
+		GH_AGG_DEVICE_CALL(gh_agg_skip, run->target, ON_TARGET(run, "aggregating"),
+						   run->d_ids, run->d_bad, nbad);
+	GH_AGG_DEVICE_CALL(gh_agg_accumulate, run->target, ON_TARGET(run, "aggregating"),
+					   s->acc, &s->layout, s->ngroups, &b);
 	run->ms_device += ms_since(t1);
 	return nbad;
 }
@@ -864,7 +815,6 @@ device_exact(GhAggRun *run)
 	gh_agg_ctrl ctrl;
 	gh_agg_batch b;
 	gh_agg_keys keys;
-	void	   *stream = gh_stream(run->target);
 	instr_time	t0;
 
 	/* room for every group this batch could create */
@@ -892,14 +842,9 @@ device_exact(GhAggRun *run)
 		b.vals[c] = run->d_vals[c];
 		b.valid[c] = run->d_valid[c];
 	}
-	if (GPU(run))
-		DEV_CALL(gh_agg_assign_exact_gpu(s->table, s->table_cap, s->acc, &s->layout, &keys, n,
-										 run->d_ids, run->d_scratch, run->d_bad, stream, &err_),
-				 "grouping rows on the GPU");
-	else
-		DEV_CALL(gh_agg_assign_exact_cpu(s->table, s->table_cap, s->acc, &s->layout, &keys, n,
-										 run->d_ids, run->d_scratch, run->d_bad, &err_),
-				 "grouping rows");
+	GH_AGG_DEVICE_CALL(gh_agg_assign_exact, run->target, ON_TARGET(run, "grouping rows"),
+					   s->table, s->table_cap, s->acc, &s->layout, &keys, n,
+					   run->d_ids, run->d_scratch, run->d_bad);
 	gh_copy_dtoh(run->target, &ctrl, (char *) s->table + gh_agg_table_ctrl_offset(s->table_cap),
 				 sizeof(ctrl));
 	gh_sync(run->target);
@@ -909,12 +854,8 @@ device_exact(GhAggRun *run)
 	nbad = ctrl.nbad;
 
 	/* accumulation runs on while the host stages the next batch */
-	if (GPU(run))
-		DEV_CALL(gh_agg_accumulate_gpu(s->acc, &s->layout, s->ngroups, &b, stream, &err_),
-				 "aggregating on the GPU");
-	else
-		DEV_CALL(gh_agg_accumulate_cpu(s->acc, &s->layout, s->ngroups, &b, &err_),
-				 "aggregating");
+	GH_AGG_DEVICE_CALL(gh_agg_accumulate, run->target, ON_TARGET(run, "aggregating"),
+					   s->acc, &s->layout, s->ngroups, &b);
 
 	if (nbad > 0 || run->nside > 0)
 	{
@@ -1152,8 +1093,8 @@ to_fallback(GhAggRun *run, uint32 nbad)
 		b.vals[c] = run->fb_vals[c];
 		b.valid[c] = run->fb_valid[c];
 	}
-	DEV_CALL(gh_agg_accumulate_cpu(s->acc, &s->layout, s->ngroups, &b, &err_),
-			 "aggregating colliding keys");
+	GH_AGG_DEVICE_CALL(gh_agg_accumulate, s->target, "aggregating colliding keys",
+					   s->acc, &s->layout, s->ngroups, &b);
 }
 
 /*
