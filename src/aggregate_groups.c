@@ -128,19 +128,10 @@ typedef struct GhGroupSet
 	gh_agg_layout hl;
 } GhGroupSet;
 
-struct GhAggRun
+/* The batch being filled: host arrays (pinned for the GPU) and their target twins. */
+typedef struct GhAggBatch
 {
-	GhAggPlan  *plan;
-	GhTarget	target;
-	int			nkeys;
-	int			ncols;
-	MemoryContext cxt;
-	MemoryContext batch_cxt;
-	MemoryContext rep_cxt;
-	MemoryContext side_cxt;
-
-	/* the batch being filled (host; pinned for the GPU) */
-	bool		exact;			/* keys grouped exactly on the device */
+	MemoryContext cxt;			/* reset after every batch */
 	uint32		cap;
 	uint32		n;
 	uint64	   *h_keys[GH_AGG_MAX_KEYS];	/* exact: key Datums */
@@ -151,8 +142,7 @@ struct GhAggRun
 	int64	   *h_vals[GH_AGG_MAX_COLS];
 	uint8	   *h_valid[GH_AGG_MAX_COLS];
 	uint8	   *h_ds[GH_AGG_MAX_COLS];	/* NUMERIC: display scale */
-	int			batch_ds[GH_AGG_MAX_COLS];
-	int			scale[GH_AGG_MAX_COLS]; /* NUMERIC: column scale, -1: none */
+	int			max_dscale[GH_AGG_MAX_COLS];	/* NUMERIC: largest h_ds, -1: none */
 	Datum	   *keys;			/* cap x nkeys */
 	bool	   *knulls;
 	GhSideRow  *side_rows;
@@ -171,15 +161,21 @@ struct GhAggRun
 	uint32	   *fb_ids;
 	int64	   *fb_vals[GH_AGG_MAX_COLS];
 	uint8	   *fb_valid[GH_AGG_MAX_COLS];
+} GhAggBatch;
 
-	GhGroupSet	main;
-	GhGroupSet	fb;
+/* NUMERIC state of a run that outlives its batches. */
+typedef struct GhAggNumeric
+{
+	MemoryContext cxt;			/* host-side sums and extremes */
+	int			scale[GH_AGG_MAX_COLS]; /* column scale, -1: none yet */
+	Datum		nan;
+	Datum		pinf;
+	Datum		ninf;
+} GhAggNumeric;
 
-	Datum		num_nan;
-	Datum		num_pinf;
-	Datum		num_ninf;
-
-	/* counters and timings, for DEBUG1 */
+/* Counters and timings, for DEBUG1 and DEBUG2 (gh_agg_run_report). */
+typedef struct GhAggStats
+{
 	uint64		rows;
 	uint64		packets;
 	uint64		batches;
@@ -199,15 +195,37 @@ struct GhAggRun
 	double		ms_verify;
 	double		ms_fetch;		/* accumulators to the host */
 	double		ms_finish;		/* ms_fetch and the result rows */
+} GhAggStats;
 
-	/* the result rows: a cursor over the main set, the fallback set, then
-	 * (no GROUP BY, no group) the one row of an empty input */
-	MemoryContext row_cxt;
-	int			out_set;		/* 0 main, 1 fallback, 2 the empty row, 3 done */
-	uint64		out_next;		/* next group of that set */
-	uint64		out_rows;		/* rows made since the cursor started */
-	instr_time	t_rows;			/* when the first row was asked for */
+/*
+ * The result rows: a cursor over the main set, the fallback set, then (no
+ * GROUP BY, no group) the one row of an empty input.
+ */
+typedef struct GhAggCursor
+{
+	MemoryContext cxt;			/* the rows' memory, reset every 1024 rows */
+	int			set;			/* 0 main, 1 fallback, 2 the empty row, 3 done */
+	uint64		next;			/* next group of that set */
+	uint64		rows;			/* rows made since the cursor started */
+	instr_time	t_first;		/* when the first row was asked for */
 	bool		reported;
+} GhAggCursor;
+
+struct GhAggRun
+{
+	GhAggPlan  *plan;
+	GhTarget	target;
+	int			nkeys;
+	int			ncols;
+	bool		exact;			/* keys grouped exactly on the device */
+	MemoryContext cxt;
+	MemoryContext rep_cxt;		/* representatives' by-reference keys */
+	GhAggBatch	batch;
+	GhGroupSet	main;
+	GhGroupSet	fb;
+	GhAggNumeric num;
+	GhAggStats	stats;
+	GhAggCursor out;
 };
 
 static void flush(GhAggRun *run);
@@ -271,22 +289,22 @@ gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
 	uint32		cap;
 	int			nk;
 
-	INSTR_TIME_SET_CURRENT(run->t_begin);
+	INSTR_TIME_SET_CURRENT(run->stats.t_begin);
 	run->plan = plan;
 	run->target = target;
 	run->nkeys = plan->nkeys;
 	run->ncols = plan->ncols;
 	run->cxt = cxt;
-	run->batch_cxt = AllocSetContextCreate(cxt, "gpuhash_aggregate batch",
+	run->batch.cxt = AllocSetContextCreate(cxt, "gpuhash_aggregate batch",
 										   ALLOCSET_DEFAULT_SIZES);
 	run->rep_cxt = AllocSetContextCreate(cxt, "gpuhash_aggregate keys",
 										 ALLOCSET_DEFAULT_SIZES);
-	run->side_cxt = AllocSetContextCreate(cxt, "gpuhash_aggregate numeric",
+	run->num.cxt = AllocSetContextCreate(cxt, "gpuhash_aggregate numeric",
 										  ALLOCSET_DEFAULT_SIZES);
 	run->exact = plan->device_keys;
 	cap = (uint32) Min((int64) Max(gpuhash_batch_rows, 1) * GH_AGG_BATCH_PACKETS,
 					   GH_AGG_MAX_BATCH);
-	run->cap = cap;
+	run->batch.cap = cap;
 	nk = run->exact ? run->nkeys : 0;
 
 	/*
@@ -298,58 +316,58 @@ gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
 	dbytes = hbytes + (run->exact ? (size_t) cap * 8 : 0);
 	h = gh_host_alloc(target, hbytes);
 	d = gh_dev_alloc(target, dbytes);
-	run->h_hashes = (uint64 *) h;
-	run->d_hashes = (uint64 *) d;
+	run->batch.h_hashes = (uint64 *) h;
+	run->batch.d_hashes = (uint64 *) d;
 	h += (size_t) cap * 8;
 	d += (size_t) cap * 8;
 	for (int k = 0; k < nk; k++)
 	{
-		run->h_keys[k] = (uint64 *) h;
-		run->d_keys[k] = (uint64 *) d;
+		run->batch.h_keys[k] = (uint64 *) h;
+		run->batch.d_keys[k] = (uint64 *) d;
 		h += (size_t) cap * 8;
 		d += (size_t) cap * 8;
 	}
 	if (run->exact)
 	{
-		run->d_scratch = (uint32 *) d;
+		run->batch.d_scratch = (uint32 *) d;
 		d += (size_t) cap * 8;
 	}
 	for (int c = 0; c < plan->ncols; c++)
 	{
-		run->h_vals[c] = (int64 *) h;
-		run->d_vals[c] = d;
+		run->batch.h_vals[c] = (int64 *) h;
+		run->batch.d_vals[c] = d;
 		h += (size_t) cap * 8;
 		d += (size_t) cap * 8;
 	}
-	run->h_ids = (uint32 *) h;
-	run->d_ids = (uint32 *) d;
+	run->batch.h_ids = (uint32 *) h;
+	run->batch.d_ids = (uint32 *) d;
 	h += (size_t) cap * 4;
 	d += (size_t) cap * 4;
-	run->h_bad = (uint32 *) h;
-	run->d_bad = (uint32 *) d;
+	run->batch.h_bad = (uint32 *) h;
+	run->batch.d_bad = (uint32 *) d;
 	h += (size_t) cap * 4;
 	d += (size_t) cap * 4;
 	for (int c = 0; c < plan->ncols; c++)
 	{
-		run->h_valid[c] = (uint8 *) h;
-		run->d_valid[c] = (uint8 *) d;
+		run->batch.h_valid[c] = (uint8 *) h;
+		run->batch.d_valid[c] = (uint8 *) d;
 		h += cap;
 		d += cap;
-		run->scale[c] = -1;
-		run->batch_ds[c] = -1;
+		run->num.scale[c] = -1;
+		run->batch.max_dscale[c] = -1;
 		if (plan->cols[c].kind == GH_AGG_KIND_NUMERIC)
-			run->h_ds[c] = palloc(cap);
+			run->batch.h_ds[c] = palloc(cap);
 	}
-	run->h_knull = (uint8 *) h;
-	run->d_knull = (uint8 *) d;
-	run->keys = palloc(sizeof(Datum) * cap * Max(run->nkeys, 1));
-	run->knulls = palloc(sizeof(bool) * cap * Max(run->nkeys, 1));
+	run->batch.h_knull = (uint8 *) h;
+	run->batch.d_knull = (uint8 *) d;
+	run->batch.keys = palloc(sizeof(Datum) * cap * Max(run->nkeys, 1));
+	run->batch.knulls = palloc(sizeof(bool) * cap * Max(run->nkeys, 1));
 
-	run->num_nan = DirectFunctionCall3(numeric_in, CStringGetDatum("NaN"),
+	run->num.nan = DirectFunctionCall3(numeric_in, CStringGetDatum("NaN"),
 									   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
-	run->num_pinf = DirectFunctionCall3(numeric_in, CStringGetDatum("Infinity"),
+	run->num.pinf = DirectFunctionCall3(numeric_in, CStringGetDatum("Infinity"),
 										ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
-	run->num_ninf = DirectFunctionCall3(numeric_in, CStringGetDatum("-Infinity"),
+	run->num.ninf = DirectFunctionCall3(numeric_in, CStringGetDatum("-Infinity"),
 										ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
 
 	set_init(run, &run->main, false, target);
@@ -465,18 +483,18 @@ ensure_table(GhAggRun *run, GhGroupSet *s, uint32 n)
 static void
 add_side_row(GhAggRun *run, uint32 row, int col, int kind, Datum value)
 {
-	if (run->nside == run->side_cap)
+	if (run->batch.nside == run->batch.side_cap)
 	{
-		run->side_cap = Max(run->side_cap * 2, 64);
-		run->side_rows = run->side_rows
-			? repalloc(run->side_rows, sizeof(GhSideRow) * run->side_cap)
-			: MemoryContextAlloc(run->cxt, sizeof(GhSideRow) * run->side_cap);
+		run->batch.side_cap = Max(run->batch.side_cap * 2, 64);
+		run->batch.side_rows = run->batch.side_rows
+			? repalloc(run->batch.side_rows, sizeof(GhSideRow) * run->batch.side_cap)
+			: MemoryContextAlloc(run->cxt, sizeof(GhSideRow) * run->batch.side_cap);
 	}
-	run->side_rows[run->nside].row = row;
-	run->side_rows[run->nside].col = col;
-	run->side_rows[run->nside].kind = kind;
-	run->side_rows[run->nside].value = value;
-	run->nside++;
+	run->batch.side_rows[run->batch.nside].row = row;
+	run->batch.side_rows[run->batch.nside].col = col;
+	run->batch.side_rows[run->batch.nside].kind = kind;
+	run->batch.side_rows[run->batch.nside].value = value;
+	run->batch.nside++;
 }
 
 /* NULL keys hash to a constant of their position. */
@@ -504,26 +522,26 @@ stage_values(GhAggRun *run, uint32 i, Datum *values, bool *isnull)
 
 		if (isnull[c])
 		{
-			run->h_valid[c][i] = 0;
+			run->batch.h_valid[c][i] = 0;
 			continue;
 		}
-		run->h_valid[c][i] = 1;
+		run->batch.h_valid[c][i] = 1;
 		switch (col->vtype)
 		{
 			case GHV_INT2:
-				run->h_vals[c][i] = DatumGetInt16(v);
+				run->batch.h_vals[c][i] = DatumGetInt16(v);
 				break;
 			case GHV_INT4:
-				run->h_vals[c][i] = DatumGetInt32(v);
+				run->batch.h_vals[c][i] = DatumGetInt32(v);
 				break;
 			case GHV_INT8:
-				run->h_vals[c][i] = DatumGetInt64(v);
+				run->batch.h_vals[c][i] = DatumGetInt64(v);
 				break;
 			case GHV_FLOAT4:
-				((double *) run->h_vals[c])[i] = (double) DatumGetFloat4(v);
+				((double *) run->batch.h_vals[c])[i] = (double) DatumGetFloat4(v);
 				break;
 			case GHV_FLOAT8:
-				((double *) run->h_vals[c])[i] = DatumGetFloat8(v);
+				((double *) run->batch.h_vals[c])[i] = DatumGetFloat8(v);
 				break;
 			case GHV_NUMERIC:
 				if (col->kind == GH_AGG_KIND_NONE)
@@ -531,12 +549,12 @@ stage_values(GhAggRun *run, uint32 i, Datum *values, bool *isnull)
 				kind = num_decode(v, &m, &ds);
 				if (kind == NUMV_FINITE)
 				{
-					run->h_vals[c][i] = m;
-					run->h_ds[c][i] = (uint8) ds;
-					run->batch_ds[c] = Max(run->batch_ds[c], ds);
+					run->batch.h_vals[c][i] = m;
+					run->batch.h_ds[c][i] = (uint8) ds;
+					run->batch.max_dscale[c] = Max(run->batch.max_dscale[c], ds);
 					break;
 				}
-				run->h_valid[c][i] = 0;
+				run->batch.h_valid[c][i] = 0;
 				add_side_row(run, i, c, kind,
 							 kind == NUMV_BIG ? datumCopy(v, false, -1) : (Datum) 0);
 				break;
@@ -555,8 +573,8 @@ void
 gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot)
 {
 	GhAggPlan  *plan = run->plan;
-	MemoryContext old = MemoryContextSwitchTo(run->batch_cxt);
-	uint32		i = run->n;
+	MemoryContext old = MemoryContextSwitchTo(run->batch.cxt);
+	uint32		i = run->batch.n;
 
 	slot_getallattrs(slot);
 	if (run->exact)
@@ -568,18 +586,18 @@ gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot)
 			if (slot->tts_isnull[k])
 			{
 				mask |= 1 << k;
-				run->h_keys[k][i] = 0;
+				run->batch.h_keys[k][i] = 0;
 			}
 			else
-				run->h_keys[k][i] = (uint64) slot->tts_values[k];
+				run->batch.h_keys[k][i] = (uint64) slot->tts_values[k];
 		}
-		run->h_knull[i] = mask;
+		run->batch.h_knull[i] = mask;
 	}
 	else
 	{
 		uint64		h = 0;
-		Datum	   *kv = run->keys + (size_t) i * run->nkeys;
-		bool	   *kn = run->knulls + (size_t) i * run->nkeys;
+		Datum	   *kv = run->batch.keys + (size_t) i * run->nkeys;
+		bool	   *kn = run->batch.knulls + (size_t) i * run->nkeys;
 
 		for (int k = 0; k < run->nkeys; k++)
 		{
@@ -602,13 +620,13 @@ gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot)
 																	   UInt64GetDatum(0))));
 			kv[k] = key->typbyval ? v : datumCopy(v, false, key->typlen);
 		}
-		run->h_hashes[i] = h;
+		run->batch.h_hashes[i] = h;
 	}
 	stage_values(run, i, slot->tts_values + run->nkeys, slot->tts_isnull + run->nkeys);
-	run->n++;
-	run->rows++;
+	run->batch.n++;
+	run->stats.rows++;
 	MemoryContextSwitchTo(old);
-	if (run->n == run->cap)
+	if (run->batch.n == run->batch.cap)
 		flush(run);
 }
 
@@ -637,7 +655,7 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 	instr_time	t0;
 
 	if (!run->exact || pkt->nkeys != (uint32) run->nkeys ||
-		pkt->ncols != (uint32) run->ncols || n > run->cap)
+		pkt->ncols != (uint32) run->ncols || n > run->batch.cap)
 		elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
 	for (int k = 0; k < run->nkeys; k++)
 		need += (size_t) n * gh_agg_key_width(&run->plan->keys[k]);
@@ -648,7 +666,7 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 		need += n;
 	if ((size_t) (end - p) != need)
 		elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
-	if (run->n + n > run->cap)
+	if (run->batch.n + n > run->batch.cap)
 		flush(run);
 	INSTR_TIME_SET_CURRENT(t0);
 	for (int w = 8; w >= 4; w -= 4)
@@ -658,9 +676,9 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 			if (gh_agg_key_width(&run->plan->keys[k]) != w)
 				continue;
 			if (w == 8)
-				memcpy(run->h_keys[k] + run->n, p, (size_t) n * 8);
+				memcpy(run->batch.h_keys[k] + run->batch.n, p, (size_t) n * 8);
 			else
-				widen32((int64 *) run->h_keys[k] + run->n, p, n);
+				widen32((int64 *) run->batch.h_keys[k] + run->batch.n, p, n);
 			p += (size_t) n * w;
 		}
 		for (int c = 0; c < run->ncols; c++)
@@ -668,36 +686,36 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 			if (gh_agg_col_width(&run->plan->cols[c]) != w)
 				continue;
 			if (w == 8)
-				memcpy(run->h_vals[c] + run->n, p, (size_t) n * 8);
+				memcpy(run->batch.h_vals[c] + run->batch.n, p, (size_t) n * 8);
 			else
-				widen32(run->h_vals[c] + run->n, p, n);
+				widen32(run->batch.h_vals[c] + run->batch.n, p, n);
 			p += (size_t) n * w;
 		}
 	}
 	if (pkt->flags & GH_PACKET_KEY_NULLS)
 	{
-		memcpy(run->h_knull + run->n, p, n);
+		memcpy(run->batch.h_knull + run->batch.n, p, n);
 		p += n;
 	}
 	else
-		memset(run->h_knull + run->n, 0, n);
+		memset(run->batch.h_knull + run->batch.n, 0, n);
 	for (int c = 0; c < run->ncols; c++)
 	{
 		if (pkt->nullcols & ((uint32) 1 << c))
 		{
-			memcpy(run->h_valid[c] + run->n, p, n);
+			memcpy(run->batch.h_valid[c] + run->batch.n, p, n);
 			p += n;
 		}
 		else
-			memset(run->h_valid[c] + run->n, 1, n);
+			memset(run->batch.h_valid[c] + run->batch.n, 1, n);
 	}
-	run->n += n;
-	run->rows += n;
-	run->packets++;
-	run->packet_bytes += VARSIZE(pkt);
-	run->worker_busy_us += pkt->busy_us;
-	run->ms_copy += ms_since(t0);
-	if (run->n == run->cap)
+	run->batch.n += n;
+	run->stats.rows += n;
+	run->stats.packets++;
+	run->stats.packet_bytes += VARSIZE(pkt);
+	run->stats.worker_busy_us += pkt->busy_us;
+	run->stats.ms_copy += ms_since(t0);
+	if (run->batch.n == run->batch.cap)
 		flush(run);
 }
 
@@ -709,10 +727,10 @@ void
 gh_agg_run_note_input(GhAggRun *run, int workers_planned, int workers_launched,
 					  double ms_input)
 {
-	run->workers_planned = workers_planned;
-	run->workers_launched = workers_launched;
-	run->ms_input = ms_input;
-	run->ms_flush_input = run->ms_flush;
+	run->stats.workers_planned = workers_planned;
+	run->stats.workers_launched = workers_launched;
+	run->stats.ms_input = ms_input;
+	run->stats.ms_flush_input = run->stats.ms_flush;
 }
 
 /*
@@ -725,7 +743,7 @@ static uint32
 device_generic(GhAggRun *run)
 {
 	GhGroupSet *s = &run->main;
-	uint32		n = run->n;
+	uint32		n = run->batch.n;
 	uint32		nbad = 0;
 	gh_agg_ctrl ctrl;
 	gh_agg_batch b;
@@ -734,21 +752,21 @@ device_generic(GhAggRun *run)
 
 	/* 1. group ids; the values travel meanwhile */
 	INSTR_TIME_SET_CURRENT(t0);
-	gh_copy_htod(run->target, run->d_hashes, run->h_hashes, (size_t) n * 8);
+	gh_copy_htod(run->target, run->batch.d_hashes, run->batch.h_hashes, (size_t) n * 8);
 	GH_AGG_DEVICE_CALL(gh_agg_assign, run->target, ON_TARGET(run, "grouping rows"),
-					   s->table, s->table_cap, run->d_hashes, n, run->d_ids);
+					   s->table, s->table_cap, run->batch.d_hashes, n, run->batch.d_ids);
 	for (int c = 0; c < run->ncols; c++)
 	{
 		if (run->plan->cols[c].kind != GH_AGG_KIND_NONE)
-			gh_copy_htod(run->target, run->d_vals[c], run->h_vals[c], (size_t) n * 8);
-		gh_copy_htod(run->target, run->d_valid[c], run->h_valid[c], n);
+			gh_copy_htod(run->target, run->batch.d_vals[c], run->batch.h_vals[c], (size_t) n * 8);
+		gh_copy_htod(run->target, run->batch.d_valid[c], run->batch.h_valid[c], n);
 	}
-	gh_copy_dtoh(run->target, run->h_ids, run->d_ids, (size_t) n * 4);
+	gh_copy_dtoh(run->target, run->batch.h_ids, run->batch.d_ids, (size_t) n * 4);
 	gh_copy_dtoh(run->target, &ctrl, (char *) s->table + gh_agg_table_ctrl_offset(s->table_cap),
 				 sizeof(ctrl));
 	gh_sync(run->target);
 	INSTR_TIME_SET_CURRENT(t1);
-	run->ms_device += INSTR_TIME_GET_MILLISEC(t1) - INSTR_TIME_GET_MILLISEC(t0);
+	run->stats.ms_device += INSTR_TIME_GET_MILLISEC(t1) - INSTR_TIME_GET_MILLISEC(t0);
 	if (ctrl.full)
 		gpuhash_report(GH_ERR_TABLE_FULL, NULL, "grouping rows");
 	ensure_groups(run, s, ctrl.ngroups);
@@ -756,38 +774,38 @@ device_generic(GhAggRun *run)
 	/* 2. every row against its group's representative */
 	for (uint32 i = 0; i < n; i++)
 	{
-		uint32		g = run->h_ids[i];
+		uint32		g = run->batch.h_ids[i];
 
 		if (g >= ctrl.ngroups)
 			elog(ERROR, "gpuhash_aggregate: group id %u out of range", g);
 		if (!s->rep_set[g])
 			set_rep(run, s, g, i);
 		else if (!row_equals_rep(run, s, g, i))
-			run->h_bad[nbad++] = i;
+			run->batch.h_bad[nbad++] = i;
 		if ((i & 0xffff) == 0)
 			CHECK_FOR_INTERRUPTS();
 	}
 	s->ngroups = ctrl.ngroups;
-	run->ms_verify += ms_since(t1);
+	run->stats.ms_verify += ms_since(t1);
 
 	/* 3. accumulate what matched */
 	INSTR_TIME_SET_CURRENT(t1);
 	memset(&b, 0, sizeof(b));
 	b.n = n;
-	b.ids = run->d_ids;
+	b.ids = run->batch.d_ids;
 	for (int c = 0; c < run->ncols; c++)
 	{
-		b.vals[c] = run->d_vals[c];
-		b.valid[c] = run->d_valid[c];
+		b.vals[c] = run->batch.d_vals[c];
+		b.valid[c] = run->batch.d_valid[c];
 	}
 	if (nbad > 0)
-		gh_copy_htod(run->target, run->d_bad, run->h_bad, (size_t) nbad * 4);
+		gh_copy_htod(run->target, run->batch.d_bad, run->batch.h_bad, (size_t) nbad * 4);
 	if (nbad > 0)
 		GH_AGG_DEVICE_CALL(gh_agg_skip, run->target, ON_TARGET(run, "aggregating"),
-						   run->d_ids, run->d_bad, nbad);
+						   run->batch.d_ids, run->batch.d_bad, nbad);
 	GH_AGG_DEVICE_CALL(gh_agg_accumulate, run->target, ON_TARGET(run, "aggregating"),
 					   s->acc, &s->layout, s->ngroups, &b);
-	run->ms_device += ms_since(t1);
+	run->stats.ms_device += ms_since(t1);
 	return nbad;
 }
 
@@ -810,7 +828,7 @@ static uint32
 device_exact(GhAggRun *run)
 {
 	GhGroupSet *s = &run->main;
-	uint32		n = run->n;
+	uint32		n = run->batch.n;
 	uint32		nbad;
 	gh_agg_ctrl ctrl;
 	gh_agg_batch b;
@@ -825,26 +843,26 @@ device_exact(GhAggRun *run)
 	keys.nkeys = run->nkeys;
 	for (int k = 0; k < run->nkeys; k++)
 	{
-		gh_copy_htod(run->target, run->d_keys[k], run->h_keys[k], (size_t) n * 8);
-		keys.vals[k] = run->d_keys[k];
+		gh_copy_htod(run->target, run->batch.d_keys[k], run->batch.h_keys[k], (size_t) n * 8);
+		keys.vals[k] = run->batch.d_keys[k];
 	}
 	if (run->nkeys > 0)
-		gh_copy_htod(run->target, run->d_knull, run->h_knull, n);
-	keys.nullmask = run->d_knull;
+		gh_copy_htod(run->target, run->batch.d_knull, run->batch.h_knull, n);
+	keys.nullmask = run->batch.d_knull;
 	memset(&b, 0, sizeof(b));
 	b.n = n;
-	b.ids = run->d_ids;
+	b.ids = run->batch.d_ids;
 	for (int c = 0; c < run->ncols; c++)
 	{
 		if (run->plan->cols[c].kind != GH_AGG_KIND_NONE)
-			gh_copy_htod(run->target, run->d_vals[c], run->h_vals[c], (size_t) n * 8);
-		gh_copy_htod(run->target, run->d_valid[c], run->h_valid[c], n);
-		b.vals[c] = run->d_vals[c];
-		b.valid[c] = run->d_valid[c];
+			gh_copy_htod(run->target, run->batch.d_vals[c], run->batch.h_vals[c], (size_t) n * 8);
+		gh_copy_htod(run->target, run->batch.d_valid[c], run->batch.h_valid[c], n);
+		b.vals[c] = run->batch.d_vals[c];
+		b.valid[c] = run->batch.d_valid[c];
 	}
 	GH_AGG_DEVICE_CALL(gh_agg_assign_exact, run->target, ON_TARGET(run, "grouping rows"),
 					   s->table, s->table_cap, s->acc, &s->layout, &keys, n,
-					   run->d_ids, run->d_scratch, run->d_bad);
+					   run->batch.d_ids, run->batch.d_scratch, run->batch.d_bad);
 	gh_copy_dtoh(run->target, &ctrl, (char *) s->table + gh_agg_table_ctrl_offset(s->table_cap),
 				 sizeof(ctrl));
 	gh_sync(run->target);
@@ -857,26 +875,26 @@ device_exact(GhAggRun *run)
 	GH_AGG_DEVICE_CALL(gh_agg_accumulate, run->target, ON_TARGET(run, "aggregating"),
 					   s->acc, &s->layout, s->ngroups, &b);
 
-	if (nbad > 0 || run->nside > 0)
+	if (nbad > 0 || run->batch.nside > 0)
 	{
 		if (nbad > 0)
-			gh_copy_dtoh(run->target, run->h_bad, run->d_bad, (size_t) nbad * 4);
-		if (run->nside > 0)
-			gh_copy_dtoh(run->target, run->h_ids, run->d_ids, (size_t) n * 4);
+			gh_copy_dtoh(run->target, run->batch.h_bad, run->batch.d_bad, (size_t) nbad * 4);
+		if (run->batch.nside > 0)
+			gh_copy_dtoh(run->target, run->batch.h_ids, run->batch.d_ids, (size_t) n * 4);
 		gh_sync(run->target);
-		qsort(run->h_bad, nbad, sizeof(uint32), cmp_uint32);
+		qsort(run->batch.h_bad, nbad, sizeof(uint32), cmp_uint32);
 		for (uint32 j = 0; j < nbad; j++)
 		{
-			uint32		i = run->h_bad[j];
+			uint32		i = run->batch.h_bad[j];
 
 			for (int k = 0; k < run->nkeys; k++)
 			{
-				run->keys[(size_t) i * run->nkeys + k] = (Datum) run->h_keys[k][i];
-				run->knulls[(size_t) i * run->nkeys + k] = (run->h_knull[i] >> k) & 1;
+				run->batch.keys[(size_t) i * run->nkeys + k] = (Datum) run->batch.h_keys[k][i];
+				run->batch.knulls[(size_t) i * run->nkeys + k] = (run->batch.h_knull[i] >> k) & 1;
 			}
 		}
 	}
-	run->ms_device += ms_since(t0);
+	run->stats.ms_device += ms_since(t0);
 	return nbad;
 }
 
@@ -892,27 +910,27 @@ flush(GhAggRun *run)
 	MemoryContext old;
 	instr_time	t0;
 
-	if (run->n == 0)
+	if (run->batch.n == 0)
 		return;
 	INSTR_TIME_SET_CURRENT(t0);
-	old = MemoryContextSwitchTo(run->batch_cxt);
+	old = MemoryContextSwitchTo(run->batch.cxt);
 	prepare_numeric(run);
-	ensure_table(run, &run->main, run->n);
+	ensure_table(run, &run->main, run->batch.n);
 	nbad = run->exact ? device_exact(run) : device_generic(run);
 	if (nbad > 0)
 		to_fallback(run, nbad);
-	if (run->nside > 0)
+	if (run->batch.nside > 0)
 		apply_side_rows(run, nbad);
 
-	run->bad_rows += nbad;
-	run->batches++;
-	run->n = 0;
-	run->nside = 0;
+	run->stats.bad_rows += nbad;
+	run->stats.batches++;
+	run->batch.n = 0;
+	run->batch.nside = 0;
 	for (int c = 0; c < run->ncols; c++)
-		run->batch_ds[c] = -1;
+		run->batch.max_dscale[c] = -1;
 	MemoryContextSwitchTo(old);
-	MemoryContextReset(run->batch_cxt);
-	run->ms_flush += ms_since(t0);
+	MemoryContextReset(run->batch.cxt);
+	run->stats.ms_flush += ms_since(t0);
 }
 
 /* set_rep makes row the representative of group g of set s. */
@@ -921,8 +939,8 @@ set_rep(GhAggRun *run, GhGroupSet *s, uint64 g, uint32 row)
 {
 	Datum	   *rv = s->rep_vals + g * run->nkeys;
 	bool	   *rn = s->rep_nulls + g * run->nkeys;
-	Datum	   *kv = run->keys + (size_t) row * run->nkeys;
-	bool	   *kn = run->knulls + (size_t) row * run->nkeys;
+	Datum	   *kv = run->batch.keys + (size_t) row * run->nkeys;
+	bool	   *kn = run->batch.knulls + (size_t) row * run->nkeys;
 
 	for (int k = 0; k < run->nkeys; k++)
 	{
@@ -953,8 +971,8 @@ row_equals_rep(GhAggRun *run, GhGroupSet *s, uint64 g, uint32 row)
 {
 	Datum	   *rv = s->rep_vals + g * run->nkeys;
 	bool	   *rn = s->rep_nulls + g * run->nkeys;
-	Datum	   *kv = run->keys + (size_t) row * run->nkeys;
-	bool	   *kn = run->knulls + (size_t) row * run->nkeys;
+	Datum	   *kv = run->batch.keys + (size_t) row * run->nkeys;
+	bool	   *kn = run->batch.knulls + (size_t) row * run->nkeys;
 
 	for (int k = 0; k < run->nkeys; k++)
 	{
@@ -1058,40 +1076,40 @@ to_fallback(GhAggRun *run, uint32 nbad)
 	GhGroupSet *s = &run->fb;
 	gh_agg_batch b;
 
-	if (run->fb_ids == NULL)
+	if (run->batch.fb_ids == NULL)
 	{
-		run->fb_ids = MemoryContextAlloc(run->cxt, sizeof(uint32) * run->cap);
+		run->batch.fb_ids = MemoryContextAlloc(run->cxt, sizeof(uint32) * run->batch.cap);
 		for (int c = 0; c < run->ncols; c++)
 		{
-			run->fb_vals[c] = MemoryContextAlloc(run->cxt, sizeof(int64) * run->cap);
-			run->fb_valid[c] = MemoryContextAlloc(run->cxt, run->cap);
+			run->batch.fb_vals[c] = MemoryContextAlloc(run->cxt, sizeof(int64) * run->batch.cap);
+			run->batch.fb_valid[c] = MemoryContextAlloc(run->cxt, run->batch.cap);
 		}
 	}
 	memset(&b, 0, sizeof(b));
 	for (uint32 j = 0; j < nbad; j++)
 	{
-		uint32		i = run->h_bad[j];
-		uint64		h = run->h_hashes[i];
+		uint32		i = run->batch.h_bad[j];
+		uint64		h = run->batch.h_hashes[i];
 
 		if (run->exact)
 		{
-			h = gh_agg_key_hash_init(run->h_knull[i]);
+			h = gh_agg_key_hash_init(run->batch.h_knull[i]);
 			for (int k = 0; k < run->nkeys; k++)
-				h = gh_agg_key_hash_step(h, run->h_keys[k][i]);
+				h = gh_agg_key_hash_step(h, run->batch.h_keys[k][i]);
 		}
-		run->fb_ids[j] = exact_find(run, s, i, h);
+		run->batch.fb_ids[j] = exact_find(run, s, i, h);
 		for (int c = 0; c < run->ncols; c++)
 		{
-			run->fb_vals[c][j] = run->h_vals[c][i];
-			run->fb_valid[c][j] = run->h_valid[c][i];
+			run->batch.fb_vals[c][j] = run->batch.h_vals[c][i];
+			run->batch.fb_valid[c][j] = run->batch.h_valid[c][i];
 		}
 	}
 	b.n = nbad;
-	b.ids = run->fb_ids;
+	b.ids = run->batch.fb_ids;
 	for (int c = 0; c < run->ncols; c++)
 	{
-		b.vals[c] = run->fb_vals[c];
-		b.valid[c] = run->fb_valid[c];
+		b.vals[c] = run->batch.fb_vals[c];
+		b.valid[c] = run->batch.fb_valid[c];
 	}
 	GH_AGG_DEVICE_CALL(gh_agg_accumulate, s->target, "aggregating colliding keys",
 					   s->acc, &s->layout, s->ngroups, &b);
@@ -1104,11 +1122,11 @@ to_fallback(GhAggRun *run, uint32 nbad)
 static void
 apply_side_rows(GhAggRun *run, uint32 nbad)
 {
-	for (int j = 0; j < run->nside; j++)
+	for (int j = 0; j < run->batch.nside; j++)
 	{
-		GhSideRow  *r = &run->side_rows[j];
+		GhSideRow  *r = &run->batch.side_rows[j];
 		GhGroupSet *s = &run->main;
-		uint64		g = run->h_ids[r->row];
+		uint64		g = run->batch.h_ids[r->row];
 		GhNumSide  *e;
 		uint32		lo = 0,
 					hi = nbad;
@@ -1118,15 +1136,15 @@ apply_side_rows(GhAggRun *run, uint32 nbad)
 		{
 			uint32		mid = (lo + hi) / 2;
 
-			if (run->h_bad[mid] < r->row)
+			if (run->batch.h_bad[mid] < r->row)
 				lo = mid + 1;
 			else
 				hi = mid;
 		}
-		if (lo < nbad && run->h_bad[lo] == r->row)
+		if (lo < nbad && run->batch.h_bad[lo] == r->row)
 		{
 			s = &run->fb;
-			g = run->fb_ids[lo];
+			g = run->batch.fb_ids[lo];
 		}
 		e = side_entry(run, s, g, r->col);
 		switch (r->kind)
@@ -1147,7 +1165,7 @@ apply_side_rows(GhAggRun *run, uint32 nbad)
 				side_add_finite(run, e, r->value, true, true, true);
 				break;
 		}
-		run->side_values++;
+		run->stats.side_values++;
 	}
 }
 
@@ -1192,7 +1210,7 @@ static void
 side_add_finite(GhAggRun *run, GhNumSide *e, Datum v, bool count, bool sum,
 				bool extremes)
 {
-	MemoryContext old = MemoryContextSwitchTo(run->side_cxt);
+	MemoryContext old = MemoryContextSwitchTo(run->num.cxt);
 
 	if (count)
 		e->count++;
@@ -1231,25 +1249,25 @@ prepare_numeric(GhAggRun *run)
 
 		if (run->plan->cols[c].kind != GH_AGG_KIND_NUMERIC)
 			continue;
-		if (run->batch_ds[c] > run->scale[c])
-			rescale_column(run, c, run->batch_ds[c]);
-		scale = run->scale[c];
-		for (uint32 i = 0; i < run->n; i++)
+		if (run->batch.max_dscale[c] > run->num.scale[c])
+			rescale_column(run, c, run->batch.max_dscale[c]);
+		scale = run->num.scale[c];
+		for (uint32 i = 0; i < run->batch.n; i++)
 		{
-			int64		m = run->h_vals[c][i];
-			int			ds = run->h_ds[c][i];
+			int64		m = run->batch.h_vals[c][i];
+			int			ds = run->batch.h_ds[c][i];
 			int128		v;
 
-			if (!run->h_valid[c][i])
+			if (!run->batch.h_valid[c][i])
 				continue;
 			v = (int128) m * pow10_128(scale - ds);
 			if (v > -(GH_AGG_NUM_MAX_ABS - 1) && v < GH_AGG_NUM_MAX_ABS - 1)
 			{
-				run->h_vals[c][i] = gh_agg_num_pack((int64) v, ds);
+				run->batch.h_vals[c][i] = gh_agg_num_pack((int64) v, ds);
 				continue;
 			}
 			/* too large for the device at this scale: the host adds it */
-			run->h_valid[c][i] = 0;
+			run->batch.h_valid[c][i] = 0;
 			add_side_row(run, i, c, NUMV_BIG, num_make(m, ds, ds));
 		}
 	}
@@ -1319,14 +1337,14 @@ rescale_groups(GhAggRun *run, GhGroupSet *s, int c, int oldscale, int128 f,
 static void
 rescale_column(GhAggRun *run, int c, int newscale)
 {
-	int			oldscale = run->scale[c];
+	int			oldscale = run->num.scale[c];
 	GhGroupSet *sets[2] = {&run->main, &run->fb};
 
-	run->scale[c] = newscale;
+	run->num.scale[c] = newscale;
 	if (oldscale < 0)
 		return;
 	Assert(newscale > oldscale && newscale <= NUM_SCALE_CAP);
-	run->rescales++;
+	run->stats.rescales++;
 	for (int si = 0; si < 2; si++)
 	{
 		GhGroupSet *s = sets[si];
@@ -1561,7 +1579,7 @@ numeric_total(GhAggRun *run, GhGroupSet *s, uint64 g, int c, GhNumSide *e)
 	Datum		dev = (Datum) 0;
 
 	if (nn > 0)
-		dev = num_make(int_sum(s, g, c), run->scale[c],
+		dev = num_make(int_sum(s, g, c), run->num.scale[c],
 					   (int) ACC(uint32, s, s->hl.aux_off[c])[g]);
 	if (e == NULL || e->sum == (Datum) 0)
 		return dev;
@@ -1582,15 +1600,15 @@ numeric_extreme(GhAggRun *run, GhGroupSet *s, uint64 g, int c, GhNumSide *e,
 	bool		ninf = e && e->ninf > 0;
 
 	if (want > 0 && nan)
-		return run->num_nan;
+		return run->num.nan;
 	if (want > 0 && pinf)
-		return run->num_pinf;
+		return run->num.pinf;
 	if (want < 0 && ninf)
-		return run->num_ninf;
+		return run->num.ninf;
 	packed = want < 0 ? ACC(int64, s, s->hl.min_off[c])[g]
 		: ACC(int64, s, s->hl.max_off[c])[g];
 	if (packed != (want < 0 ? GH_AGG_INT_MIN_INIT : GH_AGG_INT_MAX_INIT))
-		best = num_make(gh_agg_num_m(packed), run->scale[c], gh_agg_num_dscale(packed));
+		best = num_make(gh_agg_num_m(packed), run->num.scale[c], gh_agg_num_dscale(packed));
 	if (e)
 	{
 		Datum		side = want < 0 ? e->min : e->max;
@@ -1602,11 +1620,11 @@ numeric_extreme(GhAggRun *run, GhGroupSet *s, uint64 g, int c, GhNumSide *e,
 	if (best != (Datum) 0)
 		return best;
 	if (want < 0 && pinf)
-		return run->num_pinf;
+		return run->num.pinf;
 	if (want < 0 && nan)
-		return run->num_nan;
+		return run->num.nan;
 	if (want > 0 && ninf)
-		return run->num_ninf;
+		return run->num.ninf;
 	*isnull = true;
 	return (Datum) 0;
 }
@@ -1734,18 +1752,18 @@ call_value(GhAggRun *run, GhGroupSet *s, int64 g, GhAggCall *call, bool *isnull)
 				return numeric_extreme(run, s, g, c, e, call->func == GHAF_MIN ? -1 : 1,
 									   isnull);
 			if (e && (e->nan > 0 || (e->pinf > 0 && e->ninf > 0)))
-				return run->num_nan;
+				return run->num.nan;
 			if (e && e->pinf > 0)
-				return run->num_pinf;
+				return run->num.pinf;
 			if (e && e->ninf > 0)
-				return run->num_ninf;
+				return run->num.ninf;
 			if (call->func == GHAF_SUM)
 				return numeric_total(run, s, g, c, e);
 			if (e == NULL)
 			{
 				/* every value on the device: nn > 0 of them */
 				int			ds = (int) ACC(uint32, s, s->hl.aux_off[c])[g];
-				int128		v = int_sum(s, g, c) / pow10_128(run->scale[c] - ds);
+				int128		v = int_sum(s, g, c) / pow10_128(run->num.scale[c] - ds);
 				Datum		d = gh_num_avg(v, ds, (int64) nn);
 
 				if (d != (Datum) 0)
@@ -1823,13 +1841,13 @@ gh_agg_run_complete(GhAggRun *run)
 	fetch_accumulators(run, &run->fb);
 	release_set(&run->main);
 	release_set(&run->fb);
-	gh_dev_free(run->h_hashes);
-	run->h_hashes = NULL;
-	gh_dev_free(run->d_hashes);
-	run->d_hashes = NULL;
-	run->row_cxt = AllocSetContextCreate(run->cxt, "gpuhash_aggregate row",
+	gh_dev_free(run->batch.h_hashes);
+	run->batch.h_hashes = NULL;
+	gh_dev_free(run->batch.d_hashes);
+	run->batch.d_hashes = NULL;
+	run->out.cxt = AllocSetContextCreate(run->cxt, "gpuhash_aggregate row",
 										 ALLOCSET_DEFAULT_SIZES);
-	run->ms_fetch = ms_since(t0);
+	run->stats.ms_fetch = ms_since(t0);
 	gh_agg_run_rewind(run);
 }
 
@@ -1837,9 +1855,9 @@ gh_agg_run_complete(GhAggRun *run)
 void
 gh_agg_run_rewind(GhAggRun *run)
 {
-	run->out_set = 0;
-	run->out_next = 0;
-	run->out_rows = 0;
+	run->out.set = 0;
+	run->out.next = 0;
+	run->out.rows = 0;
 }
 
 /*
@@ -1853,41 +1871,41 @@ gh_agg_run_next(GhAggRun *run, Datum *values, bool *nulls)
 {
 	for (;;)
 	{
-		GhGroupSet *s = run->out_set == 1 ? &run->fb : &run->main;
+		GhGroupSet *s = run->out.set == 1 ? &run->fb : &run->main;
 		int64		g;
 		MemoryContext old;
 
-		if (run->out_set == 3)
+		if (run->out.set == 3)
 		{
-			if (!run->reported)
+			if (!run->out.reported)
 				gh_agg_run_report(run);
 			return false;
 		}
-		if (run->out_set == 2)
+		if (run->out.set == 2)
 		{
 			/* no GROUP BY: one group even over no rows, as in SQL */
-			run->out_set = 3;
+			run->out.set = 3;
 			if (run->nkeys != 0 || run->main.ngroups != 0 || run->fb.ngroups != 0)
 				continue;
 			g = -1;
 		}
-		else if (run->out_next < s->ngroups)
-			g = (int64) run->out_next++;
+		else if (run->out.next < s->ngroups)
+			g = (int64) run->out.next++;
 		else
 		{
-			run->out_set++;
-			run->out_next = 0;
+			run->out.set++;
+			run->out.next = 0;
 			continue;
 		}
 
-		if (run->out_rows == 0 && !run->reported)
-			INSTR_TIME_SET_CURRENT(run->t_rows);
-		if ((run->out_rows++ & 1023) == 0)
+		if (run->out.rows == 0 && !run->out.reported)
+			INSTR_TIME_SET_CURRENT(run->out.t_first);
+		if ((run->out.rows++ & 1023) == 0)
 		{
-			MemoryContextReset(run->row_cxt);
+			MemoryContextReset(run->out.cxt);
 			CHECK_FOR_INTERRUPTS();
 		}
-		old = MemoryContextSwitchTo(run->row_cxt);
+		old = MemoryContextSwitchTo(run->out.cxt);
 		build_row(run, s, g, values, nulls);
 		if (run->plan->coerce)
 			gh_agg_coerce_row(run->plan, values, nulls);
@@ -1923,15 +1941,15 @@ gh_agg_run_finish(GhAggRun *run, Tuplestorestate *store, TupleDesc desc)
 void
 gh_agg_run_report(GhAggRun *run)
 {
-	if (run->reported)
+	if (run->out.reported)
 		return;
-	run->reported = true;
-	run->ms_finish = run->ms_fetch + (run->out_rows > 0 ? ms_since(run->t_rows) : 0);
+	run->out.reported = true;
+	run->stats.ms_finish = run->stats.ms_fetch + (run->out.rows > 0 ? ms_since(run->out.t_first) : 0);
 
 	/* counts that do not depend on the device, then where the time went */
 	elog(DEBUG1, "gpuhash_aggregate: %llu input rows, %llu groups on the device, "
 		 "%llu colliding keys in the fallback set",
-		 (unsigned long long) run->rows, (unsigned long long) run->main.ngroups,
+		 (unsigned long long) run->stats.rows, (unsigned long long) run->main.ngroups,
 		 (unsigned long long) run->fb.ngroups);
 	elog(DEBUG2, "gpuhash_aggregate on %s, %s keys: %llu packets from parallel workers, "
 		 "%llu batches, %llu rows in the fallback set, "
@@ -1939,11 +1957,11 @@ gh_agg_run_report(GhAggRun *run)
 		 "ms: total %.1f, input and staging %.1f, device %.1f, key checks %.1f, "
 		 "other batch work %.1f, result rows %.1f (of which accumulators to the host %.1f)",
 		 gpuhash_target_name(run->target), run->exact ? "device" : "host-checked",
-		 (unsigned long long) run->packets, (unsigned long long) run->batches, (unsigned long long) run->bad_rows,
-		 (unsigned long long) run->side_values, (unsigned long long) run->rescales,
-		 ms_since(run->t_begin), ms_since(run->t_begin) - run->ms_flush - run->ms_finish,
-		 run->ms_device, run->ms_verify,
-		 run->ms_flush - run->ms_device - run->ms_verify, run->ms_finish, run->ms_fetch);
+		 (unsigned long long) run->stats.packets, (unsigned long long) run->stats.batches, (unsigned long long) run->stats.bad_rows,
+		 (unsigned long long) run->stats.side_values, (unsigned long long) run->stats.rescales,
+		 ms_since(run->stats.t_begin), ms_since(run->stats.t_begin) - run->stats.ms_flush - run->stats.ms_finish,
+		 run->stats.ms_device, run->stats.ms_verify,
+		 run->stats.ms_flush - run->stats.ms_device - run->stats.ms_verify, run->stats.ms_finish, run->stats.ms_fetch);
 
 	/*
 	 * The input in detail: the executor's wall time splits into packets
@@ -1957,13 +1975,13 @@ gh_agg_run_report(GhAggRun *run)
 		 "%llu packet bytes (%.1f a row); ms: input wall %.1f, of which copying packets %.1f, "
 		 "device batches %.1f, receiving and waiting %.1f; "
 		 "workers' scan and packing %.1f in all, %.1f per worker",
-		 run->workers_launched, run->workers_planned,
-		 (unsigned long long) run->packet_bytes,
-		 run->rows > 0 ? (double) run->packet_bytes / run->rows : 0.0,
-		 run->ms_input, run->ms_copy, run->ms_flush_input,
-		 run->ms_input - run->ms_copy - run->ms_flush_input,
-		 run->worker_busy_us / 1000.0,
-		 run->worker_busy_us / 1000.0 / Max(run->workers_launched, 1));
+		 run->stats.workers_launched, run->stats.workers_planned,
+		 (unsigned long long) run->stats.packet_bytes,
+		 run->stats.rows > 0 ? (double) run->stats.packet_bytes / run->stats.rows : 0.0,
+		 run->stats.ms_input, run->stats.ms_copy, run->stats.ms_flush_input,
+		 run->stats.ms_input - run->stats.ms_copy - run->stats.ms_flush_input,
+		 run->stats.worker_busy_us / 1000.0,
+		 run->stats.worker_busy_us / 1000.0 / Max(run->stats.workers_launched, 1));
 }
 
 /* gh_agg_run_end gives back the device memory and the run's memory. */
@@ -1981,7 +1999,7 @@ gh_agg_run_end(GhAggRun *run)
 		if (s->table)
 			gh_dev_free(s->table);
 	}
-	gh_dev_free(run->h_hashes);
-	gh_dev_free(run->d_hashes);
+	gh_dev_free(run->batch.h_hashes);
+	gh_dev_free(run->batch.d_hashes);
 	MemoryContextDelete(run->cxt);
 }
