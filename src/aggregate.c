@@ -20,10 +20,11 @@
  *	  grouping removed; plan it with the planner (parallel plans allowed) and
  *	  run it with the executor under transaction_read_only = on, with the
  *	  caller's privileges and snapshot.  A DestReceiver hands every row to
- *	  the group sets of aggregate_groups.c, which hash, group and aggregate
- *	  on the device.  The result rows go into the function's tuplestore, or,
- *	  when the GpuHashAggregate scan stands in for the function
- *	  (aggregate_scan.c), straight to the plan node above it.
+ *	  a run (aggregate_batch.c), which stages rows in batches that the
+ *	  device hashes, groups and aggregates.  The result rows
+ *	  (aggregate_result.c) go into the function's tuplestore, or, when the
+ *	  GpuHashAggregate scan stands in for the function (aggregate_scan.c),
+ *	  straight to the plan node above it.
  *
  * When the plan is parallel and the keys suit the device, the workers pack
  * rows into device-ready packets (aggregate_pack.c) and only packets reach
@@ -713,25 +714,6 @@ plan_coercions(GhAggPlan *plan, TupleDesc expected)
 			plan->coerce_cxt = CreateStandaloneExprContext();
 		}
 		plan->coerce[i] = ExecInitExpr((Expr *) expr, NULL);
-	}
-}
-
-/*
- * gh_agg_coerce_row applies plan_coercions' coercions to one result row,
- * in the current memory context.
- */
-void
-gh_agg_coerce_row(GhAggPlan *plan, Datum *values, bool *nulls)
-{
-	ExprContext *econtext = plan->coerce_cxt;
-
-	for (int i = 0; i < plan->nout; i++)
-	{
-		if (plan->coerce[i] == NULL || nulls[i])
-			continue;
-		econtext->caseValue_datum = values[i];
-		econtext->caseValue_isNull = false;
-		values[i] = ExecEvalExpr(plan->coerce[i], econtext, &nulls[i]);
 	}
 }
 

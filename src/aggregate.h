@@ -1,10 +1,30 @@
 /*-------------------------------------------------------------------------
  * aggregate.h
- *	  Declarations shared by the parts of gpuhash_aggregate(): the query
- *	  checks and the driver (aggregate.c) and the group sets that aggregate
- *	  the input rows on the device (aggregate_groups.c), with their NUMERIC
- *	  results (aggregate_numeric.c), and the scan that returns the groups in
- *	  place of the function (aggregate_scan.c).
+ *	  The private header of gpuhash_aggregate(): what its src/ files share.
+ *
+ * The files, from the bottom up (each calls only files above it in this
+ * list, never one below):
+ *
+ *	aggregate_numeric.c		NUMERIC: fixed point for the device, host-side
+ *							state for what does not fit, results written
+ *							directly in the stored format
+ *	aggregate_groups.c		the group sets: accumulators, representatives and
+ *							the device's hash table, grown as groups come
+ *	aggregate_fallback.c	keys checked on the host: representatives, and the
+ *							exact set for keys whose hash collides
+ *	aggregate_batch.c		a run: rows staged in device batches, each batch
+ *							run through the device
+ *	aggregate_result.c		the groups as result rows
+ *	aggregate_pack.c		GpuHashAggPack: parallel workers pack input rows
+ *	aggregate.c				gpuhash_aggregate(): checks and plans the query,
+ *							runs its input into a run
+ *	aggregate_scan.c		GpuHashAggregate: the function's groups returned
+ *							by a scan; the module's set-up
+ *
+ * The query's plan (GhAggPlan) is made by aggregate.c and read by all; a
+ * run (GhAggRun) belongs to the files from aggregate_batch.c down, and the
+ * others hold it as an opaque pointer.  Declarations are grouped by the file
+ * that defines them, as postgres_fdw.h does.
  *-------------------------------------------------------------------------
  */
 #ifndef GPUHASH_AGGREGATE_H
@@ -15,6 +35,8 @@
 #include "fmgr.h"
 #include "nodes/parsenodes.h"
 #include "nodes/plannodes.h"
+#include "portability/instr_time.h"
+#include "utils/hsearch.h"
 #include "utils/tuplestore.h"
 
 #include "gpuhash.h"
@@ -194,43 +216,346 @@ gh_agg_col_width(const GhAggCol *col)
 		gpuhash_report(st_, &err_, (action)); \
 	} while (0)
 
-/* A run: the group sets and the batch being filled (aggregate_groups.c). */
+/* A run of the aggregation (aggregate_batch.c). */
 typedef struct GhAggRun GhAggRun;
 
-/* aggregate.c */
-extern PGDLLEXPORT Datum gpuhash_aggregate(PG_FUNCTION_ARGS);
-extern GhAggRun *gh_agg_start(const char *sql, TupleDesc expected);
+/* Largest NUMERIC display scale that the device takes. */
+#define GH_NUM_SCALE_CAP	24
 
-/* aggregate_scan.c */
-extern void gh_agg_scan_init(void);
+/* Result of gh_agg_num_decode. */
+#define GH_NUMV_FINITE		0
+#define GH_NUMV_NAN		1
+#define GH_NUMV_PINF		2
+#define GH_NUMV_NINF		3
+#define GH_NUMV_BIG		4		/* finite, but not for the device */
 
-/* aggregate_groups.c */
-extern GhAggRun *gh_agg_run_begin(GhAggPlan *plan, GhTarget target);
-extern void gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot);
-extern void gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt);
-extern void gh_agg_run_complete(GhAggRun *run);
-extern bool gh_agg_run_next(GhAggRun *run, Datum *values, bool *nulls);
-extern void gh_agg_coerce_row(GhAggPlan *plan, Datum *values, bool *nulls);
-extern void gh_agg_run_rewind(GhAggRun *run);
-extern void gh_agg_run_report(GhAggRun *run);
-extern void gh_agg_run_finish(GhAggRun *run, Tuplestorestate *store,
-							  TupleDesc desc);
-extern void gh_agg_run_end(GhAggRun *run);
-extern void gh_agg_run_note_input(GhAggRun *run, int workers_planned,
-								  int workers_launched, double ms_input);
+/* A NUMERIC value of the batch that the host aggregates. */
+typedef struct GhSideRow
+{
+	uint32		row;
+	int			col;
+	int			kind;			/* GH_NUMV_* */
+	Datum		value;			/* GH_NUMV_BIG: the value, in batch memory */
+} GhSideRow;
 
-/* aggregate_numeric.c */
+/* Host-side NUMERIC state of one (group, column). */
+typedef struct GhNumSide
+{
+	uint64		key;			/* (group << 8) | column */
+	int64		count;			/* values counted here */
+	int64		nan;
+	int64		pinf;
+	int64		ninf;
+	Datum		sum;			/* finite values added here, or 0 */
+	Datum		min;
+	Datum		max;
+} GhNumSide;
+
+/* A set of groups: the device set, or the exact CPU fallback set. */
+typedef struct GhGroupSet
+{
+	bool		fallback;		/* the exact CPU set of colliding keys */
+	GhTarget	target;
+	/* device set: the hash table on the target */
+	void	   *table;
+	uint64		table_cap;
+	/* fallback set: open addressing over (hash, id + 1), host memory */
+	uint64	   *ex_hash;
+	uint32	   *ex_id;
+	uint64		ex_cap;
+	/* accumulators on the target */
+	void	   *acc;
+	gh_agg_layout layout;
+	uint64		ngroups;
+	/* representatives: ngroups x nkeys */
+	Datum	   *rep_vals;
+	bool	   *rep_nulls;
+	bool	   *rep_set;
+	uint64		rep_cap;
+	HTAB	   *side;			/* host-side NUMERIC state (GhNumSide), or NULL */
+	/* at the end: accumulators on the host, and their layout */
+	char	   *host_acc;
+	gh_agg_layout hl;
+} GhGroupSet;
+
+/* The batch being filled: host arrays (pinned for the GPU) and their target twins. */
+typedef struct GhAggBatch
+{
+	MemoryContext cxt;			/* reset after every batch */
+	uint32		cap;
+	uint32		n;
+	uint64	   *h_keys[GH_AGG_MAX_KEYS];	/* exact: key Datums */
+	uint8	   *h_knull;		/* exact: NULL masks */
+	uint64	   *h_hashes;
+	uint32	   *h_ids;
+	uint32	   *h_bad;
+	int64	   *h_vals[GH_AGG_MAX_COLS];
+	uint8	   *h_valid[GH_AGG_MAX_COLS];
+	uint8	   *h_ds[GH_AGG_MAX_COLS];	/* NUMERIC: display scale */
+	int			max_dscale[GH_AGG_MAX_COLS];	/* NUMERIC: largest h_ds, -1: none */
+	Datum	   *keys;			/* cap x nkeys */
+	bool	   *knulls;
+	GhSideRow  *side_rows;
+	int			nside;
+	int			side_cap;
+	/* the same on the target */
+	uint64	   *d_keys[GH_AGG_MAX_KEYS];
+	uint8	   *d_knull;
+	uint32	   *d_scratch;		/* exact: 2 * cap */
+	uint64	   *d_hashes;
+	uint32	   *d_ids;
+	uint32	   *d_bad;
+	void	   *d_vals[GH_AGG_MAX_COLS];
+	uint8	   *d_valid[GH_AGG_MAX_COLS];
+	/* rows of the batch that go to the fallback set */
+	uint32	   *fb_ids;
+	int64	   *fb_vals[GH_AGG_MAX_COLS];
+	uint8	   *fb_valid[GH_AGG_MAX_COLS];
+} GhAggBatch;
+
+/* NUMERIC state of a run that outlives its batches. */
+typedef struct GhAggNumeric
+{
+	MemoryContext cxt;			/* host-side sums and extremes */
+	int			scale[GH_AGG_MAX_COLS]; /* column scale, -1: none yet */
+	Datum		nan;
+	Datum		pinf;
+	Datum		ninf;
+} GhAggNumeric;
+
+/* Counters and timings, for DEBUG1 and DEBUG2 (gh_agg_run_report). */
+typedef struct GhAggStats
+{
+	uint64		rows;
+	uint64		packets;
+	uint64		batches;
+	uint64		bad_rows;
+	uint64		side_values;
+	uint64		rescales;
+	uint64		packet_bytes;
+	uint64		worker_busy_us; /* sum over packets */
+	int			workers_planned;
+	int			workers_launched;
+	double		ms_input;		/* the input query's executor, wall */
+	double		ms_copy;		/* packets into the batch */
+	double		ms_flush_input; /* ms_flush while the input ran */
+	instr_time	t_begin;
+	double		ms_flush;
+	double		ms_device;
+	double		ms_verify;
+	double		ms_fetch;		/* accumulators to the host */
+	double		ms_finish;		/* ms_fetch and the result rows */
+} GhAggStats;
+
+/*
+ * The result rows: a cursor over the main set, the fallback set, then (no
+ * GROUP BY, no group) the one row of an empty input.
+ */
+typedef struct GhAggCursor
+{
+	MemoryContext cxt;			/* the rows' memory, reset every 1024 rows */
+	int			set;			/* 0 main, 1 fallback, 2 the empty row, 3 done */
+	uint64		next;			/* next group of that set */
+	uint64		rows;			/* rows made since the cursor started */
+	instr_time	t_first;		/* when the first row was asked for */
+	bool		reported;
+} GhAggCursor;
+
+/*
+ * A run: one gpuhash_aggregate() call's batch, group sets and result rows,
+ * from gh_agg_run_begin to gh_agg_run_end.
+ */
+struct GhAggRun
+{
+	GhAggPlan  *plan;
+	GhTarget	target;
+	int			nkeys;
+	int			ncols;
+	bool		exact;			/* keys grouped exactly on the device */
+	MemoryContext cxt;
+	MemoryContext rep_cxt;		/* representatives' by-reference keys */
+	GhAggBatch	batch;
+	GhGroupSet	main;
+	GhGroupSet	fb;
+	GhAggNumeric num;
+	GhAggStats	stats;
+	GhAggCursor out;
+};
+
+/* in aggregate_numeric.c */
 extern uint128 gh_pow10_u128(int k);
 extern Datum gh_num_make(int128 v, int dscale);
 extern Datum gh_num_avg(int128 v, int dscale, int64 n);
+extern void gh_agg_add_side_row(GhAggRun *run, uint32 row, int col, int kind,
+								Datum value);
+extern void gh_agg_prepare_numeric(GhAggRun *run);
+extern void gh_agg_apply_side_rows(GhAggRun *run, uint32 nbad);
+extern Datum gh_agg_numeric_value(GhAggRun *run, GhGroupSet *s, uint64 g,
+								  GhAggCall *call, bool *isnull);
 
-/* aggregate_pack.c */
+/* in aggregate_groups.c */
+extern void gh_agg_set_init(GhAggRun *run, GhGroupSet *s, bool fallback,
+							GhTarget target);
+extern void gh_agg_ensure_groups(GhAggRun *run, GhGroupSet *s, uint64 need);
+extern void gh_agg_ensure_table(GhGroupSet *s, uint32 n);
+extern void gh_agg_set_fetch(GhAggRun *run, GhGroupSet *s);
+extern void gh_agg_set_release(GhGroupSet *s);
+
+/* in aggregate_fallback.c */
+extern uint32 gh_agg_check_keys(GhAggRun *run, GhGroupSet *s, uint64 ngroups);
+extern void gh_agg_to_fallback(GhAggRun *run, uint32 nbad);
+
+/* in aggregate_batch.c */
+extern GhAggRun *gh_agg_run_begin(GhAggPlan *plan, GhTarget target);
+extern void gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot);
+extern void gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt);
+extern void gh_agg_run_note_input(GhAggRun *run, int workers_planned,
+								  int workers_launched, double ms_input);
+extern void gh_agg_flush(GhAggRun *run);
+extern void gh_agg_run_end(GhAggRun *run);
+
+/* in aggregate_result.c */
+extern void gh_agg_run_complete(GhAggRun *run);
+extern bool gh_agg_run_next(GhAggRun *run, Datum *values, bool *nulls);
+extern void gh_agg_run_rewind(GhAggRun *run);
+extern void gh_agg_run_finish(GhAggRun *run, Tuplestorestate *store,
+							  TupleDesc desc);
+extern void gh_agg_run_report(GhAggRun *run);
+
+/* in aggregate_pack.c */
 extern void gpuhash_init_aggregate(void);
 extern bool gh_agg_can_pack(GhAggPlan *plan);
 extern bool gh_agg_try_pack(GhAggPlan *plan, PlannedStmt *pstmt);
 
-/* settings this module reads (gpuhash.c) */
+/* in aggregate.c */
+extern PGDLLEXPORT Datum gpuhash_aggregate(PG_FUNCTION_ARGS);
+extern GhAggRun *gh_agg_start(const char *sql, TupleDesc expected);
+
+/* in aggregate_scan.c */
+extern void gh_agg_scan_init(void);
+
+/* settings the aggregate reads (gpuhash.c) */
 extern int	gpuhash_batch_rows;
 extern double gpuhash_load_factor;
+
+/* gh_agg_ms_since returns the milliseconds since start. */
+static inline double
+gh_agg_ms_since(instr_time start)
+{
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	INSTR_TIME_SUBTRACT(now, start);
+	return INSTR_TIME_GET_MILLISEC(now);
+}
+
+/* gh_pow10_i128 returns 10^k, 0 <= k <= 38 (10^38 is the largest below 2^127). */
+static inline int128
+gh_pow10_i128(int k)
+{
+	return (int128) gh_pow10_u128(k);
+}
+
+/*
+ * GH_AGG_ACC addresses an accumulator array of set s on the host (after
+ * gh_agg_set_fetch); gh_agg_int_sum reads group g's 128-bit sum of column c.
+ */
+#define GH_AGG_ACC(type, s, off) ((type *) ((s)->host_acc + (off)))
+
+static inline int128
+gh_agg_int_sum(GhGroupSet *s, uint64 g, int c)
+{
+	uint64	   *lo = GH_AGG_ACC(uint64, s, s->hl.sum_off[c]);
+	int64	   *hi = (int64 *) (lo + s->hl.group_cap);
+
+	return ((int128) hi[g] << 64) | lo[g];
+}
+
+/*
+ * gh_agg_num_decode reads a NUMERIC's on-disk form (a stable format: pg_upgrade
+ * keeps it) into m = value * 10^dscale.  Returns GH_NUMV_FINITE with *m and
+ * *dscale set, a special value's kind, or GH_NUMV_BIG when the value has more
+ * than 18 significant digits or a display scale above GH_NUM_SCALE_CAP.
+ *
+ * The format: a uint16 header, then base-10000 int16 digits, the first of
+ * weight w.  Header flags 0xC000: NaN (0xC000), +Inf (0xD000) or -Inf
+ * (0xF000) by the top four bits; 0x8000: short form, sign 0x2000, display
+ * scale in 0x1F80, weight in 0x007F (sign bit 0x0040); otherwise long form,
+ * sign 0x4000 and display scale 0x3FFF, and an int16 weight follows.
+ *
+ * It is here, not in aggregate_numeric.c, because staging a row
+ * (aggregate_batch.c) decodes every NUMERIC argument: inline, that costs no
+ * function call per row.
+ */
+static inline int
+gh_agg_num_decode(Datum d, int64 *m, int *dscale)
+{
+	struct varlena *v = PG_DETOAST_DATUM_PACKED(d);
+	const char *p = VARDATA_ANY(v);
+	int			len = VARSIZE_ANY_EXHDR(v);
+	uint16		h;
+	bool		neg;
+	int			ds;
+	int			weight;
+	int			hdr;
+	int128		acc = 0;
+
+	memcpy(&h, p, sizeof(h));
+	if ((h & 0xC000) == 0xC000)
+	{
+		if ((h & 0xF000) == 0xD000)
+			return GH_NUMV_PINF;
+		if ((h & 0xF000) == 0xF000)
+			return GH_NUMV_NINF;
+		return GH_NUMV_NAN;
+	}
+	if (h & 0x8000)
+	{
+		neg = (h & 0x2000) != 0;
+		ds = (h & 0x1F80) >> 7;
+		weight = (h & 0x0040) ? (int) ((h & 0x003F) | ~0x003F) : (int) (h & 0x003F);
+		hdr = 2;
+	}
+	else
+	{
+		int16		w;
+
+		neg = (h & 0x4000) != 0;
+		ds = h & 0x3FFF;
+		memcpy(&w, p + 2, sizeof(w));
+		weight = w;
+		hdr = 4;
+	}
+	if (ds > GH_NUM_SCALE_CAP)
+		return GH_NUMV_BIG;
+	for (int i = 0; i < (len - hdr) / 2; i++)
+	{
+		int16		digit;
+		int			e = 4 * (weight - i) + ds;
+
+		memcpy(&digit, p + hdr + 2 * i, sizeof(digit));
+		if (digit == 0)
+			continue;
+		if (e < 0)
+		{
+			int			div = e == -1 ? 10 : e == -2 ? 100 : 1000;
+
+			if (e < -3 || digit % div != 0)
+				return GH_NUMV_BIG;	/* not a canonical value; let PostgreSQL add it */
+			acc += digit / div;
+		}
+		else
+		{
+			if (e > 18)
+				return GH_NUMV_BIG;
+			acc += (int128) digit * gh_pow10_i128(e);
+		}
+		if (acc > PG_INT64_MAX)
+			return GH_NUMV_BIG;
+	}
+	*m = neg ? -(int64) acc : (int64) acc;
+	*dscale = ds;
+	return GH_NUMV_FINITE;
+}
 
 #endif							/* GPUHASH_AGGREGATE_H */

@@ -1,6 +1,26 @@
 /*-------------------------------------------------------------------------
  * aggregate_numeric.c
- *	  NUMERIC results of gpuhash_aggregate() built from 128-bit integers.
+ *	  NUMERIC in gpuhash_aggregate(): fixed point on the device, host-side
+ *	  state for what does not fit, and results written directly.
+ *
+ * Input.  Staging decodes each NUMERIC argument's stored form into an int64
+ * and a display scale (gh_agg_num_decode, inline in aggregate.h).  Each
+ * column has a scale S, the largest display scale seen so far (at most
+ * GH_NUM_SCALE_CAP); before a batch goes to the device its values are
+ * brought to S and packed with their display scale (gh_agg_prepare_numeric).
+ * When a batch brings a larger scale, the existing sums and extremes of that
+ * column are rescaled on the host (rescale_column); what no longer fits
+ * moves to the side state.
+ *
+ * Side state.  NUMERIC values the device cannot take (NaN, infinities, more
+ * than 18 digits, scale above GH_NUM_SCALE_CAP, or too large once scaled)
+ * are listed as side rows of the batch (gh_agg_add_side_row) and, once the
+ * batch's rows have their groups, added on the host per (group, column) with
+ * PostgreSQL's numeric functions (gh_agg_apply_side_rows), in whichever set
+ * the row went to.
+ *
+ * Results.  gh_agg_numeric_value combines a group's device accumulators with
+ * its side state into the value PostgreSQL's aggregate returns.
  *
  * Every group of a result row may need a NUMERIC: sum(bigint), sum and
  * min/max of numeric, and avg of any integer or numeric.  Going through
@@ -40,6 +60,11 @@
  */
 #include "postgres.h"
 
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
+
 #include "aggregate.h"
 
 #define NBASE			10000
@@ -63,6 +88,23 @@ typedef struct NumDigits
 	int			weight;			/* weight of d[0]; 0 when n = 0 */
 	int16		d[12];			/* most significant first */
 } NumDigits;
+
+static void num_digits(uint128 u, int scale, NumDigits *out);
+static void num_top(uint128 u, int scale, int *weight, int *first);
+static Datum num_store(const NumDigits *nd, bool neg, int dscale);
+static Datum num_make(int128 v, int scale, int dscale);
+static int	num_cmp(Datum a, Datum b);
+static void rescale_column(GhAggRun *run, int c, int newscale);
+static void rescale_groups(GhAggRun *run, GhGroupSet *s, int c, int oldscale,
+						   int128 f, uint64 ng, uint64 *lo, int64 *hi,
+						   const uint32 *aux, int64 *mins, int64 *maxs);
+static GhNumSide *side_entry(GhAggRun *run, GhGroupSet *s, uint64 g, int c);
+static void side_add_finite(GhAggRun *run, GhNumSide *e, Datum v, bool count,
+							bool sum, bool extremes);
+static Datum numeric_total(GhAggRun *run, GhGroupSet *s, uint64 g, int c,
+						   GhNumSide *e);
+static Datum numeric_extreme(GhAggRun *run, GhGroupSet *s, uint64 g, int c,
+							 GhNumSide *e, int want, bool *isnull);
 
 static const uint64 pow10_64[20] = {
 	UINT64CONST(1), UINT64CONST(10), UINT64CONST(100), UINT64CONST(1000),
@@ -281,4 +323,423 @@ gh_num_avg(int128 v, int dscale, int64 n)
 		q++;
 	num_digits(q, rscale, &nd);
 	return num_store(&nd, neg, rscale);
+}
+
+/*
+ * num_make returns the NUMERIC v / 10^scale with display scale dscale
+ * (dscale <= scale; v must be a multiple of 10^(scale - dscale)).
+ */
+static Datum
+num_make(int128 v, int scale, int dscale)
+{
+	if (scale > dscale)
+		v /= gh_pow10_i128(scale - dscale);
+	return gh_num_make(v, dscale);
+}
+
+/* num_cmp compares two NUMERICs as numeric_cmp does. */
+static int
+num_cmp(Datum a, Datum b)
+{
+	return DatumGetInt32(DirectFunctionCall2(numeric_cmp, a, b));
+}
+
+/* ---- input: fixed point, and the host-side state ------------------------ */
+
+/* gh_agg_add_side_row lists a NUMERIC value of the batch for the host. */
+void
+gh_agg_add_side_row(GhAggRun *run, uint32 row, int col, int kind, Datum value)
+{
+	if (run->batch.nside == run->batch.side_cap)
+	{
+		run->batch.side_cap = Max(run->batch.side_cap * 2, 64);
+		run->batch.side_rows = run->batch.side_rows
+			? repalloc(run->batch.side_rows, sizeof(GhSideRow) * run->batch.side_cap)
+			: MemoryContextAlloc(run->cxt, sizeof(GhSideRow) * run->batch.side_cap);
+	}
+	run->batch.side_rows[run->batch.nside].row = row;
+	run->batch.side_rows[run->batch.nside].col = col;
+	run->batch.side_rows[run->batch.nside].kind = kind;
+	run->batch.side_rows[run->batch.nside].value = value;
+	run->batch.nside++;
+}
+
+/*
+ * gh_agg_prepare_numeric brings the batch's NUMERIC values to their column's scale
+ * and packs them; values that do not fit become host-side rows.
+ */
+void
+gh_agg_prepare_numeric(GhAggRun *run)
+{
+	for (int c = 0; c < run->ncols; c++)
+	{
+		int			scale;
+
+		if (run->plan->cols[c].kind != GH_AGG_KIND_NUMERIC)
+			continue;
+		if (run->batch.max_dscale[c] > run->num.scale[c])
+			rescale_column(run, c, run->batch.max_dscale[c]);
+		scale = run->num.scale[c];
+		for (uint32 i = 0; i < run->batch.n; i++)
+		{
+			int64		m = run->batch.h_vals[c][i];
+			int			ds = run->batch.h_ds[c][i];
+			int128		v;
+
+			if (!run->batch.h_valid[c][i])
+				continue;
+			v = (int128) m * gh_pow10_i128(scale - ds);
+			if (v > -(GH_AGG_NUM_MAX_ABS - 1) && v < GH_AGG_NUM_MAX_ABS - 1)
+			{
+				run->batch.h_vals[c][i] = gh_agg_num_pack((int64) v, ds);
+				continue;
+			}
+			/* too large for the device at this scale: the host adds it */
+			run->batch.h_valid[c][i] = 0;
+			gh_agg_add_side_row(run, i, c, GH_NUMV_BIG, num_make(m, ds, ds));
+		}
+	}
+}
+
+/*
+ * rescale_groups multiplies the sums (lo, hi) and packed extremes (mins,
+ * maxs; any may be NULL) of ng groups of set s, column c, by f = 10^k, on the
+ * host.  A sum that would come near the 128-bit limit, or an extreme whose
+ * scaled integer would no longer fit the packing, moves to the host-side
+ * state (at the old scale, with its own display scale) and leaves the device
+ * array empty.
+ */
+static void
+rescale_groups(GhAggRun *run, GhGroupSet *s, int c, int oldscale, int128 f,
+			   uint64 ng, uint64 *lo, int64 *hi, const uint32 *aux,
+			   int64 *mins, int64 *maxs)
+{
+	const int128 sum_limit = (int128) 1 << 126;
+
+	for (uint64 g = 0; g < ng; g++)
+	{
+		if (lo)
+		{
+			int128		v = ((int128) hi[g] << 64) | lo[g];
+			int128		r = 0;
+
+			if (v != 0 &&
+				(__builtin_mul_overflow(v, f, &r) || r >= sum_limit || r <= -sum_limit))
+			{
+				side_add_finite(run, side_entry(run, s, g, c),
+								num_make(v, oldscale, (int) aux[g]), false, true, false);
+				r = 0;
+			}
+			lo[g] = (uint64) r;
+			hi[g] = (int64) (r >> 64);
+		}
+		for (int mm = 0; mm < 2; mm++)
+		{
+			int64	   *arr = mm == 0 ? mins : maxs;
+			int64		init = mm == 0 ? GH_AGG_INT_MIN_INIT : GH_AGG_INT_MAX_INIT;
+			int128		r;
+
+			if (arr == NULL || arr[g] == init)
+				continue;
+			r = (int128) gh_agg_num_m(arr[g]) * f;
+			if (r <= -(GH_AGG_NUM_MAX_ABS - 1) || r >= GH_AGG_NUM_MAX_ABS - 1)
+			{
+				side_add_finite(run, side_entry(run, s, g, c),
+								num_make(gh_agg_num_m(arr[g]), oldscale,
+										 gh_agg_num_dscale(arr[g])),
+								false, false, true);
+				arr[g] = init;
+			}
+			else
+				arr[g] = gh_agg_num_pack((int64) r, gh_agg_num_dscale(arr[g]));
+		}
+	}
+}
+
+/*
+ * rescale_column raises NUMERIC column c's scale to newscale in both sets.
+ * The GPU's arrays of that column make a round trip to the host; the CPU
+ * twin's are rewritten where they are.  Scales only grow, at most
+ * GH_NUM_SCALE_CAP times per run, so this stays rare.
+ */
+static void
+rescale_column(GhAggRun *run, int c, int newscale)
+{
+	int			oldscale = run->num.scale[c];
+	GhGroupSet *sets[2] = {&run->main, &run->fb};
+
+	run->num.scale[c] = newscale;
+	if (oldscale < 0)
+		return;
+	Assert(newscale > oldscale && newscale <= GH_NUM_SCALE_CAP);
+	run->stats.rescales++;
+	for (int si = 0; si < 2; si++)
+	{
+		GhGroupSet *s = sets[si];
+		gh_agg_layout *l = &s->layout;
+		uint64		ng = s->ngroups;
+		char	   *acc = s->acc;
+		/* device addresses of the column's arrays, NULL where absent */
+		void	   *dev[5] = {NULL, NULL, NULL, NULL, NULL};
+		size_t		size[5] = {8, 8, 4, 8, 8};
+		void	   *host[5];
+
+		if (ng == 0)
+			continue;
+		if (l->ops[c] & GH_AGG_OP_SUM)
+		{
+			dev[0] = acc + l->sum_off[c];
+			dev[1] = acc + l->sum_off[c] + l->group_cap * 8;
+			dev[2] = acc + l->aux_off[c];
+		}
+		if (l->ops[c] & GH_AGG_OP_MIN)
+			dev[3] = acc + l->min_off[c];
+		if (l->ops[c] & GH_AGG_OP_MAX)
+			dev[4] = acc + l->max_off[c];
+		for (int a = 0; a < 5; a++)
+		{
+			host[a] = dev[a];
+			if (dev[a] && s->target == GH_TARGET_GPU)
+			{
+				host[a] = palloc(ng * size[a]);
+				gh_copy_dtoh(s->target, host[a], dev[a], ng * size[a]);
+			}
+		}
+		gh_sync(s->target);
+		rescale_groups(run, s, c, oldscale, gh_pow10_i128(newscale - oldscale), ng,
+					   host[0], host[1], host[2], host[3], host[4]);
+		if (s->target == GH_TARGET_GPU)
+		{
+			for (int a = 0; a < 5; a++)
+				if (dev[a] && a != 2)
+					gh_copy_htod(s->target, dev[a], host[a], ng * size[a]);
+			gh_sync(s->target);
+		}
+	}
+}
+
+/*
+ * gh_agg_apply_side_rows adds the batch's host-side NUMERIC values to their groups,
+ * in whichever set their row went to.
+ */
+void
+gh_agg_apply_side_rows(GhAggRun *run, uint32 nbad)
+{
+	for (int j = 0; j < run->batch.nside; j++)
+	{
+		GhSideRow  *r = &run->batch.side_rows[j];
+		GhGroupSet *s = &run->main;
+		uint64		g = run->batch.h_ids[r->row];
+		GhNumSide  *e;
+		uint32		lo = 0,
+					hi = nbad;
+
+		/* h_bad is in row order: is this row one of them? */
+		while (lo < hi)
+		{
+			uint32		mid = (lo + hi) / 2;
+
+			if (run->batch.h_bad[mid] < r->row)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < nbad && run->batch.h_bad[lo] == r->row)
+		{
+			s = &run->fb;
+			g = run->batch.fb_ids[lo];
+		}
+		e = side_entry(run, s, g, r->col);
+		switch (r->kind)
+		{
+			case GH_NUMV_NAN:
+				e->count++;
+				e->nan++;
+				break;
+			case GH_NUMV_PINF:
+				e->count++;
+				e->pinf++;
+				break;
+			case GH_NUMV_NINF:
+				e->count++;
+				e->ninf++;
+				break;
+			default:
+				side_add_finite(run, e, r->value, true, true, true);
+				break;
+		}
+		run->stats.side_values++;
+	}
+}
+
+/* side_entry returns the host-side NUMERIC state of (g, c), creating it. */
+static GhNumSide *
+side_entry(GhAggRun *run, GhGroupSet *s, uint64 g, int c)
+{
+	uint64		key = (g << 8) | (uint64) c;
+	GhNumSide  *e;
+	bool		found;
+
+	if (s->side == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(uint64);
+		ctl.entrysize = sizeof(GhNumSide);
+		ctl.hcxt = run->cxt;
+		s->side = hash_create("gpuhash_aggregate numeric", 64, &ctl,
+							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	e = hash_search(s->side, &key, HASH_ENTER, &found);
+	if (!found)
+	{
+		memset(e, 0, sizeof(*e));
+		e->key = key;
+	}
+	return e;
+}
+
+/*
+ * side_add_finite adds the finite NUMERIC v to e: to its count, its sum and
+ * its extremes, as asked.
+ */
+static void
+side_add_finite(GhAggRun *run, GhNumSide *e, Datum v, bool count, bool sum,
+				bool extremes)
+{
+	MemoryContext old = MemoryContextSwitchTo(run->num.cxt);
+
+	if (count)
+		e->count++;
+	if (sum)
+	{
+		if (e->sum == (Datum) 0)
+			e->sum = datumCopy(v, false, -1);
+		else
+		{
+			Datum		prev = e->sum;
+
+			e->sum = DirectFunctionCall2(numeric_add, prev, v);
+			pfree(DatumGetPointer(prev));
+		}
+	}
+	if (extremes)
+	{
+		if (e->min == (Datum) 0 || num_cmp(v, e->min) < 0)
+			e->min = datumCopy(v, false, -1);
+		if (e->max == (Datum) 0 || num_cmp(v, e->max) > 0)
+			e->max = datumCopy(v, false, -1);
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/* ---- results -------------------------------------------------------------- */
+
+/* numeric_total: group g's NUMERIC sum of column c (no special values). */
+static Datum
+numeric_total(GhAggRun *run, GhGroupSet *s, uint64 g, int c, GhNumSide *e)
+{
+	uint64		nn = GH_AGG_ACC(uint64, s, s->hl.nonnull_off[c])[g];
+	Datum		dev = (Datum) 0;
+
+	if (nn > 0)
+		dev = num_make(gh_agg_int_sum(s, g, c), run->num.scale[c],
+					   (int) GH_AGG_ACC(uint32, s, s->hl.aux_off[c])[g]);
+	if (e == NULL || e->sum == (Datum) 0)
+		return dev;
+	if (dev == (Datum) 0)
+		return e->sum;
+	return DirectFunctionCall2(numeric_add, dev, e->sum);
+}
+
+/* numeric_extreme: group g's NUMERIC min (want < 0) or max (want > 0). */
+static Datum
+numeric_extreme(GhAggRun *run, GhGroupSet *s, uint64 g, int c, GhNumSide *e,
+				int want, bool *isnull)
+{
+	int64		packed;
+	Datum		best = (Datum) 0;
+	bool		nan = e && e->nan > 0;
+	bool		pinf = e && e->pinf > 0;
+	bool		ninf = e && e->ninf > 0;
+
+	if (want > 0 && nan)
+		return run->num.nan;
+	if (want > 0 && pinf)
+		return run->num.pinf;
+	if (want < 0 && ninf)
+		return run->num.ninf;
+	packed = want < 0 ? GH_AGG_ACC(int64, s, s->hl.min_off[c])[g]
+		: GH_AGG_ACC(int64, s, s->hl.max_off[c])[g];
+	if (packed != (want < 0 ? GH_AGG_INT_MIN_INIT : GH_AGG_INT_MAX_INIT))
+		best = num_make(gh_agg_num_m(packed), run->num.scale[c], gh_agg_num_dscale(packed));
+	if (e)
+	{
+		Datum		side = want < 0 ? e->min : e->max;
+
+		if (side != (Datum) 0 &&
+			(best == (Datum) 0 || num_cmp(side, best) * want > 0))
+			best = side;
+	}
+	if (best != (Datum) 0)
+		return best;
+	if (want < 0 && pinf)
+		return run->num.pinf;
+	if (want < 0 && nan)
+		return run->num.nan;
+	if (want > 0 && ninf)
+		return run->num.ninf;
+	*isnull = true;
+	return (Datum) 0;
+}
+
+/*
+ * gh_agg_numeric_value computes aggregate call (count, sum, avg, min or max
+ * of a NUMERIC column that the device aggregates) of group g of set s from
+ * the group's accumulators and its host-side state.
+ */
+Datum
+gh_agg_numeric_value(GhAggRun *run, GhGroupSet *s, uint64 g, GhAggCall *call,
+					 bool *isnull)
+{
+	int			c = call->col;
+	uint64		nn = GH_AGG_ACC(uint64, s, s->hl.nonnull_off[c])[g];
+	GhNumSide  *e = NULL;
+
+	if (s->side != NULL)
+	{
+		uint64		key = (g << 8) | (uint64) c;
+
+		e = hash_search(s->side, &key, HASH_FIND, NULL);
+	}
+	if (call->func == GHAF_COUNT)
+		return Int64GetDatum((int64) (nn + (e ? e->count : 0)));
+	if (nn + (e ? e->count : 0) == 0)
+	{
+		*isnull = true;
+		return (Datum) 0;
+	}
+	if (call->func == GHAF_MIN || call->func == GHAF_MAX)
+		return numeric_extreme(run, s, g, c, e, call->func == GHAF_MIN ? -1 : 1,
+							   isnull);
+	if (e && (e->nan > 0 || (e->pinf > 0 && e->ninf > 0)))
+		return run->num.nan;
+	if (e && e->pinf > 0)
+		return run->num.pinf;
+	if (e && e->ninf > 0)
+		return run->num.ninf;
+	if (call->func == GHAF_SUM)
+		return numeric_total(run, s, g, c, e);
+	if (e == NULL)
+	{
+		/* every value on the device: nn > 0 of them */
+		int			ds = (int) GH_AGG_ACC(uint32, s, s->hl.aux_off[c])[g];
+		int128		v = gh_agg_int_sum(s, g, c) / gh_pow10_i128(run->num.scale[c] - ds);
+		Datum		d = gh_num_avg(v, ds, (int64) nn);
+
+		if (d != (Datum) 0)
+			return d;
+	}
+	return DirectFunctionCall2(numeric_div, numeric_total(run, s, g, c, e),
+							   NumericGetDatum(int64_to_numeric((int64) (nn + (e ? e->count : 0)))));
 }

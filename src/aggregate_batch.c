@@ -1,0 +1,615 @@
+/*-------------------------------------------------------------------------
+ * aggregate_batch.c
+ *	  A run of gpuhash_aggregate(): input rows staged in device batches, and
+ *	  each full batch run through the device.
+ *
+ * Rows arrive one at a time from the executor (gh_agg_run_add), or as
+ * packets that parallel workers made (gh_agg_run_add_packet), and are staged
+ * in a device batch of GH_AGG_BATCH_PACKETS x gpuhash.batch_rows rows: each
+ * row's keys and each aggregate argument as the device wants it (int64,
+ * double, or NUMERIC as fixed point, aggregate_numeric.c).  A full batch is
+ * flushed (gh_agg_flush) one of two ways.
+ *
+ * Exact device keys (every key by value with bitwise equality: integers,
+ * dates, timestamps, bool, oid): the keys travel as Datums and the device
+ * does the rest (gh_agg_assign_exact): it hashes them, numbers the groups,
+ * keeps each group's key, checks every row against it, and accumulates.
+ * The host only learns the group count and the rows whose key met another
+ * key's hash; those go to the fallback set (aggregate_fallback.c).
+ *
+ * Host-checked keys (anything else: text, numeric, floats, arrays, ...):
+ *	1. The host hashes the keys with their extended hash functions, combined
+ *	   (a NULL key hashes to a constant of its position, so NULLs form their
+ *	   own group), and keeps a copy of them.
+ *	2. The device table gives every row a group id by hash (gh_agg_assign).
+ *	3. The host checks every row's key against its group's representative
+ *	   with the keys' equality (gh_agg_check_keys).  Two different keys with
+ *	   one hash meet here: the later row does not match, and is taken out of
+ *	   the device batch.
+ *	4. The device accumulates the rest (gh_agg_accumulate).
+ *
+ * Either way, rows taken out go to the fallback set, and NUMERIC values the
+ * device cannot take go to the host-side state (aggregate_numeric.c).  When
+ * the input ends, aggregate_result.c flushes the last batch and makes the
+ * result rows from the group sets (aggregate_groups.c).
+ *
+ * Memory: the batch arrays are one host allocation (pinned for the GPU) and
+ * one on the target, through the device layer (freed by the resource owner
+ * on ERROR); keys and representatives in memory contexts under the
+ * caller's; the batch context is reset after every batch.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "common/hashfn.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/memutils.h"
+
+#include "aggregate.h"
+
+/*
+ * ON_TARGET words a device operation's action as its ERROR says it: "... on
+ * the GPU" when the run's device is a GPU.
+ */
+#define ON_TARGET(run, action) \
+	((run)->target == GH_TARGET_GPU ? action " on the GPU" : action)
+
+static void stage_values(GhAggRun *run, uint32 i, Datum *values, bool *isnull);
+static void widen32(int64 *dst, const char *src, uint32 n);
+static uint32 device_generic(GhAggRun *run);
+static uint32 device_exact(GhAggRun *run);
+static int	cmp_uint32(const void *a, const void *b);
+
+/*
+ * gh_agg_run_begin allocates the batch buffers and the two group sets of
+ * one gpuhash_aggregate() call.
+ */
+GhAggRun *
+gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
+											  "gpuhash_aggregate",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	GhAggRun   *run = palloc0(sizeof(GhAggRun));
+	size_t		hbytes;
+	size_t		dbytes;
+	char	   *h;
+	char	   *d;
+	uint32		cap;
+	int			nk;
+
+	INSTR_TIME_SET_CURRENT(run->stats.t_begin);
+	run->plan = plan;
+	run->target = target;
+	run->nkeys = plan->nkeys;
+	run->ncols = plan->ncols;
+	run->cxt = cxt;
+	run->batch.cxt = AllocSetContextCreate(cxt, "gpuhash_aggregate batch",
+										   ALLOCSET_DEFAULT_SIZES);
+	run->rep_cxt = AllocSetContextCreate(cxt, "gpuhash_aggregate keys",
+										 ALLOCSET_DEFAULT_SIZES);
+	run->num.cxt = AllocSetContextCreate(cxt, "gpuhash_aggregate numeric",
+										  ALLOCSET_DEFAULT_SIZES);
+	run->exact = plan->device_keys;
+	cap = (uint32) Min((int64) Max(gpuhash_batch_rows, 1) * GH_AGG_BATCH_PACKETS,
+					   GH_AGG_MAX_BATCH);
+	run->batch.cap = cap;
+	nk = run->exact ? run->nkeys : 0;
+
+	/*
+	 * One host and one target allocation for all the batch arrays: hashes
+	 * (or, exact, key Datums and NULL masks), values, ids, bad rows, valid
+	 * flags; the target also holds the exact path's scratch.
+	 */
+	hbytes = (size_t) cap * (8 + 4 + 4 + (size_t) plan->ncols * 9 + (size_t) nk * 8 + 1);
+	dbytes = hbytes + (run->exact ? (size_t) cap * 8 : 0);
+	h = gh_host_alloc(target, hbytes);
+	d = gh_dev_alloc(target, dbytes);
+	run->batch.h_hashes = (uint64 *) h;
+	run->batch.d_hashes = (uint64 *) d;
+	h += (size_t) cap * 8;
+	d += (size_t) cap * 8;
+	for (int k = 0; k < nk; k++)
+	{
+		run->batch.h_keys[k] = (uint64 *) h;
+		run->batch.d_keys[k] = (uint64 *) d;
+		h += (size_t) cap * 8;
+		d += (size_t) cap * 8;
+	}
+	if (run->exact)
+	{
+		run->batch.d_scratch = (uint32 *) d;
+		d += (size_t) cap * 8;
+	}
+	for (int c = 0; c < plan->ncols; c++)
+	{
+		run->batch.h_vals[c] = (int64 *) h;
+		run->batch.d_vals[c] = d;
+		h += (size_t) cap * 8;
+		d += (size_t) cap * 8;
+	}
+	run->batch.h_ids = (uint32 *) h;
+	run->batch.d_ids = (uint32 *) d;
+	h += (size_t) cap * 4;
+	d += (size_t) cap * 4;
+	run->batch.h_bad = (uint32 *) h;
+	run->batch.d_bad = (uint32 *) d;
+	h += (size_t) cap * 4;
+	d += (size_t) cap * 4;
+	for (int c = 0; c < plan->ncols; c++)
+	{
+		run->batch.h_valid[c] = (uint8 *) h;
+		run->batch.d_valid[c] = (uint8 *) d;
+		h += cap;
+		d += cap;
+		run->num.scale[c] = -1;
+		run->batch.max_dscale[c] = -1;
+		if (plan->cols[c].kind == GH_AGG_KIND_NUMERIC)
+			run->batch.h_ds[c] = palloc(cap);
+	}
+	run->batch.h_knull = (uint8 *) h;
+	run->batch.d_knull = (uint8 *) d;
+	run->batch.keys = palloc(sizeof(Datum) * cap * Max(run->nkeys, 1));
+	run->batch.knulls = palloc(sizeof(bool) * cap * Max(run->nkeys, 1));
+
+	run->num.nan = DirectFunctionCall3(numeric_in, CStringGetDatum("NaN"),
+									   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+	run->num.pinf = DirectFunctionCall3(numeric_in, CStringGetDatum("Infinity"),
+										ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+	run->num.ninf = DirectFunctionCall3(numeric_in, CStringGetDatum("-Infinity"),
+										ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+
+	gh_agg_set_init(run, &run->main, false, target);
+	gh_agg_set_init(run, &run->fb, true, GH_TARGET_CPU);
+	MemoryContextSwitchTo(old);
+	return run;
+}
+
+/* gh_agg_run_end gives back the device memory and the run's memory. */
+void
+gh_agg_run_end(GhAggRun *run)
+{
+	GhGroupSet *sets[2] = {&run->main, &run->fb};
+
+	for (int i = 0; i < 2; i++)
+	{
+		GhGroupSet *s = sets[i];
+
+		if (s->acc)
+			gh_dev_free(s->acc);
+		if (s->table)
+			gh_dev_free(s->table);
+	}
+	gh_dev_free(run->batch.h_hashes);
+	gh_dev_free(run->batch.d_hashes);
+	MemoryContextDelete(run->cxt);
+}
+
+/* NULL keys hash to a constant of their position. */
+static inline uint64
+null_hash(int k)
+{
+	return UINT64CONST(0x9e3779b97f4a7c15) * (uint64) (k + 1);
+}
+
+/*
+ * stage_values stages the aggregate arguments of row i of the batch.
+ */
+static void
+stage_values(GhAggRun *run, uint32 i, Datum *values, bool *isnull)
+{
+	GhAggPlan  *plan = run->plan;
+
+	for (int c = 0; c < run->ncols; c++)
+	{
+		GhAggCol   *col = &plan->cols[c];
+		Datum		v = values[c];
+		int64		m;
+		int			ds;
+		int			kind;
+
+		if (isnull[c])
+		{
+			run->batch.h_valid[c][i] = 0;
+			continue;
+		}
+		run->batch.h_valid[c][i] = 1;
+		switch (col->vtype)
+		{
+			case GHV_INT2:
+				run->batch.h_vals[c][i] = DatumGetInt16(v);
+				break;
+			case GHV_INT4:
+				run->batch.h_vals[c][i] = DatumGetInt32(v);
+				break;
+			case GHV_INT8:
+				run->batch.h_vals[c][i] = DatumGetInt64(v);
+				break;
+			case GHV_FLOAT4:
+				((double *) run->batch.h_vals[c])[i] = (double) DatumGetFloat4(v);
+				break;
+			case GHV_FLOAT8:
+				((double *) run->batch.h_vals[c])[i] = DatumGetFloat8(v);
+				break;
+			case GHV_NUMERIC:
+				if (col->kind == GH_AGG_KIND_NONE)
+					break;
+				kind = gh_agg_num_decode(v, &m, &ds);
+				if (kind == GH_NUMV_FINITE)
+				{
+					run->batch.h_vals[c][i] = m;
+					run->batch.h_ds[c][i] = (uint8) ds;
+					run->batch.max_dscale[c] = Max(run->batch.max_dscale[c], ds);
+					break;
+				}
+				run->batch.h_valid[c][i] = 0;
+				gh_agg_add_side_row(run, i, c, kind,
+							 kind == GH_NUMV_BIG ? datumCopy(v, false, -1) : (Datum) 0);
+				break;
+			case GHV_OTHER:
+				break;
+		}
+	}
+}
+
+/*
+ * gh_agg_run_add stages one input row: its keys (as Datums for the exact
+ * device path; otherwise a copy, and the group hash of the keys' hash
+ * functions) and its aggregate arguments; flushes the batch when full.
+ */
+void
+gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot)
+{
+	GhAggPlan  *plan = run->plan;
+	MemoryContext old = MemoryContextSwitchTo(run->batch.cxt);
+	uint32		i = run->batch.n;
+
+	slot_getallattrs(slot);
+	if (run->exact)
+	{
+		uint8		mask = 0;
+
+		for (int k = 0; k < run->nkeys; k++)
+		{
+			if (slot->tts_isnull[k])
+			{
+				mask |= 1 << k;
+				run->batch.h_keys[k][i] = 0;
+			}
+			else
+				run->batch.h_keys[k][i] = (uint64) slot->tts_values[k];
+		}
+		run->batch.h_knull[i] = mask;
+	}
+	else
+	{
+		uint64		h = 0;
+		Datum	   *kv = run->batch.keys + (size_t) i * run->nkeys;
+		bool	   *kn = run->batch.knulls + (size_t) i * run->nkeys;
+
+		for (int k = 0; k < run->nkeys; k++)
+		{
+			GhAggKey   *key = &plan->keys[k];
+			Datum		v = slot->tts_values[k];
+
+			kn[k] = slot->tts_isnull[k];
+			if (kn[k])
+			{
+				kv[k] = (Datum) 0;
+				if (!key->carried)
+					h = hash_combine64(h, null_hash(k));
+				continue;
+			}
+			if (key->typlen == -1)
+				v = PointerGetDatum(PG_DETOAST_DATUM_PACKED(v));
+			if (!key->carried)
+				h = hash_combine64(h, DatumGetUInt64(FunctionCall2Coll(&key->hash,
+																	   key->collation, v,
+																	   UInt64GetDatum(0))));
+			kv[k] = key->typbyval ? v : datumCopy(v, false, key->typlen);
+		}
+		run->batch.h_hashes[i] = h;
+	}
+	stage_values(run, i, slot->tts_values + run->nkeys, slot->tts_isnull + run->nkeys);
+	run->batch.n++;
+	run->stats.rows++;
+	MemoryContextSwitchTo(old);
+	if (run->batch.n == run->batch.cap)
+		gh_agg_flush(run);
+}
+
+/* widen32 sign-extends n int32 values (4-aligned) to 64 bits. */
+static void
+widen32(int64 *dst, const char *src, uint32 n)
+{
+	const int32 *s = (const int32 *) src;
+
+	for (uint32 i = 0; i < n; i++)
+		dst[i] = s[i];
+}
+
+/*
+ * gh_agg_run_add_packet stages a packet of rows that a parallel worker
+ * already put in the device's form (exact keys; no NUMERIC columns), widening
+ * its 4-byte arrays and filling in the NULL arrays it left out.
+ */
+void
+gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
+{
+	uint32		n = pkt->n;
+	const char *p = (const char *) (pkt + 1);
+	const char *end = (const char *) pkt + VARSIZE(pkt);
+	size_t		need = 0;
+	instr_time	t0;
+
+	if (!run->exact || pkt->nkeys != (uint32) run->nkeys ||
+		pkt->ncols != (uint32) run->ncols || n > run->batch.cap)
+		elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
+	for (int k = 0; k < run->nkeys; k++)
+		need += (size_t) n * gh_agg_key_width(&run->plan->keys[k]);
+	for (int c = 0; c < run->ncols; c++)
+		need += (size_t) n * (gh_agg_col_width(&run->plan->cols[c]) +
+							  ((pkt->nullcols >> c) & 1));
+	if (pkt->flags & GH_PACKET_KEY_NULLS)
+		need += n;
+	if ((size_t) (end - p) != need)
+		elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
+	if (run->batch.n + n > run->batch.cap)
+		gh_agg_flush(run);
+	INSTR_TIME_SET_CURRENT(t0);
+	for (int w = 8; w >= 4; w -= 4)
+	{
+		for (int k = 0; k < run->nkeys; k++)
+		{
+			if (gh_agg_key_width(&run->plan->keys[k]) != w)
+				continue;
+			if (w == 8)
+				memcpy(run->batch.h_keys[k] + run->batch.n, p, (size_t) n * 8);
+			else
+				widen32((int64 *) run->batch.h_keys[k] + run->batch.n, p, n);
+			p += (size_t) n * w;
+		}
+		for (int c = 0; c < run->ncols; c++)
+		{
+			if (gh_agg_col_width(&run->plan->cols[c]) != w)
+				continue;
+			if (w == 8)
+				memcpy(run->batch.h_vals[c] + run->batch.n, p, (size_t) n * 8);
+			else
+				widen32(run->batch.h_vals[c] + run->batch.n, p, n);
+			p += (size_t) n * w;
+		}
+	}
+	if (pkt->flags & GH_PACKET_KEY_NULLS)
+	{
+		memcpy(run->batch.h_knull + run->batch.n, p, n);
+		p += n;
+	}
+	else
+		memset(run->batch.h_knull + run->batch.n, 0, n);
+	for (int c = 0; c < run->ncols; c++)
+	{
+		if (pkt->nullcols & ((uint32) 1 << c))
+		{
+			memcpy(run->batch.h_valid[c] + run->batch.n, p, n);
+			p += n;
+		}
+		else
+			memset(run->batch.h_valid[c] + run->batch.n, 1, n);
+	}
+	run->batch.n += n;
+	run->stats.rows += n;
+	run->stats.packets++;
+	run->stats.packet_bytes += VARSIZE(pkt);
+	run->stats.worker_busy_us += pkt->busy_us;
+	run->stats.ms_copy += gh_agg_ms_since(t0);
+	if (run->batch.n == run->batch.cap)
+		gh_agg_flush(run);
+}
+
+/*
+ * gh_agg_run_note_input records, for the DEBUG2 account, how the input query
+ * ran: its parallel workers and the wall time of the executor.
+ */
+void
+gh_agg_run_note_input(GhAggRun *run, int workers_planned, int workers_launched,
+					  double ms_input)
+{
+	run->stats.workers_planned = workers_planned;
+	run->stats.workers_launched = workers_launched;
+	run->stats.ms_input = ms_input;
+	run->stats.ms_flush_input = run->stats.ms_flush;
+}
+
+/*
+ * device_generic runs a batch through the device with the host checking
+ * keys: group ids by hash, every row against its group's representative,
+ * then accumulation of the rows that matched.  Returns the number of rows
+ * listed in h_bad (in row order) for the fallback set.
+ */
+static uint32
+device_generic(GhAggRun *run)
+{
+	GhGroupSet *s = &run->main;
+	uint32		n = run->batch.n;
+	uint32		nbad;
+	gh_agg_ctrl ctrl;
+	gh_agg_batch b;
+	instr_time	t0,
+				t1;
+
+	/* 1. group ids; the values travel meanwhile */
+	INSTR_TIME_SET_CURRENT(t0);
+	gh_copy_htod(run->target, run->batch.d_hashes, run->batch.h_hashes, (size_t) n * 8);
+	GH_AGG_DEVICE_CALL(gh_agg_assign, run->target, ON_TARGET(run, "grouping rows"),
+					   s->table, s->table_cap, run->batch.d_hashes, n, run->batch.d_ids);
+	for (int c = 0; c < run->ncols; c++)
+	{
+		if (run->plan->cols[c].kind != GH_AGG_KIND_NONE)
+			gh_copy_htod(run->target, run->batch.d_vals[c], run->batch.h_vals[c], (size_t) n * 8);
+		gh_copy_htod(run->target, run->batch.d_valid[c], run->batch.h_valid[c], n);
+	}
+	gh_copy_dtoh(run->target, run->batch.h_ids, run->batch.d_ids, (size_t) n * 4);
+	gh_copy_dtoh(run->target, &ctrl, (char *) s->table + gh_agg_table_ctrl_offset(s->table_cap),
+				 sizeof(ctrl));
+	gh_sync(run->target);
+	INSTR_TIME_SET_CURRENT(t1);
+	run->stats.ms_device += INSTR_TIME_GET_MILLISEC(t1) - INSTR_TIME_GET_MILLISEC(t0);
+	if (ctrl.full)
+		gpuhash_report(GH_ERR_TABLE_FULL, NULL, "grouping rows");
+	gh_agg_ensure_groups(run, s, ctrl.ngroups);
+
+	/* 2. every row against its group's representative */
+	nbad = gh_agg_check_keys(run, s, ctrl.ngroups);
+	s->ngroups = ctrl.ngroups;
+	run->stats.ms_verify += gh_agg_ms_since(t1);
+
+	/* 3. accumulate what matched */
+	INSTR_TIME_SET_CURRENT(t1);
+	memset(&b, 0, sizeof(b));
+	b.n = n;
+	b.ids = run->batch.d_ids;
+	for (int c = 0; c < run->ncols; c++)
+	{
+		b.vals[c] = run->batch.d_vals[c];
+		b.valid[c] = run->batch.d_valid[c];
+	}
+	if (nbad > 0)
+		gh_copy_htod(run->target, run->batch.d_bad, run->batch.h_bad, (size_t) nbad * 4);
+	if (nbad > 0)
+		GH_AGG_DEVICE_CALL(gh_agg_skip, run->target, ON_TARGET(run, "aggregating"),
+						   run->batch.d_ids, run->batch.d_bad, nbad);
+	GH_AGG_DEVICE_CALL(gh_agg_accumulate, run->target, ON_TARGET(run, "aggregating"),
+					   s->acc, &s->layout, s->ngroups, &b);
+	run->stats.ms_device += gh_agg_ms_since(t1);
+	return nbad;
+}
+
+/* cmp_uint32 orders uint32s, for qsort. */
+static int
+cmp_uint32(const void *a, const void *b)
+{
+	uint32		x = *(const uint32 *) a;
+	uint32		y = *(const uint32 *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/*
+ * device_exact runs a batch through the exact device-key path: the device
+ * groups, checks and accumulates; the host only learns the group count and
+ * the rows whose key collided with another's hash (listed in h_bad, in row
+ * order, with their keys put where the fallback set reads them).
+ */
+static uint32
+device_exact(GhAggRun *run)
+{
+	GhGroupSet *s = &run->main;
+	uint32		n = run->batch.n;
+	uint32		nbad;
+	gh_agg_ctrl ctrl;
+	gh_agg_batch b;
+	gh_agg_keys keys;
+	instr_time	t0;
+
+	/* room for every group this batch could create */
+	gh_agg_ensure_groups(run, s, s->ngroups + n);
+
+	INSTR_TIME_SET_CURRENT(t0);
+	memset(&keys, 0, sizeof(keys));
+	keys.nkeys = run->nkeys;
+	for (int k = 0; k < run->nkeys; k++)
+	{
+		gh_copy_htod(run->target, run->batch.d_keys[k], run->batch.h_keys[k], (size_t) n * 8);
+		keys.vals[k] = run->batch.d_keys[k];
+	}
+	if (run->nkeys > 0)
+		gh_copy_htod(run->target, run->batch.d_knull, run->batch.h_knull, n);
+	keys.nullmask = run->batch.d_knull;
+	memset(&b, 0, sizeof(b));
+	b.n = n;
+	b.ids = run->batch.d_ids;
+	for (int c = 0; c < run->ncols; c++)
+	{
+		if (run->plan->cols[c].kind != GH_AGG_KIND_NONE)
+			gh_copy_htod(run->target, run->batch.d_vals[c], run->batch.h_vals[c], (size_t) n * 8);
+		gh_copy_htod(run->target, run->batch.d_valid[c], run->batch.h_valid[c], n);
+		b.vals[c] = run->batch.d_vals[c];
+		b.valid[c] = run->batch.d_valid[c];
+	}
+	GH_AGG_DEVICE_CALL(gh_agg_assign_exact, run->target, ON_TARGET(run, "grouping rows"),
+					   s->table, s->table_cap, s->acc, &s->layout, &keys, n,
+					   run->batch.d_ids, run->batch.d_scratch, run->batch.d_bad);
+	gh_copy_dtoh(run->target, &ctrl, (char *) s->table + gh_agg_table_ctrl_offset(s->table_cap),
+				 sizeof(ctrl));
+	gh_sync(run->target);
+	if (ctrl.full)
+		gpuhash_report(GH_ERR_TABLE_FULL, NULL, "grouping rows");
+	s->ngroups = ctrl.ngroups;
+	nbad = ctrl.nbad;
+
+	/* accumulation runs on while the host stages the next batch */
+	GH_AGG_DEVICE_CALL(gh_agg_accumulate, run->target, ON_TARGET(run, "aggregating"),
+					   s->acc, &s->layout, s->ngroups, &b);
+
+	if (nbad > 0 || run->batch.nside > 0)
+	{
+		if (nbad > 0)
+			gh_copy_dtoh(run->target, run->batch.h_bad, run->batch.d_bad, (size_t) nbad * 4);
+		if (run->batch.nside > 0)
+			gh_copy_dtoh(run->target, run->batch.h_ids, run->batch.d_ids, (size_t) n * 4);
+		gh_sync(run->target);
+		qsort(run->batch.h_bad, nbad, sizeof(uint32), cmp_uint32);
+		for (uint32 j = 0; j < nbad; j++)
+		{
+			uint32		i = run->batch.h_bad[j];
+
+			for (int k = 0; k < run->nkeys; k++)
+			{
+				run->batch.keys[(size_t) i * run->nkeys + k] = (Datum) run->batch.h_keys[k][i];
+				run->batch.knulls[(size_t) i * run->nkeys + k] = (run->batch.h_knull[i] >> k) & 1;
+			}
+		}
+	}
+	run->stats.ms_device += gh_agg_ms_since(t0);
+	return nbad;
+}
+
+/*
+ * gh_agg_flush aggregates the staged batch on the device; rows whose keys collided
+ * go to the fallback set, and NUMERIC values the device cannot hold to the
+ * host-side state.
+ */
+void
+gh_agg_flush(GhAggRun *run)
+{
+	uint32		nbad;
+	MemoryContext old;
+	instr_time	t0;
+
+	if (run->batch.n == 0)
+		return;
+	INSTR_TIME_SET_CURRENT(t0);
+	old = MemoryContextSwitchTo(run->batch.cxt);
+	gh_agg_prepare_numeric(run);
+	gh_agg_ensure_table(&run->main, run->batch.n);
+	nbad = run->exact ? device_exact(run) : device_generic(run);
+	if (nbad > 0)
+		gh_agg_to_fallback(run, nbad);
+	if (run->batch.nside > 0)
+		gh_agg_apply_side_rows(run, nbad);
+
+	run->stats.bad_rows += nbad;
+	run->stats.batches++;
+	run->batch.n = 0;
+	run->batch.nside = 0;
+	for (int c = 0; c < run->ncols; c++)
+		run->batch.max_dscale[c] = -1;
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(run->batch.cxt);
+	run->stats.ms_flush += gh_agg_ms_since(t0);
+}

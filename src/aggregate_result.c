@@ -1,0 +1,386 @@
+/*-------------------------------------------------------------------------
+ * aggregate_result.c
+ *	  The result rows of gpuhash_aggregate(): every group of the two sets
+ *	  becomes one row.
+ *
+ * When the input ends (gh_agg_run_complete) the last batch is flushed, the
+ * accumulators of both sets come back to the host and the device memory
+ * goes back: from then on the run only reads host memory.  A cursor then
+ * makes one row per group, the main set's groups first, then the fallback
+ * set's, then (no GROUP BY and no group at all) the one row SQL gives over
+ * no rows.  Rows are made on demand (gh_agg_run_next), for the
+ * GpuHashAggregate scan, or all into a tuplestore (gh_agg_run_finish), for
+ * the set-returning function; the column definition list's type modifiers
+ * are applied to each row.
+ *
+ * Values are what PostgreSQL's aggregates return, byte for byte: integer
+ * sums as bigint or NUMERIC, float sums with PostgreSQL's overflow check,
+ * and NUMERIC results written directly (aggregate_numeric.c), with
+ * numeric_div and numeric_add left for the values that do not fit that path.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/float.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
+
+#include "aggregate.h"
+
+static double float_sum(GhGroupSet *s, uint64 g, int c);
+static Datum call_value(GhAggRun *run, GhGroupSet *s, int64 g, GhAggCall *call,
+						bool *isnull);
+static void build_row(GhAggRun *run, GhGroupSet *s, int64 g, Datum *values,
+					  bool *nulls);
+static void coerce_row(GhAggPlan *plan, Datum *values, bool *nulls);
+
+/*
+ * gh_agg_run_complete flushes the last batch, brings the accumulators of
+ * both sets to the host and gives back the device memory: from here on the
+ * run only makes result rows (gh_agg_run_next).
+ */
+void
+gh_agg_run_complete(GhAggRun *run)
+{
+	instr_time	t0;
+
+	gh_agg_flush(run);
+	INSTR_TIME_SET_CURRENT(t0);
+	gh_sync(run->target);
+	gh_agg_set_fetch(run, &run->main);
+	gh_agg_set_fetch(run, &run->fb);
+	gh_agg_set_release(&run->main);
+	gh_agg_set_release(&run->fb);
+	gh_dev_free(run->batch.h_hashes);
+	run->batch.h_hashes = NULL;
+	gh_dev_free(run->batch.d_hashes);
+	run->batch.d_hashes = NULL;
+	run->out.cxt = AllocSetContextCreate(run->cxt, "gpuhash_aggregate row",
+										 ALLOCSET_DEFAULT_SIZES);
+	run->stats.ms_fetch = gh_agg_ms_since(t0);
+	gh_agg_run_rewind(run);
+}
+
+/* gh_agg_run_rewind starts the result rows again from the first. */
+void
+gh_agg_run_rewind(GhAggRun *run)
+{
+	run->out.set = 0;
+	run->out.next = 0;
+	run->out.rows = 0;
+}
+
+/*
+ * gh_agg_run_next makes the next result row in values and nulls (one entry
+ * per output column) and returns true, or returns false after the last.
+ * The row's by-reference values stay valid until the next call: their
+ * memory is freed 1024 rows at a time.
+ */
+bool
+gh_agg_run_next(GhAggRun *run, Datum *values, bool *nulls)
+{
+	for (;;)
+	{
+		GhGroupSet *s = run->out.set == 1 ? &run->fb : &run->main;
+		int64		g;
+		MemoryContext old;
+
+		if (run->out.set == 3)
+		{
+			if (!run->out.reported)
+				gh_agg_run_report(run);
+			return false;
+		}
+		if (run->out.set == 2)
+		{
+			/* no GROUP BY: one group even over no rows, as in SQL */
+			run->out.set = 3;
+			if (run->nkeys != 0 || run->main.ngroups != 0 || run->fb.ngroups != 0)
+				continue;
+			g = -1;
+		}
+		else if (run->out.next < s->ngroups)
+			g = (int64) run->out.next++;
+		else
+		{
+			run->out.set++;
+			run->out.next = 0;
+			continue;
+		}
+
+		if (run->out.rows == 0 && !run->out.reported)
+			INSTR_TIME_SET_CURRENT(run->out.t_first);
+		if ((run->out.rows++ & 1023) == 0)
+		{
+			MemoryContextReset(run->out.cxt);
+			CHECK_FOR_INTERRUPTS();
+		}
+		old = MemoryContextSwitchTo(run->out.cxt);
+		build_row(run, s, g, values, nulls);
+		if (run->plan->coerce)
+			coerce_row(run->plan, values, nulls);
+		MemoryContextSwitchTo(old);
+		return true;
+	}
+}
+
+/*
+ * gh_agg_run_finish completes the run and puts every result row into
+ * store, for the set-returning function.
+ */
+void
+gh_agg_run_finish(GhAggRun *run, Tuplestorestate *store, TupleDesc desc)
+{
+	Datum	   *values = palloc(sizeof(Datum) * Max(run->plan->nout, 1));
+	bool	   *nulls = palloc(sizeof(bool) * Max(run->plan->nout, 1));
+
+	gh_agg_run_complete(run);
+	while (gh_agg_run_next(run, values, nulls))
+		tuplestore_putvalues(store, desc, values, nulls);
+	pfree(values);
+	pfree(nulls);
+}
+
+/*
+ * gh_agg_run_report logs the counts (DEBUG1) and where the time went
+ * (DEBUG2), once: when the last row has been made, or at the end if the
+ * rows were not all asked for.  When rows are returned one by one (the
+ * GpuHashAggregate scan), "result rows" includes the time of the plan nodes
+ * above that took them.
+ */
+void
+gh_agg_run_report(GhAggRun *run)
+{
+	if (run->out.reported)
+		return;
+	run->out.reported = true;
+	run->stats.ms_finish = run->stats.ms_fetch + (run->out.rows > 0 ? gh_agg_ms_since(run->out.t_first) : 0);
+
+	/* counts that do not depend on the device, then where the time went */
+	elog(DEBUG1, "gpuhash_aggregate: %llu input rows, %llu groups on the device, "
+		 "%llu colliding keys in the fallback set",
+		 (unsigned long long) run->stats.rows, (unsigned long long) run->main.ngroups,
+		 (unsigned long long) run->fb.ngroups);
+	elog(DEBUG2, "gpuhash_aggregate on %s, %s keys: %llu packets from parallel workers, "
+		 "%llu batches, %llu rows in the fallback set, "
+		 "%llu numeric values on the host, %llu rescales; "
+		 "ms: total %.1f, input and staging %.1f, device %.1f, key checks %.1f, "
+		 "other batch work %.1f, result rows %.1f (of which accumulators to the host %.1f)",
+		 gpuhash_target_name(run->target), run->exact ? "device" : "host-checked",
+		 (unsigned long long) run->stats.packets, (unsigned long long) run->stats.batches, (unsigned long long) run->stats.bad_rows,
+		 (unsigned long long) run->stats.side_values, (unsigned long long) run->stats.rescales,
+		 gh_agg_ms_since(run->stats.t_begin), gh_agg_ms_since(run->stats.t_begin) - run->stats.ms_flush - run->stats.ms_finish,
+		 run->stats.ms_device, run->stats.ms_verify,
+		 run->stats.ms_flush - run->stats.ms_device - run->stats.ms_verify, run->stats.ms_finish, run->stats.ms_fetch);
+
+	/*
+	 * The input in detail: the executor's wall time splits into packets
+	 * copied into batches, batches flushed to the device (both in this
+	 * process) and the rest, which is waiting for and receiving rows (for
+	 * packets: the Gather's copying out of the tuple queues, and waiting for
+	 * the workers); the workers' own scan and packing time is summed over
+	 * packets.
+	 */
+	elog(DEBUG2, "gpuhash_aggregate input: %d of %d planned workers launched, "
+		 "%llu packet bytes (%.1f a row); ms: input wall %.1f, of which copying packets %.1f, "
+		 "device batches %.1f, receiving and waiting %.1f; "
+		 "workers' scan and packing %.1f in all, %.1f per worker",
+		 run->stats.workers_launched, run->stats.workers_planned,
+		 (unsigned long long) run->stats.packet_bytes,
+		 run->stats.rows > 0 ? (double) run->stats.packet_bytes / run->stats.rows : 0.0,
+		 run->stats.ms_input, run->stats.ms_copy, run->stats.ms_flush_input,
+		 run->stats.ms_input - run->stats.ms_copy - run->stats.ms_flush_input,
+		 run->stats.worker_busy_us / 1000.0,
+		 run->stats.worker_busy_us / 1000.0 / Max(run->stats.workers_launched, 1));
+}
+
+/*
+ * float_sum reads group g's float sum of column c, raising PostgreSQL's
+ * overflow ERROR when finite inputs gave an infinite (or NaN) sum.
+ */
+static double
+float_sum(GhGroupSet *s, uint64 g, int c)
+{
+	double		d = GH_AGG_ACC(double, s, s->hl.sum_off[c])[g];
+	uint32		flags = GH_AGG_ACC(uint32, s, s->hl.aux_off[c])[g];
+
+	if (!isfinite(d) && (flags & (GH_AGG_SAW_INF | GH_AGG_SAW_NAN)) == 0)
+		float_overflow_error();
+	return d;
+}
+
+/*
+ * call_value computes aggregate call k of group g of set s (g < 0: the one
+ * group of an aggregation without GROUP BY over no rows).  NUMERIC columns
+ * are aggregate_numeric.c's.
+ */
+static Datum
+call_value(GhAggRun *run, GhGroupSet *s, int64 g, GhAggCall *call, bool *isnull)
+{
+	int			c = call->col;
+	GhValType	vt = c >= 0 ? run->plan->cols[c].vtype : GHV_OTHER;
+	uint64		nn;
+
+	*isnull = false;
+	if (g < 0)
+	{
+		if (call->func == GHAF_COUNT_STAR || call->func == GHAF_COUNT)
+			return Int64GetDatum(0);
+		*isnull = true;
+		return (Datum) 0;
+	}
+	if (call->func == GHAF_COUNT_STAR)
+		return Int64GetDatum((int64) GH_AGG_ACC(uint64, s, s->hl.rows_off)[g]);
+	if (vt == GHV_NUMERIC && run->plan->cols[c].kind != GH_AGG_KIND_NONE)
+		return gh_agg_numeric_value(run, s, g, call, isnull);
+	nn = GH_AGG_ACC(uint64, s, s->hl.nonnull_off[c])[g];
+	if (call->func == GHAF_COUNT)
+		return Int64GetDatum((int64) nn);
+	if (nn == 0)
+	{
+		*isnull = true;
+		return (Datum) 0;
+	}
+
+	switch (vt)
+	{
+		case GHV_INT2:
+		case GHV_INT4:
+		case GHV_INT8:
+			switch (call->func)
+			{
+				case GHAF_SUM:
+					{
+						int128		v = gh_agg_int_sum(s, g, c);
+
+						if (vt == GHV_INT8)
+							return gh_num_make(v, 0);
+						if (v < PG_INT64_MIN || v > PG_INT64_MAX)
+							ereport(ERROR,
+									(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+									 errmsg("bigint out of range")));
+						return Int64GetDatum((int64) v);
+					}
+				case GHAF_AVG:
+					{
+						int128		v = gh_agg_int_sum(s, g, c);
+						Datum		d = gh_num_avg(v, 0, (int64) nn);
+
+						if (d != (Datum) 0)
+							return d;
+						return DirectFunctionCall2(numeric_div, gh_num_make(v, 0),
+												   NumericGetDatum(int64_to_numeric((int64) nn)));
+					}
+				case GHAF_MIN:
+				case GHAF_MAX:
+					{
+						int64		v = call->func == GHAF_MIN
+							? GH_AGG_ACC(int64, s, s->hl.min_off[c])[g]
+							: GH_AGG_ACC(int64, s, s->hl.max_off[c])[g];
+
+						if (vt == GHV_INT2)
+							return Int16GetDatum((int16) v);
+						if (vt == GHV_INT4)
+							return Int32GetDatum((int32) v);
+						return Int64GetDatum(v);
+					}
+				default:
+					break;
+			}
+			break;
+		case GHV_FLOAT4:
+		case GHV_FLOAT8:
+			switch (call->func)
+			{
+				case GHAF_SUM:
+					{
+						double		d = float_sum(s, g, c);
+
+						if (vt == GHV_FLOAT4)
+						{
+							float4		f = (float4) d;
+
+							if (isinf(f) && !isinf(d))
+								float_overflow_error();
+							return Float4GetDatum(f);
+						}
+						return Float8GetDatum(d);
+					}
+				case GHAF_AVG:
+					return Float8GetDatum(float_sum(s, g, c) / (double) nn);
+				case GHAF_MIN:
+				case GHAF_MAX:
+					{
+						double		d = gh_agg_float_unkey(call->func == GHAF_MIN
+														   ? GH_AGG_ACC(uint64, s, s->hl.min_off[c])[g]
+														   : GH_AGG_ACC(uint64, s, s->hl.max_off[c])[g]);
+
+						if (vt == GHV_FLOAT4)
+							return Float4GetDatum((float4) d);
+						return Float8GetDatum(d);
+					}
+				default:
+					break;
+			}
+			break;
+		case GHV_NUMERIC:
+		case GHV_OTHER:
+			break;
+	}
+	elog(ERROR, "gpuhash_aggregate: unexpected aggregate %u", call->fnoid);
+	return (Datum) 0;
+}
+
+/*
+ * build_row makes the result row of group g of set s (g < 0: the one group
+ * of an aggregation without GROUP BY over no rows) in values and nulls.
+ */
+static void
+build_row(GhAggRun *run, GhGroupSet *s, int64 g, Datum *values, bool *nulls)
+{
+	GhAggPlan  *plan = run->plan;
+
+	for (int o = 0; o < plan->nout; o++)
+	{
+		GhAggOut   *out = &plan->out[o];
+
+		if (out->is_key && s->hl.nkeys > 0)
+		{
+			/* a key the device grouped and kept */
+			nulls[o] = (GH_AGG_ACC(uint8, s, s->hl.knull_off)[g] >> out->index) & 1;
+			values[o] = (Datum) GH_AGG_ACC(uint64, s, s->hl.key_off[out->index])[g];
+		}
+		else if (out->is_key)
+		{
+			nulls[o] = s->rep_nulls[g * run->nkeys + out->index];
+			values[o] = s->rep_vals[g * run->nkeys + out->index];
+		}
+		else
+			values[o] = call_value(run, s, g, &plan->calls[out->index], &nulls[o]);
+	}
+}
+
+/*
+ * coerce_row applies the coercions that aggregate.c's plan_coercions
+ * prepared (the column definition list's type modifiers) to one result row,
+ * in the current memory context.
+ */
+static void
+coerce_row(GhAggPlan *plan, Datum *values, bool *nulls)
+{
+	ExprContext *econtext = plan->coerce_cxt;
+
+	for (int i = 0; i < plan->nout; i++)
+	{
+		if (plan->coerce[i] == NULL || nulls[i])
+			continue;
+		econtext->caseValue_datum = values[i];
+		econtext->caseValue_isNull = false;
+		values[i] = ExecEvalExpr(plan->coerce[i], econtext, &nulls[i]);
+	}
+}
