@@ -423,7 +423,7 @@ extern void gh_agg_run_finish(GhAggRun *run, Tuplestorestate *store,
 extern void gh_agg_run_report(GhAggRun *run);
 
 /* in aggregate_pack.c */
-extern void gpuhash_init_aggregate(void);
+extern void gh_agg_pack_init(void);
 extern bool gh_agg_can_pack(GhAggPlan *plan);
 extern bool gh_agg_try_pack(GhAggPlan *plan, PlannedStmt *pstmt);
 
@@ -432,7 +432,7 @@ extern PGDLLEXPORT Datum gpuhash_aggregate(PG_FUNCTION_ARGS);
 extern GhAggRun *gh_agg_start(const char *sql, TupleDesc expected);
 
 /* in aggregate_scan.c */
-extern void gh_agg_scan_init(void);
+extern void gpuhash_init_aggregate(void);
 
 /* settings the aggregate reads (gpuhash.c) */
 extern int	gpuhash_batch_rows;

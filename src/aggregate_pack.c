@@ -28,9 +28,11 @@
  * The plan is changed after planning, so nothing here runs through setrefs:
  * the node has no expressions of its own, reads its child's output columns
  * by position, and its one output column is described by custom_scan_tlist.
- * Workers find the node's methods by name, which needs
- * gpuhash_init_aggregate() to have run in _PG_init; until it has, queries
- * are simply not packed.
+ * Workers find the node's methods by name, which needs gh_agg_pack_init()
+ * to have run in _PG_init; until it has, queries are simply not packed.
+ *
+ * aggregate.c calls this file (gh_agg_can_pack, gh_agg_try_pack) while it
+ * plans the input query; this file calls no other of the aggregate's.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -100,27 +102,16 @@ static CustomExecMethods pack_exec_methods = {
 
 static bool pack_registered = false;
 
-static double
-ms_since_pack(instr_time start)
-{
-	instr_time	now;
-
-	INSTR_TIME_SET_CURRENT(now);
-	INSTR_TIME_SUBTRACT(now, start);
-	return INSTR_TIME_GET_MILLISEC(now);
-}
-
 /*
- * gpuhash_init_aggregate registers GpuHashAggPack so that parallel workers,
- * which load the library and run _PG_init, can read plans that contain it,
- * and sets up the GpuHashAggregate scan (aggregate_scan.c).
+ * gh_agg_pack_init registers GpuHashAggPack so that parallel workers, which
+ * load the library and run _PG_init (gpuhash_init_aggregate), can read
+ * plans that contain it.
  */
 void
-gpuhash_init_aggregate(void)
+gh_agg_pack_init(void)
 {
 	RegisterCustomScanMethods(&pack_scan_methods);
 	pack_registered = true;
-	gh_agg_scan_init();
 }
 
 /* max_plan_node_id: the largest plan_node_id in the tree below plan. */
@@ -433,7 +424,7 @@ pack_exec(CustomScanState *node)
 	hdr->ncols = (uint16) ps->ncols;
 	hdr->flags = anynull ? GH_PACKET_KEY_NULLS : 0;
 	hdr->nullcols = nullcols;
-	hdr->busy_us = (uint32) Min(ms_since_pack(t0) * 1000.0, (double) PG_UINT32_MAX);
+	hdr->busy_us = (uint32) Min(gh_agg_ms_since(t0) * 1000.0, (double) PG_UINT32_MAX);
 	SET_VARSIZE(ps->packet, p - (char *) ps->packet);
 	out->tts_values[0] = PointerGetDatum(ps->packet);
 	out->tts_isnull[0] = false;

@@ -36,6 +36,10 @@
  * Where the hook does not apply (LATERAL arguments, WITH ORDINALITY, ROWS
  * FROM several functions, or a backend that loaded gpuhash only after
  * planning the query) the function itself runs, with the same rows.
+ *
+ * This file is the top of the aggregate's files: it calls aggregate.c (the
+ * function, gh_agg_start) and the run, none of them calls it.  The module's
+ * set-up, gpuhash_init_aggregate, is here, beside the hook it installs.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -111,13 +115,19 @@ static CustomExecMethods agg_exec_methods = {
 	.ReScanCustomScan = agg_rescan,
 };
 
-/* gh_agg_scan_init installs the planner hook and registers the node. */
+/*
+ * gpuhash_init_aggregate sets up gpuhash_aggregate() in _PG_init: installs
+ * the planner hook that puts a GpuHashAggregate in place of the function,
+ * registers the scan, and registers the pack node (aggregate_pack.c) that
+ * parallel workers must be able to read.
+ */
 void
-gh_agg_scan_init(void)
+gpuhash_init_aggregate(void)
 {
 	RegisterCustomScanMethods(&agg_scan_methods);
 	prev_rel_pathlist_hook = set_rel_pathlist_hook;
 	set_rel_pathlist_hook = agg_rel_pathlist;
+	gh_agg_pack_init();
 }
 
 /*
