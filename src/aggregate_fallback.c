@@ -25,8 +25,7 @@
 
 #include "aggregate.h"
 
-static void set_rep(GhAggRun *run, GhGroupSet *s, uint64 g, uint32 row);
-static bool row_equals_rep(GhAggRun *run, GhGroupSet *s, uint64 g, uint32 row);
+static bool row_matches_rep(GhAggRun *run, GhGroupSet *s, uint64 g, uint32 row);
 static uint32 exact_find(GhAggRun *run, GhGroupSet *s, uint32 row, uint64 h);
 
 /*
@@ -47,9 +46,7 @@ gh_agg_check_keys(GhAggRun *run, GhGroupSet *s, uint64 ngroups)
 
 		if (g >= ngroups)
 			elog(ERROR, "gpuhash_aggregate: group id %u out of range", g);
-		if (!s->rep_set[g])
-			set_rep(run, s, g, i);
-		else if (!row_equals_rep(run, s, g, i))
+		if (!row_matches_rep(run, s, g, i))
 			run->batch.h_bad[nbad++] = i;
 		if ((i & 0xffff) == 0)
 			CHECK_FOR_INTERRUPTS();
@@ -57,47 +54,37 @@ gh_agg_check_keys(GhAggRun *run, GhGroupSet *s, uint64 ngroups)
 	return nbad;
 }
 
-/* set_rep makes row the representative of group g of set s. */
-static void
-set_rep(GhAggRun *run, GhGroupSet *s, uint64 g, uint32 row)
-{
-	Datum	   *rv = s->rep_vals + g * run->nkeys;
-	bool	   *rn = s->rep_nulls + g * run->nkeys;
-	Datum	   *kv = run->batch.keys + (size_t) row * run->nkeys;
-	bool	   *kn = run->batch.knulls + (size_t) row * run->nkeys;
-
-	for (int k = 0; k < run->nkeys; k++)
-	{
-		GhAggKey   *key = &run->plan->keys[k];
-
-		rn[k] = kn[k];
-		if (kn[k])
-			rv[k] = (Datum) 0;
-		else if (key->typbyval)
-			rv[k] = kv[k];
-		else
-		{
-			MemoryContext old = MemoryContextSwitchTo(run->rep_cxt);
-
-			rv[k] = datumCopy(kv[k], false, key->typlen);
-			MemoryContextSwitchTo(old);
-		}
-	}
-	s->rep_set[g] = true;
-}
-
 /*
- * row_equals_rep compares row's group keys with group g's representative
- * with the keys' equality; NULL equals NULL, as in GROUP BY.
+ * row_matches_rep compares row's group keys with group g's representative
+ * with the keys' equality (NULL equals NULL, as in GROUP BY).  A group that
+ * has no representative yet takes row's keys as its own, and row matches.
  */
 static bool
-row_equals_rep(GhAggRun *run, GhGroupSet *s, uint64 g, uint32 row)
+row_matches_rep(GhAggRun *run, GhGroupSet *s, uint64 g, uint32 row)
 {
 	Datum	   *rv = s->rep_vals + g * run->nkeys;
 	bool	   *rn = s->rep_nulls + g * run->nkeys;
 	Datum	   *kv = run->batch.keys + (size_t) row * run->nkeys;
 	bool	   *kn = run->batch.knulls + (size_t) row * run->nkeys;
 
+	if (!s->rep_set[g])
+	{
+		MemoryContext old = MemoryContextSwitchTo(run->rep_cxt);
+
+		for (int k = 0; k < run->nkeys; k++)
+		{
+			GhAggKey   *key = &run->plan->keys[k];
+
+			rn[k] = kn[k];
+			if (kn[k])
+				rv[k] = (Datum) 0;
+			else
+				rv[k] = key->typbyval ? kv[k] : datumCopy(kv[k], false, key->typlen);
+		}
+		MemoryContextSwitchTo(old);
+		s->rep_set[g] = true;
+		return true;
+	}
 	for (int k = 0; k < run->nkeys; k++)
 	{
 		GhAggKey   *key = &run->plan->keys[k];
@@ -178,13 +165,13 @@ exact_find(GhAggRun *run, GhGroupSet *s, uint32 row, uint64 h)
 			uint32		g = (uint32) s->ngroups;
 
 			gh_agg_ensure_groups(run, s, s->ngroups + 1);
-			set_rep(run, s, g, row);
+			(void) row_matches_rep(run, s, g, row); /* the new group's keys */
 			s->ngroups++;
 			s->ex_hash[slot] = h;
 			s->ex_id[slot] = g + 1;
 			return g;
 		}
-		if (s->ex_hash[slot] == h && row_equals_rep(run, s, id - 1, row))
+		if (s->ex_hash[slot] == h && row_matches_rep(run, s, id - 1, row))
 			return id - 1;
 		slot = (slot + 1) & mask;
 	}
