@@ -61,6 +61,8 @@ static void stage_values(GhAggRun *run, uint32 i, Datum *values, bool *isnull);
 static void widen32(int64 *dst, const char *src, uint32 n);
 static uint32 device_generic(GhAggRun *run);
 static uint32 device_exact(GhAggRun *run);
+static void send_values(GhAggRun *run, gh_agg_batch *b);
+static void read_ctrl(GhAggRun *run, gh_agg_ctrl *ctrl);
 static int	cmp_uint32(const void *a, const void *b);
 
 /*
@@ -447,20 +449,11 @@ device_generic(GhAggRun *run)
 	gh_copy_htod(run->target, run->batch.d_hashes, run->batch.h_hashes, (size_t) n * 8);
 	GH_AGG_DEVICE_CALL(gh_agg_assign, run->target, ON_TARGET(run, "grouping rows"),
 					   s->table, s->table_cap, run->batch.d_hashes, n, run->batch.d_ids);
-	for (int c = 0; c < run->ncols; c++)
-	{
-		if (run->plan->cols[c].kind != GH_AGG_KIND_NONE)
-			gh_copy_htod(run->target, run->batch.d_vals[c], run->batch.h_vals[c], (size_t) n * 8);
-		gh_copy_htod(run->target, run->batch.d_valid[c], run->batch.h_valid[c], n);
-	}
+	send_values(run, &b);
 	gh_copy_dtoh(run->target, run->batch.h_ids, run->batch.d_ids, (size_t) n * 4);
-	gh_copy_dtoh(run->target, &ctrl, (char *) s->table + gh_agg_table_ctrl_offset(s->table_cap),
-				 sizeof(ctrl));
-	gh_sync(run->target);
+	read_ctrl(run, &ctrl);
 	INSTR_TIME_SET_CURRENT(t1);
 	run->stats.ms_device += INSTR_TIME_GET_MILLISEC(t1) - INSTR_TIME_GET_MILLISEC(t0);
-	if (ctrl.full)
-		gpuhash_report(GH_ERR_TABLE_FULL, NULL, "grouping rows");
 	gh_agg_ensure_groups(run, s, ctrl.ngroups);
 
 	/* 2. every row against its group's representative */
@@ -470,23 +463,56 @@ device_generic(GhAggRun *run)
 
 	/* 3. accumulate what matched */
 	INSTR_TIME_SET_CURRENT(t1);
-	memset(&b, 0, sizeof(b));
-	b.n = n;
-	b.ids = run->batch.d_ids;
-	for (int c = 0; c < run->ncols; c++)
+	if (nbad > 0)
 	{
-		b.vals[c] = run->batch.d_vals[c];
-		b.valid[c] = run->batch.d_valid[c];
-	}
-	if (nbad > 0)
 		gh_copy_htod(run->target, run->batch.d_bad, run->batch.h_bad, (size_t) nbad * 4);
-	if (nbad > 0)
 		GH_AGG_DEVICE_CALL(gh_agg_skip, run->target, ON_TARGET(run, "aggregating"),
 						   run->batch.d_ids, run->batch.d_bad, nbad);
+	}
 	GH_AGG_DEVICE_CALL(gh_agg_accumulate, run->target, ON_TARGET(run, "aggregating"),
 					   s->acc, &s->layout, s->ngroups, &b);
 	run->stats.ms_device += gh_agg_ms_since(t1);
 	return nbad;
+}
+
+/*
+ * send_values copies the batch's aggregate arguments and their valid flags
+ * to the target, and describes them in b for gh_agg_accumulate.
+ */
+static void
+send_values(GhAggRun *run, gh_agg_batch *b)
+{
+	GhAggBatch *batch = &run->batch;
+
+	memset(b, 0, sizeof(*b));
+	b->n = batch->n;
+	b->ids = batch->d_ids;
+	for (int c = 0; c < run->ncols; c++)
+	{
+		if (run->plan->cols[c].kind != GH_AGG_KIND_NONE)
+			gh_copy_htod(run->target, batch->d_vals[c], batch->h_vals[c],
+						 (size_t) batch->n * 8);
+		gh_copy_htod(run->target, batch->d_valid[c], batch->h_valid[c], batch->n);
+		b->vals[c] = batch->d_vals[c];
+		b->valid[c] = batch->d_valid[c];
+	}
+}
+
+/*
+ * read_ctrl copies the main table's control block back once the device has
+ * done the work queued so far, and raises the ERROR of a full table.
+ */
+static void
+read_ctrl(GhAggRun *run, gh_agg_ctrl *ctrl)
+{
+	GhGroupSet *s = &run->main;
+
+	gh_copy_dtoh(run->target, ctrl,
+				 (char *) s->table + gh_agg_table_ctrl_offset(s->table_cap),
+				 sizeof(*ctrl));
+	gh_sync(run->target);
+	if (ctrl->full)
+		gpuhash_report(GH_ERR_TABLE_FULL, NULL, "grouping rows");
 }
 
 /* cmp_uint32 orders uint32s, for qsort. */
@@ -530,25 +556,11 @@ device_exact(GhAggRun *run)
 	if (run->nkeys > 0)
 		gh_copy_htod(run->target, run->batch.d_knull, run->batch.h_knull, n);
 	keys.nullmask = run->batch.d_knull;
-	memset(&b, 0, sizeof(b));
-	b.n = n;
-	b.ids = run->batch.d_ids;
-	for (int c = 0; c < run->ncols; c++)
-	{
-		if (run->plan->cols[c].kind != GH_AGG_KIND_NONE)
-			gh_copy_htod(run->target, run->batch.d_vals[c], run->batch.h_vals[c], (size_t) n * 8);
-		gh_copy_htod(run->target, run->batch.d_valid[c], run->batch.h_valid[c], n);
-		b.vals[c] = run->batch.d_vals[c];
-		b.valid[c] = run->batch.d_valid[c];
-	}
+	send_values(run, &b);
 	GH_AGG_DEVICE_CALL(gh_agg_assign_exact, run->target, ON_TARGET(run, "grouping rows"),
 					   s->table, s->table_cap, s->acc, &s->layout, &keys, n,
 					   run->batch.d_ids, run->batch.d_scratch, run->batch.d_bad);
-	gh_copy_dtoh(run->target, &ctrl, (char *) s->table + gh_agg_table_ctrl_offset(s->table_cap),
-				 sizeof(ctrl));
-	gh_sync(run->target);
-	if (ctrl.full)
-		gpuhash_report(GH_ERR_TABLE_FULL, NULL, "grouping rows");
+	read_ctrl(run, &ctrl);
 	s->ngroups = ctrl.ngroups;
 	nbad = ctrl.nbad;
 
