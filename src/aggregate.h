@@ -2,8 +2,8 @@
  * aggregate.h
  *	  The private header of gpuhash_aggregate(): what its src/ files share.
  *
- * The files, from the bottom up (each calls only files above it in this
- * list, never one below):
+ * The files, lowest layer first: each calls only files listed before it,
+ * so no two call each other.
  *
  *	aggregate_numeric.c		NUMERIC: fixed point for the device, host-side
  *							state for what does not fit, results written
@@ -21,9 +21,9 @@
  *	aggregate_scan.c		GpuHashAggregate: the function's groups returned
  *							by a scan; the module's set-up
  *
- * The query's plan (GhAggPlan) is made by aggregate.c and read by all; a
- * run (GhAggRun) belongs to the files from aggregate_batch.c down, and the
- * others hold it as an opaque pointer.  Declarations are grouped by the file
+ * The query's plan (GhAggPlan) is made by aggregate.c and read by all; the
+ * inside of a run (GhAggRun) belongs to the files from aggregate_numeric.c
+ * to aggregate_result.c, and the others hold it as an opaque pointer.  Declarations are grouped by the file
  * that defines them, as postgres_fdw.h does.
  *-------------------------------------------------------------------------
  */
@@ -219,6 +219,8 @@ gh_agg_col_width(const GhAggCol *col)
 /* A run of the aggregation (aggregate_batch.c). */
 typedef struct GhAggRun GhAggRun;
 
+/* ---- the inside of a run (aggregate_numeric.c to aggregate_result.c) ---- */
+
 /* Largest NUMERIC display scale that the device takes. */
 #define GH_NUM_SCALE_CAP	24
 
@@ -278,7 +280,10 @@ typedef struct GhGroupSet
 	gh_agg_layout hl;
 } GhGroupSet;
 
-/* The batch being filled: host arrays (pinned for the GPU) and their target twins. */
+/*
+ * The batch being filled: host arrays (pinned for the GPU) and their twins
+ * on the target.
+ */
 typedef struct GhAggBatch
 {
 	MemoryContext cxt;			/* reset after every batch */
@@ -358,7 +363,7 @@ typedef struct GhAggCursor
 	uint64		next;			/* next group of that set */
 	uint64		rows;			/* rows made since the cursor started */
 	instr_time	t_first;		/* when the first row was asked for */
-	bool		reported;
+	bool		reported;		/* gh_agg_run_report has logged the run */
 } GhAggCursor;
 
 /*
@@ -449,7 +454,7 @@ gh_agg_ms_since(instr_time start)
 	return INSTR_TIME_GET_MILLISEC(now);
 }
 
-/* gh_pow10_i128 returns 10^k, 0 <= k <= 38 (10^38 is the largest below 2^127). */
+/* gh_pow10_i128: 10^k, 0 <= k <= 38 (10^38 is the largest below 2^127). */
 static inline int128
 gh_pow10_i128(int k)
 {

@@ -95,7 +95,7 @@ gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
 	run->rep_cxt = AllocSetContextCreate(cxt, "gpuhash_aggregate keys",
 										 ALLOCSET_DEFAULT_SIZES);
 	run->num.cxt = AllocSetContextCreate(cxt, "gpuhash_aggregate numeric",
-										  ALLOCSET_DEFAULT_SIZES);
+										 ALLOCSET_DEFAULT_SIZES);
 	run->exact = plan->device_keys;
 	cap = (uint32) Min((int64) Max(gpuhash_batch_rows, 1) * GH_AGG_BATCH_PACKETS,
 					   GH_AGG_MAX_BATCH);
@@ -592,9 +592,9 @@ device_exact(GhAggRun *run)
 }
 
 /*
- * gh_agg_flush aggregates the staged batch on the device; rows whose keys collided
- * go to the fallback set, and NUMERIC values the device cannot hold to the
- * host-side state.
+ * gh_agg_flush aggregates the staged batch on the device; rows whose keys
+ * collided go to the fallback set, and NUMERIC values the device cannot hold
+ * to the host-side state.
  */
 void
 gh_agg_flush(GhAggRun *run)

@@ -178,8 +178,8 @@ exact_find(GhAggRun *run, GhGroupSet *s, uint32 row, uint64 h)
 }
 
 /*
- * gh_agg_to_fallback aggregates the rows listed in h_bad (keys that did not match
- * their device group's representative) in the fallback set.
+ * gh_agg_to_fallback aggregates the rows listed in h_bad (keys that did not
+ * match their device group's representative) in the fallback set.
  */
 void
 gh_agg_to_fallback(GhAggRun *run, uint32 nbad)

@@ -52,8 +52,8 @@ gh_agg_set_init(GhAggRun *run, GhGroupSet *s, bool fallback, GhTarget target)
 }
 
 /*
- * gh_agg_ensure_groups makes room for need groups: accumulators (moved to a larger
- * allocation, the new part initialised) and representatives.
+ * gh_agg_ensure_groups makes room for need groups: accumulators (moved to a
+ * larger allocation, the new part initialised) and representatives.
  */
 void
 gh_agg_ensure_groups(GhAggRun *run, GhGroupSet *s, uint64 need)

@@ -344,7 +344,7 @@ num_cmp(Datum a, Datum b)
 	return DatumGetInt32(DirectFunctionCall2(numeric_cmp, a, b));
 }
 
-/* ---- input: fixed point, and the host-side state ------------------------ */
+/* ---- input: fixed point, and the host-side state -------------------- */
 
 /* gh_agg_add_side_row lists a NUMERIC value of the batch for the host. */
 void
@@ -365,8 +365,8 @@ gh_agg_add_side_row(GhAggRun *run, uint32 row, int col, int kind, Datum value)
 }
 
 /*
- * gh_agg_prepare_numeric brings the batch's NUMERIC values to their column's scale
- * and packs them; values that do not fit become host-side rows.
+ * gh_agg_prepare_numeric brings the batch's NUMERIC values to their column's
+ * scale and packs them; values that do not fit become host-side rows.
  */
 void
 gh_agg_prepare_numeric(GhAggRun *run)
@@ -519,8 +519,8 @@ rescale_column(GhAggRun *run, int c, int newscale)
 }
 
 /*
- * gh_agg_apply_side_rows adds the batch's host-side NUMERIC values to their groups,
- * in whichever set their row went to.
+ * gh_agg_apply_side_rows adds the batch's host-side NUMERIC values to their
+ * groups, in whichever set their row went to.
  */
 void
 gh_agg_apply_side_rows(GhAggRun *run, uint32 nbad)
@@ -633,7 +633,7 @@ side_add_finite(GhAggRun *run, GhNumSide *e, Datum v, bool count, bool sum,
 	MemoryContextSwitchTo(old);
 }
 
-/* ---- results -------------------------------------------------------------- */
+/* ---- results ---------------------------------------------------------- */
 
 /* numeric_total: group g's NUMERIC sum of column c (no special values). */
 static Datum

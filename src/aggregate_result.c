@@ -156,15 +156,18 @@ gh_agg_run_finish(GhAggRun *run, Tuplestorestate *store, TupleDesc desc)
 void
 gh_agg_run_report(GhAggRun *run)
 {
+	GhAggStats *st = &run->stats;
+
 	if (run->out.reported)
 		return;
 	run->out.reported = true;
-	run->stats.ms_finish = run->stats.ms_fetch + (run->out.rows > 0 ? gh_agg_ms_since(run->out.t_first) : 0);
+	st->ms_finish = st->ms_fetch +
+		(run->out.rows > 0 ? gh_agg_ms_since(run->out.t_first) : 0);
 
 	/* counts that do not depend on the device, then where the time went */
 	elog(DEBUG1, "gpuhash_aggregate: %llu input rows, %llu groups on the device, "
 		 "%llu colliding keys in the fallback set",
-		 (unsigned long long) run->stats.rows, (unsigned long long) run->main.ngroups,
+		 (unsigned long long) st->rows, (unsigned long long) run->main.ngroups,
 		 (unsigned long long) run->fb.ngroups);
 	elog(DEBUG2, "gpuhash_aggregate on %s, %s keys: %llu packets from parallel workers, "
 		 "%llu batches, %llu rows in the fallback set, "
@@ -172,11 +175,14 @@ gh_agg_run_report(GhAggRun *run)
 		 "ms: total %.1f, input and staging %.1f, device %.1f, key checks %.1f, "
 		 "other batch work %.1f, result rows %.1f (of which accumulators to the host %.1f)",
 		 gpuhash_target_name(run->target), run->exact ? "device" : "host-checked",
-		 (unsigned long long) run->stats.packets, (unsigned long long) run->stats.batches, (unsigned long long) run->stats.bad_rows,
-		 (unsigned long long) run->stats.side_values, (unsigned long long) run->stats.rescales,
-		 gh_agg_ms_since(run->stats.t_begin), gh_agg_ms_since(run->stats.t_begin) - run->stats.ms_flush - run->stats.ms_finish,
-		 run->stats.ms_device, run->stats.ms_verify,
-		 run->stats.ms_flush - run->stats.ms_device - run->stats.ms_verify, run->stats.ms_finish, run->stats.ms_fetch);
+		 (unsigned long long) st->packets, (unsigned long long) st->batches,
+		 (unsigned long long) st->bad_rows,
+		 (unsigned long long) st->side_values, (unsigned long long) st->rescales,
+		 gh_agg_ms_since(st->t_begin),
+		 gh_agg_ms_since(st->t_begin) - st->ms_flush - st->ms_finish,
+		 st->ms_device, st->ms_verify,
+		 st->ms_flush - st->ms_device - st->ms_verify, st->ms_finish,
+		 st->ms_fetch);
 
 	/*
 	 * The input in detail: the executor's wall time splits into packets
@@ -190,13 +196,13 @@ gh_agg_run_report(GhAggRun *run)
 		 "%llu packet bytes (%.1f a row); ms: input wall %.1f, of which copying packets %.1f, "
 		 "device batches %.1f, receiving and waiting %.1f; "
 		 "workers' scan and packing %.1f in all, %.1f per worker",
-		 run->stats.workers_launched, run->stats.workers_planned,
-		 (unsigned long long) run->stats.packet_bytes,
-		 run->stats.rows > 0 ? (double) run->stats.packet_bytes / run->stats.rows : 0.0,
-		 run->stats.ms_input, run->stats.ms_copy, run->stats.ms_flush_input,
-		 run->stats.ms_input - run->stats.ms_copy - run->stats.ms_flush_input,
-		 run->stats.worker_busy_us / 1000.0,
-		 run->stats.worker_busy_us / 1000.0 / Max(run->stats.workers_launched, 1));
+		 st->workers_launched, st->workers_planned,
+		 (unsigned long long) st->packet_bytes,
+		 st->rows > 0 ? (double) st->packet_bytes / st->rows : 0.0,
+		 st->ms_input, st->ms_copy, st->ms_flush_input,
+		 st->ms_input - st->ms_copy - st->ms_flush_input,
+		 st->worker_busy_us / 1000.0,
+		 st->worker_busy_us / 1000.0 / Max(st->workers_launched, 1));
 }
 
 /*
