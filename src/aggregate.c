@@ -152,7 +152,12 @@ static GhKeyEq key_eqmode(Oid type, Oid eqop, Oid collation, bool byval);
 static void check_coldef(GhAggPlan *plan, TupleDesc expected);
 static void plan_coercions(GhAggPlan *plan, TupleDesc expected);
 static char *describe_columns(GhAggPlan *plan);
+static GhValType col_vtype(Oid type);
 static void run_input(GhAggPlan *plan, GhAggRun *run);
+static bool dest_receive(TupleTableSlot *slot, DestReceiver *self);
+static void dest_startup(DestReceiver *self, int operation, TupleDesc typeinfo);
+static void dest_shutdown(DestReceiver *self);
+static void dest_destroy(DestReceiver *self);
 
 /*
  * gpuhash_aggregate runs the GROUP BY query in its argument with grouping
@@ -717,6 +722,10 @@ plan_coercions(GhAggPlan *plan, TupleDesc expected)
 	}
 }
 
+/*
+ * dest_receive hands one row of the input query to the run, or, when
+ * parallel workers pack the rows, one packet of rows.
+ */
 static bool
 dest_receive(TupleTableSlot *slot, DestReceiver *self)
 {
@@ -741,6 +750,7 @@ dest_receive(TupleTableSlot *slot, DestReceiver *self)
 	return true;
 }
 
+/* dest_startup and the others do nothing: the run outlives the executor. */
 static void
 dest_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
 {

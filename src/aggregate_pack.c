@@ -86,6 +86,7 @@ static void pack_begin(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *pack_exec(CustomScanState *node);
 static void pack_end(CustomScanState *node);
 static void pack_rescan(CustomScanState *node);
+static int	max_plan_node_id(Plan *plan);
 
 static CustomScanMethods pack_scan_methods = {
 	.CustomName = GH_PACK_NAME,
