@@ -1,12 +1,15 @@
 /*-------------------------------------------------------------------------
  * device.c
- *	  The device layer: where gpuhash's operators run, and the memory they use.
+ *	  The device layer: the backend's CUDA context and stream, its device
+ *	  memory tracked under resource owners, copies, and device errors.
  *
  * This is the only PostgreSQL-side code that knows whether a GPU is there.
  * It resolves gpuhash.device into a target (GPU, the CPU twin, or none),
- * creates the backend's CUDA context lazily on the first GPU use, turns
- * every gh_status from cuda/ into ereport(ERROR), and owns every device and
- * pinned-host allocation.
+ * creates the backend's CUDA context lazily on the first GPU use, owns every
+ * device and pinned-host allocation, and turns every gh_status from cuda/
+ * into ereport(ERROR) in one place, gpuhash_report: the failures of tables
+ * held by the GPU service come back to the backend as a gh_status and are
+ * reported there too.
  *
  * Allocations are tracked per ResourceOwner: the one current when they were
  * made.  A resource-release callback frees whatever an owner still holds
@@ -39,7 +42,8 @@ typedef struct GhAlloc
 	bool		pinned_host;	/* host memory from cudaMallocHost */
 	void	   *ptr;
 	size_t		bytes;
-	uint32		svc_table;		/* a table held by the GPU service (service.c) */
+	uint32		svc_table;		/* a table held by the GPU service
+								 * (service_client.c) */
 } GhAlloc;
 
 static dlist_head gh_allocs = DLIST_STATIC_INIT(gh_allocs);
@@ -58,6 +62,15 @@ static void gh_release_callback(ResourceReleasePhase phase, bool isCommit,
 static void gh_forbid_postmaster(void);
 static void gh_gpu_context(void);
 static void gh_free_entry(GhAlloc *a, bool report);
+static void gh_log_no_gpu(void);
+static void gh_prewarm_exit(int code, Datum arg);
+static GhAlloc *gh_track(GhTarget target, bool pinned_host, size_t bytes);
+static bool gh_injected_failure(void);
+static void *gh_alloc(GhTarget target, size_t bytes, bool pinned_host,
+					  bool oom_ok);
+static void gh_free_owned(void *ptr, uint32 svc_table);
+static void gh_copy(GhTarget target, void *dst, const void *src, size_t bytes,
+					bool to_device);
 
 /*
  * gpuhash_init_device registers the resource-release callback.  Called from
@@ -175,6 +188,7 @@ gpuhash_exec_target(void)
 	return GH_TARGET_CPU;
 }
 
+/* gpuhash_target_name is target's name in gpuhash.device's words, for EXPLAIN. */
 const char *
 gpuhash_target_name(GhTarget target)
 {
@@ -356,12 +370,18 @@ gh_injected_failure(void)
 	return ++gh_allocs_since_injection == gpuhash_inject_alloc_failure;
 }
 
+/* gpuhash_reset_alloc_injection starts gpuhash.inject_alloc_failure's count again. */
 void
 gpuhash_reset_alloc_injection(void)
 {
 	gh_allocs_since_injection = 0;
 }
 
+/*
+ * gh_alloc makes one tracked allocation on target: pinned host memory or
+ * device memory.  Running out of memory returns NULL when oom_ok, else it
+ * is an ERROR, as is every other failure.
+ */
 static void *
 gh_alloc(GhTarget target, size_t bytes, bool pinned_host, bool oom_ok)
 {
@@ -498,6 +518,7 @@ gh_free_owned(void *ptr, uint32 svc_table)
 	elog(ERROR, "gpuhash: freeing device memory it does not own");
 }
 
+/* gh_dev_free frees an allocation of gh_dev_alloc or gh_host_alloc. */
 void
 gh_dev_free(void *ptr)
 {
@@ -521,12 +542,17 @@ gh_track_service_table(uint32 id, size_t bytes)
 	gh_bytes_in_use += bytes;
 }
 
+/*
+ * gh_untrack_service_table frees table id, tracked by gh_track_service_table,
+ * in the service.
+ */
 void
 gh_untrack_service_table(uint32 id)
 {
 	gh_free_owned(NULL, id);
 }
 
+/* gh_dev_bytes_in_use is the device memory this backend holds now. */
 size_t
 gh_dev_bytes_in_use(void)
 {
@@ -573,44 +599,52 @@ gh_release_callback(ResourceReleasePhase phase, bool isCommit,
 	}
 }
 
+/* gh_stream is the stream of target's work in this backend (NULL for the twin). */
 void *
 gh_stream(GhTarget target)
 {
 	return target == GH_TARGET_GPU ? gh_gpu_stream : NULL;
 }
 
+/*
+ * gh_copy copies bytes between host and device memory of target, queued on
+ * the backend's stream (a plain memcpy for the CPU twin).  to_device says
+ * which way; the direction also names the action of an ERROR.
+ */
+static void
+gh_copy(GhTarget target, void *dst, const void *src, size_t bytes,
+		bool to_device)
+{
+	gh_error	err;
+	gh_status	st;
+
+	if (target == GH_TARGET_CPU)
+	{
+		memcpy(dst, src, bytes);
+		return;
+	}
+	memset(&err, 0, sizeof(err));
+	if (to_device)
+		st = gh_cuda_memcpy_htod(dst, src, bytes, gh_gpu_stream, &err);
+	else
+		st = gh_cuda_memcpy_dtoh(dst, src, bytes, gh_gpu_stream, &err);
+	if (st != GH_OK)
+		gpuhash_report(st, &err,
+					   to_device ? "copying to the GPU" : "copying from the GPU");
+}
+
+/* gh_copy_htod copies host memory to target's device memory. */
 void
 gh_copy_htod(GhTarget target, void *dst, const void *src, size_t bytes)
 {
-	gh_error	err;
-	gh_status	st;
-
-	if (target == GH_TARGET_CPU)
-	{
-		memcpy(dst, src, bytes);
-		return;
-	}
-	memset(&err, 0, sizeof(err));
-	st = gh_cuda_memcpy_htod(dst, src, bytes, gh_gpu_stream, &err);
-	if (st != GH_OK)
-		gpuhash_report(st, &err, "copying to the GPU");
+	gh_copy(target, dst, src, bytes, true);
 }
 
+/* gh_copy_dtoh copies target's device memory to host memory. */
 void
 gh_copy_dtoh(GhTarget target, void *dst, const void *src, size_t bytes)
 {
-	gh_error	err;
-	gh_status	st;
-
-	if (target == GH_TARGET_CPU)
-	{
-		memcpy(dst, src, bytes);
-		return;
-	}
-	memset(&err, 0, sizeof(err));
-	st = gh_cuda_memcpy_dtoh(dst, src, bytes, gh_gpu_stream, &err);
-	if (st != GH_OK)
-		gpuhash_report(st, &err, "copying from the GPU");
+	gh_copy(target, dst, src, bytes, false);
 }
 
 /* gh_sync waits for the work queued on target's stream. */
