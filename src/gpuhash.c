@@ -240,7 +240,7 @@ _PG_init(void)
 
 	MarkGUCPrefixReserved("gpuhash");
 
-	gpuhash_service_init();
+	gpuhash_init_service();
 	gpuhash_init_device();
 	gpuhash_init_join_plan();
 	gpuhash_init_aggregate();

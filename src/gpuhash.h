@@ -62,7 +62,7 @@ extern void gpuhash_reset_alloc_injection(void);
 extern void gh_track_service_table(uint32 id, size_t bytes);
 extern void gh_untrack_service_table(uint32 id);
 
-/* the GPU service (service.c) */
+/* the GPU service (service.c, service_client.c) */
 typedef enum GpuhashServiceSetting
 {
 	GPUHASH_SERVICE_OFF = 0,
@@ -83,7 +83,7 @@ typedef struct GhSvcTableInfo
 	uint64		mem_bytes;
 	bool		on_gpu;
 } GhSvcTableInfo;
-extern void gpuhash_service_init(void);
+extern void gpuhash_init_service(void);
 extern bool gh_svc_available(bool parallel);
 extern GhTarget gh_svc_target(void);
 extern gh_status gh_svc_build(const uint64 *hashes, uint32 n,

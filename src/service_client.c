@@ -1,0 +1,396 @@
+/*-------------------------------------------------------------------------
+ * service_client.c
+ *	  The backends' side of the GPU service: whether a join may use it, and
+ *	  the requests that build, attach, probe and free a table there.
+ *
+ * A request takes the backend's slot (service.h), posts it and waits: awake
+ * for a moment, since a probe is answered within a fraction of a
+ * millisecond, then on the backend's latch.  A backend interrupted while it
+ * waits (cancel, timeout) leaves the request to finish: its next request,
+ * or its exit, first waits for DONE, and frees a table whose build it
+ * abandoned.  A backend's exit frees all its tables (BYE).  What may run in
+ * resource release or at exit (FREE, BYE) raises nothing and does not wait
+ * for ever, for the service may be gone.
+ *
+ * hashtable.c is the only caller of the table requests: a GhTable held by
+ * the service is still a GhTable to the join.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "portability/instr_time.h"
+#include "storage/dsm.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+
+#include "service.h"
+
+/* how long a backend waits awake for an answer before it sleeps (svc_wait) */
+#define SVC_SPIN_US 2000
+
+static dsm_segment *my_xseg = NULL;
+static size_t my_xseg_size = 0;
+static uint32 my_seg_gen = 0;
+static bool my_build_pending = false;	/* a BUILD we stopped waiting for */
+static bool my_bye_hook = false;
+static char my_err_name[64];
+static char my_err_where[64];
+static char my_err_text[128];
+
+static GhSvcSlot *my_slot(void);
+static void svc_post(GhSvcSlot *slot);
+static bool svc_wait(GhSvcSlot *slot, bool interruptible);
+static bool svc_settle(GhSvcSlot *slot, bool interruptible);
+static bool svc_quiet_request(SvcOp op, uint32 table);
+static void svc_bye(int code, Datum arg);
+static char *svc_exchange_for(size_t bytes);
+static gh_status svc_call(GhSvcSlot *slot, gh_error *err);
+static GhSvcSlot *svc_begin(void);
+static gh_status svc_make_table(SvcOp op, uint32 src_id, const uint64 *hashes,
+								uint32 n, const gh_mm_params *params,
+								uint32 probe_cap, GhSvcTableInfo *info,
+								uint32 *rows, gh_error *err);
+
+/*
+ * gh_svc_available says whether a join can use the service now: a parallel
+ * join's participants (parallel), or any join with gpu_service = on.
+ */
+bool
+gh_svc_available(bool parallel)
+{
+	if (gpuhash_gpu_service == GPUHASH_SERVICE_OFF ||
+		(gpuhash_gpu_service == GPUHASH_SERVICE_PARALLEL && !parallel))
+		return false;
+	if (gh_svc == NULL || gh_svc->service_pid == 0 || MyProc == NULL)
+		return false;
+
+	/*
+	 * The session's gpuhash.device decides, not the service's: gpu means a
+	 * GPU (a service on the CPU twin is no GPU, and the backend's own path
+	 * raises the ERROR), cpu means the twin.
+	 */
+	if (gpuhash_device == GPUHASH_DEVICE_GPU && !gh_svc->on_gpu)
+		return false;
+	if (gpuhash_device == GPUHASH_DEVICE_CPU && gh_svc->on_gpu)
+		return false;
+	return true;
+}
+
+/* gh_svc_target is where the service builds tables. */
+GhTarget
+gh_svc_target(void)
+{
+	return (gh_svc && gh_svc->on_gpu) ? GH_TARGET_GPU : GH_TARGET_CPU;
+}
+
+/* my_slot is this backend's request slot. */
+static GhSvcSlot *
+my_slot(void)
+{
+	return &gh_svc->slots[MyProc->pgprocno];
+}
+
+/* svc_post hands the request filled in the slot to the service. */
+static void
+svc_post(GhSvcSlot *slot)
+{
+	Latch	   *service = gh_svc->service_latch;
+
+	pg_write_barrier();
+	pg_atomic_write_u32(&slot->state, SVC_REQUEST);
+	/* the service may just have stopped: then svc_wait says so */
+	if (service)
+		SetLatch(service);
+}
+
+/*
+ * svc_wait waits for the slot's request to be DONE.  interruptible: a
+ * cancel may end the wait (with the request left to finish); otherwise it
+ * waits at most 10 s (an exit or a release must not hang on a dead service).
+ */
+static bool
+svc_wait(GhSvcSlot *slot, bool interruptible)
+{
+	int			waited_ms = 0;
+	instr_time	start,
+				now;
+
+	/*
+	 * A probe is answered within a fraction of a millisecond: wait for that
+	 * awake.  Sleeping on the latch costs two wake-ups a batch and often
+	 * moves the backend to another core, away from its batch in the cache.
+	 */
+	INSTR_TIME_SET_CURRENT(start);
+	for (uint32 spins = 1; pg_atomic_read_u32(&slot->state) == SVC_REQUEST; spins++)
+	{
+		pg_spin_delay();
+		if (spins % 256 == 0)
+		{
+			INSTR_TIME_SET_CURRENT(now);
+			INSTR_TIME_SUBTRACT(now, start);
+			if (INSTR_TIME_GET_MICROSEC(now) >= SVC_SPIN_US)
+				break;
+		}
+	}
+	while (pg_atomic_read_u32(&slot->state) == SVC_REQUEST)
+	{
+		if (gh_svc->service_pid == 0)
+		{
+			if (!interruptible)
+				return false;
+			ereport(ERROR,
+					(errcode(ERRCODE_SYSTEM_ERROR),
+					 errmsg("the gpuhash GPU service stopped while serving this backend"),
+					 errhint("The server log says why; it restarts by itself.")));
+		}
+		if (!interruptible && waited_ms >= 10000)
+			return false;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 100L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		waited_ms += 100;
+		if (interruptible)
+			CHECK_FOR_INTERRUPTS();
+	}
+	pg_read_barrier();
+	return true;
+}
+
+/* svc_settle finishes what an interrupted request left in the slot. */
+static bool
+svc_settle(GhSvcSlot *slot, bool interruptible)
+{
+	if (!svc_wait(slot, interruptible))
+		return false;
+	if (pg_atomic_read_u32(&slot->state) == SVC_DONE)
+	{
+		bool		orphan = my_build_pending && slot->op == SVC_OP_BUILD &&
+			slot->status == GH_OK;
+
+		pg_atomic_write_u32(&slot->state, SVC_IDLE);
+		my_build_pending = false;
+		if (orphan)
+		{
+			slot->op = SVC_OP_FREE;
+			slot->table = slot->out_table;
+			svc_post(slot);
+			if (!svc_wait(slot, interruptible))
+				return false;
+			pg_atomic_write_u32(&slot->state, SVC_IDLE);
+		}
+	}
+	return true;
+}
+
+/*
+ * svc_quiet_request sends op (FREE of table, or BYE) from resource release
+ * or exit: it raises nothing and does not wait for ever.  false if there is
+ * no service or this process has no slot.
+ */
+static bool
+svc_quiet_request(SvcOp op, uint32 table)
+{
+	GhSvcSlot  *slot;
+
+	if (gh_svc == NULL || gh_svc->service_pid == 0 || MyProc == NULL)
+		return false;
+	slot = my_slot();
+	if (slot->pid != MyProcPid || !svc_settle(slot, false))
+		return false;
+	slot->op = op;
+	slot->table = table;
+	svc_post(slot);
+	if (svc_wait(slot, false))
+		pg_atomic_write_u32(&slot->state, SVC_IDLE);
+	return true;
+}
+
+/* svc_bye, at exit: the service frees this process's tables and mapping. */
+static void
+svc_bye(int code, Datum arg)
+{
+	if (svc_quiet_request(SVC_OP_BYE, 0))
+	{
+		my_slot()->pid = 0;
+		my_slot()->client_latch = NULL;
+	}
+}
+
+/* svc_exchange_for returns this backend's exchange area of at least bytes. */
+static char *
+svc_exchange_for(size_t bytes)
+{
+	if (my_xseg == NULL || my_xseg_size < bytes)
+	{
+		size_t		size = Max((size_t) 4 << 20, bytes);
+
+		if (my_xseg)
+			dsm_detach(my_xseg);
+		my_xseg = NULL;
+		my_xseg = dsm_create(size, 0);
+		dsm_pin_mapping(my_xseg);
+		my_xseg_size = size;
+		my_seg_gen++;
+	}
+	return dsm_segment_address(my_xseg);
+}
+
+/* svc_call sends the request in the slot and returns its reply's status. */
+static gh_status
+svc_call(GhSvcSlot *slot, gh_error *err)
+{
+	slot->seg = my_xseg ? dsm_segment_handle(my_xseg) : DSM_HANDLE_INVALID;
+	slot->seg_gen = my_seg_gen;
+	my_build_pending = (slot->op == SVC_OP_BUILD);
+	svc_post(slot);
+	(void) svc_wait(slot, true);
+	my_build_pending = false;
+	pg_atomic_write_u32(&slot->state, SVC_IDLE);
+	memset(err, 0, sizeof(*err));
+	if (slot->status != GH_OK)
+	{
+		strlcpy(my_err_name, slot->err_name, sizeof(my_err_name));
+		strlcpy(my_err_where, slot->err_where, sizeof(my_err_where));
+		strlcpy(my_err_text, slot->err_text, sizeof(my_err_text));
+		err->status = slot->status;
+		err->cuda_name = my_err_name;
+		err->where = my_err_where;
+		err->cuda_string = my_err_text;
+	}
+	return slot->status;
+}
+
+/* svc_begin makes this backend's slot ready for a new request. */
+static GhSvcSlot *
+svc_begin(void)
+{
+	GhSvcSlot  *slot = my_slot();
+
+	if (!my_bye_hook)
+	{
+		on_shmem_exit(svc_bye, (Datum) 0);
+		my_bye_hook = true;
+	}
+	if (slot->pid != MyProcPid)
+	{
+		/* a slot left by an earlier process of this PGPROC is the service's to clear */
+		pg_atomic_write_u32(&slot->state, SVC_IDLE);
+		slot->pid = MyProcPid;
+		slot->client_latch = &MyProc->procLatch;
+	}
+	else
+		(void) svc_settle(slot, true);
+	return slot;
+}
+
+/*
+ * svc_make_table has the service make a table for this backend: BUILD from
+ * hashes[0..n), or ATTACH (hashes NULL) a view of table src_id that a peer
+ * built from the same n hashes.  On success fills *info; rows (n entries)
+ * receives the row array when some hash repeats.
+ */
+static gh_status
+svc_make_table(SvcOp op, uint32 src_id, const uint64 *hashes, uint32 n,
+			   const gh_mm_params *params, uint32 probe_cap,
+			   GhSvcTableInfo *info, uint32 *rows, gh_error *err)
+{
+	GhSvcSlot  *slot = svc_begin();
+	char	   *x = svc_exchange_for(Max((size_t) n, 1) * sizeof(uint64));
+	gh_status	st;
+	dsm_segment *area;
+
+	/*
+	 * The table's probe area: the join writes each batch's hashes into it
+	 * and reads the ranges from it, so that a probe copies nothing.  It
+	 * belongs to the current resource owner (the query); the service maps
+	 * it too, until the table is freed.
+	 */
+	probe_cap = Max(probe_cap, 1);
+	area = dsm_create(svc_probe_area_bytes(probe_cap), 0);
+	info->area = area;
+	svc_probe_area_layout(dsm_segment_address(area), probe_cap,
+						  &info->hashes, &info->first, &info->count);
+	info->probe_cap = probe_cap;
+
+	if (hashes)
+		memcpy(x, hashes, (size_t) n * sizeof(uint64));
+	slot->probe_seg = dsm_segment_handle(area);
+	slot->probe_cap = probe_cap;
+	slot->op = op;
+	slot->table = src_id;
+	slot->n = n;
+	slot->load_factor = params->load_factor;
+	slot->group_size = params->group_size;
+	slot->scheme = (int) params->scheme;
+	st = svc_call(slot, err);
+	if (st != GH_OK)
+	{
+		dsm_detach(area);
+		info->area = NULL;
+		return st;
+	}
+	info->id = slot->out_table;
+	info->ndistinct = slot->ndistinct;
+	info->capacity = slot->capacity;
+	info->mem_bytes = slot->mem_bytes;
+	info->on_gpu = slot->on_gpu;
+	if (slot->ndistinct != n && rows != NULL)
+		memcpy(rows, x, (size_t) n * sizeof(uint32));
+	/* a big inner side's exchange area is not kept for the small probes */
+	if (my_xseg_size > ((size_t) 64 << 20))
+	{
+		dsm_detach(my_xseg);
+		my_xseg = NULL;
+		my_xseg_size = 0;
+	}
+	return GH_OK;
+}
+
+/* gh_svc_build builds the table of hashes[0..n) in the service. */
+gh_status
+gh_svc_build(const uint64 *hashes, uint32 n, const gh_mm_params *params,
+			 uint32 probe_cap, GhSvcTableInfo *info, uint32 *rows, gh_error *err)
+{
+	return svc_make_table(SVC_OP_BUILD, 0, hashes, n, params, probe_cap, info,
+						  rows, err);
+}
+
+/*
+ * gh_svc_attach gives this backend its own view of table src_id, which a
+ * peer of the same parallel join built from the same n hashes.
+ */
+gh_status
+gh_svc_attach(uint32 src_id, uint32 n, const gh_mm_params *params,
+			  uint32 probe_cap, GhSvcTableInfo *info, uint32 *rows, gh_error *err)
+{
+	return svc_make_table(SVC_OP_ATTACH, src_id, NULL, n, params, probe_cap,
+						  info, rows, err);
+}
+
+/*
+ * gh_svc_probe: the candidate ranges of the n hashes in table id's probe
+ * area (info->hashes of gh_svc_build), written to info->first and ->count.
+ */
+gh_status
+gh_svc_probe(uint32 id, uint32 n, gh_error *err)
+{
+	GhSvcSlot  *slot = svc_begin();
+
+	slot->op = SVC_OP_PROBE;
+	slot->table = id;
+	slot->n = n;
+	return svc_call(slot, err);
+}
+
+/*
+ * gh_svc_free_table frees table id in the service.  It may run during
+ * resource release: it does not wait for ever and raises nothing.
+ */
+void
+gh_svc_free_table(uint32 id)
+{
+	(void) svc_quiet_request(SVC_OP_FREE, id);
+}

@@ -1,0 +1,769 @@
+/*-------------------------------------------------------------------------
+ * service_worker.c
+ *	  The GPU service process: builds, attaches, probes and frees the hash
+ *	  tables of the backends it serves, on the GPU or the CPU twin.
+ *
+ * gpuhash_service_main creates the service's CUDA context and streams,
+ * answers with an error what backends asked of an earlier service process
+ * (its tables are gone with it), and then loops: it serves every waiting
+ * request (svc_serve_all), sleeps on its latch until a backend sets it, and
+ * every second frees what backends that ended without a BYE left behind
+ * (svc_reap).  The probes on the GPU that wait together run together, each
+ * on a stream of its own, so that the copies of one overlap the kernels and
+ * copies of the others; everything else is served in slot order.
+ *
+ * The service uses the GPU unless gpuhash.device = cpu in its configuration.
+ * Finding no GPU, it stops for good under gpu_service = parallel and uses
+ * the CPU twin under "on" (its LOG says why).  A table that does not fit on
+ * the GPU is built on the CPU twin in the service.
+ *
+ * The service never raises an ERROR for a request: failures go back to the
+ * backend in its slot (service.h).  Its tables live across transactions in
+ * memory of its own (malloc and the CUDA runtime), not under resource
+ * owners.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/dsm.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+
+#include "service.h"
+
+/* One table the service holds for a backend, or a view of a peer's. */
+typedef struct SvcTable
+{
+	bool		used;
+	int			slot;			/* the owner's slot */
+	int			owner_pid;
+	uint32		id;
+	bool		on_gpu;
+	gh_mm		mm;
+	void	   *mem;
+	size_t		bytes;
+	int		   *refs;			/* views sharing mem (ATTACH); freed at 0 */
+	/* the table's probe area (shared with its backend) */
+	dsm_segment *area;
+	uint32		area_cap;
+	bool		area_pinned;	/* page-locked for the GPU's copies */
+	/* GPU probe buffers */
+	uint32		probe_cap;
+	void	   *d_probe;
+	void	   *d_first;
+	void	   *d_count;
+} SvcTable;
+
+/* The service's mapping of one slot's exchange segment. */
+typedef struct SvcMapping
+{
+	dsm_segment *seg;
+	uint32		gen;
+	int			pid;
+} SvcMapping;
+
+static SvcTable *svc_tables = NULL;
+static int	svc_ntables = 0;
+static uint32 svc_next_id = 1;
+static SvcMapping *svc_maps = NULL;
+
+/*
+ * The service's streams: builds use the first; the probes waiting together
+ * use one each, up to SVC_STREAMS at a time.
+ */
+#define SVC_STREAMS 16
+static void *svc_streams[SVC_STREAMS];
+#define svc_stream (svc_streams[0])
+
+static void svc_set_error(GhSvcSlot *slot, gh_status st, const gh_error *err,
+						  const char *where);
+static void svc_fail(GhSvcSlot *slot, gh_status st, const char *where,
+					 const char *what);
+static void svc_oom(GhSvcSlot *slot, SvcTable *t);
+static SvcTable *svc_new_table(void);
+static SvcTable *svc_find_any(uint32 id);
+static SvcTable *svc_find(int slot, uint32 id);
+static void svc_free_table(SvcTable *t);
+static void svc_forget(int i);
+static char *svc_exchange(int i, GhSvcSlot *slot);
+static bool svc_attach_area(GhSvcSlot *slot, SvcTable *t);
+static gh_status svc_copy_rows(SvcTable *t, char *x, gh_error *err);
+static void svc_build(int i, GhSvcSlot *slot, char *x);
+static void svc_attach(int i, GhSvcSlot *slot, char *x);
+static void svc_register(int i, GhSvcSlot *slot, SvcTable *t);
+static bool svc_probe_launch(int i, GhSvcSlot *slot, void *stream);
+static void svc_probes_finish(const int *launched, int n);
+static void svc_take(GhSvcSlot *slot);
+static void svc_reply(GhSvcSlot *slot);
+static void svc_serve(int i);
+static bool svc_serve_all(void);
+static void svc_reap(void);
+static void svc_shutdown(int code, Datum arg);
+
+/*
+ * svc_set_error answers the request in slot with the failure st: err's
+ * names, or where when err names no call.
+ */
+static void
+svc_set_error(GhSvcSlot *slot, gh_status st, const gh_error *err, const char *where)
+{
+	slot->status = st;
+	strlcpy(slot->err_name, err && err->cuda_name ? err->cuda_name : "", sizeof(slot->err_name));
+	strlcpy(slot->err_where, err && err->where ? err->where : where, sizeof(slot->err_where));
+	strlcpy(slot->err_text, err && err->cuda_string ? err->cuda_string : "", sizeof(slot->err_text));
+}
+
+/*
+ * svc_free_table frees table t: its probe buffers and area, and its memory
+ * once no view shares it.
+ */
+static void
+svc_free_table(SvcTable *t)
+{
+	gh_error	err;
+	bool		last = (t->refs == NULL || --(*t->refs) == 0);
+
+	if (last && t->refs)
+		free(t->refs);
+	if (t->on_gpu)
+	{
+		if (t->d_probe)
+		{
+			(void) gh_cuda_free(t->d_probe, &err);
+			(void) gh_cuda_free(t->d_first, &err);
+			(void) gh_cuda_free(t->d_count, &err);
+		}
+		if (last && t->mem)
+			(void) gh_cuda_free(t->mem, &err);
+	}
+	else if (last)
+		free(t->mem);
+	if (t->area_pinned)
+		(void) gh_cuda_host_unregister(dsm_segment_address(t->area), &err);
+	if (t->area)
+		dsm_detach(t->area);
+	memset(t, 0, sizeof(*t));
+}
+
+/* svc_find_any: the table of that id (ids are unique), whoever holds it */
+static SvcTable *
+svc_find_any(uint32 id)
+{
+	for (int i = 0; i < svc_ntables; i++)
+		if (svc_tables[i].used && svc_tables[i].id == id)
+			return &svc_tables[i];
+	return NULL;
+}
+
+/* svc_find: the table of that id if slot holds it */
+static SvcTable *
+svc_find(int slot, uint32 id)
+{
+	SvcTable   *t = svc_find_any(id);
+
+	return (t && t->slot == slot) ? t : NULL;
+}
+
+/* svc_new_table returns an unused table entry, making room if need be. */
+static SvcTable *
+svc_new_table(void)
+{
+	for (int i = 0; i < svc_ntables; i++)
+		if (!svc_tables[i].used)
+			return &svc_tables[i];
+	svc_tables = realloc(svc_tables, sizeof(SvcTable) * (svc_ntables * 2 + 16));
+	if (svc_tables == NULL)
+		elog(FATAL, "gpuhash GPU service: out of memory");
+	memset(&svc_tables[svc_ntables], 0, sizeof(SvcTable) * (svc_ntables + 16));
+	svc_ntables = svc_ntables * 2 + 16;
+	return svc_new_table();
+}
+
+/* svc_forget frees every table of slot i and its exchange mapping. */
+static void
+svc_forget(int i)
+{
+	for (int k = 0; k < svc_ntables; k++)
+		if (svc_tables[k].used && svc_tables[k].slot == i)
+			svc_free_table(&svc_tables[k]);
+	if (svc_maps[i].seg)
+		dsm_detach(svc_maps[i].seg);
+	memset(&svc_maps[i], 0, sizeof(SvcMapping));
+}
+
+/* svc_exchange maps slot i's exchange segment; NULL if it cannot. */
+static char *
+svc_exchange(int i, GhSvcSlot *slot)
+{
+	SvcMapping *m = &svc_maps[i];
+
+	if (m->seg == NULL || m->gen != slot->seg_gen || m->pid != slot->pid)
+	{
+		if (m->seg)
+			dsm_detach(m->seg);
+		m->seg = dsm_attach(slot->seg);
+		m->gen = slot->seg_gen;
+		m->pid = slot->pid;
+		if (m->seg == NULL)
+			return NULL;
+	}
+	return dsm_segment_address(m->seg);
+}
+
+/*
+ * svc_fail answers the request in slot with a failure of the service's own
+ * (not a CUDA call's): where failed, with what.
+ */
+static void
+svc_fail(GhSvcSlot *slot, gh_status st, const char *where, const char *what)
+{
+	gh_error	err;
+
+	memset(&err, 0, sizeof(err));
+	err.where = where;
+	err.cuda_name = what;
+	svc_set_error(slot, st, &err, where);
+}
+
+/* svc_oom answers a request that the service's own memory could not serve. */
+static void
+svc_oom(GhSvcSlot *slot, SvcTable *t)
+{
+	svc_fail(slot, GH_ERR_OOM, "malloc", "ENOMEM");
+	svc_free_table(t);
+}
+
+/*
+ * svc_copy_rows writes the row array of t (grouped by hash) to x, for a
+ * backend whose table has repeated hashes.
+ */
+static gh_status
+svc_copy_rows(SvcTable *t, char *x, gh_error *err)
+{
+	size_t		bytes = (size_t) t->mm.nrows * sizeof(uint32);
+	gh_status	st;
+
+	if (!t->on_gpu)
+	{
+		memcpy(x, gh_mm_rows(&t->mm), bytes);
+		return GH_OK;
+	}
+	st = gh_cuda_memcpy_dtoh(x, gh_mm_rows(&t->mm), bytes, svc_stream, err);
+	if (st == GH_OK)
+		st = gh_cuda_stream_sync(svc_stream, err);
+	return st;
+}
+
+/* svc_attach_area maps the probe area of the request in slot into t. */
+static bool
+svc_attach_area(GhSvcSlot *slot, SvcTable *t)
+{
+	gh_error	err;
+
+	memset(&err, 0, sizeof(err));
+	t->area = dsm_attach(slot->probe_seg);
+	if (t->area == NULL)
+	{
+		svc_fail(slot, GH_ERR_INVALID, "dsm_attach", "no probe area");
+		return false;
+	}
+	t->area_cap = slot->probe_cap;
+	/* page-locked, the batches' copies run at full speed; else they are slower */
+	if (gh_svc->on_gpu)
+		t->area_pinned =
+			gh_cuda_host_register(dsm_segment_address(t->area),
+								  dsm_segment_map_length(t->area), &err) == GH_OK;
+	return true;
+}
+
+/*
+ * svc_attach gives slot i a view of table slot->table, built for a peer of
+ * the same parallel join from the same hashes: the view shares its memory
+ * and has a probe area of its own.  The row array goes to x when some hash
+ * repeats.
+ */
+static void
+svc_attach(int i, GhSvcSlot *slot, char *x)
+{
+	SvcTable   *src = svc_find_any(slot->table);
+	SvcTable   *t;
+	gh_error	err;
+	gh_status	st;
+
+	memset(&err, 0, sizeof(err));
+	if (src == NULL || src->mm.nrows != slot->n)
+	{
+		svc_fail(slot, GH_ERR_INVALID, "the GPU service", "an unknown table");
+		return;
+	}
+	if (src->mm.ndistinct != src->mm.nrows &&
+		(st = svc_copy_rows(src, x, &err)) != GH_OK)
+	{
+		svc_set_error(slot, st, &err, "attach");
+		return;
+	}
+	t = svc_new_table();
+	src = svc_find_any(slot->table);	/* svc_new_table may have moved it */
+	if (!svc_attach_area(slot, t))
+		return;
+	t->on_gpu = src->on_gpu;
+	t->mm = src->mm;
+	t->mem = src->mem;
+	t->bytes = src->bytes;
+	t->refs = src->refs;
+	(*t->refs)++;
+	svc_register(i, slot, t);
+}
+
+/*
+ * svc_build builds the table of the n hashes in slot i's exchange segment x
+ * and writes its row array back to x when some hash repeats.
+ */
+static void
+svc_build(int i, GhSvcSlot *slot, char *x)
+{
+	const uint64_t *hashes = (const uint64_t *) x;
+	uint32		n = slot->n;
+	gh_mm_params params;
+	SvcTable   *t = svc_new_table();
+	gh_error	err;
+	gh_status	st = GH_OK;
+	uint64_t	capacity;
+	void	   *d_hashes = NULL;
+
+	if (!svc_attach_area(slot, t))
+		return;
+
+	memset(&params, 0, sizeof(params));
+	params.load_factor = slot->load_factor;
+	params.group_size = slot->group_size;
+	params.scheme = (gh_probe_scheme) slot->scheme;
+	memset(&err, 0, sizeof(err));
+	t->bytes = gh_mm_bytes(Max(n, 1), &params, &capacity);
+
+	if (gh_svc->on_gpu)
+	{
+		st = gh_cuda_malloc(&t->mem, t->bytes, &err);
+		if (st == GH_OK)
+			st = gh_cuda_malloc(&d_hashes, Max(n, 1) * sizeof(uint64), &err);
+		if (st == GH_OK)
+			st = gh_cuda_memcpy_htod(d_hashes, hashes, n * sizeof(uint64), svc_stream, &err);
+		if (st == GH_OK)
+			st = gh_mm_build_gpu(&t->mm, t->mem, d_hashes, n, &params, svc_stream, &err);
+		if (st == GH_OK)
+			st = gh_cuda_stream_sync(svc_stream, &err);
+		if (d_hashes)
+			(void) gh_cuda_free(d_hashes, &err);
+		if (st == GH_OK)
+			t->on_gpu = true;
+		else
+		{
+			if (t->mem)
+				(void) gh_cuda_free(t->mem, &err);
+			t->mem = NULL;
+			if (st != GH_ERR_OOM)
+			{
+				svc_set_error(slot, st, &err, "building the table");
+				svc_free_table(t);
+				return;
+			}
+			/* no room on the GPU: the CPU twin, here */
+			memset(&err, 0, sizeof(err));
+			st = GH_OK;
+		}
+	}
+	if (!t->on_gpu)
+	{
+		t->mem = malloc(t->bytes);
+		if (t->mem == NULL)
+		{
+			svc_oom(slot, t);
+			return;
+		}
+		st = gh_mm_build_cpu(&t->mm, t->mem, hashes, n, &params, &err);
+		if (st != GH_OK)
+		{
+			svc_set_error(slot, st, &err, "building the table");
+			svc_free_table(t);
+			return;
+		}
+	}
+	if (t->mm.ndistinct != n && (st = svc_copy_rows(t, x, &err)) != GH_OK)
+	{
+		svc_set_error(slot, st, &err, "building the table");
+		svc_free_table(t);
+		return;
+	}
+	t->refs = malloc(sizeof(int));
+	if (t->refs == NULL)
+	{
+		svc_oom(slot, t);
+		return;
+	}
+	*t->refs = 1;
+	svc_register(i, slot, t);
+}
+
+/*
+ * svc_register makes t, complete, a table of slot i and replies with its
+ * shape.
+ */
+static void
+svc_register(int i, GhSvcSlot *slot, SvcTable *t)
+{
+	t->used = true;
+	t->slot = i;
+	t->owner_pid = slot->pid;
+	t->id = svc_next_id++;
+	if (svc_next_id == 0)
+		svc_next_id = 1;
+	slot->out_table = t->id;
+	slot->ndistinct = t->mm.ndistinct;
+	slot->capacity = t->mm.capacity;
+	slot->mem_bytes = t->bytes;
+	slot->on_gpu = t->on_gpu;
+	slot->status = GH_OK;
+}
+
+/*
+ * svc_probe_launch starts the probe asked for in slot i on stream: the copy
+ * of its hashes to the device, the kernel and the copies of the ranges
+ * back, which svc_probes_finish waits for.  Returns false when the request
+ * is answered already (an error, or a table on the CPU twin, probed here).
+ */
+static bool
+svc_probe_launch(int i, GhSvcSlot *slot, void *stream)
+{
+	SvcTable   *t = svc_find(i, slot->table);
+	uint32		n = slot->n;
+	uint64	   *hashes;
+	uint32	   *first;
+	uint32	   *count;
+	gh_error	err;
+	gh_status	st;
+
+	memset(&err, 0, sizeof(err));
+	if (t == NULL || n > t->area_cap)
+	{
+		svc_fail(slot, GH_ERR_INVALID, "the GPU service", "an unknown table");
+		return false;
+	}
+	svc_probe_area_layout(dsm_segment_address(t->area), t->area_cap,
+						  &hashes, &first, &count);
+	if (!t->on_gpu)
+	{
+		st = gh_mm_probe_ranges_cpu(&t->mm, hashes, n, first, count, &err);
+		if (st != GH_OK)
+			svc_set_error(slot, st, &err, "probing");
+		return false;
+	}
+	st = GH_OK;
+	if (n > t->probe_cap)
+	{
+		if (t->d_probe)
+		{
+			(void) gh_cuda_free(t->d_probe, &err);
+			(void) gh_cuda_free(t->d_first, &err);
+			(void) gh_cuda_free(t->d_count, &err);
+			t->d_probe = t->d_first = t->d_count = NULL;
+		}
+		t->probe_cap = 0;
+		st = gh_cuda_malloc(&t->d_probe, (size_t) n * sizeof(uint64), &err);
+		if (st == GH_OK)
+			st = gh_cuda_malloc(&t->d_first, (size_t) n * sizeof(uint32), &err);
+		if (st == GH_OK)
+			st = gh_cuda_malloc(&t->d_count, (size_t) n * sizeof(uint32), &err);
+		if (st == GH_OK)
+			t->probe_cap = n;
+	}
+	if (st == GH_OK)
+		st = gh_cuda_memcpy_htod(t->d_probe, hashes, (size_t) n * sizeof(uint64), stream, &err);
+	if (st == GH_OK)
+		st = gh_mm_probe_ranges_gpu(&t->mm, t->d_probe, n, t->d_first, t->d_count,
+									stream, &err);
+	if (st == GH_OK)
+		st = gh_cuda_memcpy_dtoh(first, t->d_first, (size_t) n * sizeof(uint32), stream, &err);
+	if (st == GH_OK)
+		st = gh_cuda_memcpy_dtoh(count, t->d_count, (size_t) n * sizeof(uint32), stream, &err);
+	if (st != GH_OK)
+	{
+		gh_error	err2;
+
+		/* what was queued before the failure still runs: wait for it */
+		svc_set_error(slot, st, &err, "probing");
+		(void) gh_cuda_stream_sync(stream, &err2);
+		return false;
+	}
+	return true;
+}
+
+/* svc_reply tells slot i's backend that its request is done. */
+static void
+svc_reply(GhSvcSlot *slot)
+{
+	pg_write_barrier();
+	pg_atomic_write_u32(&slot->state, SVC_DONE);
+	if (slot->client_latch)
+		SetLatch(slot->client_latch);
+}
+
+/*
+ * svc_probes_finish waits for the n probes that svc_probe_launch started in
+ * the slots launched[k], on svc_streams[k], and answers them.
+ */
+static void
+svc_probes_finish(const int *launched, int n)
+{
+	for (int k = 0; k < n; k++)
+	{
+		GhSvcSlot  *slot = &gh_svc->slots[launched[k]];
+		gh_error	err;
+		gh_status	st;
+
+		memset(&err, 0, sizeof(err));
+		st = gh_cuda_stream_sync(svc_streams[k], &err);
+		if (st != GH_OK)
+			svc_set_error(slot, st, &err, "probing");
+		svc_reply(slot);
+	}
+}
+
+/*
+ * svc_take reads slot i's request and clears its answer, before it is
+ * served.
+ */
+static void
+svc_take(GhSvcSlot *slot)
+{
+	pg_read_barrier();
+	slot->status = GH_OK;
+	slot->err_name[0] = slot->err_where[0] = slot->err_text[0] = '\0';
+}
+
+/* svc_serve serves the request waiting in slot i, a probe's aside. */
+static void
+svc_serve(int i)
+{
+	GhSvcSlot  *slot = &gh_svc->slots[i];
+	char	   *x = NULL;
+
+	svc_take(slot);
+	switch (slot->op)
+	{
+		case SVC_OP_PROBE:
+			/* svc_serve_all's */
+			Assert(false);
+			break;
+		case SVC_OP_BUILD:
+		case SVC_OP_ATTACH:
+			x = svc_exchange(i, slot);
+			if (x == NULL)
+			{
+				svc_fail(slot, GH_ERR_INVALID, "dsm_attach", "no exchange segment");
+				break;
+			}
+			if (slot->op == SVC_OP_BUILD)
+				svc_build(i, slot, x);
+			else
+				svc_attach(i, slot, x);
+			break;
+		case SVC_OP_FREE:
+			{
+				SvcTable   *t = svc_find(i, slot->table);
+
+				if (t)
+					svc_free_table(t);
+			}
+			break;
+		case SVC_OP_BYE:
+			svc_forget(i);
+			break;
+	}
+	svc_reply(slot);
+}
+
+/*
+ * svc_serve_all serves every request waiting now.  The probes on the GPU
+ * run together, each on a stream of its own, before the service waits for
+ * them: the copies of one overlap the kernels and copies of the others (a
+ * probe of a table on the CPU twin is answered at once).  Returns whether
+ * it found any.
+ */
+static bool
+svc_serve_all(void)
+{
+	int			launched[SVC_STREAMS];
+	int			nlaunched = 0;
+	bool		served = false;
+
+	for (int i = 0; i < gh_svc->nslots; i++)
+	{
+		GhSvcSlot  *slot = &gh_svc->slots[i];
+
+		if (pg_atomic_read_u32(&slot->state) != SVC_REQUEST)
+			continue;
+		served = true;
+		if (slot->op != SVC_OP_PROBE)
+		{
+			svc_serve(i);
+			continue;
+		}
+		svc_take(slot);
+		if (svc_probe_launch(i, slot, svc_streams[nlaunched]))
+			launched[nlaunched++] = i;
+		else
+			svc_reply(slot);
+		if (nlaunched == SVC_STREAMS)
+		{
+			svc_probes_finish(launched, nlaunched);
+			nlaunched = 0;
+		}
+	}
+	svc_probes_finish(launched, nlaunched);
+	return served;
+}
+
+/* svc_reap frees what backends that ended without a BYE (crashes aside) left. */
+static void
+svc_reap(void)
+{
+	for (int i = 0; i < gh_svc->nslots; i++)
+	{
+		bool		held = (svc_maps[i].seg != NULL);
+
+		for (int k = 0; !held && k < svc_ntables; k++)
+			held = svc_tables[k].used && svc_tables[k].slot == i;
+		if (!held)
+			continue;
+		if (svc_maps[i].pid != 0 && kill(svc_maps[i].pid, 0) != 0 && errno == ESRCH)
+			svc_forget(i);
+		else
+			for (int k = 0; k < svc_ntables; k++)
+				if (svc_tables[k].used && svc_tables[k].slot == i &&
+					kill(svc_tables[k].owner_pid, 0) != 0 && errno == ESRCH)
+					svc_free_table(&svc_tables[k]);
+	}
+}
+
+/* svc_shutdown tells the backends, at exit, that no service is serving. */
+static void
+svc_shutdown(int code, Datum arg)
+{
+	if (gh_svc)
+	{
+		gh_svc->service_pid = 0;
+		gh_svc->service_latch = NULL;
+	}
+}
+
+/* gpuhash_service_main is the service process (see the opening comment). */
+void
+gpuhash_service_main(Datum arg)
+{
+	gh_error	err;
+
+	/*
+	 * Signals as PostgreSQL's own background workers take them: SIGTERM
+	 * (shutdown, pg_terminate_backend) and the ProcSignal barriers that DROP
+	 * DATABASE and DROP TABLESPACE wait for are handled by
+	 * CHECK_FOR_INTERRUPTS; SIGHUP reloads the configuration.  A terminated
+	 * service exits with code 1, so the postmaster starts it again.  It has
+	 * no statement to cancel: SIGINT is ignored.
+	 */
+	pqsignal(SIGTERM, die);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGINT, SIG_IGN);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	if (gh_svc == NULL)
+		elog(FATAL, "gpuhash GPU service: no shared memory (is gpuhash preloaded?)");
+
+	svc_maps = calloc(gh_svc->nslots, sizeof(SvcMapping));
+	if (svc_maps == NULL)
+		elog(FATAL, "gpuhash GPU service: out of memory");
+
+	/* the service's own context, if the GPU is to be used */
+	gh_svc->on_gpu = false;
+	if (gpuhash_device != GPUHASH_DEVICE_CPU)
+	{
+		gh_status	st;
+
+		memset(&err, 0, sizeof(err));
+		st = gh_cuda_context_init(0, &err);
+		for (int k = 0; st == GH_OK && k < SVC_STREAMS; k++)
+			st = gh_cuda_stream_create(&svc_streams[k], &err);
+		if (st == GH_OK)
+			gh_svc->on_gpu = true;
+		else if (gpuhash_gpu_service == GPUHASH_SERVICE_PARALLEL)
+		{
+			/*
+			 * The default setting on a host without a GPU: nothing would
+			 * use the service (device = auto plans no GPU join there).  An
+			 * exit with code 0 is final: the postmaster does not start it
+			 * again, and its worker slot is free for parallel queries.
+			 */
+			ereport(LOG,
+					(errmsg("gpuhash GPU service found no usable GPU and stops"),
+					 errdetail("%s failed with %s.", err.where ? err.where : "?",
+							   err.cuda_name ? err.cuda_name : "?")));
+			proc_exit(0);
+		}
+		else
+			ereport(LOG,
+					(errmsg("gpuhash GPU service found no usable GPU; it builds tables on the CPU twin"),
+					 errdetail("%s failed with %s.", err.where ? err.where : "?",
+							   err.cuda_name ? err.cuda_name : "?")));
+	}
+	on_shmem_exit(svc_shutdown, (Datum) 0);
+
+	/*
+	 * A request left by backends that waited on an earlier service process
+	 * (it stopped or failed) is answered with an error, not served: its
+	 * tables and segments are gone with that process.
+	 */
+	for (int i = 0; i < gh_svc->nslots; i++)
+	{
+		GhSvcSlot  *slot = &gh_svc->slots[i];
+
+		if (pg_atomic_read_u32(&slot->state) != SVC_REQUEST)
+			continue;
+		svc_fail(slot, GH_ERR_CUDA, "the GPU service", "a restart of the service");
+		svc_reply(slot);
+	}
+	gh_svc->service_latch = MyLatch;
+	pg_write_barrier();
+	gh_svc->service_pid = MyProcPid;
+	ereport(LOG,
+			(errmsg("gpuhash GPU service ready, building tables on the %s",
+					gh_svc->on_gpu ? "GPU" : "CPU twin")));
+
+	for (;;)
+	{
+		int			rc;
+
+		/* SIGTERM ends here (FATAL, exit code 1); barriers are absorbed */
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		if (svc_serve_all())
+			continue;
+		rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					   1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		if (rc & WL_TIMEOUT)
+			svc_reap();
+	}
+}
+
