@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  * gpuhash_join.h
  *	  What the GpuHashJoin planner (join_plan.c) hands the executor
- *	  (join_exec.c), and the device hash table both use (hashtable.c).
+ *	  (join_exec.c); the device hash table both use is in hashtable.h.
  *-------------------------------------------------------------------------
  */
 #ifndef GPUHASH_JOIN_H
@@ -11,6 +11,7 @@
 #include "nodes/extensible.h"
 
 #include "gpuhash.h"
+#include "hashtable.h"
 
 #define GPUHASH_JOIN_NAME "GpuHashJoin"
 
@@ -63,40 +64,5 @@ extern double gpuhash_join_setup_cost;
 extern double gpuhash_worker_context_cost;
 extern double gpuhash_gpu_join_cost_fraction;
 extern bool gpuhash_shared_build;
-
-/* The device hash table of one join (hashtable.c). */
-typedef struct GhTable
-{
-	GhTarget	target;
-	gh_mm		mm;
-	void	   *mem;			/* table allocation on the target */
-	size_t		mem_bytes;
-	const uint32 *rows;			/* host view of the table's row array */
-	uint32	   *rows_copy;		/* host copy of it (GPU), else NULL */
-	bool		rows_identity;	/* every hash distinct: rows[i] = i (rows may
-								 * then be NULL; see cuda/gh_layout.h) */
-	/* probe buffers */
-	uint32		probe_cap;
-	void	   *d_probe;
-	void	   *d_first;
-	void	   *d_count;
-	double		device_ms;		/* time spent in device calls */
-	GhSvcTableInfo svc;			/* held by the GPU service: svc.id != 0, and the
-								 * join probes through svc's probe area */
-	bool		shared_view;	/* a view of a parallel peer's service table */
-} GhTable;
-
-extern bool gh_table_fits_device(double nrows);
-extern GhTable *gh_table_build(GhTarget target, const uint64 *hashes,
-							   uint32 nrows);
-extern void gh_table_probe(GhTable *table, const uint64 *hashes, uint32 n,
-						   uint32 *first, uint32 *count);
-extern bool gh_table_move_to_gpu(GhTable *table);
-extern bool gh_table_probe_area(GhTable *table, uint32 cap, uint64 **hashes,
-								uint32 **first, uint32 **count);
-extern GhTable *gh_table_build_service(const uint64 *hashes, uint32 nrows,
-									   uint32 probe_cap, uint32 peer_table);
-extern void gh_table_drop_rows(GhTable *table);
-extern void gh_table_free(GhTable *table);
 
 #endif							/* GPUHASH_JOIN_H */

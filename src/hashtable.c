@@ -1,13 +1,32 @@
 /*-------------------------------------------------------------------------
  * hashtable.c
- *	  The static multimap of one join, on the GPU or the CPU twin.
+ *	  The device hash table of one join, wherever it lives: this backend's
+ *	  GPU, the CPU twin, or the GPU service.
  *
  * A thin layer over gh_mm_* (cuda/gpuhash_cuda.h) that owns the table's
- * memory through the device layer, keeps a host view of the table's row
- * array (the executor walks it for every candidate), and reuses device
- * buffers across probe batches.  When the GPU has no room for a table (a
- * wrong estimate, or other work holding the memory), the join finishes on
- * the CPU twin with the same rows: slower, never wrong.
+ * memory, keeps a host view of the table's row array (the executor walks it
+ * for every candidate), and reuses device buffers across probe batches.
+ * This is the only code that knows where a table lives: the join asks for a
+ * table in this backend (gh_table_build) or in the GPU service
+ * (gh_table_build_service, through service_client.c) and then probes and
+ * frees it the same way.
+ *
+ * Building a table goes in this order: on the GPU if gpuhash.device_memory_
+ * limit allows it and the device memory for the table and the staging copy
+ * of its hashes can be had; else on the CPU twin.  When the GPU has no room
+ * for a table (a wrong estimate, or other work holding the memory), the
+ * join finishes on the CPU twin with the same rows: slower, never wrong.
+ * Then, when some hash repeats, the row array comes back to the host.  A
+ * probe grows the table's device buffers to the batch, copies the hashes
+ * in, and the candidate ranges out.
+ *
+ * The GPU service builds and probes its tables with the very same functions
+ * (gh_table_place, gh_table_copy_rows, gh_table_probe_launch,
+ * gh_table_release): a GhTableEnv says how each side allocates and what a
+ * failure does.  A backend's memory goes through the device layer, under
+ * the current resource owner, and a failure is an ERROR at once
+ * (gpuhash_report), so nothing else here cleans up after one; the service
+ * gets the failure back and answers its backend with it.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -17,7 +36,33 @@
 #include "storage/dsm.h"
 #include "utils/memutils.h"
 
-#include "gpuhash_join.h"
+#include "gpuhash_join.h"		/* the join's settings */
+#include "hashtable.h"
+
+static void gh_check_interrupts(void);
+static void table_params(gh_mm_params *params);
+static void table_add_time(GhTable *t, instr_time start);
+static gh_status table_fail(const GhTableEnv *env, gh_status st,
+							const gh_error *err, const char *action);
+static gh_status place_gpu(GhTable *t, const uint64 *hashes, uint32 nrows,
+						   const gh_mm_params *params, size_t bytes,
+						   const GhTableEnv *env, void *stream, bool *no_room,
+						   gh_error *err);
+static void release_probe_buffers(GhTable *t, const GhTableEnv *env);
+static gh_status backend_alloc(GhTarget target, size_t bytes, bool oom_ok,
+							   void **ptr, gh_error *err);
+static void backend_free(GhTarget target, void *ptr);
+static bool backend_gpu_allows(uint32 nrows);
+static void backend_no_gpu_room(uint32 nrows);
+
+/* A backend's tables: the device layer's memory, failures are ERRORs. */
+static const GhTableEnv backend_env = {
+	.alloc = backend_alloc,
+	.free = backend_free,
+	.report = gpuhash_report,
+	.gpu_allows = backend_gpu_allows,
+	.no_gpu_room = backend_no_gpu_room
+};
 
 /* gh_check_interrupts lets a cancel stop a long build on the CPU twin. */
 static void
@@ -26,6 +71,7 @@ gh_check_interrupts(void)
 	CHECK_FOR_INTERRUPTS();
 }
 
+/* table_params sets params from the session's settings. */
 static void
 table_params(gh_mm_params *params)
 {
@@ -34,6 +80,30 @@ table_params(gh_mm_params *params)
 	params->load_factor = gpuhash_load_factor;
 	params->group_size = gpuhash_group_size;
 	params->scheme = (gh_probe_scheme) gpuhash_probe_scheme;
+}
+
+/* table_add_time adds the time since start to t's device time. */
+static void
+table_add_time(GhTable *t, instr_time start)
+{
+	instr_time	end;
+
+	INSTR_TIME_SET_CURRENT(end);
+	INSTR_TIME_SUBTRACT(end, start);
+	t->device_ms += INSTR_TIME_GET_MILLISEC(end);
+}
+
+/*
+ * table_fail hands the failure st of action to env: a backend's raises the
+ * ERROR here; the service's returns st to the caller.
+ */
+static gh_status
+table_fail(const GhTableEnv *env, gh_status st, const gh_error *err,
+		   const char *action)
+{
+	if (env->report != NULL)
+		env->report(st, err, action);
+	return st;
 }
 
 /*
@@ -58,104 +128,303 @@ gh_table_fits_device(double nrows)
 		(double) gpuhash_device_memory_limit * 1024 * 1024;
 }
 
-static void
-check(gh_status st, gh_error *err, const char *action)
-{
-	if (st != GH_OK)
-		gpuhash_report(st, err, action);
-}
-
 /*
- * build_gpu tries to build the table on the GPU; false if the device memory
- * it needs is not available (then nothing is left allocated).
+ * gh_table_place builds the multimap of hashes[0..nrows) (row i has index i)
+ * into t on target, or on the CPU twin when target is the GPU and env finds
+ * no room there; t->target says where it went.  A table on the CPU twin
+ * gets its host view of the row array here; one on the GPU, whose row array
+ * is not the identity, needs gh_table_copy_rows.
  */
-static bool
-build_gpu(GhTable *t, const uint64 *hashes, uint32 nrows, gh_mm_params *params)
+gh_status
+gh_table_place(GhTable *t, GhTarget target, const uint64 *hashes,
+			   uint32 nrows, const gh_mm_params *params, const GhTableEnv *env,
+			   void *stream, gh_error *err)
 {
 	uint64_t	capacity;
 	size_t		bytes = gh_mm_bytes(nrows, params, &capacity);
-	void	   *d_hashes;
-	gh_error	err;
+	gh_status	st;
 
-	if (!gh_table_fits_device((double) nrows))
-		return false;
-	t->mem = gh_dev_try_alloc(GH_TARGET_GPU, bytes);
-	if (t->mem == NULL)
-		return false;
-	d_hashes = gh_dev_try_alloc(GH_TARGET_GPU, Max(nrows, 1) * sizeof(uint64));
-	if (d_hashes == NULL)
+	t->target = target;
+	if (target == GH_TARGET_GPU)
 	{
-		gh_dev_free(t->mem);
-		t->mem = NULL;
-		return false;
+		bool		no_room = (env->gpu_allows != NULL && !env->gpu_allows(nrows));
+
+		if (!no_room)
+		{
+			st = place_gpu(t, hashes, nrows, params, bytes, env, stream,
+						   &no_room, err);
+			if (st != GH_OK || !no_room)
+				return st;
+		}
+		if (env->no_gpu_room != NULL)
+			env->no_gpu_room(nrows);
+		memset(err, 0, sizeof(*err));
+		t->target = GH_TARGET_CPU;
 	}
 	t->mem_bytes = bytes;
-	gh_copy_htod(GH_TARGET_GPU, d_hashes, hashes, nrows * sizeof(uint64));
-	memset(&err, 0, sizeof(err));
-	check(gh_mm_build_gpu(&t->mm, t->mem, d_hashes, nrows, params,
-						  gh_stream(GH_TARGET_GPU), &err),
-		  &err, "building the hash table");
-	/* every hash distinct: rows[] is the identity, nothing to copy back */
+	st = env->alloc(GH_TARGET_CPU, bytes, false, &t->mem, err);
+	if (st != GH_OK)
+		return table_fail(env, st, err, "allocating device memory");
+	st = gh_mm_build_cpu(&t->mm, t->mem, hashes, nrows, params, err);
+	if (st != GH_OK)
+		return table_fail(env, st, err, "building the hash table");
+	t->rows = gh_mm_rows(&t->mm);
 	t->rows_identity = (t->mm.ndistinct == nrows);
-	if (!t->rows_identity)
+	return GH_OK;
+}
+
+/*
+ * place_gpu builds the table on the GPU, waiting for it.  *no_room (and
+ * nothing left allocated) if the device memory it needs is not available.
+ */
+static gh_status
+place_gpu(GhTable *t, const uint64 *hashes, uint32 nrows,
+		  const gh_mm_params *params, size_t bytes, const GhTableEnv *env,
+		  void *stream, bool *no_room, gh_error *err)
+{
+	void	   *d_hashes = NULL;
+	const char *action = "allocating device memory";
+	gh_status	st;
+
+	st = env->alloc(GH_TARGET_GPU, bytes, true, &t->mem, err);
+	if (st == GH_OK)
 	{
-		t->rows_copy = palloc_extended(Max(nrows, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
-		gh_copy_dtoh(GH_TARGET_GPU, t->rows_copy, gh_mm_rows(&t->mm),
-					 nrows * sizeof(uint32));
-		t->rows = t->rows_copy;
+		st = env->alloc(GH_TARGET_GPU, Max(nrows, 1) * sizeof(uint64), true,
+						&d_hashes, err);
+		if (st != GH_OK)
+		{
+			env->free(GH_TARGET_GPU, t->mem);
+			t->mem = NULL;
+		}
 	}
-	gh_sync(GH_TARGET_GPU);
-	gh_dev_free(d_hashes);
-	return true;
+	if (st == GH_ERR_OOM)
+	{
+		*no_room = true;
+		return GH_OK;
+	}
+	if (st != GH_OK)
+		return table_fail(env, st, err, action);
+
+	t->mem_bytes = bytes;
+	action = "copying to the GPU";
+	st = gh_cuda_memcpy_htod(d_hashes, hashes, nrows * sizeof(uint64), stream, err);
+	if (st == GH_OK)
+	{
+		action = "building the hash table";
+		st = gh_mm_build_gpu(&t->mm, t->mem, d_hashes, nrows, params, stream, err);
+	}
+	if (st == GH_OK)
+	{
+		action = "waiting for the GPU";
+		st = gh_cuda_stream_sync(stream, err);
+	}
+	if (st != GH_OK)
+		(void) table_fail(env, st, err, action);
+	env->free(GH_TARGET_GPU, d_hashes);
+	/* every hash distinct: rows[] is the identity, nothing to copy back */
+	t->rows_identity = (st == GH_OK && t->mm.ndistinct == nrows);
+	return st;
+}
+
+/*
+ * gh_table_copy_rows copies t's row array (grouped by hash) to rows, host
+ * memory of t->mm.nrows entries.
+ */
+gh_status
+gh_table_copy_rows(const GhTable *t, uint32 *rows, const GhTableEnv *env,
+				   void *stream, gh_error *err)
+{
+	size_t		bytes = (size_t) t->mm.nrows * sizeof(uint32);
+	gh_status	st;
+
+	if (t->target != GH_TARGET_GPU)
+	{
+		memcpy(rows, gh_mm_rows(&t->mm), bytes);
+		return GH_OK;
+	}
+	st = gh_cuda_memcpy_dtoh(rows, gh_mm_rows(&t->mm), bytes, stream, err);
+	if (st != GH_OK)
+		return table_fail(env, st, err, "copying from the GPU");
+	st = gh_cuda_stream_sync(stream, err);
+	if (st != GH_OK)
+		return table_fail(env, st, err, "waiting for the GPU");
+	return GH_OK;
+}
+
+/*
+ * gh_table_probe_launch finds, for each of hashes[0..n), the range of t's
+ * row array holding its candidates, written to first and count (host
+ * memory).  A table on the CPU twin is probed at once; on the GPU the probe
+ * is queued on stream (*launched), and the caller waits for the stream
+ * before it reads the ranges.
+ */
+gh_status
+gh_table_probe_launch(GhTable *t, const uint64 *hashes, uint32 n,
+					  uint32 *first, uint32 *count, const GhTableEnv *env,
+					  void *stream, bool *launched, gh_error *err)
+{
+	const char *action = "allocating device memory";
+	gh_status	st = GH_OK;
+
+	*launched = false;
+	if (t->target != GH_TARGET_GPU)
+	{
+		st = gh_mm_probe_ranges_cpu(&t->mm, hashes, n, first, count, err);
+		if (st != GH_OK)
+			return table_fail(env, st, err, "probing the hash table");
+		return GH_OK;
+	}
+	if (n > t->probe_cap)
+	{
+		release_probe_buffers(t, env);
+		st = env->alloc(GH_TARGET_GPU, (size_t) n * sizeof(uint64), false,
+						&t->d_probe, err);
+		if (st == GH_OK)
+			st = env->alloc(GH_TARGET_GPU, (size_t) n * sizeof(uint32), false,
+							&t->d_first, err);
+		if (st == GH_OK)
+			st = env->alloc(GH_TARGET_GPU, (size_t) n * sizeof(uint32), false,
+							&t->d_count, err);
+		if (st == GH_OK)
+			t->probe_cap = n;
+	}
+	if (st == GH_OK)
+	{
+		action = "copying to the GPU";
+		st = gh_cuda_memcpy_htod(t->d_probe, hashes, (size_t) n * sizeof(uint64),
+								 stream, err);
+	}
+	if (st == GH_OK)
+	{
+		action = "probing the hash table";
+		st = gh_mm_probe_ranges_gpu(&t->mm, t->d_probe, n, t->d_first,
+									t->d_count, stream, err);
+	}
+	if (st == GH_OK)
+	{
+		action = "copying from the GPU";
+		st = gh_cuda_memcpy_dtoh(first, t->d_first, (size_t) n * sizeof(uint32),
+								 stream, err);
+	}
+	if (st == GH_OK)
+		st = gh_cuda_memcpy_dtoh(count, t->d_count, (size_t) n * sizeof(uint32),
+								 stream, err);
+	if (st != GH_OK)
+	{
+		gh_error	err2;
+
+		(void) table_fail(env, st, err, action);
+		/* what was queued before the failure still runs: wait for it */
+		memset(&err2, 0, sizeof(err2));
+		(void) gh_cuda_stream_sync(stream, &err2);
+		return st;
+	}
+	*launched = true;
+	return GH_OK;
+}
+
+/* release_probe_buffers frees t's device buffers for probe batches. */
+static void
+release_probe_buffers(GhTable *t, const GhTableEnv *env)
+{
+	if (t->d_probe)
+		env->free(GH_TARGET_GPU, t->d_probe);
+	if (t->d_first)
+		env->free(GH_TARGET_GPU, t->d_first);
+	if (t->d_count)
+		env->free(GH_TARGET_GPU, t->d_count);
+	t->d_probe = t->d_first = t->d_count = NULL;
+	t->probe_cap = 0;
+}
+
+/*
+ * gh_table_release frees t's probe buffers and, with_table, the table's
+ * memory itself (a view shares it with other tables).
+ */
+void
+gh_table_release(GhTable *t, const GhTableEnv *env, bool with_table)
+{
+	release_probe_buffers(t, env);
+	if (with_table && t->mem)
+		env->free(t->target, t->mem);
+	t->mem = NULL;
+}
+
+/*
+ * backend_alloc allocates through the device layer, under the current
+ * resource owner.  Only oom_ok returns a failure (GH_ERR_OOM); every other
+ * failure is an ERROR there.
+ */
+static gh_status
+backend_alloc(GhTarget target, size_t bytes, bool oom_ok, void **ptr,
+			  gh_error *err)
+{
+	*ptr = oom_ok ? gh_dev_try_alloc(target, bytes) : gh_dev_alloc(target, bytes);
+	if (*ptr != NULL)
+		return GH_OK;
+	err->status = GH_ERR_OOM;
+	err->where = "allocation";
+	return GH_ERR_OOM;
+}
+
+/* backend_free frees an allocation of backend_alloc. */
+static void
+backend_free(GhTarget target, void *ptr)
+{
+	gh_dev_free(ptr);
+}
+
+/* backend_gpu_allows applies gpuhash.device_memory_limit. */
+static bool
+backend_gpu_allows(uint32 nrows)
+{
+	return gh_table_fits_device((double) nrows);
+}
+
+/* backend_no_gpu_room says why a join's table went to the CPU twin. */
+static void
+backend_no_gpu_room(uint32 nrows)
+{
+	ereport(DEBUG1,
+			(errmsg("GpuHashJoin: no room on the GPU for %u inner rows; using the CPU twin",
+					nrows)));
 }
 
 /*
  * gh_table_build builds the multimap of hashes[0..nrows) (row i has index i)
- * on target, or on the CPU twin when the GPU has no room for it.
+ * in this backend on target, or on the CPU twin when the GPU has no room
+ * for it.
  */
 GhTable *
 gh_table_build(GhTarget target, const uint64 *hashes, uint32 nrows)
 {
 	GhTable    *t = palloc0(sizeof(GhTable));
 	gh_mm_params params;
-	instr_time	start,
-				end;
+	gh_error	err;
+	instr_time	start;
 
 	table_params(&params);
 	INSTR_TIME_SET_CURRENT(start);
-	t->target = target;
-	if (target == GH_TARGET_GPU && !build_gpu(t, hashes, nrows, &params))
+	memset(&err, 0, sizeof(err));
+	(void) gh_table_place(t, target, hashes, nrows, &params, &backend_env,
+						  gh_stream(target), &err);
+	if (t->target == GH_TARGET_GPU && !t->rows_identity)
 	{
-		ereport(DEBUG1,
-				(errmsg("GpuHashJoin: no room on the GPU for %u inner rows; using the CPU twin",
-						nrows)));
-		t->target = GH_TARGET_CPU;
+		t->rows_copy = palloc_extended(Max(nrows, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
+		(void) gh_table_copy_rows(t, t->rows_copy, &backend_env,
+								  gh_stream(GH_TARGET_GPU), &err);
+		t->rows = t->rows_copy;
 	}
-	if (t->target == GH_TARGET_CPU)
-	{
-		uint64_t	capacity;
-		gh_error	err;
-
-		t->mem_bytes = gh_mm_bytes(nrows, &params, &capacity);
-		t->mem = gh_dev_alloc(GH_TARGET_CPU, t->mem_bytes);
-		memset(&err, 0, sizeof(err));
-		check(gh_mm_build_cpu(&t->mm, t->mem, hashes, nrows, &params, &err),
-			  &err, "building the hash table");
-		t->rows = gh_mm_rows(&t->mm);
-		t->rows_identity = (t->mm.ndistinct == nrows);
-	}
-	INSTR_TIME_SET_CURRENT(end);
-	INSTR_TIME_SUBTRACT(end, start);
-	t->device_ms += INSTR_TIME_GET_MILLISEC(end);
+	table_add_time(t, start);
 	return t;
 }
 
 /*
- * gh_table_build_service has the GPU service build the table (service.c):
- * this backend keeps only the table's shape and, when some hash repeats,
- * a copy of its row array.  With peer_table, a table that a participant of
- * the same parallel join built from the same hashes (then hashes is not
- * read), the service gives this backend a view of it instead of a copy.
+ * gh_table_build_service has the GPU service build the table: this backend
+ * keeps only the table's shape and, when some hash repeats, a copy of its
+ * row array.  With peer_table, a table that a participant of the same
+ * parallel join built from the same hashes (then hashes is not read), the
+ * service gives this backend a view of it instead of a copy.
  */
 GhTable *
 gh_table_build_service(const uint64 *hashes, uint32 nrows, uint32 probe_cap,
@@ -166,8 +435,7 @@ gh_table_build_service(const uint64 *hashes, uint32 nrows, uint32 probe_cap,
 	GhSvcTableInfo info;
 	gh_error	err;
 	uint32	   *rows;
-	instr_time	start,
-				end;
+	instr_time	start;
 
 	table_params(&params);
 	INSTR_TIME_SET_CURRENT(start);
@@ -175,8 +443,12 @@ gh_table_build_service(const uint64 *hashes, uint32 nrows, uint32 probe_cap,
 	/* a peer's table that is gone already (its join ended) is built again */
 	if (peer_table == 0 ||
 		gh_svc_attach(peer_table, nrows, &params, probe_cap, &info, rows, &err) != GH_OK)
-		check(gh_svc_build(hashes, nrows, &params, probe_cap, &info, rows, &err),
-			  &err, "building the hash table in the GPU service");
+	{
+		gh_status	st = gh_svc_build(hashes, nrows, &params, probe_cap, &info,
+									  rows, &err);
+
+		gpuhash_report(st, &err, "building the hash table in the GPU service");
+	}
 	else
 		t->shared_view = true;
 	gh_track_service_table(info.id, info.mem_bytes);
@@ -195,9 +467,7 @@ gh_table_build_service(const uint64 *hashes, uint32 nrows, uint32 probe_cap,
 		t->rows_copy = rows;
 		t->rows = rows;
 	}
-	INSTR_TIME_SET_CURRENT(end);
-	INSTR_TIME_SUBTRACT(end, start);
-	t->device_ms += INSTR_TIME_GET_MILLISEC(end);
+	table_add_time(t, start);
 	return t;
 }
 
@@ -231,8 +501,7 @@ bool
 gh_table_move_to_gpu(GhTable *t)
 {
 	void	   *dmem;
-	instr_time	start,
-				end;
+	instr_time	start;
 
 	Assert(t->target == GH_TARGET_CPU);
 	if (!gh_table_fits_device((double) t->mm.nrows))
@@ -248,67 +517,44 @@ gh_table_move_to_gpu(GhTable *t)
 	t->mm.mem = dmem;
 	t->rows = NULL;				/* it pointed into the CPU twin's table */
 	t->target = GH_TARGET_GPU;
-	INSTR_TIME_SET_CURRENT(end);
-	INSTR_TIME_SUBTRACT(end, start);
-	t->device_ms += INSTR_TIME_GET_MILLISEC(end);
+	table_add_time(t, start);
 	return true;
 }
 
 /*
  * gh_table_probe finds, for each of hashes[0..n), the range of the row array
  * holding its candidates.  hashes, first and count are host buffers from
- * gh_host_alloc (pinned for the GPU).
+ * gh_host_alloc (pinned for the GPU), or the table's probe area when the
+ * service holds it (gh_table_probe_area).
  */
 void
 gh_table_probe(GhTable *t, const uint64 *hashes, uint32 n, uint32 *first,
 			   uint32 *count)
 {
 	gh_error	err;
-	instr_time	start,
-				end;
+	instr_time	start;
 
 	INSTR_TIME_SET_CURRENT(start);
 	memset(&err, 0, sizeof(err));
 	if (t->svc.id != 0)
 	{
-		/* the batch is in the table's probe area (gh_table_probe_area) */
+		gh_status	st;
+
 		Assert(n <= t->svc.probe_cap && hashes == t->svc.hashes &&
 			   first == t->svc.first && count == t->svc.count);
-		check(gh_svc_probe(t->svc.id, n, &err), &err,
-			  "probing the hash table in the GPU service");
+		st = gh_svc_probe(t->svc.id, n, &err);
+		gpuhash_report(st, &err, "probing the hash table in the GPU service");
 	}
-	else if (t->target == GH_TARGET_CPU)
-		check(gh_mm_probe_ranges_cpu(&t->mm, hashes, n, first, count, &err),
-			  &err, "probing the hash table");
 	else
 	{
-		void	   *stream = gh_stream(GH_TARGET_GPU);
+		bool		launched;
 
-		if (n > t->probe_cap)
-		{
-			if (t->d_probe)
-			{
-				gh_dev_free(t->d_probe);
-				gh_dev_free(t->d_first);
-				gh_dev_free(t->d_count);
-				t->d_probe = t->d_first = t->d_count = NULL;
-			}
-			t->d_probe = gh_dev_alloc(GH_TARGET_GPU, n * sizeof(uint64));
-			t->d_first = gh_dev_alloc(GH_TARGET_GPU, n * sizeof(uint32));
-			t->d_count = gh_dev_alloc(GH_TARGET_GPU, n * sizeof(uint32));
-			t->probe_cap = n;
-		}
-		gh_copy_htod(GH_TARGET_GPU, t->d_probe, hashes, n * sizeof(uint64));
-		check(gh_mm_probe_ranges_gpu(&t->mm, t->d_probe, n, t->d_first,
-									 t->d_count, stream, &err),
-			  &err, "probing the hash table");
-		gh_copy_dtoh(GH_TARGET_GPU, first, t->d_first, n * sizeof(uint32));
-		gh_copy_dtoh(GH_TARGET_GPU, count, t->d_count, n * sizeof(uint32));
-		gh_sync(GH_TARGET_GPU);
+		(void) gh_table_probe_launch(t, hashes, n, first, count, &backend_env,
+									 gh_stream(t->target), &launched, &err);
+		if (launched)
+			gh_sync(GH_TARGET_GPU);
 	}
-	INSTR_TIME_SET_CURRENT(end);
-	INSTR_TIME_SUBTRACT(end, start);
-	t->device_ms += INSTR_TIME_GET_MILLISEC(end);
+	table_add_time(t, start);
 }
 
 /*
@@ -335,13 +581,5 @@ gh_table_free(GhTable *t)
 		memset(&t->svc, 0, sizeof(t->svc));
 		return;
 	}
-	if (t->d_probe)
-	{
-		gh_dev_free(t->d_probe);
-		gh_dev_free(t->d_first);
-		gh_dev_free(t->d_count);
-	}
-	if (t->mem)
-		gh_dev_free(t->mem);
-	t->mem = t->d_probe = t->d_first = t->d_count = NULL;
+	gh_table_release(t, &backend_env, true);
 }

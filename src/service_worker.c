@@ -38,6 +38,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 
+#include "hashtable.h"
 #include "service.h"
 
 /* One table the service holds for a backend, or a view of a peer's. */
@@ -47,20 +48,12 @@ typedef struct SvcTable
 	int			slot;			/* the owner's slot */
 	int			owner_pid;
 	uint32		id;
-	bool		on_gpu;
-	gh_mm		mm;
-	void	   *mem;
-	size_t		bytes;
-	int		   *refs;			/* views sharing mem (ATTACH); freed at 0 */
+	GhTable		table;			/* where it lives, its memory and probe buffers */
+	int		   *refs;			/* views sharing its memory (ATTACH); freed at 0 */
 	/* the table's probe area (shared with its backend) */
 	dsm_segment *area;
 	uint32		area_cap;
 	bool		area_pinned;	/* page-locked for the GPU's copies */
-	/* GPU probe buffers */
-	uint32		probe_cap;
-	void	   *d_probe;
-	void	   *d_first;
-	void	   *d_count;
 } SvcTable;
 
 /* The service's mapping of one slot's exchange segment. */
@@ -84,11 +77,13 @@ static SvcMapping *svc_maps = NULL;
 static void *svc_streams[SVC_STREAMS];
 #define svc_stream (svc_streams[0])
 
+static gh_status svc_alloc(GhTarget target, size_t bytes, bool oom_ok,
+						   void **ptr, gh_error *err);
+static void svc_free(GhTarget target, void *ptr);
 static void svc_set_error(GhSvcSlot *slot, gh_status st, const gh_error *err,
 						  const char *where);
 static void svc_fail(GhSvcSlot *slot, gh_status st, const char *where,
 					 const char *what);
-static void svc_oom(GhSvcSlot *slot, SvcTable *t);
 static SvcTable *svc_new_table(void);
 static SvcTable *svc_find_any(uint32 id);
 static SvcTable *svc_find(int slot, uint32 id);
@@ -96,7 +91,6 @@ static void svc_free_table(SvcTable *t);
 static void svc_forget(int i);
 static char *svc_exchange(int i, GhSvcSlot *slot);
 static bool svc_attach_area(GhSvcSlot *slot, SvcTable *t);
-static gh_status svc_copy_rows(SvcTable *t, char *x, gh_error *err);
 static void svc_build(int i, GhSvcSlot *slot, char *x);
 static void svc_attach(int i, GhSvcSlot *slot, char *x);
 static void svc_register(int i, GhSvcSlot *slot, SvcTable *t);
@@ -108,6 +102,17 @@ static void svc_serve(int i);
 static bool svc_serve_all(void);
 static void svc_reap(void);
 static void svc_shutdown(int code, Datum arg);
+
+/*
+ * The service's tables (hashtable.h): memory of its own, kept across
+ * transactions.  No report: a failure goes back to the backend.  No
+ * gpu_allows: the service does not apply gpuhash.device_memory_limit; only
+ * a GPU out of memory sends a table to the CPU twin.
+ */
+static const GhTableEnv svc_env = {
+	.alloc = svc_alloc,
+	.free = svc_free,
+};
 
 /*
  * svc_set_error answers the request in slot with the failure st: err's
@@ -134,19 +139,7 @@ svc_free_table(SvcTable *t)
 
 	if (last && t->refs)
 		free(t->refs);
-	if (t->on_gpu)
-	{
-		if (t->d_probe)
-		{
-			(void) gh_cuda_free(t->d_probe, &err);
-			(void) gh_cuda_free(t->d_first, &err);
-			(void) gh_cuda_free(t->d_count, &err);
-		}
-		if (last && t->mem)
-			(void) gh_cuda_free(t->mem, &err);
-	}
-	else if (last)
-		free(t->mem);
+	gh_table_release(&t->table, &svc_env, last);
 	if (t->area_pinned)
 		(void) gh_cuda_host_unregister(dsm_segment_address(t->area), &err);
 	if (t->area)
@@ -234,33 +227,37 @@ svc_fail(GhSvcSlot *slot, gh_status st, const char *where, const char *what)
 	svc_set_error(slot, st, &err, where);
 }
 
-/* svc_oom answers a request that the service's own memory could not serve. */
-static void
-svc_oom(GhSvcSlot *slot, SvcTable *t)
-{
-	svc_fail(slot, GH_ERR_OOM, "malloc", "ENOMEM");
-	svc_free_table(t);
-}
-
 /*
- * svc_copy_rows writes the row array of t (grouped by hash) to x, for a
- * backend whose table has repeated hashes.
+ * svc_alloc allocates the service's own memory: device memory for the GPU,
+ * malloc'd for the CPU twin and the service's bookkeeping.  No room is
+ * GH_ERR_OOM either way (the caller's oom_ok only decides what it does).
  */
 static gh_status
-svc_copy_rows(SvcTable *t, char *x, gh_error *err)
+svc_alloc(GhTarget target, size_t bytes, bool oom_ok, void **ptr,
+		  gh_error *err)
 {
-	size_t		bytes = (size_t) t->mm.nrows * sizeof(uint32);
-	gh_status	st;
-
-	if (!t->on_gpu)
-	{
-		memcpy(x, gh_mm_rows(&t->mm), bytes);
+	*ptr = NULL;
+	if (target == GH_TARGET_GPU)
+		return gh_cuda_malloc(ptr, bytes, err);
+	*ptr = malloc(bytes);
+	if (*ptr != NULL)
 		return GH_OK;
-	}
-	st = gh_cuda_memcpy_dtoh(x, gh_mm_rows(&t->mm), bytes, svc_stream, err);
-	if (st == GH_OK)
-		st = gh_cuda_stream_sync(svc_stream, err);
-	return st;
+	err->status = GH_ERR_OOM;
+	err->where = "malloc";
+	err->cuda_name = "ENOMEM";
+	return GH_ERR_OOM;
+}
+
+/* svc_free frees memory of svc_alloc. */
+static void
+svc_free(GhTarget target, void *ptr)
+{
+	gh_error	err;
+
+	if (target == GH_TARGET_GPU)
+		(void) gh_cuda_free(ptr, &err);
+	else
+		free(ptr);
 }
 
 /* svc_attach_area maps the probe area of the request in slot into t. */
@@ -300,13 +297,14 @@ svc_attach(int i, GhSvcSlot *slot, char *x)
 	gh_status	st;
 
 	memset(&err, 0, sizeof(err));
-	if (src == NULL || src->mm.nrows != slot->n)
+	if (src == NULL || src->table.mm.nrows != slot->n)
 	{
 		svc_fail(slot, GH_ERR_INVALID, "the GPU service", "an unknown table");
 		return;
 	}
-	if (src->mm.ndistinct != src->mm.nrows &&
-		(st = svc_copy_rows(src, x, &err)) != GH_OK)
+	if (!src->table.rows_identity &&
+		(st = gh_table_copy_rows(&src->table, (uint32 *) x, &svc_env,
+								 svc_stream, &err)) != GH_OK)
 	{
 		svc_set_error(slot, st, &err, "attach");
 		return;
@@ -315,10 +313,11 @@ svc_attach(int i, GhSvcSlot *slot, char *x)
 	src = svc_find_any(slot->table);	/* svc_new_table may have moved it */
 	if (!svc_attach_area(slot, t))
 		return;
-	t->on_gpu = src->on_gpu;
-	t->mm = src->mm;
-	t->mem = src->mem;
-	t->bytes = src->bytes;
+	t->table.target = src->table.target;
+	t->table.mm = src->table.mm;
+	t->table.mem = src->table.mem;
+	t->table.mem_bytes = src->table.mem_bytes;
+	t->table.rows_identity = src->table.rows_identity;
 	t->refs = src->refs;
 	(*t->refs)++;
 	svc_register(i, slot, t);
@@ -331,14 +330,10 @@ svc_attach(int i, GhSvcSlot *slot, char *x)
 static void
 svc_build(int i, GhSvcSlot *slot, char *x)
 {
-	const uint64_t *hashes = (const uint64_t *) x;
-	uint32		n = slot->n;
 	gh_mm_params params;
 	SvcTable   *t = svc_new_table();
 	gh_error	err;
-	gh_status	st = GH_OK;
-	uint64_t	capacity;
-	void	   *d_hashes = NULL;
+	gh_status	st;
 
 	if (!svc_attach_area(slot, t))
 		return;
@@ -348,65 +343,19 @@ svc_build(int i, GhSvcSlot *slot, char *x)
 	params.group_size = slot->group_size;
 	params.scheme = (gh_probe_scheme) slot->scheme;
 	memset(&err, 0, sizeof(err));
-	t->bytes = gh_mm_bytes(Max(n, 1), &params, &capacity);
-
-	if (gh_svc->on_gpu)
-	{
-		st = gh_cuda_malloc(&t->mem, t->bytes, &err);
-		if (st == GH_OK)
-			st = gh_cuda_malloc(&d_hashes, Max(n, 1) * sizeof(uint64), &err);
-		if (st == GH_OK)
-			st = gh_cuda_memcpy_htod(d_hashes, hashes, n * sizeof(uint64), svc_stream, &err);
-		if (st == GH_OK)
-			st = gh_mm_build_gpu(&t->mm, t->mem, d_hashes, n, &params, svc_stream, &err);
-		if (st == GH_OK)
-			st = gh_cuda_stream_sync(svc_stream, &err);
-		if (d_hashes)
-			(void) gh_cuda_free(d_hashes, &err);
-		if (st == GH_OK)
-			t->on_gpu = true;
-		else
-		{
-			if (t->mem)
-				(void) gh_cuda_free(t->mem, &err);
-			t->mem = NULL;
-			if (st != GH_ERR_OOM)
-			{
-				svc_set_error(slot, st, &err, "building the table");
-				svc_free_table(t);
-				return;
-			}
-			/* no room on the GPU: the CPU twin, here */
-			memset(&err, 0, sizeof(err));
-			st = GH_OK;
-		}
-	}
-	if (!t->on_gpu)
-	{
-		t->mem = malloc(t->bytes);
-		if (t->mem == NULL)
-		{
-			svc_oom(slot, t);
-			return;
-		}
-		st = gh_mm_build_cpu(&t->mm, t->mem, hashes, n, &params, &err);
-		if (st != GH_OK)
-		{
-			svc_set_error(slot, st, &err, "building the table");
-			svc_free_table(t);
-			return;
-		}
-	}
-	if (t->mm.ndistinct != n && (st = svc_copy_rows(t, x, &err)) != GH_OK)
+	st = gh_table_place(&t->table, gh_svc->on_gpu ? GH_TARGET_GPU : GH_TARGET_CPU,
+						(const uint64 *) x, slot->n, &params, &svc_env,
+						svc_stream, &err);
+	if (st == GH_OK && !t->table.rows_identity)
+		st = gh_table_copy_rows(&t->table, (uint32 *) x, &svc_env, svc_stream,
+								&err);
+	if (st == GH_OK)
+		st = svc_alloc(GH_TARGET_CPU, sizeof(int), false, (void **) &t->refs,
+					   &err);
+	if (st != GH_OK)
 	{
 		svc_set_error(slot, st, &err, "building the table");
 		svc_free_table(t);
-		return;
-	}
-	t->refs = malloc(sizeof(int));
-	if (t->refs == NULL)
-	{
-		svc_oom(slot, t);
 		return;
 	}
 	*t->refs = 1;
@@ -427,10 +376,10 @@ svc_register(int i, GhSvcSlot *slot, SvcTable *t)
 	if (svc_next_id == 0)
 		svc_next_id = 1;
 	slot->out_table = t->id;
-	slot->ndistinct = t->mm.ndistinct;
-	slot->capacity = t->mm.capacity;
-	slot->mem_bytes = t->bytes;
-	slot->on_gpu = t->on_gpu;
+	slot->ndistinct = t->table.mm.ndistinct;
+	slot->capacity = t->table.mm.capacity;
+	slot->mem_bytes = t->table.mem_bytes;
+	slot->on_gpu = (t->table.target == GH_TARGET_GPU);
 	slot->status = GH_OK;
 }
 
@@ -444,66 +393,26 @@ static bool
 svc_probe_launch(int i, GhSvcSlot *slot, void *stream)
 {
 	SvcTable   *t = svc_find(i, slot->table);
-	uint32		n = slot->n;
 	uint64	   *hashes;
 	uint32	   *first;
 	uint32	   *count;
 	gh_error	err;
 	gh_status	st;
+	bool		launched;
 
-	memset(&err, 0, sizeof(err));
-	if (t == NULL || n > t->area_cap)
+	if (t == NULL || slot->n > t->area_cap)
 	{
 		svc_fail(slot, GH_ERR_INVALID, "the GPU service", "an unknown table");
 		return false;
 	}
 	svc_probe_area_layout(dsm_segment_address(t->area), t->area_cap,
 						  &hashes, &first, &count);
-	if (!t->on_gpu)
-	{
-		st = gh_mm_probe_ranges_cpu(&t->mm, hashes, n, first, count, &err);
-		if (st != GH_OK)
-			svc_set_error(slot, st, &err, "probing");
-		return false;
-	}
-	st = GH_OK;
-	if (n > t->probe_cap)
-	{
-		if (t->d_probe)
-		{
-			(void) gh_cuda_free(t->d_probe, &err);
-			(void) gh_cuda_free(t->d_first, &err);
-			(void) gh_cuda_free(t->d_count, &err);
-			t->d_probe = t->d_first = t->d_count = NULL;
-		}
-		t->probe_cap = 0;
-		st = gh_cuda_malloc(&t->d_probe, (size_t) n * sizeof(uint64), &err);
-		if (st == GH_OK)
-			st = gh_cuda_malloc(&t->d_first, (size_t) n * sizeof(uint32), &err);
-		if (st == GH_OK)
-			st = gh_cuda_malloc(&t->d_count, (size_t) n * sizeof(uint32), &err);
-		if (st == GH_OK)
-			t->probe_cap = n;
-	}
-	if (st == GH_OK)
-		st = gh_cuda_memcpy_htod(t->d_probe, hashes, (size_t) n * sizeof(uint64), stream, &err);
-	if (st == GH_OK)
-		st = gh_mm_probe_ranges_gpu(&t->mm, t->d_probe, n, t->d_first, t->d_count,
-									stream, &err);
-	if (st == GH_OK)
-		st = gh_cuda_memcpy_dtoh(first, t->d_first, (size_t) n * sizeof(uint32), stream, &err);
-	if (st == GH_OK)
-		st = gh_cuda_memcpy_dtoh(count, t->d_count, (size_t) n * sizeof(uint32), stream, &err);
+	memset(&err, 0, sizeof(err));
+	st = gh_table_probe_launch(&t->table, hashes, slot->n, first, count,
+							   &svc_env, stream, &launched, &err);
 	if (st != GH_OK)
-	{
-		gh_error	err2;
-
-		/* what was queued before the failure still runs: wait for it */
 		svc_set_error(slot, st, &err, "probing");
-		(void) gh_cuda_stream_sync(stream, &err2);
-		return false;
-	}
-	return true;
+	return launched;
 }
 
 /* svc_reply tells slot i's backend that its request is done. */
