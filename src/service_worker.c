@@ -102,6 +102,8 @@ static void svc_serve(int i);
 static bool svc_serve_all(void);
 static void svc_reap(void);
 static void svc_shutdown(int code, Datum arg);
+static void svc_open_device(void);
+static void svc_refuse_stale(void);
 
 /*
  * The service's tables (hashtable.h): memory of its own, kept across
@@ -116,7 +118,8 @@ static const GhTableEnv svc_env = {
 
 /*
  * svc_set_error answers the request in slot with the failure st: err's
- * names, or where when err names no call.
+ * names, or where when err names no call.  The backend rebuilds the
+ * gh_error from them (svc_call) and reports it with gpuhash_report.
  */
 static void
 svc_set_error(GhSvcSlot *slot, gh_status st, const gh_error *err, const char *where)
@@ -574,12 +577,74 @@ svc_shutdown(int code, Datum arg)
 	}
 }
 
+/*
+ * svc_open_device creates the service's CUDA context and streams unless
+ * gpuhash.device = cpu, and says where the service builds tables.  With no
+ * usable GPU the service stops for good under gpu_service = parallel.
+ */
+static void
+svc_open_device(void)
+{
+	gh_error	err;
+	gh_status	st;
+	const char *where;
+	const char *name;
+
+	gh_svc->on_gpu = false;
+	if (gpuhash_device == GPUHASH_DEVICE_CPU)
+		return;
+	memset(&err, 0, sizeof(err));
+	st = gh_cuda_context_init(0, &err);
+	for (int k = 0; st == GH_OK && k < SVC_STREAMS; k++)
+		st = gh_cuda_stream_create(&svc_streams[k], &err);
+	if (st == GH_OK)
+	{
+		gh_svc->on_gpu = true;
+		return;
+	}
+	where = err.where ? err.where : "?";
+	name = err.cuda_name ? err.cuda_name : "?";
+	if (gpuhash_gpu_service == GPUHASH_SERVICE_PARALLEL)
+	{
+		/*
+		 * The default setting on a host without a GPU: nothing would use the
+		 * service (device = auto plans no GPU join there).  An exit with code
+		 * 0 is final: the postmaster does not start it again, and its worker
+		 * slot is free for parallel queries.
+		 */
+		ereport(LOG,
+				(errmsg("gpuhash GPU service found no usable GPU and stops"),
+				 errdetail("%s failed with %s.", where, name)));
+		proc_exit(0);
+	}
+	ereport(LOG,
+			(errmsg("gpuhash GPU service found no usable GPU; it builds tables on the CPU twin"),
+			 errdetail("%s failed with %s.", where, name)));
+}
+
+/*
+ * svc_refuse_stale answers with an error the requests left by backends that
+ * waited on an earlier service process (it stopped or failed), instead of
+ * serving them: their tables and segments are gone with that process.
+ */
+static void
+svc_refuse_stale(void)
+{
+	for (int i = 0; i < gh_svc->nslots; i++)
+	{
+		GhSvcSlot  *slot = &gh_svc->slots[i];
+
+		if (pg_atomic_read_u32(&slot->state) != SVC_REQUEST)
+			continue;
+		svc_fail(slot, GH_ERR_CUDA, "the GPU service", "a restart of the service");
+		svc_reply(slot);
+	}
+}
+
 /* gpuhash_service_main is the service process (see the opening comment). */
 void
 gpuhash_service_main(Datum arg)
 {
-	gh_error	err;
-
 	/*
 	 * Signals as PostgreSQL's own background workers take them: SIGTERM
 	 * (shutdown, pg_terminate_backend) and the ProcSignal barriers that DROP
@@ -600,54 +665,9 @@ gpuhash_service_main(Datum arg)
 	if (svc_maps == NULL)
 		elog(FATAL, "gpuhash GPU service: out of memory");
 
-	/* the service's own context, if the GPU is to be used */
-	gh_svc->on_gpu = false;
-	if (gpuhash_device != GPUHASH_DEVICE_CPU)
-	{
-		gh_status	st;
-
-		memset(&err, 0, sizeof(err));
-		st = gh_cuda_context_init(0, &err);
-		for (int k = 0; st == GH_OK && k < SVC_STREAMS; k++)
-			st = gh_cuda_stream_create(&svc_streams[k], &err);
-		if (st == GH_OK)
-			gh_svc->on_gpu = true;
-		else if (gpuhash_gpu_service == GPUHASH_SERVICE_PARALLEL)
-		{
-			/*
-			 * The default setting on a host without a GPU: nothing would
-			 * use the service (device = auto plans no GPU join there).  An
-			 * exit with code 0 is final: the postmaster does not start it
-			 * again, and its worker slot is free for parallel queries.
-			 */
-			ereport(LOG,
-					(errmsg("gpuhash GPU service found no usable GPU and stops"),
-					 errdetail("%s failed with %s.", err.where ? err.where : "?",
-							   err.cuda_name ? err.cuda_name : "?")));
-			proc_exit(0);
-		}
-		else
-			ereport(LOG,
-					(errmsg("gpuhash GPU service found no usable GPU; it builds tables on the CPU twin"),
-					 errdetail("%s failed with %s.", err.where ? err.where : "?",
-							   err.cuda_name ? err.cuda_name : "?")));
-	}
+	svc_open_device();
 	on_shmem_exit(svc_shutdown, (Datum) 0);
-
-	/*
-	 * A request left by backends that waited on an earlier service process
-	 * (it stopped or failed) is answered with an error, not served: its
-	 * tables and segments are gone with that process.
-	 */
-	for (int i = 0; i < gh_svc->nslots; i++)
-	{
-		GhSvcSlot  *slot = &gh_svc->slots[i];
-
-		if (pg_atomic_read_u32(&slot->state) != SVC_REQUEST)
-			continue;
-		svc_fail(slot, GH_ERR_CUDA, "the GPU service", "a restart of the service");
-		svc_reply(slot);
-	}
+	svc_refuse_stale();
 	gh_svc->service_latch = MyLatch;
 	pg_write_barrier();
 	gh_svc->service_pid = MyProcPid;
