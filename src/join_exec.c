@@ -59,6 +59,7 @@
 #include "commands/explain.h"
 
 #include "gpuhash_join.h"
+#include "keys.h"
 
 /*
  * How many visits ahead the probe loop prefetches inner records.  On a 10M x
@@ -153,24 +154,15 @@ typedef struct GhjState
 	List	   *hashclauses;	/* for EXPLAIN */
 	List	   *joinquals_expr;	/* for EXPLAIN */
 
-	ExprState **outer_keys;
-	ExprState **inner_keys;
-	AttrNumber *outer_key_att;	/* > 0: the key is that by-value column */
-	AttrNumber *inner_key_att;
-	uint8	   *outer_fast;		/* GHJ_FAST_* of each key's hash function */
-	uint8	   *inner_fast;
-	bool	   *own_mix;		/* both sides integers (or both oid): see int_mix */
-	bool		outer_keys_plain;	/* every outer key a plain column hashed by int_mix */
-	FmgrInfo   *outer_hash;
-	FmgrInfo   *inner_hash;
+	GhKeySet	outer_keys;		/* the hash clauses' outer arguments */
+	GhKeySet	inner_keys;		/* and their inner ones */
+	bool	   *own_mix;		/* both sides hash with gh_key_int_mix */
+	bool		outer_keys_plain;	/* every outer key a plain column hashed by
+									 * gh_key_int_mix */
 	FmgrInfo   *eq;
-	uint8	   *eq_fast;		/* GHJ_EQ_*: the equality done in line */
+	uint8	   *eq_fast;		/* GhKeyEqKind: the equality done in line */
 	Oid		   *coll;
 	bool	   *swapped;
-	int16	   *outer_typlen;
-	bool	   *outer_byval;
-	int16	   *inner_typlen;
-	bool	   *inner_byval;
 	Bitmapset  *inner_key_params;	/* PARAM_EXEC ids the inner keys use */
 	ExprState  *joinqual;
 	ExprState  *otherqual;
@@ -271,9 +263,6 @@ static void ghj_rescan(CustomScanState *node);
 static void ghj_explain(CustomScanState *node, List *ancestors,
 						ExplainState *es);
 
-static uint8 fast_hash_kind(FmgrInfo *fn, Oid coll);
-static inline bool own_mix_ok(uint8 outer, uint8 inner);
-static uint8 eq_fast_kind(Oid fn);
 static Size ghj_estimate_dsm(CustomScanState *node, ParallelContext *pcxt);
 static void ghj_init_dsm(CustomScanState *node, ParallelContext *pcxt,
 						 void *coordinate);
@@ -422,7 +411,7 @@ ghj_init_stored(GhjState *s, List *exprs)
 		s->outer_deform = Max(s->outer_deform, s->stored_col[j] + 1);
 	}
 	for (int k = 0; k < s->nkeys; k++)
-		s->outer_deform = Max(s->outer_deform, s->outer_key_att[k]);
+		s->outer_deform = Max(s->outer_deform, s->outer_keys.att[k]);
 	/* only ghj_load_outer fills outer_slot, and only the stored columns */
 	memset(s->outer_slot->tts_isnull, true, sizeof(bool) * s->nouter);
 }
@@ -511,6 +500,42 @@ describe_columns(TupleDesc desc, int16 **attlen, bool **attbyval,
 	}
 }
 
+/*
+ * init_key_set allocates a side's key arrays for nkeys keys; the sides share
+ * the clauses' collations and own_mix.
+ */
+static void
+init_key_set(GhKeySet *keys, int nkeys, Oid *coll, bool *own_mix)
+{
+	keys->nkeys = nkeys;
+	keys->exprs = palloc(sizeof(ExprState *) * nkeys);
+	keys->att = palloc0(sizeof(AttrNumber) * nkeys);
+	keys->hash = palloc0(sizeof(FmgrInfo) * nkeys);
+	keys->fast = palloc0(sizeof(uint8) * nkeys);
+	keys->coll = coll;
+	keys->int_mix = own_mix;
+	keys->typlen = palloc(sizeof(int16) * nkeys);
+	keys->byval = palloc(sizeof(bool) * nkeys);
+}
+
+/*
+ * init_key sets up key i of a side: expr, remapped to varno (OUTER_VAR or
+ * INNER_VAR) references, hashed by the function hashfn.  Its collation must
+ * be set already.
+ */
+static void
+init_key(GhKeySet *keys, int i, Expr *expr, int varno, Oid hashfn,
+		 PlanState *ps)
+{
+	keys->exprs[i] = ExecInitExpr(expr, ps);
+	fmgr_info(hashfn, &keys->hash[i]);
+	keys->fast[i] = gh_key_hash_kind(&keys->hash[i], keys->coll[i]);
+	get_typlenbyval(exprType((Node *) expr), &keys->typlen[i], &keys->byval[i]);
+	if (IsA(expr, Var) && ((Var *) expr)->varno == varno &&
+		((Var *) expr)->varattno > 0 && keys->byval[i])
+		keys->att[i] = ((Var *) expr)->varattno;
+}
+
 static void
 ghj_begin(CustomScanState *node, EState *estate, int eflags)
 {
@@ -560,23 +585,13 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 	/* keys: the arguments of the hash clauses, outer first */
 	s->hashclauses = list_copy_head(cscan->custom_exprs, s->nkeys);
 	s->joinquals_expr = list_copy_tail(cscan->custom_exprs, s->nkeys);
-	s->outer_keys = palloc(sizeof(ExprState *) * s->nkeys);
-	s->inner_keys = palloc(sizeof(ExprState *) * s->nkeys);
-	s->outer_key_att = palloc0(sizeof(AttrNumber) * s->nkeys);
-	s->inner_key_att = palloc0(sizeof(AttrNumber) * s->nkeys);
-	s->outer_fast = palloc0(sizeof(uint8) * s->nkeys);
-	s->inner_fast = palloc0(sizeof(uint8) * s->nkeys);
 	s->own_mix = palloc0(sizeof(bool) * s->nkeys);
-	s->outer_hash = palloc0(sizeof(FmgrInfo) * s->nkeys);
-	s->inner_hash = palloc0(sizeof(FmgrInfo) * s->nkeys);
 	s->eq = palloc0(sizeof(FmgrInfo) * s->nkeys);
 	s->eq_fast = palloc0(sizeof(uint8) * s->nkeys);
 	s->coll = palloc(sizeof(Oid) * s->nkeys);
 	s->swapped = palloc(sizeof(bool) * s->nkeys);
-	s->outer_typlen = palloc(sizeof(int16) * s->nkeys);
-	s->outer_byval = palloc(sizeof(bool) * s->nkeys);
-	s->inner_typlen = palloc(sizeof(int16) * s->nkeys);
-	s->inner_byval = palloc(sizeof(bool) * s->nkeys);
+	init_key_set(&s->outer_keys, s->nkeys, s->coll, s->own_mix);
+	init_key_set(&s->inner_keys, s->nkeys, s->coll, s->own_mix);
 	i = 0;
 	foreach(lc, s->hashclauses)
 	{
@@ -584,35 +599,24 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 		Expr	   *okey = remap(linitial(op->args), s->nouter);
 		Expr	   *ikey = remap(lsecond(op->args), s->nouter);
 
-		s->outer_keys[i] = ExecInitExpr(okey, &node->ss.ps);
-		s->inner_keys[i] = ExecInitExpr(ikey, &node->ss.ps);
-		collect_exec_params((Node *) ikey, &s->inner_key_params);
-		fmgr_info(list_nth_oid(outer_hash, i), &s->outer_hash[i]);
-		fmgr_info(list_nth_oid(inner_hash, i), &s->inner_hash[i]);
-		fmgr_info(list_nth_oid(eqfuncs, i), &s->eq[i]);
-		s->eq_fast[i] = eq_fast_kind(s->eq[i].fn_oid);
 		s->coll[i] = list_nth_oid(colls, i);
-		s->outer_fast[i] = fast_hash_kind(&s->outer_hash[i], s->coll[i]);
-		s->inner_fast[i] = fast_hash_kind(&s->inner_hash[i], s->coll[i]);
-		s->own_mix[i] = own_mix_ok(s->outer_fast[i], s->inner_fast[i]);
+		init_key(&s->outer_keys, i, okey, OUTER_VAR,
+				 list_nth_oid(outer_hash, i), &node->ss.ps);
+		init_key(&s->inner_keys, i, ikey, INNER_VAR,
+				 list_nth_oid(inner_hash, i), &node->ss.ps);
+		collect_exec_params((Node *) ikey, &s->inner_key_params);
+		fmgr_info(list_nth_oid(eqfuncs, i), &s->eq[i]);
+		s->eq_fast[i] = gh_key_eq_kind(s->eq[i].fn_oid);
+		s->own_mix[i] = gh_key_int_mix_ok(s->outer_keys.fast[i],
+										  s->inner_keys.fast[i]);
 		s->swapped[i] = list_nth_int(swapped, i) != 0;
-		get_typlenbyval(exprType((Node *) okey), &s->outer_typlen[i],
-						&s->outer_byval[i]);
-		get_typlenbyval(exprType((Node *) ikey), &s->inner_typlen[i],
-						&s->inner_byval[i]);
-		if (IsA(okey, Var) && ((Var *) okey)->varno == OUTER_VAR &&
-			((Var *) okey)->varattno > 0 && s->outer_byval[i])
-			s->outer_key_att[i] = ((Var *) okey)->varattno;
-		if (IsA(ikey, Var) && ((Var *) ikey)->varno == INNER_VAR &&
-			((Var *) ikey)->varattno > 0 && s->inner_byval[i])
-			s->inner_key_att[i] = ((Var *) ikey)->varattno;
-		if (!s->inner_byval[i])
+		if (!s->inner_keys.byval[i])
 			s->inner_has_byref = s->inner_key_byref = true;
 		i++;
 	}
 	s->outer_keys_plain = true;
 	for (int k = 0; k < s->nkeys; k++)
-		if (s->outer_key_att[k] <= 0 || !s->own_mix[k])
+		if (s->outer_keys.att[k] <= 0 || !s->own_mix[k])
 			s->outer_keys_plain = false;
 	s->stride = s->nkeys + s->ninner_cols + s->nullwords;
 	tlist = remap(cscan->scan.plan.targetlist, s->nouter);
@@ -665,217 +669,6 @@ ghj_reset(ExprContext *econtext)
 		MemoryContextReset(cxt);
 }
 
-/*
- * The extended hash functions of the integer types, computed in line: the
- * same arithmetic as PostgreSQL's hashint2/4/8extended and hashoidextended
- * (hash_uint32_extended of the value, for int8 of its halves folded as
- * int4 values are), which keeps cross-type keys (int4 = int8) hashing alike.
- * fast_hash_kind compares it with the function itself once per join.
- */
-enum
-{
-	GHJ_FAST_NONE = 0,
-	GHJ_FAST_INT2,
-	GHJ_FAST_INT4,
-	GHJ_FAST_INT8,
-	GHJ_FAST_OID
-};
-
-static inline uint64
-fast_hash(uint8 kind, Datum v)
-{
-	switch (kind)
-	{
-		case GHJ_FAST_INT2:
-			return hash_bytes_uint32_extended((uint32) (int32) DatumGetInt16(v), 0);
-		case GHJ_FAST_INT4:
-			return hash_bytes_uint32_extended((uint32) DatumGetInt32(v), 0);
-		case GHJ_FAST_OID:
-			return hash_bytes_uint32_extended((uint32) DatumGetObjectId(v), 0);
-		case GHJ_FAST_INT8:
-			{
-				int64		val = DatumGetInt64(v);
-				uint32		lohalf = (uint32) val;
-				uint32		hihalf = (uint32) (val >> 32);
-
-				lohalf ^= (val >= 0) ? hihalf : ~hihalf;
-				return hash_bytes_uint32_extended(lohalf, 0);
-			}
-	}
-	return 0;
-}
-
-/*
- * int_mix hashes an integer key by its value as an int64 (an oid as its
- * unsigned value), so that equal values of int2, int4 and int8 hash alike,
- * with a bijective 64-bit finalizer (the one of MurmurHash3): distinct keys
- * never share a hash, and it is computed in line.  Both sides of a key must
- * use it (own_mix_ok); the join's hashes are its own, compared only with
- * one another, so they need not be PostgreSQL's hash function's values.
- */
-static inline uint64
-int_mix(uint8 kind, Datum v)
-{
-	uint64		k;
-
-	switch (kind)
-	{
-		case GHJ_FAST_INT2:
-			k = (uint64) (int64) DatumGetInt16(v);
-			break;
-		case GHJ_FAST_INT4:
-			k = (uint64) (int64) DatumGetInt32(v);
-			break;
-		case GHJ_FAST_OID:
-			k = (uint64) DatumGetObjectId(v);
-			break;
-		default:
-			k = (uint64) DatumGetInt64(v);
-			break;
-	}
-	k ^= k >> 33;
-	k *= UINT64CONST(0xff51afd7ed558ccd);
-	k ^= k >> 33;
-	k *= UINT64CONST(0xc4ceb9fe1a85ec53);
-	k ^= k >> 33;
-	return k;
-}
-
-/*
- * int_mix_outer_keys is row_hash for an outer row whose keys all use int_mix
- * and are not NULL: the same value, from the keys already read.
- */
-static inline uint64
-int_mix_outer_keys(GhjState *s, const Datum *keys)
-{
-	uint64		h = 0;
-
-	for (int i = 0; i < s->nkeys; i++)
-		h = hash_combine64(h, int_mix(s->outer_fast[i], keys[i]));
-	return h;
-}
-
-/* own_mix_ok: may a key whose sides hash as outer and inner use int_mix? */
-static inline bool
-own_mix_ok(uint8 outer, uint8 inner)
-{
-	if (outer == GHJ_FAST_NONE || inner == GHJ_FAST_NONE)
-		return false;
-	/* oid compares with oid only; int2, int4 and int8 with one another */
-	return (outer == GHJ_FAST_OID) == (inner == GHJ_FAST_OID);
-}
-
-/*
- * fast_hash_kind says whether the hash function fn can be computed in line,
- * after checking on sample values that the in-line form equals it.
- */
-static uint8
-fast_hash_kind(FmgrInfo *fn, Oid coll)
-{
-	static const int64 samples[] = {0, 1, -1, 42, -42, 32767, -32768,
-		PG_INT32_MAX, PG_INT32_MIN, INT64CONST(4294967296), INT64CONST(-4294967297),
-	PG_INT64_MAX, PG_INT64_MIN};
-	uint8		kind;
-
-	switch (fn->fn_oid)
-	{
-		case F_HASHINT2EXTENDED:
-			kind = GHJ_FAST_INT2;
-			break;
-		case F_HASHINT4EXTENDED:
-			kind = GHJ_FAST_INT4;
-			break;
-		case F_HASHINT8EXTENDED:
-			kind = GHJ_FAST_INT8;
-			break;
-		case F_HASHOIDEXTENDED:
-			kind = GHJ_FAST_OID;
-			break;
-		default:
-			return GHJ_FAST_NONE;
-	}
-	for (int i = 0; i < lengthof(samples); i++)
-	{
-		Datum		v;
-
-		if (kind == GHJ_FAST_INT2)
-			v = Int16GetDatum((int16) samples[i]);
-		else if (kind == GHJ_FAST_INT4)
-			v = Int32GetDatum((int32) samples[i]);
-		else if (kind == GHJ_FAST_OID)
-			v = ObjectIdGetDatum((Oid) samples[i]);
-		else
-			v = Int64GetDatum(samples[i]);
-		if (DatumGetUInt64(FunctionCall2Coll(fn, coll, v, UInt64GetDatum(0))) !=
-			fast_hash(kind, v))
-			return GHJ_FAST_NONE;
-	}
-	return kind;
-}
-
-/*
- * row_hash evaluates the keys of the row in econtext (outer or inner side)
- * into keys[], copying by-reference values into cxt, and returns the row's
- * 64-bit hash.  *hasnull is set if any key is NULL (the hash is then 0).
- * slot is the row's slot, all its attributes deformed: a key that is a plain
- * by-value column is read from it without evaluating an expression.
- */
-static uint64
-row_hash(GhjState *s, bool outer, ExprContext *econtext, TupleTableSlot *slot,
-		 Datum *keys, MemoryContext cxt, bool *hasnull)
-{
-	uint64		h = 0;
-
-	*hasnull = false;
-	for (int i = 0; i < s->nkeys; i++)
-	{
-		ExprState  *es = outer ? s->outer_keys[i] : s->inner_keys[i];
-		int16		typlen = outer ? s->outer_typlen[i] : s->inner_typlen[i];
-		bool		byval = outer ? s->outer_byval[i] : s->inner_byval[i];
-		FmgrInfo   *hf = outer ? &s->outer_hash[i] : &s->inner_hash[i];
-		uint8		fast = outer ? s->outer_fast[i] : s->inner_fast[i];
-		AttrNumber	att = outer ? s->outer_key_att[i] : s->inner_key_att[i];
-		bool		isnull;
-		Datum		v;
-		MemoryContext old;
-
-		if (att > 0)
-		{
-			v = slot->tts_values[att - 1];
-			isnull = slot->tts_isnull[att - 1];
-		}
-		else
-			v = ExecEvalExprSwitchContext(es, econtext, &isnull);
-		if (isnull)
-		{
-			*hasnull = true;
-			return 0;
-		}
-		if (s->own_mix[i])
-			h = hash_combine64(h, int_mix(fast, v));
-		else if (fast != GHJ_FAST_NONE)
-			h = hash_combine64(h, fast_hash(fast, v));
-		else
-		{
-			old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-			if (typlen == -1)
-				v = PointerGetDatum(PG_DETOAST_DATUM_PACKED(v));
-			h = hash_combine64(h, DatumGetUInt64(FunctionCall2Coll(hf, s->coll[i], v,
-																   UInt64GetDatum(0))));
-			MemoryContextSwitchTo(old);
-		}
-		if (byval)
-			keys[i] = v;
-		else
-		{
-			old = MemoryContextSwitchTo(cxt);
-			keys[i] = datumCopy(v, false, typlen);
-			MemoryContextSwitchTo(old);
-		}
-	}
-	return h;
-}
-
 /* byref_size is the room a by-reference value takes in the record arena. */
 static inline Size
 byref_size(Datum v, int16 typlen)
@@ -892,8 +685,8 @@ byref_attr(GhjState *s, int k, int16 *typlen)
 {
 	if (k < s->nkeys)
 	{
-		*typlen = s->inner_typlen[k];
-		return !s->inner_byval[k];
+		*typlen = s->inner_keys.typlen[k];
+		return !s->inner_keys.byval[k];
 	}
 	*typlen = s->inner_attlen[k - s->nkeys];
 	return !s->inner_attbyval[k - s->nkeys];
@@ -1261,8 +1054,8 @@ ghj_build_shared(GhjState *s)
 			if ((slot = ghj_next_inner(s, econtext)) == NULL)
 				break;
 			slot_getallattrs(slot);
-			h = row_hash(s, false, econtext, slot, tmp,
-						 econtext->ecxt_per_tuple_memory, &hasnull);
+			h = gh_key_hash_row(&s->inner_keys, econtext, slot, tmp,
+								econtext->ecxt_per_tuple_memory, &hasnull);
 			if (hasnull)
 				continue;		/* never matches; no right or full join here */
 			store_columns(s, slot, tmp, econtext->ecxt_per_tuple_memory);
@@ -1413,7 +1206,8 @@ ghj_build_private(GhjState *s)
 		}
 		rec = &s->inner_recs[(size_t) s->ninner * s->stride];
 		slot_getallattrs(slot);
-		h = row_hash(s, false, econtext, slot, rec, s->build_tmp_cxt, &hasnull);
+		h = gh_key_hash_row(&s->inner_keys, econtext, slot, rec,
+							s->build_tmp_cxt, &hasnull);
 		if (!hasnull)
 		{
 			store_columns(s, slot, rec, s->build_tmp_cxt);
@@ -1613,14 +1407,14 @@ ghj_next_batch(GhjState *s)
 			s->batch_null[n] = false;
 			for (int k = 0; k < s->nkeys; k++)
 			{
-				keys[k] = slot->tts_values[s->outer_key_att[k] - 1];
-				s->batch_null[n] |= slot->tts_isnull[s->outer_key_att[k] - 1];
+				keys[k] = slot->tts_values[s->outer_keys.att[k] - 1];
+				s->batch_null[n] |= slot->tts_isnull[s->outer_keys.att[k] - 1];
 			}
 		}
 		else
-			s->batch_hashes[n] = row_hash(s, true, econtext, slot,
-										  &s->batch_keys[(size_t) n * s->nkeys],
-										  s->batch_cxt, &s->batch_null[n]);
+			s->batch_hashes[n] = gh_key_hash_row(&s->outer_keys, econtext, slot,
+												 &s->batch_keys[(size_t) n * s->nkeys],
+												 s->batch_cxt, &s->batch_null[n]);
 		n++;
 	}
 	if (s->outer_keys_plain)
@@ -1628,7 +1422,8 @@ ghj_next_batch(GhjState *s)
 		/* one tight loop: the multiplications of many rows overlap */
 		for (uint32 r = 0; r < n; r++)
 			s->batch_hashes[r] = s->batch_null[r] ? 0 :
-				int_mix_outer_keys(s, &s->batch_keys[(size_t) r * s->nkeys]);
+				gh_key_int_mix_row(&s->outer_keys,
+								   &s->batch_keys[(size_t) r * s->nkeys]);
 	}
 	ghj_reset(econtext);
 	s->batch_n = n;
@@ -1670,41 +1465,6 @@ ghj_next_batch(GhjState *s)
 	return true;
 }
 
-/*
- * The equality functions of the integer types, done in line: int2eq, int4eq,
- * oideq and int8eq compare their arguments' values, int48eq and int84eq the
- * int4 one widened to int8.  Every other operator goes through its function.
- */
-enum
-{
-	GHJ_EQ_CALL = 0,
-	GHJ_EQ_INT2,
-	GHJ_EQ_INT4,				/* int4eq and oideq */
-	GHJ_EQ_INT8,
-	GHJ_EQ_INT48,
-	GHJ_EQ_INT84
-};
-
-static uint8
-eq_fast_kind(Oid fn)
-{
-	switch (fn)
-	{
-		case F_INT2EQ:
-			return GHJ_EQ_INT2;
-		case F_INT4EQ:
-		case F_OIDEQ:
-			return GHJ_EQ_INT4;
-		case F_INT8EQ:
-			return GHJ_EQ_INT8;
-		case F_INT48EQ:
-			return GHJ_EQ_INT48;
-		case F_INT84EQ:
-			return GHJ_EQ_INT84;
-	}
-	return GHJ_EQ_CALL;
-}
-
 /* ghj_verify checks outer row i against inner record rec with the operators. */
 static inline bool
 ghj_verify(GhjState *s, uint32 i, const Datum *ik)
@@ -1715,30 +1475,8 @@ ghj_verify(GhjState *s, uint32 i, const Datum *ik)
 	{
 		Datum		a = s->swapped[k] ? ik[k] : ok[k];
 		Datum		b = s->swapped[k] ? ok[k] : ik[k];
-		bool		eq;
 
-		switch (s->eq_fast[k])
-		{
-			case GHJ_EQ_INT2:
-				eq = DatumGetInt16(a) == DatumGetInt16(b);
-				break;
-			case GHJ_EQ_INT4:
-				eq = DatumGetInt32(a) == DatumGetInt32(b);
-				break;
-			case GHJ_EQ_INT8:
-				eq = DatumGetInt64(a) == DatumGetInt64(b);
-				break;
-			case GHJ_EQ_INT48:
-				eq = (int64) DatumGetInt32(a) == DatumGetInt64(b);
-				break;
-			case GHJ_EQ_INT84:
-				eq = DatumGetInt64(a) == (int64) DatumGetInt32(b);
-				break;
-			default:
-				eq = DatumGetBool(FunctionCall2Coll(&s->eq[k], s->coll[k], a, b));
-				break;
-		}
-		if (!eq)
+		if (!gh_key_equal(s->eq_fast[k], &s->eq[k], s->coll[k], a, b))
 			return false;
 	}
 	return true;
@@ -1954,7 +1692,7 @@ ghj_exec(CustomScanState *node)
 												  s->stride];
 
 				for (int k = 0; k < s->nkeys; k++)
-					if (!s->inner_byval[k])
+					if (!s->inner_keys.byval[k])
 						__builtin_prefetch(DatumGetPointer(rec[k]));
 			}
 			if (!s->direct_proj)

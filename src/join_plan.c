@@ -30,10 +30,7 @@
 
 #include <math.h>
 
-#include "access/hash.h"
 #include "access/table.h"
-#include "catalog/pg_amop.h"
-#include "catalog/pg_am.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/cost.h"
@@ -47,10 +44,9 @@
 #include "parser/parsetree.h"
 #include "utils/rel.h"
 #include "utils/lsyscache.h"
-#include "utils/catcache.h"
-#include "utils/syscache.h"
 
 #include "gpuhash_join.h"
+#include "keys.h"
 
 /* One usable hash clause, as found by the hook. */
 typedef struct HashKey
@@ -96,35 +92,6 @@ gpuhash_init_join_plan(void)
 	prev_planner_hook = planner_hook;
 	planner_hook = gpuhash_planner;
 	RegisterCustomScanMethods(&gpuhash_join_scan_methods);
-}
-
-/*
- * gpuhash_extended_hash_functions finds the extended hash support functions
- * of the two input types of opno in one of its hash families.  Used by the
- * join and by gpuhash_aggregate.
- */
-bool
-gpuhash_extended_hash_functions(Oid opno, Oid *lhs, Oid *rhs)
-{
-	CatCList   *catlist;
-	bool		found = false;
-
-	catlist = SearchSysCacheList1(AMOPOPID, ObjectIdGetDatum(opno));
-	for (int i = 0; i < catlist->n_members && !found; i++)
-	{
-		Form_pg_amop aform = (Form_pg_amop) GETSTRUCT(&catlist->members[i]->tuple);
-
-		if (aform->amopmethod != HASH_AM_OID ||
-			aform->amopstrategy != HTEqualStrategyNumber)
-			continue;
-		*lhs = get_opfamily_proc(aform->amopfamily, aform->amoplefttype,
-								 aform->amoplefttype, HASHEXTENDED_PROC);
-		*rhs = get_opfamily_proc(aform->amopfamily, aform->amoprighttype,
-								 aform->amoprighttype, HASHEXTENDED_PROC);
-		found = OidIsValid(*lhs) && OidIsValid(*rhs);
-	}
-	ReleaseSysCacheList(catlist);
-	return found;
 }
 
 /*
