@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  * gpuhash_join.h
  *	  What the GpuHashJoin planner (join_plan.c) hands the executor
- *	  (join_exec.c); the device hash table both use is in hashtable.h.
+ *	  (join_exec.c and the files of join_exec.h); the device hash table
+ *	  both use is in hashtable.h.
  *-------------------------------------------------------------------------
  */
 #ifndef GPUHASH_JOIN_H

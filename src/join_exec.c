@@ -1,31 +1,26 @@
 /*-------------------------------------------------------------------------
  * join_exec.c
- *	  Execution of GpuHashJoin.
+ *	  The GpuHashJoin executor node: its CustomScan callbacks.
  *
- * BUILD: the first call runs the inner child to completion.  Each inner row
- * with no NULL key becomes a record of Datums (its key values, its column
- * values, a null bitmap; its position is its row index), and its 64-bit row
- * hash is computed with the keys' extended hash functions.  Rows with a NULL
- * key can never match; right and full joins keep them to emit at the end.
- * The hashes go to the device, which builds the static multimap
- * (hashtable.c); the records are then regrouped into the table's hash-group
- * order, their by-reference data into one arena in the same order.
+ * A GpuHashJoin joins its outer child (the probe side) with its inner child
+ * (the build side) the way PostgreSQL's Hash Join does, with the hash table
+ * on the GPU or its CPU twin.  This file is the node; the work is done in
+ * join_build.c (BUILD: the inner row store and the table), join_probe.c
+ * (PROBE: outer batches, verified candidates, emitted rows) and
+ * join_parallel.c (PARALLELISM: what the participants of a parallel join
+ * share), which share join_exec.h; key hashing and equality are keys.c's.
  *
- * PROBE: outer rows are pulled in batches of gpuhash.batch_rows, kept as
- * Datum arrays and hashed; the device returns, per outer row, the range of
- * records holding its candidates.  The batch is visited in the order of the
- * first candidates, so the inner records are read front to back.  Every
- * candidate is verified on the CPU with the join operators' own equality
- * functions (a shared 64-bit hash is only a hint), then the remaining join
- * quals are evaluated, and the pair is filtered by the pushed-down quals and
- * projected from two virtual slots.  Left, full and anti joins emit unmatched
- * outer rows; right and full joins mark matched inner rows and emit the
- * others at the end.
- *
- * Expressions: setrefs made every Var of the targetlist and quals an
- * INDEX_VAR reference into the scan tuple (outer columns, then inner).  At
- * start-up they are rewritten to OUTER_VAR and INNER_VAR references, so a
- * pair is evaluated straight from its two slots, filled from the records.
+ * ghj_begin turns the plan (gpuhash_join.h's custom_private) into the
+ * state: the children, the keys with their hash and equality functions, the
+ * quals and projection rewritten for two slots (see join_probe.c), and the
+ * outer columns a batch keeps.  ghj_exec is an explicit state machine, in
+ * the manner of nodeHashjoin.c's HJ_* states: GHJ_BUILD_TABLE on the first
+ * call, then GHJ_NEXT_BATCH and GHJ_PROBE_BATCH in turn until the outer
+ * side is done, then, for right and full joins, GHJ_UNMATCHED_INNER, and
+ * GHJ_DONE.  A rescan keeps the table unless the inner side may have
+ * changed, and reads the outer side again.  The DSM callbacks set up and
+ * reset the join's part of the parallel segment (join_parallel.c) and bring
+ * the workers' counters back for EXPLAIN ANALYZE.
  *
  * Device memory belongs to the device layer's resource-owner tracking, so an
  * ERROR or cancel at any point frees it; EndCustomScan frees it normally.
@@ -33,16 +28,9 @@
  */
 #include "postgres.h"
 
-#include <sys/mman.h>
-
 #include "access/parallel.h"
 #include "access/sysattr.h"
-#include "storage/barrier.h"
-#include "storage/condition_variable.h"
-#include "storage/spin.h"
-#include "utils/dsa.h"
-#include "utils/wait_event.h"
-#include "common/hashfn.h"
+#include "commands/explain.h"
 #include "executor/executor.h"
 #include "executor/nodeCustom.h"
 #include "fmgr.h"
@@ -50,211 +38,11 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
-#include "portability/instr_time.h"
-#include "utils/datum.h"
-#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/ruleutils.h"
-#include "commands/explain.h"
 
-#include "gpuhash_join.h"
-#include "keys.h"
-
-/*
- * How many visits ahead the probe loop prefetches inner records.  On a 10M x
- * 1M join with the CPU twin, 24 to 96 spent 0.15 s less CPU than 8 (whose
- * prefetches arrived too late) and 4; 32 sits in the flat middle.
- */
-#define GHJ_PREFETCH 32
-
-/*
- * What one participant of a parallel GpuHashJoin did, for EXPLAIN ANALYZE.
- * Workers write theirs into dynamic shared memory when their outer side is
- * done (before their last tuple reaches the Gather); the leader copies the
- * array out when the plan shuts down, before the segment goes away.
- */
-typedef struct GhjStats
-{
-	bool		valid;
-	uint64		inner_rows;
-	uint64		batches;
-	uint64		candidates;
-	uint64		matches;
-	double		build_ms;
-	double		context_ms;
-	double		device_ms;
-	uint64		cpu_batches;
-	bool		shared_table;	/* a service table shared by the participants */
-} GhjStats;
-
-#define GHJ_SVC_NONE		0
-#define GHJ_SVC_BUILDING	1
-#define GHJ_SVC_BUILT		2
-#define GHJ_SVC_FAILED		3
-
-typedef struct GhjShared
-{
-	int			nworkers;
-
-	/*
-	 * A shared build (GHJ_PRIV_SHARED): the participants attached in phase 0
-	 * read their shares of the partial inner path into chunks in the query's
-	 * DSA area and wait for one another; from phase 1 on the chunks are
-	 * complete and every participant builds its own table from all of them.
-	 */
-	Barrier		build_barrier;
-	slock_t		mutex;
-	dsa_pointer chunks;			/* the filled chunks, newest first */
-
-	/*
-	 * With the GPU service, the participants of a shared build, whose
-	 * hashes are the same array, share one table: the first to get here
-	 * builds it (svc_state BUILDING, then BUILT with svc_table), the others
-	 * wait on svc_cv and take views of it.  FAILED: each builds its own.
-	 */
-	int			svc_state;
-	uint32		svc_table;
-	ConditionVariable svc_cv;
-
-	GhjStats	stats[FLEXIBLE_ARRAY_MEMBER];
-} GhjShared;
-
-/*
- * A chunk of the shared inner side: hashes, records, then the records'
- * by-reference data.  In a chunk a by-reference value is its offset in the
- * chunk's data (each process maps the area at its own address); a
- * participant turns offsets into pointers when it copies the records out.
- */
-#define GHJ_CHUNK_ROWS 16384
-#define GHJ_CHUNK_DATA (1024 * 1024)
-typedef struct GhjChunk
-{
-	dsa_pointer next;
-	uint32		nrows;
-	Size		data_size;
-	Size		data_used;
-	uint64		hashes[GHJ_CHUNK_ROWS];
-} GhjChunk;
-#define GhjChunkRecs(c) ((Datum *) ((char *) (c) + MAXALIGN(sizeof(GhjChunk))))
-#define GhjChunkData(c, stride) \
-	((char *) GhjChunkRecs(c) + sizeof(Datum) * GHJ_CHUNK_ROWS * (stride))
-
-typedef struct GhjState
-{
-	CustomScanState css;
-
-	/* what the plan says */
-	JoinType	jointype;
-	int			nkeys;
-	int			nouter;
-	bool		single_match;	/* stop at the first match of an outer row */
-	PlanState  *outer_ps;
-	PlanState  *inner_ps;
-	List	   *hashclauses;	/* for EXPLAIN */
-	List	   *joinquals_expr;	/* for EXPLAIN */
-
-	GhKeySet	outer_keys;		/* the hash clauses' outer arguments */
-	GhKeySet	inner_keys;		/* and their inner ones */
-	bool	   *own_mix;		/* both sides hash with gh_key_int_mix */
-	bool		outer_keys_plain;	/* every outer key a plain column hashed by
-									 * gh_key_int_mix */
-	FmgrInfo   *eq;
-	uint8	   *eq_fast;		/* GhKeyEqKind: the equality done in line */
-	Oid		   *coll;
-	bool	   *swapped;
-	Bitmapset  *inner_key_params;	/* PARAM_EXEC ids the inner keys use */
-	ExprState  *joinqual;
-	ExprState  *otherqual;
-	ProjectionInfo *proj;
-
-	/*
-	 * Direct projection: with no join filter and no other qual, and a
-	 * target list of plain columns, the result slot is filled straight from
-	 * the outer batch row and the inner record (proj_inner[c], proj_col[c]
-	 * for result column c), without loading either side's slot or running
-	 * the expression interpreter.  Null-extended rows take the general way.
-	 */
-	bool		direct_proj;
-	int			nproj;
-	bool	   *proj_inner;
-	int		   *proj_col;
-
-	TupleTableSlot *outer_slot;
-	TupleTableSlot *inner_slot;
-	TupleTableSlot *null_outer;
-	TupleTableSlot *null_inner;
-	MemoryContext build_cxt;
-	MemoryContext batch_cxt;
-
-	/* build side */
-	bool		built;
-	GhTarget	target;
-	int			ninner_cols;	/* columns of the inner child's rows */
-	int16	   *inner_attlen;
-	bool	   *inner_attbyval;
-	bool		inner_has_byref;	/* a by-reference key or column */
-	bool		inner_key_byref;	/* a by-reference key */
-	int			nullwords;		/* uint64 words of a record's null bitmap */
-	int			stride;			/* Datums per record: keys, columns, nulls */
-	uint32		ninner;
-	Datum	   *inner_recs;		/* ninner records, in hash-group order */
-	bool		shared_build;	/* the plan asks for a shared build */
-	Size		byref_bytes;	/* by-reference data the records point to */
-	Datum	   *nullkey_recs;	/* right/full joins: rows with a NULL key */
-	uint32		n_nullkey;
-	uint32	   *matched;		/* bitmap over ninner: right/full joins */
-	GhTable    *table;
-	MemoryContext build_tmp_cxt;	/* by-reference data before regrouping */
-
-	/* probe side */
-	int16	   *outer_attlen;
-	bool	   *outer_attbyval;
-	bool		outer_has_byref;	/* a stored column is by reference */
-
-	/*
-	 * The outer columns the join reads (its target list and quals), which
-	 * are all a batch keeps: the outer child may return more than that (a
-	 * Seq Scan returning the heap tuple as it is, see join_plan.c).
-	 */
-	int			nstored;
-	int		   *stored_col;		/* outer child column of each stored one */
-	int			outer_deform;	/* columns of the child's slot to deform */
-	uint32		batch_cap;
-	uint32		batch_n;
-	Datum	   *batch_vals;		/* batch_cap x nstored column values */
-	bool	   *batch_isnull;
-	Datum	   *batch_keys;		/* batch_cap x nkeys */
-	bool	   *batch_null;
-	uint64	   *batch_hashes;	/* pinned for the GPU */
-	uint32	   *batch_first;
-	uint32	   *batch_count;
-	uint32	   *batch_order;	/* the rows to visit, by first candidate */
-	uint32	   *visit_first;	/* first and count of each visit, in order */
-	uint32	   *visit_count;
-	uint32	   *sort_tmp;
-	uint32		n_order;
-	uint32		cur;			/* position in batch_order */
-	uint32		cur_cand;
-	bool		cur_loaded;		/* outer_slot holds the row at cur */
-	bool		cur_matched;
-	bool		outer_done;
-	bool		emitting_inner;
-	uint32		inner_pos;
-
-	/* for EXPLAIN ANALYZE */
-	uint64		n_batches;
-	uint64		n_candidates;
-	uint64		n_matches;
-	uint64		n_builds;
-	double		build_ms;
-	double		context_ms;		/* waiting for the device to be ready */
-	bool		gpu_later;		/* on the CPU twin until the context is made */
-	bool		batch_in_table;	/* batch buffers lent by the table (service) */
-	uint64		n_cpu_batches;	/* batches probed on the CPU twin meanwhile */
-	GhjShared  *shared;			/* parallel: the participants' stats (DSM) */
-	GhjShared  *shared_copy;	/* leader: copied out at shutdown */
-} GhjState;
+#include "join_exec.h"
 
 static void ghj_begin(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *ghj_exec(CustomScanState *node);
@@ -262,7 +50,6 @@ static void ghj_end(CustomScanState *node);
 static void ghj_rescan(CustomScanState *node);
 static void ghj_explain(CustomScanState *node, List *ancestors,
 						ExplainState *es);
-
 static Size ghj_estimate_dsm(CustomScanState *node, ParallelContext *pcxt);
 static void ghj_init_dsm(CustomScanState *node, ParallelContext *pcxt,
 						 void *coordinate);
@@ -271,6 +58,21 @@ static void ghj_reinit_dsm(CustomScanState *node, ParallelContext *pcxt,
 static void ghj_init_worker(CustomScanState *node, shm_toc *toc,
 							void *coordinate);
 static void ghj_shutdown(CustomScanState *node);
+
+static Node *remap_index_vars(Node *node, void *context);
+static void *remap(void *node, int nouter);
+static void ghj_init_direct_proj(GhjState *s, List *tlist);
+static void ghj_init_stored(GhjState *s, List *exprs);
+static bool collect_exec_params(Node *node, Bitmapset **ids);
+static bool collect_subplans(Node *node, List **subplans);
+static void ghj_explainable_subplans(CustomScanState *node, CustomScan *cscan);
+static void describe_columns(TupleDesc desc, int16 **attlen, bool **attbyval,
+							 bool *has_byref);
+static void init_key_set(GhKeySet *keys, int nkeys, Oid *coll, bool *own_mix);
+static void init_key(GhKeySet *keys, int i, Expr *expr, int varno, Oid hashfn,
+					 PlanState *ps);
+static void ghj_release(GhjState *s);
+static const char *jointype_name(JoinType jointype);
 
 static CustomExecMethods ghj_exec_methods = {
 	.CustomName = GPUHASH_JOIN_NAME,
@@ -286,6 +88,10 @@ static CustomExecMethods ghj_exec_methods = {
 	.ExplainCustomScan = ghj_explain,
 };
 
+/*
+ * gpuhash_join_create_state makes the executor state of a GpuHashJoin plan
+ * (its CreateCustomScanState callback).
+ */
 Node *
 gpuhash_join_create_state(CustomScan *cscan)
 {
@@ -475,6 +281,7 @@ ghj_explainable_subplans(CustomScanState *node, CustomScan *cscan)
 	}
 }
 
+/* remap is remap_index_vars of node, for a join of nouter outer columns. */
 static void *
 remap(void *node, int nouter)
 {
@@ -536,6 +343,11 @@ init_key(GhKeySet *keys, int i, Expr *expr, int varno, Oid hashfn,
 		keys->att[i] = ((Var *) expr)->varattno;
 }
 
+/*
+ * ghj_begin initializes the children and turns the plan into the state:
+ * keys, quals and projection over the outer and inner slots, the columns a
+ * batch keeps, the memory contexts and the batch size.
+ */
 static void
 ghj_begin(CustomScanState *node, EState *estate, int eflags)
 {
@@ -657,1109 +469,59 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 }
 
 /*
- * ghj_reset is ResetExprContext without the call when there is nothing to
- * reset, which is the usual case once per outer row and per candidate.
+ * ghj_exec returns the next row of the join, or NULL when there is none:
+ * see GhjExecState for the states it goes through.
  */
-static inline void
-ghj_reset(ExprContext *econtext)
-{
-	MemoryContext cxt = econtext->ecxt_per_tuple_memory;
-
-	if (!cxt->isReset || cxt->firstchild != NULL)
-		MemoryContextReset(cxt);
-}
-
-/* byref_size is the room a by-reference value takes in the record arena. */
-static inline Size
-byref_size(Datum v, int16 typlen)
-{
-	return MAXALIGN(datumGetSize(v, false, typlen));
-}
-
-/*
- * byref_attr says whether record position k (keys, then columns) holds a
- * by-reference value, and gives its length.
- */
-static inline bool
-byref_attr(GhjState *s, int k, int16 *typlen)
-{
-	if (k < s->nkeys)
-	{
-		*typlen = s->inner_keys.typlen[k];
-		return !s->inner_keys.byval[k];
-	}
-	*typlen = s->inner_attlen[k - s->nkeys];
-	return !s->inner_attbyval[k - s->nkeys];
-}
-
-/* byref_null: is record position k a NULL column? (keys are never NULL) */
-static inline bool
-byref_null(GhjState *s, const Datum *rec, int k)
-{
-	const uint64 *nulls = (const uint64 *) &rec[s->nkeys + s->ninner_cols];
-	int			c = k - s->nkeys;
-
-	return k >= s->nkeys && (nulls[c / 64] & (UINT64CONST(1) << (c % 64))) != 0;
-}
-
-/* record_byref_size is the arena room a record's by-reference values take. */
-static Size
-record_byref_size(GhjState *s, const Datum *rec)
-{
-	Size		bytes = 0;
-
-	for (int k = 0; k < s->nkeys + s->ninner_cols; k++)
-	{
-		int16		typlen;
-
-		if (byref_attr(s, k, &typlen) && !byref_null(s, rec, k))
-			bytes += byref_size(rec[k], typlen);
-	}
-	return bytes;
-}
-
-/*
- * store_columns copies the inner row in slot into a record: its column values
- * after the keys, then a null bitmap.  By-reference values are copied into
- * cxt.
- */
-static void
-store_columns(GhjState *s, TupleTableSlot *slot, Datum *rec, MemoryContext cxt)
-{
-	Datum	   *vals = rec + s->nkeys;
-	uint64	   *nulls = (uint64 *) (vals + s->ninner_cols);
-
-	slot_getallattrs(slot);
-	memset(nulls, 0, sizeof(uint64) * s->nullwords);
-	for (int c = 0; c < s->ninner_cols; c++)
-	{
-		if (slot->tts_isnull[c])
-		{
-			vals[c] = (Datum) 0;
-			nulls[c / 64] |= UINT64CONST(1) << (c % 64);
-		}
-		else if (s->inner_attbyval[c])
-			vals[c] = slot->tts_values[c];
-		else
-		{
-			MemoryContext old = MemoryContextSwitchTo(cxt);
-
-			vals[c] = datumCopy(slot->tts_values[c], false, s->inner_attlen[c]);
-			MemoryContextSwitchTo(old);
-		}
-	}
-}
-
-/*
- * advise_huge asks the kernel for huge pages behind a large array that is
- * about to be written: the probe reads the inner records and their arena
- * at addresses far apart, and with 4 kB pages nearly every such read would
- * also miss the TLB.  Only a hint; nothing changes where it is not honoured.
- */
-static void
-advise_huge(void *p, Size len)
-{
-#ifdef MADV_HUGEPAGE
-	const uintptr_t huge = 2 * 1024 * 1024;
-	uintptr_t	start = TYPEALIGN(huge, (uintptr_t) p);
-	uintptr_t	end = TYPEALIGN_DOWN(huge, (uintptr_t) p + len);
-
-	if (end > start)
-		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
-#endif
-}
-
-/* arena_copy moves a by-reference value into the arena. */
-static inline Datum
-arena_copy(char *arena, Size *used, Datum v, int16 typlen)
-{
-	Size		len = datumGetSize(v, false, typlen);
-	char	   *dst = arena + *used;
-
-	memcpy(dst, DatumGetPointer(v), len);
-	*used += MAXALIGN(len);
-	return PointerGetDatum(dst);
-}
-
-/*
- * ghj_regroup reorders the inner records into the order of the table's row
- * array, which groups rows by hash, and moves their by-reference data into
- * one arena in the same order.  From then on the candidates of a probe row
- * are the records first .. first + count - 1 themselves, and a batch visited
- * in the order of its first candidates reads the inner side front to back.
- */
-static void
-ghj_regroup(GhjState *s)
-{
-	const uint32 *rows = s->table->rows;
-	size_t		stride = s->stride;
-	Datum	   *recs;
-	char	   *arena = NULL;
-	Size		used = 0;
-
-	/*
-	 * Every hash distinct (the usual inner side of a key join): the table
-	 * grouped row i as group i, so the records already are in its order and
-	 * their by-reference data stays where the build put it, in scan order.
-	 */
-	if (s->table->rows_identity)
-	{
-		gh_table_drop_rows(s->table);
-		return;
-	}
-
-	/* cache-line aligned, so that no record of 64 bytes or less straddles two */
-	recs = palloc_extended(sizeof(Datum) * Max(s->ninner, 1) * stride + 64,
-						   MCXT_ALLOC_HUGE);
-	recs = (Datum *) TYPEALIGN(64, recs);
-	advise_huge(recs, sizeof(Datum) * s->ninner * stride);
-	if (s->byref_bytes > 0)
-	{
-		arena = palloc_extended(s->byref_bytes, MCXT_ALLOC_HUGE);
-		advise_huge(arena, s->byref_bytes);
-	}
-	for (uint32 j = 0; j < s->ninner; j++)
-	{
-		Datum	   *dst = &recs[j * stride];
-
-		if (j + 8 < s->ninner)
-			__builtin_prefetch(&s->inner_recs[(size_t) rows[j + 8] * stride]);
-		memcpy(dst, &s->inner_recs[(size_t) rows[j] * stride],
-			   sizeof(Datum) * stride);
-		if (arena)
-		{
-			for (int k = 0; k < s->nkeys + s->ninner_cols; k++)
-			{
-				int16		typlen;
-
-				if (byref_attr(s, k, &typlen) && !byref_null(s, dst, k))
-					dst[k] = arena_copy(arena, &used, dst[k], typlen);
-			}
-		}
-		if ((j & 0xffff) == 0)
-			CHECK_FOR_INTERRUPTS();
-	}
-	Assert(used <= s->byref_bytes);
-	s->inner_recs = recs;
-	MemoryContextReset(s->build_tmp_cxt);
-	gh_table_drop_rows(s->table);
-}
-
-/*
- * ghj_service_table has the GPU service make the join's table: one for all
- * the participants of a shared build (see GhjShared), else its own.
- */
-static GhTable *
-ghj_service_table(GhjState *s, uint64 *hashes)
-{
-	GhjShared  *sh = s->shared;
-	GhTable    *t = NULL;
-	bool		builder = false;
-	int			state;
-	uint32		peer;
-
-	if (sh == NULL || !s->shared_build)
-		return gh_table_build_service(hashes, s->ninner, s->batch_cap, 0);
-
-	SpinLockAcquire(&sh->mutex);
-	if (sh->svc_state == GHJ_SVC_NONE)
-	{
-		sh->svc_state = GHJ_SVC_BUILDING;
-		builder = true;
-	}
-	SpinLockRelease(&sh->mutex);
-	if (builder)
-	{
-		PG_TRY();
-		{
-			t = gh_table_build_service(hashes, s->ninner, s->batch_cap, 0);
-		}
-		PG_CATCH();
-		{
-			SpinLockAcquire(&sh->mutex);
-			sh->svc_state = GHJ_SVC_FAILED;
-			SpinLockRelease(&sh->mutex);
-			ConditionVariableBroadcast(&sh->svc_cv);
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
-		t->shared_view = true;
-		SpinLockAcquire(&sh->mutex);
-		sh->svc_table = t->svc.id;
-		sh->svc_state = GHJ_SVC_BUILT;
-		SpinLockRelease(&sh->mutex);
-		ConditionVariableBroadcast(&sh->svc_cv);
-		return t;
-	}
-
-	ConditionVariablePrepareToSleep(&sh->svc_cv);
-	for (;;)
-	{
-		SpinLockAcquire(&sh->mutex);
-		state = sh->svc_state;
-		peer = sh->svc_table;
-		SpinLockRelease(&sh->mutex);
-		if (state != GHJ_SVC_BUILDING)
-			break;
-		ConditionVariableSleep(&sh->svc_cv, PG_WAIT_EXTENSION);
-	}
-	ConditionVariableCancelSleep();
-	/* a view of the peer's table; its own if that one is gone or failed */
-	return gh_table_build_service(hashes, s->ninner, s->batch_cap,
-								  state == GHJ_SVC_BUILT ? peer : 0);
-}
-
-/*
- * ghj_finish_build makes the device ready, builds the table of the row
- * store's hashes (freeing them) and regroups the store.  Only now: a GPU
- * join's context has been in the making on a thread since executor start-up
- * (gpuhash_prewarm_gpu), so the inner scan overlapped it; what is left of
- * it is Context Wait.
- */
-static void
-ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys)
-{
-	bool		svc = gh_svc_available(s->css.ss.ps.plan->parallel_aware);
-	MemoryContext old;
-	instr_time	ctx_start,
-				ctx_end;
-
-	INSTR_TIME_SET_CURRENT(ctx_start);
-	if (svc)
-	{
-		/* the GPU service holds the context and the table */
-		s->target = gh_svc_target();
-		s->gpu_later = false;
-	}
-	else if (gpuhash_gpu_warming())
-	{
-		/* start on the CPU twin; ghj_move_to_gpu follows once it is made */
-		s->target = GH_TARGET_CPU;
-		s->gpu_later = true;
-	}
-	else
-	{
-		s->target = gpuhash_exec_target();
-		s->gpu_later = false;
-	}
-	INSTR_TIME_SET_CURRENT(ctx_end);
-	INSTR_TIME_SUBTRACT(ctx_end, ctx_start);
-	s->context_ms += INSTR_TIME_GET_MILLISEC(ctx_end);
-
-	old = MemoryContextSwitchTo(s->build_cxt);
-	if (svc)
-		s->table = ghj_service_table(s, hashes);
-	else
-		s->table = gh_table_build(s->target, hashes, s->ninner);
-	s->target = s->table->target;	/* the CPU twin if the GPU had no room */
-	pfree(hashes);
-	ghj_regroup(s);
-	if (keep_nullkeys)
-		s->matched = palloc_extended(sizeof(uint32) * ((s->ninner + 31) / 32 + 1),
-									  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-	MemoryContextSwitchTo(old);
-	s->built = true;
-	s->n_builds++;
-}
-
-/*
- * ghj_move_to_gpu moves a table built on the CPU twin, while this backend's
- * CUDA context was still in the making, to the GPU now that the context is
- * there.  It stays on the CPU twin if the GPU has no room for it.
- */
-static void
-ghj_move_to_gpu(GhjState *s)
-{
-	s->gpu_later = false;
-	if (gpuhash_exec_target() == GH_TARGET_GPU &&
-		gh_table_move_to_gpu(s->table))
-		s->target = GH_TARGET_GPU;
-}
-
-/* ghj_next_inner fetches the next inner row into econtext, or NULL at the end. */
-static TupleTableSlot *
-ghj_next_inner(GhjState *s, ExprContext *econtext)
-{
-	TupleTableSlot *slot;
-
-	CHECK_FOR_INTERRUPTS();
-	slot = ExecProcNode(s->inner_ps);
-	if (TupIsNull(slot))
-		return NULL;
-	ghj_reset(econtext);
-	econtext->ecxt_innertuple = slot;
-	return slot;
-}
-
-/* too_many_inner_rows: the table's row indices are 32-bit */
-static void too_many_inner_rows(void) pg_attribute_noreturn();
-
-static void
-too_many_inner_rows(void)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-			 errmsg("inner side of GpuHashJoin has more than %u rows",
-					(unsigned) GH_MAX_ROWS),
-			 errhint("SET gpuhash.enabled = off to run the join without gpuhash.")));
-}
-
-/* ghj_publish_chunk adds a filled chunk to the shared list. */
-static void
-ghj_publish_chunk(GhjShared *sh, GhjChunk *chunk, dsa_pointer dp)
-{
-	SpinLockAcquire(&sh->mutex);
-	chunk->next = sh->chunks;
-	sh->chunks = dp;
-	SpinLockRelease(&sh->mutex);
-}
-
-/*
- * ghj_build_shared is the build of a parallel join whose participants read
- * the inner side together.  Those that arrive while it is being read put
- * their shares into shared chunks and wait for one another; then each, late
- * arrivals too, copies every chunk's records into its own row store (turning
- * by-reference offsets into pointers to the chunks' data, which stay where
- * they are) and finishes as a private build does.  Nobody emits a row before
- * the barrier, so no participant waits there on one blocked on a full tuple
- * queue.
- */
-static void
-ghj_build_shared(GhjState *s)
-{
-	GhjShared  *sh = s->shared;
-	dsa_area   *area = s->css.ss.ps.state->es_query_dsa;
-	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
-	int			nfields = s->nkeys + s->ninner_cols;
-	Size		recs_size = sizeof(Datum) * GHJ_CHUNK_ROWS * s->stride;
-	uint64		n = 0;
-	uint64	   *hashes;
-	MemoryContext old;
-
-	if (BarrierAttach(&sh->build_barrier) == 0)
-	{
-		GhjChunk   *chunk = NULL;
-		dsa_pointer chunk_dp = InvalidDsaPointer;
-		Datum	   *tmp = palloc(sizeof(Datum) * s->stride);
-
-		for (;;)
-		{
-			TupleTableSlot *slot;
-			bool		hasnull;
-			uint64		h;
-			Size		need;
-			Datum	   *rec;
-			char	   *data;
-
-			if ((slot = ghj_next_inner(s, econtext)) == NULL)
-				break;
-			slot_getallattrs(slot);
-			h = gh_key_hash_row(&s->inner_keys, econtext, slot, tmp,
-								econtext->ecxt_per_tuple_memory, &hasnull);
-			if (hasnull)
-				continue;		/* never matches; no right or full join here */
-			store_columns(s, slot, tmp, econtext->ecxt_per_tuple_memory);
-			need = s->inner_has_byref ? record_byref_size(s, tmp) : 0;
-
-			if (chunk == NULL || chunk->nrows == GHJ_CHUNK_ROWS ||
-				chunk->data_used + need > chunk->data_size)
-			{
-				Size		data_size = Max(GHJ_CHUNK_DATA, need);
-
-				if (chunk)
-					ghj_publish_chunk(sh, chunk, chunk_dp);
-				chunk_dp = dsa_allocate_extended(area,
-												 MAXALIGN(sizeof(GhjChunk)) + recs_size +
-												 (s->inner_has_byref ? data_size : 0),
-												 DSA_ALLOC_HUGE);
-				chunk = dsa_get_address(area, chunk_dp);
-				chunk->next = InvalidDsaPointer;
-				chunk->nrows = 0;
-				chunk->data_size = s->inner_has_byref ? data_size : 0;
-				chunk->data_used = 0;
-			}
-			rec = GhjChunkRecs(chunk) + (size_t) chunk->nrows * s->stride;
-			memcpy(rec, tmp, sizeof(Datum) * s->stride);
-			data = GhjChunkData(chunk, s->stride);
-			for (int k = 0; k < nfields; k++)
-			{
-				int16		typlen;
-				Size		len;
-
-				if (!byref_attr(s, k, &typlen) || byref_null(s, rec, k))
-					continue;
-				len = datumGetSize(rec[k], false, typlen);
-				memcpy(data + chunk->data_used, DatumGetPointer(rec[k]), len);
-				rec[k] = (Datum) chunk->data_used;	/* an offset, in the chunk */
-				chunk->data_used += MAXALIGN(len);
-			}
-			chunk->hashes[chunk->nrows++] = h;
-		}
-		if (chunk)
-			ghj_publish_chunk(sh, chunk, chunk_dp);
-		pfree(tmp);
-		BarrierArriveAndWait(&sh->build_barrier, PG_WAIT_EXTENSION);
-	}
-	BarrierDetach(&sh->build_barrier);
-	ghj_reset(econtext);
-
-	/* every chunk is in the list now, and the list no longer changes */
-	for (dsa_pointer dp = sh->chunks; DsaPointerIsValid(dp);)
-	{
-		GhjChunk   *c = dsa_get_address(area, dp);
-
-		n += c->nrows;
-		dp = c->next;
-	}
-	if (n > GH_MAX_ROWS)
-		too_many_inner_rows();
-	s->ninner = (uint32) n;
-	s->n_nullkey = 0;
-	s->byref_bytes = 0;
-	old = MemoryContextSwitchTo(s->build_tmp_cxt);
-	hashes = palloc_extended(sizeof(uint64) * Max(n, 1), MCXT_ALLOC_HUGE);
-	s->inner_recs = palloc_extended(sizeof(Datum) * Max(n, 1) * s->stride,
-									MCXT_ALLOC_HUGE);
-	advise_huge(s->inner_recs, sizeof(Datum) * n * s->stride);
-	MemoryContextSwitchTo(old);
-	n = 0;
-	for (dsa_pointer dp = sh->chunks; DsaPointerIsValid(dp);)
-	{
-		GhjChunk   *c = dsa_get_address(area, dp);
-		Datum	   *dst = &s->inner_recs[(size_t) n * s->stride];
-
-		memcpy(&hashes[n], c->hashes, sizeof(uint64) * c->nrows);
-		memcpy(dst, GhjChunkRecs(c), sizeof(Datum) * c->nrows * s->stride);
-		if (s->inner_has_byref)
-		{
-			char	   *data = GhjChunkData(c, s->stride);
-
-			for (uint32 j = 0; j < c->nrows; j++)
-			{
-				Datum	   *rec = &dst[(size_t) j * s->stride];
-
-				for (int k = 0; k < nfields; k++)
-				{
-					int16		typlen;
-
-					if (!byref_attr(s, k, &typlen) || byref_null(s, rec, k))
-						continue;
-					rec[k] = PointerGetDatum(data + (Size) rec[k]);
-					s->byref_bytes += byref_size(rec[k], typlen);
-				}
-			}
-		}
-		n += c->nrows;
-		dp = c->next;
-		CHECK_FOR_INTERRUPTS();
-	}
-
-	ghj_finish_build(s, hashes, false);
-}
-
-/* ghj_build_private: this process reads the whole inner side itself. */
-static void
-ghj_build_private(GhjState *s)
-{
-	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
-	Plan	   *inner_plan = s->inner_ps->plan;
-	uint32		cap;
-	uint32		nullcap = 0;
-	uint64	   *hashes;
-	bool		keep_nullkeys = (s->jointype == JOIN_RIGHT ||
-								 s->jointype == JOIN_FULL);
-	MemoryContext old;
-
-	/*
-	 * Size the arrays for the planner's estimate, to spare most regrowing,
-	 * but no more than 4M rows ahead of seeing them: estimates can be far off.
-	 * Records are regrouped into build_cxt once the table exists (unless the
-	 * table leaves them in place: see ghj_regroup).
-	 */
-	cap = (uint32) Min(Max(inner_plan->plan_rows * 1.1, 1024.0), 4194304.0);
-	old = MemoryContextSwitchTo(s->build_tmp_cxt);
-	s->inner_recs = palloc_extended(sizeof(Datum) * cap * s->stride, MCXT_ALLOC_HUGE);
-	advise_huge(s->inner_recs, sizeof(Datum) * cap * s->stride);
-	hashes = palloc_extended(sizeof(uint64) * cap, MCXT_ALLOC_HUGE);
-	MemoryContextSwitchTo(old);
-	s->ninner = 0;
-	s->n_nullkey = 0;
-	s->byref_bytes = 0;
-
-	for (;;)
-	{
-		TupleTableSlot *slot;
-		bool		hasnull;
-		uint64		h;
-		Datum	   *rec;
-
-		if ((slot = ghj_next_inner(s, econtext)) == NULL)
-			break;
-		if (s->ninner == cap)
-		{
-			if (cap >= GH_MAX_ROWS)
-				too_many_inner_rows();
-			cap = (uint32) Min((uint64) cap * 2, (uint64) GH_MAX_ROWS);
-			s->inner_recs = repalloc_huge(s->inner_recs,
-										  sizeof(Datum) * cap * s->stride);
-			hashes = repalloc_huge(hashes, sizeof(uint64) * cap);
-		}
-		rec = &s->inner_recs[(size_t) s->ninner * s->stride];
-		slot_getallattrs(slot);
-		h = gh_key_hash_row(&s->inner_keys, econtext, slot, rec,
-							s->build_tmp_cxt, &hasnull);
-		if (!hasnull)
-		{
-			store_columns(s, slot, rec, s->build_tmp_cxt);
-			if (s->inner_has_byref)
-				s->byref_bytes += record_byref_size(s, rec);
-			hashes[s->ninner++] = h;
-		}
-		else if (keep_nullkeys)
-		{
-			/* can never match; only right and full joins still emit it */
-			if (s->n_nullkey == nullcap)
-			{
-				old = MemoryContextSwitchTo(s->build_cxt);
-				nullcap = Max(nullcap * 2, 64);
-				s->nullkey_recs = s->nullkey_recs ?
-					repalloc_huge(s->nullkey_recs, sizeof(Datum) * s->stride * nullcap) :
-					palloc(sizeof(Datum) * s->stride * nullcap);
-				MemoryContextSwitchTo(old);
-			}
-			rec = &s->nullkey_recs[(size_t) s->n_nullkey++ * s->stride];
-			memset(rec, 0, sizeof(Datum) * s->nkeys);
-			store_columns(s, slot, rec, s->build_cxt);
-		}
-	}
-	ghj_reset(econtext);
-	ghj_finish_build(s, hashes, keep_nullkeys);
-}
-
-/*
- * ghj_build runs the inner side to completion and builds the table: read
- * together with the other participants where the plan asks for it and a
- * parallel segment is there, else by this process alone (the partial inner
- * path then scans the whole relation).
- */
-static void
-ghj_build(GhjState *s)
-{
-	instr_time	start,
-				end;
-
-	INSTR_TIME_SET_CURRENT(start);
-	if (s->shared_build && s->shared != NULL &&
-		s->css.ss.ps.state->es_query_dsa != NULL)
-		ghj_build_shared(s);
-	else
-		ghj_build_private(s);
-	INSTR_TIME_SET_CURRENT(end);
-	INSTR_TIME_SUBTRACT(end, start);
-	s->build_ms += INSTR_TIME_GET_MILLISEC(end);
-}
-
-/*
- * store_outer copies the stored columns of the outer row in slot into batch
- * row n, after deforming the row as far as they and the keys need.
- */
-static inline void
-store_outer(GhjState *s, TupleTableSlot *slot, uint32 n)
-{
-	Datum	   *vals = &s->batch_vals[(size_t) n * s->nstored];
-	bool	   *isnull = &s->batch_isnull[(size_t) n * s->nstored];
-
-	slot_getsomeattrs(slot, s->outer_deform);
-	for (int j = 0; j < s->nstored; j++)
-	{
-		int			c = s->stored_col[j];
-
-		vals[j] = slot->tts_values[c];
-		isnull[j] = slot->tts_isnull[c];
-	}
-	if (s->outer_has_byref)
-	{
-		MemoryContext old = MemoryContextSwitchTo(s->batch_cxt);
-
-		for (int j = 0; j < s->nstored; j++)
-		{
-			int			c = s->stored_col[j];
-
-			if (!isnull[j] && !s->outer_attbyval[c])
-				vals[j] = datumCopy(vals[j], false, s->outer_attlen[c]);
-		}
-		MemoryContextSwitchTo(old);
-	}
-}
-
-/*
- * sort_by_first orders the batch rows in order[0 .. n-1] by their first
- * candidate (a least-significant-digit radix sort; first < limit).
- */
-static void
-sort_by_first(uint32 *order, uint32 *tmp, const uint32 *first, uint32 n,
-			  uint32 limit)
-{
-	uint32		counts[4096];
-	int			nbits = limit > 1 ? 32 - __builtin_clz(limit - 1) : 0;
-	int			passes = (nbits + 11) / 12;
-	int			digit;
-	uint32		mask;
-	uint32	   *src = order,
-			   *dst = tmp;
-
-	if (n < 2 || passes == 0)
-		return;
-	digit = (nbits + passes - 1) / passes;
-	mask = (1U << digit) - 1;
-	for (int p = 0, shift = 0; p < passes; p++, shift += digit)
-	{
-		uint32		sum = 0;
-		uint32	   *swap;
-
-		memset(counts, 0, sizeof(uint32) * (mask + 1));
-		for (uint32 j = 0; j < n; j++)
-			counts[(first[src[j]] >> shift) & mask]++;
-		for (uint32 b = 0; b <= mask; b++)
-		{
-			uint32		c = counts[b];
-
-			counts[b] = sum;
-			sum += c;
-		}
-		for (uint32 j = 0; j < n; j++)
-		{
-			uint32		i = src[j];
-
-			dst[counts[(first[i] >> shift) & mask]++] = i;
-		}
-		swap = src;
-		src = dst;
-		dst = swap;
-	}
-	if (src != order)
-		memcpy(order, src, sizeof(uint32) * n);
-}
-
-/*
- * ghj_next_batch pulls, copies and hashes the next batch of outer rows,
- * probes the table with it, and lists the rows to visit: those with
- * candidates in the order of their first candidate (so the inner records are
- * read front to back, not at random), then, for joins that emit unmatched
- * outer rows, the others.  Returns false when the outer side is done.
- */
-static bool
-ghj_next_batch(GhjState *s)
-{
-	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
-	MemoryContext old;
-	uint32		n = 0;
-	uint32		m = 0;
-
-	MemoryContextReset(s->batch_cxt);
-	if (s->batch_vals == NULL)
-	{
-		old = MemoryContextSwitchTo(s->build_cxt);
-		/* gpuhash.batch_rows may ask for more than 1 GB per array */
-		s->batch_vals = palloc_extended(sizeof(Datum) * s->batch_cap * Max(s->nstored, 1),
-										MCXT_ALLOC_HUGE);
-		s->batch_isnull = palloc_extended(sizeof(bool) * s->batch_cap * Max(s->nstored, 1),
-										  MCXT_ALLOC_HUGE);
-		s->batch_keys = palloc_extended(sizeof(Datum) * s->batch_cap * s->nkeys,
-										MCXT_ALLOC_HUGE);
-		s->batch_null = palloc_extended(sizeof(bool) * s->batch_cap, MCXT_ALLOC_HUGE);
-		s->batch_order = palloc_extended(sizeof(uint32) * s->batch_cap, MCXT_ALLOC_HUGE);
-		s->visit_first = palloc_extended(sizeof(uint32) * s->batch_cap, MCXT_ALLOC_HUGE);
-		s->visit_count = palloc_extended(sizeof(uint32) * s->batch_cap, MCXT_ALLOC_HUGE);
-		s->sort_tmp = palloc_extended(sizeof(uint32) * s->batch_cap, MCXT_ALLOC_HUGE);
-		MemoryContextSwitchTo(old);
-		/* a table in the GPU service lends its probe area: nothing is copied */
-		s->batch_in_table = gh_table_probe_area(s->table, s->batch_cap,
-												&s->batch_hashes, &s->batch_first,
-												&s->batch_count);
-		if (!s->batch_in_table)
-		{
-			s->batch_hashes = gh_host_alloc(s->target, sizeof(uint64) * s->batch_cap);
-			s->batch_first = gh_host_alloc(s->target, sizeof(uint32) * s->batch_cap);
-			s->batch_count = gh_host_alloc(s->target, sizeof(uint32) * s->batch_cap);
-		}
-	}
-
-	while (n < s->batch_cap)
-	{
-		TupleTableSlot *slot;
-
-		CHECK_FOR_INTERRUPTS();
-		slot = ExecProcNode(s->outer_ps);
-		if (TupIsNull(slot))
-		{
-			s->outer_done = true;
-			break;
-		}
-		ghj_reset(econtext);
-		econtext->ecxt_outertuple = slot;
-		store_outer(s, slot, n);	/* deforms the whole row */
-		if (s->outer_keys_plain)
-		{
-			/* plain integer columns: keys now, hashes for the whole batch below */
-			Datum	   *keys = &s->batch_keys[(size_t) n * s->nkeys];
-
-			s->batch_null[n] = false;
-			for (int k = 0; k < s->nkeys; k++)
-			{
-				keys[k] = slot->tts_values[s->outer_keys.att[k] - 1];
-				s->batch_null[n] |= slot->tts_isnull[s->outer_keys.att[k] - 1];
-			}
-		}
-		else
-			s->batch_hashes[n] = gh_key_hash_row(&s->outer_keys, econtext, slot,
-												 &s->batch_keys[(size_t) n * s->nkeys],
-												 s->batch_cxt, &s->batch_null[n]);
-		n++;
-	}
-	if (s->outer_keys_plain)
-	{
-		/* one tight loop: the multiplications of many rows overlap */
-		for (uint32 r = 0; r < n; r++)
-			s->batch_hashes[r] = s->batch_null[r] ? 0 :
-				gh_key_int_mix_row(&s->outer_keys,
-								   &s->batch_keys[(size_t) r * s->nkeys]);
-	}
-	ghj_reset(econtext);
-	s->batch_n = n;
-	s->n_order = 0;
-	s->cur = 0;
-	s->cur_cand = 0;
-	s->cur_loaded = false;
-	s->cur_matched = false;
-	if (n == 0)
-		return false;
-
-	if (s->gpu_later && !gpuhash_gpu_warming())
-		ghj_move_to_gpu(s);
-	if (s->gpu_later)
-		s->n_cpu_batches++;
-	gh_table_probe(s->table, s->batch_hashes, n, s->batch_first, s->batch_count);
-	for (uint32 i = 0; i < n; i++)
-	{
-		if (s->batch_null[i])
-			s->batch_count[i] = 0;
-		else if (s->batch_count[i] > 0)
-			s->batch_order[m++] = i;
-	}
-	sort_by_first(s->batch_order, s->sort_tmp, s->batch_first, m, s->ninner);
-	if (s->jointype == JOIN_LEFT || s->jointype == JOIN_FULL ||
-		s->jointype == JOIN_ANTI)
-	{
-		for (uint32 i = 0; i < n; i++)
-			if (s->batch_count[i] == 0)
-				s->batch_order[m++] = i;
-	}
-	s->n_order = m;
-	for (uint32 p = 0; p < m; p++)
-	{
-		s->visit_first[p] = s->batch_first[s->batch_order[p]];
-		s->visit_count[p] = s->batch_count[s->batch_order[p]];
-	}
-	s->n_batches++;
-	return true;
-}
-
-/* ghj_verify checks outer row i against inner record rec with the operators. */
-static inline bool
-ghj_verify(GhjState *s, uint32 i, const Datum *ik)
-{
-	Datum	   *ok = &s->batch_keys[(size_t) i * s->nkeys];
-
-	for (int k = 0; k < s->nkeys; k++)
-	{
-		Datum		a = s->swapped[k] ? ik[k] : ok[k];
-		Datum		b = s->swapped[k] ? ok[k] : ik[k];
-
-		if (!gh_key_equal(s->eq_fast[k], &s->eq[k], s->coll[k], a, b))
-			return false;
-	}
-	return true;
-}
-
-/*
- * ghj_load_outer puts batch row i into outer_slot.  The columns the batch
- * does not keep, which nothing reads, stay null (ghj_init_stored).
- */
-static inline void
-ghj_load_outer(GhjState *s, uint32 i)
-{
-	TupleTableSlot *slot = s->outer_slot;
-
-	const Datum *vals = &s->batch_vals[(size_t) i * s->nstored];
-	const bool *isnull = &s->batch_isnull[(size_t) i * s->nstored];
-
-	ExecClearTuple(slot);
-	for (int j = 0; j < s->nstored; j++)
-	{
-		slot->tts_values[s->stored_col[j]] = vals[j];
-		slot->tts_isnull[s->stored_col[j]] = isnull[j];
-	}
-	ExecStoreVirtualTuple(slot);
-}
-
-/* ghj_load_inner puts the columns of inner record rec into inner_slot. */
-static inline void
-ghj_load_inner(GhjState *s, const Datum *rec)
-{
-	TupleTableSlot *slot = s->inner_slot;
-	const Datum *vals = rec + s->nkeys;
-	const uint64 *nulls = (const uint64 *) (vals + s->ninner_cols);
-
-	ExecClearTuple(slot);
-	for (int c = 0; c < s->ninner_cols; c++)
-	{
-		slot->tts_values[c] = vals[c];
-		slot->tts_isnull[c] = (nulls[c / 64] >> (c % 64)) & 1;
-	}
-	ExecStoreVirtualTuple(slot);
-}
-
-/*
- * ghj_emit_direct builds the result row of outer batch row i and inner
- * record rec by copying columns (see direct_proj).
- */
-static inline TupleTableSlot *
-ghj_emit_direct(GhjState *s, uint32 i, const Datum *rec)
-{
-	TupleTableSlot *slot = s->css.ss.ps.ps_ResultTupleSlot;
-	const Datum *ovals = &s->batch_vals[(size_t) i * s->nstored];
-	const bool *onull = &s->batch_isnull[(size_t) i * s->nstored];
-	const Datum *ivals = rec + s->nkeys;
-	const uint64 *inull = (const uint64 *) (ivals + s->ninner_cols);
-
-	ExecClearTuple(slot);
-	for (int c = 0; c < s->nproj; c++)
-	{
-		int			col = s->proj_col[c];
-
-		if (s->proj_inner[c])
-		{
-			slot->tts_values[c] = ivals[col];
-			slot->tts_isnull[c] = (inull[col / 64] >> (col % 64)) & 1;
-		}
-		else
-		{
-			slot->tts_values[c] = ovals[col];
-			slot->tts_isnull[c] = onull[col];
-		}
-	}
-	return ExecStoreVirtualTuple(slot);
-}
-
-/* ghj_emit filters the pair in econtext by the pushed-down quals and projects it. */
-static inline TupleTableSlot *
-ghj_emit(GhjState *s, ExprContext *econtext)
-{
-	if (s->otherqual == NULL || ExecQual(s->otherqual, econtext))
-		return ExecProject(s->proj);
-	InstrCountFiltered1(&s->css, 1);
-	return NULL;
-}
-
-/* ghj_next_unmatched_inner emits inner rows no outer row matched. */
-static TupleTableSlot *
-ghj_next_unmatched_inner(GhjState *s, ExprContext *econtext)
-{
-	while (s->inner_pos < s->ninner + s->n_nullkey)
-	{
-		uint32		p = s->inner_pos++;
-		const Datum *rec;
-		TupleTableSlot *result;
-
-		CHECK_FOR_INTERRUPTS();
-		if (p < s->ninner)
-		{
-			if (s->matched[p / 32] & (1U << (p % 32)))
-				continue;
-			rec = &s->inner_recs[(size_t) p * s->stride];
-		}
-		else
-			rec = &s->nullkey_recs[(size_t) (p - s->ninner) * s->stride];
-		ghj_reset(econtext);
-		ghj_load_inner(s, rec);
-		econtext->ecxt_outertuple = s->null_outer;
-		econtext->ecxt_innertuple = s->inner_slot;
-		result = ghj_emit(s, econtext);
-		if (result)
-			return result;
-	}
-	return NULL;
-}
-
-/* ghj_publish_stats: a parallel worker puts its counters into shared memory. */
-static void
-ghj_publish_stats(GhjState *s)
-{
-	GhjStats   *st;
-
-	if (s->shared == NULL || !IsParallelWorker() ||
-		ParallelWorkerNumber < 0 || ParallelWorkerNumber >= s->shared->nworkers)
-		return;
-	st = &s->shared->stats[ParallelWorkerNumber];
-	st->inner_rows = s->ninner + s->n_nullkey;
-	st->batches = s->n_batches;
-	st->candidates = s->n_candidates;
-	st->matches = s->n_matches;
-	st->build_ms = s->build_ms;
-	st->context_ms = s->context_ms;
-	st->device_ms = s->table ? s->table->device_ms : 0;
-	st->cpu_batches = s->n_cpu_batches;
-	st->shared_table = s->table && s->table->shared_view;
-	st->valid = s->n_builds > 0;
-}
-
 static TupleTableSlot *
 ghj_exec(CustomScanState *node)
 {
 	GhjState   *s = (GhjState *) node;
 	ExprContext *econtext = node->ss.ps.ps_ExprContext;
+	TupleTableSlot *result;
 
 	ghj_reset(econtext);
-	if (!s->built)
-	{
-		ghj_build(s);
-		/* no inner row can match: inner, semi and right joins are done */
-		if (s->ninner == 0 &&
-			(s->jointype == JOIN_INNER || s->jointype == JOIN_SEMI))
-			s->outer_done = true;
-	}
-
 	for (;;)
 	{
-		uint32		i;
-		bool		emit_null;
-
 		CHECK_FOR_INTERRUPTS();
-		if (s->emitting_inner)
-			return ghj_next_unmatched_inner(s, econtext);
-
-		if (s->cur >= s->n_order)
+		switch (s->state)
 		{
-			if (s->outer_done || !ghj_next_batch(s))
-			{
+			case GHJ_BUILD_TABLE:
+				ghj_build(s);
+				/* no inner row can match: inner, semi and right joins are done */
+				if (s->ninner == 0 &&
+					(s->jointype == JOIN_INNER || s->jointype == JOIN_SEMI))
+					s->outer_done = true;
+				s->state = GHJ_NEXT_BATCH;
+				break;
+
+			case GHJ_NEXT_BATCH:
+				if (!s->outer_done && ghj_next_batch(s))
+				{
+					s->state = GHJ_PROBE_BATCH;
+					break;
+				}
 				if (s->jointype == JOIN_RIGHT || s->jointype == JOIN_FULL)
 				{
-					s->emitting_inner = true;
+					s->state = GHJ_UNMATCHED_INNER;
 					s->inner_pos = 0;
-					continue;
+					break;
 				}
 				ghj_publish_stats(s);
+				s->state = GHJ_DONE;
 				return NULL;
-			}
-			continue;
-		}
 
-		i = s->batch_order[s->cur];
-		if (!s->cur_loaded)
-		{
-			/*
-			 * Ask for the records of the row GHJ_PREFETCH visits ahead.
-			 * Visits go up the inner side in order, so this mostly runs
-			 * ahead of the hardware prefetcher across page boundaries.
-			 * (Written in line: GCC drops a static function holding only
-			 * prefetches.)
-			 */
-			if (s->cur + GHJ_PREFETCH < s->n_order)
-			{
-				uint32		ahead = s->cur + GHJ_PREFETCH;
-
-				if (s->visit_count[ahead] > 0)
-				{
-					const Datum *rec = &s->inner_recs[(size_t) s->visit_first[ahead] * s->stride];
-
-					__builtin_prefetch(rec);
-					__builtin_prefetch(&rec[s->stride - 1]);
-				}
-				__builtin_prefetch(&s->batch_vals[(size_t) s->batch_order[ahead] * s->nstored]);
-				__builtin_prefetch(&s->batch_keys[(size_t) s->batch_order[ahead] * s->nkeys]);
-			}
-
-			/*
-			 * A by-reference key (text, numeric, ...) is verified through
-			 * its pointer: half as far ahead, where the record asked for
-			 * above has arrived, ask for the data its keys point to.
-			 */
-			if (s->inner_key_byref && s->cur + GHJ_PREFETCH / 2 < s->n_order &&
-				s->visit_count[s->cur + GHJ_PREFETCH / 2] > 0)
-			{
-				const Datum *rec = &s->inner_recs[(size_t) s->visit_first[s->cur + GHJ_PREFETCH / 2] *
-												  s->stride];
-
-				for (int k = 0; k < s->nkeys; k++)
-					if (!s->inner_keys.byval[k])
-						__builtin_prefetch(DatumGetPointer(rec[k]));
-			}
-			if (!s->direct_proj)
-				ghj_load_outer(s, i);
-			s->cur_loaded = true;
-		}
-		econtext->ecxt_outertuple = s->outer_slot;
-		while (s->cur_cand < s->visit_count[s->cur])
-		{
-			uint32		r = s->visit_first[s->cur] + s->cur_cand;
-			const Datum *rec = &s->inner_recs[(size_t) r * s->stride];
-			MemoryContext old;
-			bool		ok;
-
-			s->cur_cand++;
-			s->n_candidates++;
-			ghj_reset(econtext);
-			old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-			ok = ghj_verify(s, i, rec);
-			MemoryContextSwitchTo(old);
-			if (!ok)
-				continue;
-			if (!s->direct_proj)
-			{
-				ghj_load_inner(s, rec);
-				econtext->ecxt_innertuple = s->inner_slot;
-				if (s->joinqual && !ExecQual(s->joinqual, econtext))
-					continue;
-			}
-
-			s->n_matches++;
-			s->cur_matched = true;
-			if (s->matched)
-				s->matched[r / 32] |= 1U << (r % 32);
-			if (s->jointype == JOIN_ANTI || s->single_match)
-				s->cur_cand = s->visit_count[s->cur];
-			if (s->jointype == JOIN_ANTI)
-				break;
-			if (s->direct_proj)
-				return ghj_emit_direct(s, i, rec);
-			{
-				TupleTableSlot *result = ghj_emit(s, econtext);
-
+			case GHJ_PROBE_BATCH:
+				result = ghj_probe_batch(s, econtext);
 				if (result)
 					return result;
-			}
-		}
+				s->state = GHJ_NEXT_BATCH;
+				break;
 
-		/* outer row i is done */
-		emit_null = !s->cur_matched &&
-			(s->jointype == JOIN_LEFT || s->jointype == JOIN_FULL ||
-			 s->jointype == JOIN_ANTI);
-		s->cur++;
-		s->cur_cand = 0;
-		s->cur_loaded = false;
-		s->cur_matched = false;
-		if (emit_null)
-		{
-			TupleTableSlot *result;
+			case GHJ_UNMATCHED_INNER:
+				return ghj_next_unmatched_inner(s, econtext);
 
-			ghj_reset(econtext);
-			if (s->direct_proj)
-				ghj_load_outer(s, i);
-			econtext->ecxt_innertuple = s->null_inner;
-			result = ghj_emit(s, econtext);
-			if (result)
-				return result;
+			case GHJ_DONE:
+				return NULL;
 		}
 	}
 }
@@ -1801,20 +563,7 @@ ghj_release(GhjState *s)
 	MemoryContextReset(s->build_cxt);
 }
 
-static void
-ghj_reset_probe(GhjState *s)
-{
-	s->batch_n = 0;
-	s->n_order = 0;
-	s->cur = 0;
-	s->cur_cand = 0;
-	s->cur_loaded = false;
-	s->cur_matched = false;
-	s->outer_done = false;
-	s->emitting_inner = false;
-	s->inner_pos = 0;
-}
-
+/* ghj_end frees what the join holds and ends its children. */
 static void
 ghj_end(CustomScanState *node)
 {
@@ -1867,17 +616,19 @@ ghj_rescan(CustomScanState *node)
 	else if (s->inner_ps->chgParam == NULL)
 		ExecReScan(s->inner_ps);
 	ghj_reset_probe(s);
+	s->state = s->built ? GHJ_NEXT_BATCH : GHJ_BUILD_TABLE;
 	if (s->outer_ps->chgParam == NULL)
 		ExecReScan(s->outer_ps);
 }
 
+/* ghj_estimate_dsm is the room of the join's part of the parallel segment. */
 static Size
 ghj_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 {
-	return add_size(offsetof(GhjShared, stats),
-					mul_size(sizeof(GhjStats), pcxt->nworkers));
+	return ghj_shared_size(pcxt->nworkers);
 }
 
+/* ghj_init_dsm sets up the join's part of the parallel segment. */
 static void
 ghj_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
@@ -1885,45 +636,23 @@ ghj_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 
 	memset(coordinate, 0, ghj_estimate_dsm(node, pcxt));
 	s->shared = (GhjShared *) coordinate;
-	s->shared->nworkers = pcxt->nworkers;
-	BarrierInit(&s->shared->build_barrier, 0);
-	SpinLockInit(&s->shared->mutex);
-	s->shared->chunks = InvalidDsaPointer;
-	s->shared->svc_state = GHJ_SVC_NONE;
-	ConditionVariableInit(&s->shared->svc_cv);
+	ghj_shared_init(s->shared, pcxt->nworkers);
 }
 
 /*
  * ghj_reinit_dsm prepares the segment for another run (a rescan of the
- * Gather, its workers gone): the shared build starts over, and its chunks
- * are freed when the query's area is at hand (else they go with the query).
+ * Gather, its workers gone).
  */
 static void
 ghj_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
 	GhjState   *s = (GhjState *) node;
-	GhjShared  *sh = (GhjShared *) coordinate;
-	dsa_area   *area = node->ss.ps.state->es_query_dsa;
 
-	s->shared = sh;
-	if (area != NULL)
-	{
-		for (dsa_pointer dp = sh->chunks; DsaPointerIsValid(dp);)
-		{
-			GhjChunk   *c = dsa_get_address(area, dp);
-			dsa_pointer next = c->next;
-
-			dsa_free(area, dp);
-			dp = next;
-		}
-	}
-	sh->chunks = InvalidDsaPointer;
-	sh->svc_state = GHJ_SVC_NONE;
-	sh->svc_table = 0;
-	BarrierInit(&sh->build_barrier, 0);
-	memset(sh->stats, 0, sizeof(GhjStats) * sh->nworkers);
+	s->shared = (GhjShared *) coordinate;
+	ghj_shared_reinit(s->shared, node->ss.ps.state->es_query_dsa);
 }
 
+/* ghj_init_worker finds the join's part of the segment in a worker. */
 static void
 ghj_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
 {
@@ -1950,13 +679,14 @@ ghj_shutdown(CustomScanState *node)
 		ghj_publish_stats(s);
 		return;
 	}
-	size = offsetof(GhjShared, stats) + sizeof(GhjStats) * s->shared->nworkers;
+	size = ghj_shared_size(s->shared->nworkers);
 	if (s->shared_copy == NULL)
 		s->shared_copy = MemoryContextAlloc(node->ss.ps.state->es_query_cxt, size);
 	memcpy(s->shared_copy, s->shared, size);
 	s->shared = NULL;
 }
 
+/* jointype_name is the join type as EXPLAIN shows it. */
 static const char *
 jointype_name(JoinType jointype)
 {
@@ -1979,6 +709,10 @@ jointype_name(JoinType jointype)
 	}
 }
 
+/*
+ * ghj_explain adds the join's properties to EXPLAIN, and with ANALYZE what
+ * the build and the probe did, in this process and in each worker.
+ */
 static void
 ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {

@@ -523,7 +523,7 @@ gpuhash_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
  * physical target list): a child made for a CustomScan projects exactly the
  * columns its parent asked for, and that projection costs the outer side
  * of a big join more than reading the heap.  The join then keeps only the
- * columns it reads (join_exec.c).  Only a plain table whose rows need no
+ * columns it reads (join_probe.c).  Only a plain table whose rows need no
  * conversion qualifies: no dropped columns, no columns added with a default
  * after the rows were written, no expression, system column or whole row
  * in the target list.

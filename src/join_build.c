@@ -1,0 +1,484 @@
+/*-------------------------------------------------------------------------
+ * join_build.c
+ *	  The build of GpuHashJoin: the inner row store and the table.
+ *
+ * BUILD: the first call runs the inner child to completion.  Each inner row
+ * with no NULL key becomes a record of Datums (its key values, its column
+ * values, a null bitmap; its position is its row index), and its 64-bit row
+ * hash is computed with the keys' extended hash functions (keys.c).  Rows
+ * with a NULL key can never match; right and full joins keep them to emit
+ * at the end.  The hashes go to the device, which builds the static
+ * multimap (hashtable.c); the records are then regrouped into the table's
+ * hash-group order, their by-reference data into one arena in the same
+ * order, so that the probe (join_probe.c) reads a probe row's candidates as
+ * consecutive records.
+ *
+ * The inner side is read by this process alone (ghj_build_private), or,
+ * in a parallel join whose plan asks for it, together with the other
+ * participants through shared chunks (ghj_build_shared; see
+ * join_parallel.c), each participant then copying all the rows into its own
+ * store.  Either way the build ends in ghj_finish_build, which is where the
+ * device is first needed: a GPU join's CUDA context has been in the making
+ * since executor start-up, overlapping the inner scan.  A table built on
+ * the CPU twin while the context was not ready yet moves to the GPU once it
+ * is (ghj_move_to_gpu); one made by the GPU service lives in the service.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/mman.h>
+
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "portability/instr_time.h"
+#include "utils/memutils.h"
+
+#include "join_exec.h"
+
+static Size record_byref_size(GhjState *s, const Datum *rec);
+static void store_columns(GhjState *s, TupleTableSlot *slot, Datum *rec,
+						  MemoryContext cxt);
+static void advise_huge(void *p, Size len);
+static inline Datum arena_copy(char *arena, Size *used, Datum v, int16 typlen);
+static void ghj_regroup(GhjState *s);
+static GhTable *ghj_service_table(GhjState *s, uint64 *hashes);
+static void ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys);
+static TupleTableSlot *ghj_next_inner(GhjState *s, ExprContext *econtext);
+static void too_many_inner_rows(void) pg_attribute_noreturn();
+static void ghj_build_shared(GhjState *s);
+static void ghj_build_private(GhjState *s);
+
+/* record_byref_size is the arena room a record's by-reference values take. */
+static Size
+record_byref_size(GhjState *s, const Datum *rec)
+{
+	Size		bytes = 0;
+
+	for (int k = 0; k < s->nkeys + s->ninner_cols; k++)
+	{
+		int16		typlen;
+
+		if (byref_attr(s, k, &typlen) && !byref_null(s, rec, k))
+			bytes += byref_size(rec[k], typlen);
+	}
+	return bytes;
+}
+
+/*
+ * store_columns copies the inner row in slot into a record: its column values
+ * after the keys, then a null bitmap.  By-reference values are copied into
+ * cxt.
+ */
+static void
+store_columns(GhjState *s, TupleTableSlot *slot, Datum *rec, MemoryContext cxt)
+{
+	Datum	   *vals = rec + s->nkeys;
+	uint64	   *nulls = (uint64 *) (vals + s->ninner_cols);
+
+	slot_getallattrs(slot);
+	memset(nulls, 0, sizeof(uint64) * s->nullwords);
+	for (int c = 0; c < s->ninner_cols; c++)
+	{
+		if (slot->tts_isnull[c])
+		{
+			vals[c] = (Datum) 0;
+			nulls[c / 64] |= UINT64CONST(1) << (c % 64);
+		}
+		else if (s->inner_attbyval[c])
+			vals[c] = slot->tts_values[c];
+		else
+		{
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+
+			vals[c] = datumCopy(slot->tts_values[c], false, s->inner_attlen[c]);
+			MemoryContextSwitchTo(old);
+		}
+	}
+}
+
+/*
+ * advise_huge asks the kernel for huge pages behind a large array that is
+ * about to be written: the probe reads the inner records and their arena
+ * at addresses far apart, and with 4 kB pages nearly every such read would
+ * also miss the TLB.  Only a hint; nothing changes where it is not honoured.
+ */
+static void
+advise_huge(void *p, Size len)
+{
+#ifdef MADV_HUGEPAGE
+	const uintptr_t huge = 2 * 1024 * 1024;
+	uintptr_t	start = TYPEALIGN(huge, (uintptr_t) p);
+	uintptr_t	end = TYPEALIGN_DOWN(huge, (uintptr_t) p + len);
+
+	if (end > start)
+		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
+#endif
+}
+
+/* arena_copy moves a by-reference value into the arena. */
+static inline Datum
+arena_copy(char *arena, Size *used, Datum v, int16 typlen)
+{
+	Size		len = datumGetSize(v, false, typlen);
+	char	   *dst = arena + *used;
+
+	memcpy(dst, DatumGetPointer(v), len);
+	*used += MAXALIGN(len);
+	return PointerGetDatum(dst);
+}
+
+/*
+ * ghj_regroup reorders the inner records into the order of the table's row
+ * array, which groups rows by hash, and moves their by-reference data into
+ * one arena in the same order.  From then on the candidates of a probe row
+ * are the records first .. first + count - 1 themselves, and a batch visited
+ * in the order of its first candidates reads the inner side front to back.
+ */
+static void
+ghj_regroup(GhjState *s)
+{
+	const uint32 *rows = s->table->rows;
+	size_t		stride = s->stride;
+	Datum	   *recs;
+	char	   *arena = NULL;
+	Size		used = 0;
+
+	/*
+	 * Every hash distinct (the usual inner side of a key join): the table
+	 * grouped row i as group i, so the records already are in its order and
+	 * their by-reference data stays where the build put it, in scan order.
+	 */
+	if (s->table->rows_identity)
+	{
+		gh_table_drop_rows(s->table);
+		return;
+	}
+
+	/* cache-line aligned, so that no record of 64 bytes or less straddles two */
+	recs = palloc_extended(sizeof(Datum) * Max(s->ninner, 1) * stride + 64,
+						   MCXT_ALLOC_HUGE);
+	recs = (Datum *) TYPEALIGN(64, recs);
+	advise_huge(recs, sizeof(Datum) * s->ninner * stride);
+	if (s->byref_bytes > 0)
+	{
+		arena = palloc_extended(s->byref_bytes, MCXT_ALLOC_HUGE);
+		advise_huge(arena, s->byref_bytes);
+	}
+	for (uint32 j = 0; j < s->ninner; j++)
+	{
+		Datum	   *dst = &recs[j * stride];
+
+		if (j + 8 < s->ninner)
+			__builtin_prefetch(&s->inner_recs[(size_t) rows[j + 8] * stride]);
+		memcpy(dst, &s->inner_recs[(size_t) rows[j] * stride],
+			   sizeof(Datum) * stride);
+		if (arena)
+		{
+			for (int k = 0; k < s->nkeys + s->ninner_cols; k++)
+			{
+				int16		typlen;
+
+				if (byref_attr(s, k, &typlen) && !byref_null(s, dst, k))
+					dst[k] = arena_copy(arena, &used, dst[k], typlen);
+			}
+		}
+		if ((j & 0xffff) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	Assert(used <= s->byref_bytes);
+	s->inner_recs = recs;
+	MemoryContextReset(s->build_tmp_cxt);
+	gh_table_drop_rows(s->table);
+}
+
+/*
+ * ghj_service_table has the GPU service make the join's table: one for all
+ * the participants of a shared build (see join_parallel.c), else its own.
+ */
+static GhTable *
+ghj_service_table(GhjState *s, uint64 *hashes)
+{
+	GhjShared  *sh = s->shared;
+	GhTable    *t = NULL;
+
+	if (sh == NULL || !s->shared_build)
+		return gh_table_build_service(hashes, s->ninner, s->batch_cap, 0);
+
+	if (ghj_shared_table_claim(sh))
+	{
+		PG_TRY();
+		{
+			t = gh_table_build_service(hashes, s->ninner, s->batch_cap, 0);
+		}
+		PG_CATCH();
+		{
+			ghj_shared_table_failed(sh);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		t->shared_view = true;
+		ghj_shared_table_built(sh, t->svc.id);
+		return t;
+	}
+
+	/* a view of the peer's table; its own if that one is gone or failed */
+	return gh_table_build_service(hashes, s->ninner, s->batch_cap,
+								  ghj_shared_table_wait(sh));
+}
+
+/*
+ * ghj_finish_build makes the device ready, builds the table of the row
+ * store's hashes (freeing them) and regroups the store.  Only now: a GPU
+ * join's context has been in the making on a thread since executor start-up
+ * (gpuhash_prewarm_gpu), so the inner scan overlapped it; what is left of
+ * it is Context Wait.
+ */
+static void
+ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys)
+{
+	bool		svc = gh_svc_available(s->css.ss.ps.plan->parallel_aware);
+	MemoryContext old;
+	instr_time	ctx_start,
+				ctx_end;
+
+	INSTR_TIME_SET_CURRENT(ctx_start);
+	if (svc)
+	{
+		/* the GPU service holds the context and the table */
+		s->target = gh_svc_target();
+		s->gpu_later = false;
+	}
+	else if (gpuhash_gpu_warming())
+	{
+		/* start on the CPU twin; ghj_move_to_gpu follows once it is made */
+		s->target = GH_TARGET_CPU;
+		s->gpu_later = true;
+	}
+	else
+	{
+		s->target = gpuhash_exec_target();
+		s->gpu_later = false;
+	}
+	INSTR_TIME_SET_CURRENT(ctx_end);
+	INSTR_TIME_SUBTRACT(ctx_end, ctx_start);
+	s->context_ms += INSTR_TIME_GET_MILLISEC(ctx_end);
+
+	old = MemoryContextSwitchTo(s->build_cxt);
+	if (svc)
+		s->table = ghj_service_table(s, hashes);
+	else
+		s->table = gh_table_build(s->target, hashes, s->ninner);
+	s->target = s->table->target;	/* the CPU twin if the GPU had no room */
+	pfree(hashes);
+	ghj_regroup(s);
+	if (keep_nullkeys)
+		s->matched = palloc_extended(sizeof(uint32) * ((s->ninner + 31) / 32 + 1),
+									  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	MemoryContextSwitchTo(old);
+	s->built = true;
+	s->n_builds++;
+}
+
+/*
+ * ghj_move_to_gpu moves a table built on the CPU twin, while this backend's
+ * CUDA context was still in the making, to the GPU now that the context is
+ * there.  It stays on the CPU twin if the GPU has no room for it.
+ */
+void
+ghj_move_to_gpu(GhjState *s)
+{
+	s->gpu_later = false;
+	if (gpuhash_exec_target() == GH_TARGET_GPU &&
+		gh_table_move_to_gpu(s->table))
+		s->target = GH_TARGET_GPU;
+}
+
+/* ghj_next_inner fetches the next inner row into econtext, or NULL at the end. */
+static TupleTableSlot *
+ghj_next_inner(GhjState *s, ExprContext *econtext)
+{
+	TupleTableSlot *slot;
+
+	CHECK_FOR_INTERRUPTS();
+	slot = ExecProcNode(s->inner_ps);
+	if (TupIsNull(slot))
+		return NULL;
+	ghj_reset(econtext);
+	econtext->ecxt_innertuple = slot;
+	return slot;
+}
+
+/*
+ * too_many_inner_rows reports an inner side too large for the table, whose
+ * row indices are 32-bit.
+ */
+static void
+too_many_inner_rows(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("inner side of GpuHashJoin has more than %u rows",
+					(unsigned) GH_MAX_ROWS),
+			 errhint("SET gpuhash.enabled = off to run the join without gpuhash.")));
+}
+
+/*
+ * ghj_build_shared is the build of a parallel join whose participants read
+ * the inner side together (join_parallel.c).  Those that arrive while it is
+ * being read put their shares into shared chunks and wait for one another;
+ * then each, late arrivals too, copies every chunk's records into its own
+ * row store and finishes as a private build does.
+ */
+static void
+ghj_build_shared(GhjState *s)
+{
+	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
+	uint64		n;
+	uint64	   *hashes;
+	MemoryContext old;
+
+	if (ghj_shared_attach(s))
+	{
+		Datum	   *tmp = palloc(sizeof(Datum) * s->stride);
+
+		for (;;)
+		{
+			TupleTableSlot *slot;
+			bool		hasnull;
+			uint64		h;
+
+			if ((slot = ghj_next_inner(s, econtext)) == NULL)
+				break;
+			slot_getallattrs(slot);
+			h = gh_key_hash_row(&s->inner_keys, econtext, slot, tmp,
+								econtext->ecxt_per_tuple_memory, &hasnull);
+			if (hasnull)
+				continue;		/* never matches; no right or full join here */
+			store_columns(s, slot, tmp, econtext->ecxt_per_tuple_memory);
+			ghj_shared_add(s, tmp, h,
+						   s->inner_has_byref ? record_byref_size(s, tmp) : 0);
+		}
+		pfree(tmp);
+		ghj_shared_loaded(s);
+	}
+	ghj_shared_detach(s);
+	ghj_reset(econtext);
+
+	n = ghj_shared_nrows(s);
+	if (n > GH_MAX_ROWS)
+		too_many_inner_rows();
+	s->ninner = (uint32) n;
+	s->n_nullkey = 0;
+	old = MemoryContextSwitchTo(s->build_tmp_cxt);
+	hashes = palloc_extended(sizeof(uint64) * Max(n, 1), MCXT_ALLOC_HUGE);
+	s->inner_recs = palloc_extended(sizeof(Datum) * Max(n, 1) * s->stride,
+									MCXT_ALLOC_HUGE);
+	advise_huge(s->inner_recs, sizeof(Datum) * n * s->stride);
+	MemoryContextSwitchTo(old);
+	s->byref_bytes = ghj_shared_copy_out(s, s->inner_recs, hashes);
+
+	ghj_finish_build(s, hashes, false);
+}
+
+/* ghj_build_private is the build of a process reading the whole inner side. */
+static void
+ghj_build_private(GhjState *s)
+{
+	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
+	Plan	   *inner_plan = s->inner_ps->plan;
+	uint32		cap;
+	uint32		nullcap = 0;
+	uint64	   *hashes;
+	bool		keep_nullkeys = (s->jointype == JOIN_RIGHT ||
+								 s->jointype == JOIN_FULL);
+	MemoryContext old;
+
+	/*
+	 * Size the arrays for the planner's estimate, to spare most regrowing,
+	 * but no more than 4M rows ahead of seeing them: estimates can be far off.
+	 * Records are regrouped into build_cxt once the table exists (unless the
+	 * table leaves them in place: see ghj_regroup).
+	 */
+	cap = (uint32) Min(Max(inner_plan->plan_rows * 1.1, 1024.0), 4194304.0);
+	old = MemoryContextSwitchTo(s->build_tmp_cxt);
+	s->inner_recs = palloc_extended(sizeof(Datum) * cap * s->stride, MCXT_ALLOC_HUGE);
+	advise_huge(s->inner_recs, sizeof(Datum) * cap * s->stride);
+	hashes = palloc_extended(sizeof(uint64) * cap, MCXT_ALLOC_HUGE);
+	MemoryContextSwitchTo(old);
+	s->ninner = 0;
+	s->n_nullkey = 0;
+	s->byref_bytes = 0;
+
+	for (;;)
+	{
+		TupleTableSlot *slot;
+		bool		hasnull;
+		uint64		h;
+		Datum	   *rec;
+
+		if ((slot = ghj_next_inner(s, econtext)) == NULL)
+			break;
+		if (s->ninner == cap)
+		{
+			if (cap >= GH_MAX_ROWS)
+				too_many_inner_rows();
+			cap = (uint32) Min((uint64) cap * 2, (uint64) GH_MAX_ROWS);
+			s->inner_recs = repalloc_huge(s->inner_recs,
+										  sizeof(Datum) * cap * s->stride);
+			hashes = repalloc_huge(hashes, sizeof(uint64) * cap);
+		}
+		rec = &s->inner_recs[(size_t) s->ninner * s->stride];
+		slot_getallattrs(slot);
+		h = gh_key_hash_row(&s->inner_keys, econtext, slot, rec,
+							s->build_tmp_cxt, &hasnull);
+		if (!hasnull)
+		{
+			store_columns(s, slot, rec, s->build_tmp_cxt);
+			if (s->inner_has_byref)
+				s->byref_bytes += record_byref_size(s, rec);
+			hashes[s->ninner++] = h;
+		}
+		else if (keep_nullkeys)
+		{
+			/* can never match; only right and full joins still emit it */
+			if (s->n_nullkey == nullcap)
+			{
+				old = MemoryContextSwitchTo(s->build_cxt);
+				nullcap = Max(nullcap * 2, 64);
+				s->nullkey_recs = s->nullkey_recs ?
+					repalloc_huge(s->nullkey_recs, sizeof(Datum) * s->stride * nullcap) :
+					palloc(sizeof(Datum) * s->stride * nullcap);
+				MemoryContextSwitchTo(old);
+			}
+			rec = &s->nullkey_recs[(size_t) s->n_nullkey++ * s->stride];
+			memset(rec, 0, sizeof(Datum) * s->nkeys);
+			store_columns(s, slot, rec, s->build_cxt);
+		}
+	}
+	ghj_reset(econtext);
+	ghj_finish_build(s, hashes, keep_nullkeys);
+}
+
+/*
+ * ghj_build runs the inner side to completion and builds the table: read
+ * together with the other participants where the plan asks for it and a
+ * parallel segment is there, else by this process alone (the partial inner
+ * path then scans the whole relation).
+ */
+void
+ghj_build(GhjState *s)
+{
+	instr_time	start,
+				end;
+
+	INSTR_TIME_SET_CURRENT(start);
+	if (s->shared_build && s->shared != NULL &&
+		s->css.ss.ps.state->es_query_dsa != NULL)
+		ghj_build_shared(s);
+	else
+		ghj_build_private(s);
+	INSTR_TIME_SET_CURRENT(end);
+	INSTR_TIME_SUBTRACT(end, start);
+	s->build_ms += INSTR_TIME_GET_MILLISEC(end);
+}
+

@@ -1,0 +1,289 @@
+/*-------------------------------------------------------------------------
+ * join_exec.h
+ *	  The executor state of GpuHashJoin, private to its four files: the node
+ *	  (join_exec.c), the build of the inner row store and the table
+ *	  (join_build.c), the shared memory of a parallel build (join_parallel.c)
+ *	  and the probe of outer batches (join_probe.c).
+ *
+ * Calls go one way: join_exec.c calls the other three; join_probe.c calls
+ * join_build.c (a table's move to the GPU); join_build.c calls
+ * join_parallel.c; join_parallel.c calls none of them.  All four use the
+ * in-line helpers at the end of this file.
+ *-------------------------------------------------------------------------
+ */
+#ifndef GPUHASH_JOIN_EXEC_H
+#define GPUHASH_JOIN_EXEC_H
+
+#include "access/parallel.h"
+#include "nodes/execnodes.h"
+#include "storage/barrier.h"
+#include "storage/condition_variable.h"
+#include "storage/spin.h"
+#include "utils/datum.h"
+#include "utils/dsa.h"
+
+#include "gpuhash_join.h"
+#include "keys.h"
+
+/*
+ * The states of ExecCustomScan (ghj_exec), in the order a join goes through
+ * them; a rescan goes back to GHJ_NEXT_BATCH, or to GHJ_BUILD_TABLE when the
+ * table has to be built again.
+ */
+typedef enum GhjExecState
+{
+	GHJ_BUILD_TABLE = 0,		/* read the inner side, build the table */
+	GHJ_NEXT_BATCH,				/* pull, hash and probe the next outer batch */
+	GHJ_PROBE_BATCH,			/* verify the batch's candidates and emit */
+	GHJ_UNMATCHED_INNER,		/* right and full joins: emit unmatched inner */
+	GHJ_DONE
+} GhjExecState;
+
+/*
+ * What one participant of a parallel GpuHashJoin did, for EXPLAIN ANALYZE.
+ * Workers write theirs into dynamic shared memory when their outer side is
+ * done (before their last tuple reaches the Gather); the leader copies the
+ * array out when the plan shuts down, before the segment goes away.
+ */
+typedef struct GhjStats
+{
+	bool		valid;
+	uint64		inner_rows;
+	uint64		batches;
+	uint64		candidates;
+	uint64		matches;
+	double		build_ms;
+	double		context_ms;
+	double		device_ms;
+	uint64		cpu_batches;
+	bool		shared_table;	/* a service table shared by the participants */
+} GhjStats;
+
+/* The join's part of the parallel segment (join_parallel.c). */
+typedef struct GhjShared
+{
+	int			nworkers;
+
+	/*
+	 * A shared build (GHJ_PRIV_SHARED): the participants attached in phase 0
+	 * read their shares of the partial inner path into chunks in the query's
+	 * DSA area and wait for one another; from phase 1 on the chunks are
+	 * complete and every participant builds its own table from all of them.
+	 */
+	Barrier		build_barrier;
+	slock_t		mutex;
+	dsa_pointer chunks;			/* the filled chunks, newest first */
+
+	/*
+	 * With the GPU service, the participants of a shared build, whose
+	 * hashes are the same array, share one table: the first to get here
+	 * builds it (svc_state BUILDING, then BUILT with svc_table), the others
+	 * wait on svc_cv and take views of it.  FAILED: each builds its own.
+	 */
+	int			svc_state;
+	uint32		svc_table;
+	ConditionVariable svc_cv;
+
+	GhjStats	stats[FLEXIBLE_ARRAY_MEMBER];
+} GhjShared;
+
+typedef struct GhjState
+{
+	CustomScanState css;
+	GhjExecState state;
+
+	/* what the plan says (join_exec.c) */
+	JoinType	jointype;
+	int			nkeys;
+	int			nouter;
+	bool		single_match;	/* stop at the first match of an outer row */
+	PlanState  *outer_ps;
+	PlanState  *inner_ps;
+	List	   *hashclauses;	/* for EXPLAIN */
+	List	   *joinquals_expr;	/* for EXPLAIN */
+
+	/* the hash clauses (keys.h) */
+	GhKeySet	outer_keys;		/* the hash clauses' outer arguments */
+	GhKeySet	inner_keys;		/* and their inner ones */
+	bool	   *own_mix;		/* both sides hash with gh_key_int_mix */
+	bool		outer_keys_plain;	/* every outer key a plain column hashed by
+									 * gh_key_int_mix */
+	FmgrInfo   *eq;
+	uint8	   *eq_fast;		/* GhKeyEqKind: the equality done in line */
+	Oid		   *coll;
+	bool	   *swapped;
+	Bitmapset  *inner_key_params;	/* PARAM_EXEC ids the inner keys use */
+	ExprState  *joinqual;
+	ExprState  *otherqual;
+	ProjectionInfo *proj;
+
+	/*
+	 * Direct projection: with no join filter and no other qual, and a
+	 * target list of plain columns, the result slot is filled straight from
+	 * the outer batch row and the inner record (proj_inner[c], proj_col[c]
+	 * for result column c), without loading either side's slot or running
+	 * the expression interpreter.  Null-extended rows take the general way.
+	 */
+	bool		direct_proj;
+	int			nproj;
+	bool	   *proj_inner;
+	int		   *proj_col;
+
+	TupleTableSlot *outer_slot;
+	TupleTableSlot *inner_slot;
+	TupleTableSlot *null_outer;
+	TupleTableSlot *null_inner;
+	MemoryContext build_cxt;
+	MemoryContext batch_cxt;
+
+	/*
+	 * The inner row store and the table (join_build.c).  A record is stride
+	 * Datums: the row's key values, its column values, then a null bitmap of
+	 * nullwords uint64 words over the columns (keys are never NULL).
+	 */
+	bool		built;
+	GhTarget	target;
+	int			ninner_cols;	/* columns of the inner child's rows */
+	int16	   *inner_attlen;
+	bool	   *inner_attbyval;
+	bool		inner_has_byref;	/* a by-reference key or column */
+	bool		inner_key_byref;	/* a by-reference key */
+	int			nullwords;		/* uint64 words of a record's null bitmap */
+	int			stride;			/* Datums per record: keys, columns, nulls */
+	uint32		ninner;
+	Datum	   *inner_recs;		/* ninner records, in hash-group order */
+	bool		shared_build;	/* the plan asks for a shared build */
+	Size		byref_bytes;	/* by-reference data the records point to */
+	Datum	   *nullkey_recs;	/* right/full joins: rows with a NULL key */
+	uint32		n_nullkey;
+	uint32	   *matched;		/* bitmap over ninner: right/full joins */
+	GhTable    *table;
+	MemoryContext build_tmp_cxt;	/* by-reference data before regrouping */
+
+	/* the outer batch and its probe (join_probe.c) */
+	int16	   *outer_attlen;
+	bool	   *outer_attbyval;
+	bool		outer_has_byref;	/* a stored column is by reference */
+
+	/*
+	 * The outer columns the join reads (its target list and quals), which
+	 * are all a batch keeps: the outer child may return more than that (a
+	 * Seq Scan returning the heap tuple as it is, see join_plan.c).
+	 */
+	int			nstored;
+	int		   *stored_col;		/* outer child column of each stored one */
+	int			outer_deform;	/* columns of the child's slot to deform */
+	uint32		batch_cap;
+	uint32		batch_n;
+	Datum	   *batch_vals;		/* batch_cap x nstored column values */
+	bool	   *batch_isnull;
+	Datum	   *batch_keys;		/* batch_cap x nkeys */
+	bool	   *batch_null;
+	uint64	   *batch_hashes;	/* pinned for the GPU */
+	uint32	   *batch_first;
+	uint32	   *batch_count;
+	uint32	   *batch_order;	/* the rows to visit, by first candidate */
+	uint32	   *visit_first;	/* first and count of each visit, in order */
+	uint32	   *visit_count;
+	uint32	   *sort_tmp;
+	uint32		n_order;
+	uint32		cur;			/* position in batch_order */
+	uint32		cur_cand;
+	bool		cur_loaded;		/* outer_slot holds the row at cur */
+	bool		cur_matched;
+	bool		outer_done;		/* the outer side has returned its last row */
+	uint32		inner_pos;		/* GHJ_UNMATCHED_INNER: the next record */
+	bool		batch_in_table;	/* batch buffers lent by the table (service) */
+
+	/* a parallel join (join_parallel.c) */
+	GhjShared  *shared;			/* the parallel segment's part (DSM) */
+	GhjShared  *shared_copy;	/* leader: copied out at shutdown */
+	struct GhjChunk *chunk;		/* shared build: the chunk being filled */
+	dsa_pointer chunk_dp;
+
+	/* for EXPLAIN ANALYZE */
+	uint64		n_batches;
+	uint64		n_candidates;
+	uint64		n_matches;
+	uint64		n_builds;
+	double		build_ms;
+	double		context_ms;		/* waiting for the device to be ready */
+	bool		gpu_later;		/* on the CPU twin until the context is made */
+	uint64		n_cpu_batches;	/* batches probed on the CPU twin meanwhile */
+} GhjState;
+
+/* join_build.c */
+extern void ghj_build(GhjState *s);
+extern void ghj_move_to_gpu(GhjState *s);
+
+/* join_parallel.c */
+extern Size ghj_shared_size(int nworkers);
+extern void ghj_shared_init(GhjShared *sh, int nworkers);
+extern void ghj_shared_reinit(GhjShared *sh, dsa_area *area);
+extern bool ghj_shared_attach(GhjState *s);
+extern void ghj_shared_add(GhjState *s, const Datum *rec, uint64 hash,
+						   Size byref_bytes);
+extern void ghj_shared_loaded(GhjState *s);
+extern void ghj_shared_detach(GhjState *s);
+extern uint64 ghj_shared_nrows(GhjState *s);
+extern Size ghj_shared_copy_out(GhjState *s, Datum *recs, uint64 *hashes);
+extern bool ghj_shared_table_claim(GhjShared *sh);
+extern void ghj_shared_table_built(GhjShared *sh, uint32 table_id);
+extern void ghj_shared_table_failed(GhjShared *sh);
+extern uint32 ghj_shared_table_wait(GhjShared *sh);
+extern void ghj_publish_stats(GhjState *s);
+
+/* join_probe.c */
+extern bool ghj_next_batch(GhjState *s);
+extern TupleTableSlot *ghj_probe_batch(GhjState *s, ExprContext *econtext);
+extern TupleTableSlot *ghj_next_unmatched_inner(GhjState *s,
+												ExprContext *econtext);
+extern void ghj_reset_probe(GhjState *s);
+
+/*
+ * ghj_reset is ResetExprContext without the call when there is nothing to
+ * reset, which is the usual case once per outer row and per candidate.
+ */
+static inline void
+ghj_reset(ExprContext *econtext)
+{
+	MemoryContext cxt = econtext->ecxt_per_tuple_memory;
+
+	if (!cxt->isReset || cxt->firstchild != NULL)
+		MemoryContextReset(cxt);
+}
+
+/* byref_size is the room a by-reference value takes in the record arena. */
+static inline Size
+byref_size(Datum v, int16 typlen)
+{
+	return MAXALIGN(datumGetSize(v, false, typlen));
+}
+
+/*
+ * byref_attr says whether record position k (keys, then columns) holds a
+ * by-reference value, and gives its length.
+ */
+static inline bool
+byref_attr(GhjState *s, int k, int16 *typlen)
+{
+	if (k < s->nkeys)
+	{
+		*typlen = s->inner_keys.typlen[k];
+		return !s->inner_keys.byval[k];
+	}
+	*typlen = s->inner_attlen[k - s->nkeys];
+	return !s->inner_attbyval[k - s->nkeys];
+}
+
+/* byref_null: is record position k a NULL column? (keys are never NULL) */
+static inline bool
+byref_null(GhjState *s, const Datum *rec, int k)
+{
+	const uint64 *nulls = (const uint64 *) &rec[s->nkeys + s->ninner_cols];
+	int			c = k - s->nkeys;
+
+	return k >= s->nkeys && (nulls[c / 64] & (UINT64CONST(1) << (c % 64))) != 0;
+}
+
+#endif							/* GPUHASH_JOIN_EXEC_H */

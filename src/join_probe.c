@@ -1,0 +1,526 @@
+/*-------------------------------------------------------------------------
+ * join_probe.c
+ *	  The probe of GpuHashJoin: outer batches, their candidates, verified
+ *	  and emitted, and the unmatched inner rows of right and full joins.
+ *
+ * PROBE: outer rows are pulled in batches of gpuhash.batch_rows, kept as
+ * Datum arrays and hashed (keys.c); the device returns, per outer row, the
+ * range of records holding its candidates (ghj_next_batch).  The batch is
+ * visited in the order of the first candidates, so the inner records are
+ * read front to back (ghj_probe_batch).  Every candidate is verified on the
+ * CPU with the join operators' own equality functions (a shared 64-bit hash
+ * is only a hint), then the remaining join quals are evaluated, and the pair
+ * is filtered by the pushed-down quals and projected from two virtual
+ * slots, or copied column by column where the projection allows (see
+ * direct_proj).  Left, full and anti joins emit unmatched outer rows; right
+ * and full joins mark matched inner rows and emit the others at the end
+ * (ghj_next_unmatched_inner).
+ *
+ * Expressions: setrefs made every Var of the targetlist and quals an
+ * INDEX_VAR reference into the scan tuple (outer columns, then inner).  At
+ * start-up (join_exec.c) they are rewritten to OUTER_VAR and INNER_VAR
+ * references, so a pair is evaluated straight from its two slots, filled
+ * from the batch row and the record.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "utils/datum.h"
+#include "utils/memutils.h"
+
+#include "join_exec.h"
+
+/*
+ * How many visits ahead the probe loop prefetches inner records.  On a 10M x
+ * 1M join with the CPU twin, 24 to 96 spent 0.15 s less CPU than 8 (whose
+ * prefetches arrived too late) and 4; 32 sits in the flat middle.
+ */
+#define GHJ_PREFETCH 32
+
+static inline void store_outer(GhjState *s, TupleTableSlot *slot, uint32 n);
+static void sort_by_first(uint32 *order, uint32 *tmp, const uint32 *first,
+						  uint32 n, uint32 limit);
+static inline bool ghj_verify(GhjState *s, uint32 i, const Datum *ik);
+static inline void ghj_load_outer(GhjState *s, uint32 i);
+static inline void ghj_load_inner(GhjState *s, const Datum *rec);
+static inline TupleTableSlot *ghj_emit_direct(GhjState *s, uint32 i,
+											  const Datum *rec);
+static inline TupleTableSlot *ghj_emit(GhjState *s, ExprContext *econtext);
+
+/*
+ * store_outer copies the stored columns of the outer row in slot into batch
+ * row n, after deforming the row as far as they and the keys need.
+ */
+static inline void
+store_outer(GhjState *s, TupleTableSlot *slot, uint32 n)
+{
+	Datum	   *vals = &s->batch_vals[(size_t) n * s->nstored];
+	bool	   *isnull = &s->batch_isnull[(size_t) n * s->nstored];
+
+	slot_getsomeattrs(slot, s->outer_deform);
+	for (int j = 0; j < s->nstored; j++)
+	{
+		int			c = s->stored_col[j];
+
+		vals[j] = slot->tts_values[c];
+		isnull[j] = slot->tts_isnull[c];
+	}
+	if (s->outer_has_byref)
+	{
+		MemoryContext old = MemoryContextSwitchTo(s->batch_cxt);
+
+		for (int j = 0; j < s->nstored; j++)
+		{
+			int			c = s->stored_col[j];
+
+			if (!isnull[j] && !s->outer_attbyval[c])
+				vals[j] = datumCopy(vals[j], false, s->outer_attlen[c]);
+		}
+		MemoryContextSwitchTo(old);
+	}
+}
+
+/*
+ * sort_by_first orders the batch rows in order[0 .. n-1] by their first
+ * candidate (a least-significant-digit radix sort; first < limit).
+ */
+static void
+sort_by_first(uint32 *order, uint32 *tmp, const uint32 *first, uint32 n,
+			  uint32 limit)
+{
+	uint32		counts[4096];
+	int			nbits = limit > 1 ? 32 - __builtin_clz(limit - 1) : 0;
+	int			passes = (nbits + 11) / 12;
+	int			digit;
+	uint32		mask;
+	uint32	   *src = order,
+			   *dst = tmp;
+
+	if (n < 2 || passes == 0)
+		return;
+	digit = (nbits + passes - 1) / passes;
+	mask = (1U << digit) - 1;
+	for (int p = 0, shift = 0; p < passes; p++, shift += digit)
+	{
+		uint32		sum = 0;
+		uint32	   *swap;
+
+		memset(counts, 0, sizeof(uint32) * (mask + 1));
+		for (uint32 j = 0; j < n; j++)
+			counts[(first[src[j]] >> shift) & mask]++;
+		for (uint32 b = 0; b <= mask; b++)
+		{
+			uint32		c = counts[b];
+
+			counts[b] = sum;
+			sum += c;
+		}
+		for (uint32 j = 0; j < n; j++)
+		{
+			uint32		i = src[j];
+
+			dst[counts[(first[i] >> shift) & mask]++] = i;
+		}
+		swap = src;
+		src = dst;
+		dst = swap;
+	}
+	if (src != order)
+		memcpy(order, src, sizeof(uint32) * n);
+}
+
+/*
+ * ghj_next_batch pulls, copies and hashes the next batch of outer rows,
+ * probes the table with it, and lists the rows to visit: those with
+ * candidates in the order of their first candidate (so the inner records are
+ * read front to back, not at random), then, for joins that emit unmatched
+ * outer rows, the others.  Returns false when the outer side is done.
+ */
+bool
+ghj_next_batch(GhjState *s)
+{
+	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
+	MemoryContext old;
+	uint32		n = 0;
+	uint32		m = 0;
+
+	MemoryContextReset(s->batch_cxt);
+	if (s->batch_vals == NULL)
+	{
+		old = MemoryContextSwitchTo(s->build_cxt);
+		/* gpuhash.batch_rows may ask for more than 1 GB per array */
+		s->batch_vals = palloc_extended(sizeof(Datum) * s->batch_cap * Max(s->nstored, 1),
+										MCXT_ALLOC_HUGE);
+		s->batch_isnull = palloc_extended(sizeof(bool) * s->batch_cap * Max(s->nstored, 1),
+										  MCXT_ALLOC_HUGE);
+		s->batch_keys = palloc_extended(sizeof(Datum) * s->batch_cap * s->nkeys,
+										MCXT_ALLOC_HUGE);
+		s->batch_null = palloc_extended(sizeof(bool) * s->batch_cap, MCXT_ALLOC_HUGE);
+		s->batch_order = palloc_extended(sizeof(uint32) * s->batch_cap, MCXT_ALLOC_HUGE);
+		s->visit_first = palloc_extended(sizeof(uint32) * s->batch_cap, MCXT_ALLOC_HUGE);
+		s->visit_count = palloc_extended(sizeof(uint32) * s->batch_cap, MCXT_ALLOC_HUGE);
+		s->sort_tmp = palloc_extended(sizeof(uint32) * s->batch_cap, MCXT_ALLOC_HUGE);
+		MemoryContextSwitchTo(old);
+		/* a table in the GPU service lends its probe area: nothing is copied */
+		s->batch_in_table = gh_table_probe_area(s->table, s->batch_cap,
+												&s->batch_hashes, &s->batch_first,
+												&s->batch_count);
+		if (!s->batch_in_table)
+		{
+			s->batch_hashes = gh_host_alloc(s->target, sizeof(uint64) * s->batch_cap);
+			s->batch_first = gh_host_alloc(s->target, sizeof(uint32) * s->batch_cap);
+			s->batch_count = gh_host_alloc(s->target, sizeof(uint32) * s->batch_cap);
+		}
+	}
+
+	while (n < s->batch_cap)
+	{
+		TupleTableSlot *slot;
+
+		CHECK_FOR_INTERRUPTS();
+		slot = ExecProcNode(s->outer_ps);
+		if (TupIsNull(slot))
+		{
+			s->outer_done = true;
+			break;
+		}
+		ghj_reset(econtext);
+		econtext->ecxt_outertuple = slot;
+		store_outer(s, slot, n);	/* deforms the whole row */
+		if (s->outer_keys_plain)
+		{
+			/* plain integer columns: keys now, hashes for the whole batch below */
+			Datum	   *keys = &s->batch_keys[(size_t) n * s->nkeys];
+
+			s->batch_null[n] = false;
+			for (int k = 0; k < s->nkeys; k++)
+			{
+				keys[k] = slot->tts_values[s->outer_keys.att[k] - 1];
+				s->batch_null[n] |= slot->tts_isnull[s->outer_keys.att[k] - 1];
+			}
+		}
+		else
+			s->batch_hashes[n] = gh_key_hash_row(&s->outer_keys, econtext, slot,
+												 &s->batch_keys[(size_t) n * s->nkeys],
+												 s->batch_cxt, &s->batch_null[n]);
+		n++;
+	}
+	if (s->outer_keys_plain)
+	{
+		/* one tight loop: the multiplications of many rows overlap */
+		for (uint32 r = 0; r < n; r++)
+			s->batch_hashes[r] = s->batch_null[r] ? 0 :
+				gh_key_int_mix_row(&s->outer_keys,
+								   &s->batch_keys[(size_t) r * s->nkeys]);
+	}
+	ghj_reset(econtext);
+	s->batch_n = n;
+	s->n_order = 0;
+	s->cur = 0;
+	s->cur_cand = 0;
+	s->cur_loaded = false;
+	s->cur_matched = false;
+	if (n == 0)
+		return false;
+
+	if (s->gpu_later && !gpuhash_gpu_warming())
+		ghj_move_to_gpu(s);
+	if (s->gpu_later)
+		s->n_cpu_batches++;
+	gh_table_probe(s->table, s->batch_hashes, n, s->batch_first, s->batch_count);
+	for (uint32 i = 0; i < n; i++)
+	{
+		if (s->batch_null[i])
+			s->batch_count[i] = 0;
+		else if (s->batch_count[i] > 0)
+			s->batch_order[m++] = i;
+	}
+	sort_by_first(s->batch_order, s->sort_tmp, s->batch_first, m, s->ninner);
+	if (s->jointype == JOIN_LEFT || s->jointype == JOIN_FULL ||
+		s->jointype == JOIN_ANTI)
+	{
+		for (uint32 i = 0; i < n; i++)
+			if (s->batch_count[i] == 0)
+				s->batch_order[m++] = i;
+	}
+	s->n_order = m;
+	for (uint32 p = 0; p < m; p++)
+	{
+		s->visit_first[p] = s->batch_first[s->batch_order[p]];
+		s->visit_count[p] = s->batch_count[s->batch_order[p]];
+	}
+	s->n_batches++;
+	return true;
+}
+
+/* ghj_verify checks outer row i against inner record rec with the operators. */
+static inline bool
+ghj_verify(GhjState *s, uint32 i, const Datum *ik)
+{
+	Datum	   *ok = &s->batch_keys[(size_t) i * s->nkeys];
+
+	for (int k = 0; k < s->nkeys; k++)
+	{
+		Datum		a = s->swapped[k] ? ik[k] : ok[k];
+		Datum		b = s->swapped[k] ? ok[k] : ik[k];
+
+		if (!gh_key_equal(s->eq_fast[k], &s->eq[k], s->coll[k], a, b))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * ghj_load_outer puts batch row i into outer_slot.  The columns the batch
+ * does not keep, which nothing reads, stay null (ghj_init_stored).
+ */
+static inline void
+ghj_load_outer(GhjState *s, uint32 i)
+{
+	TupleTableSlot *slot = s->outer_slot;
+
+	const Datum *vals = &s->batch_vals[(size_t) i * s->nstored];
+	const bool *isnull = &s->batch_isnull[(size_t) i * s->nstored];
+
+	ExecClearTuple(slot);
+	for (int j = 0; j < s->nstored; j++)
+	{
+		slot->tts_values[s->stored_col[j]] = vals[j];
+		slot->tts_isnull[s->stored_col[j]] = isnull[j];
+	}
+	ExecStoreVirtualTuple(slot);
+}
+
+/* ghj_load_inner puts the columns of inner record rec into inner_slot. */
+static inline void
+ghj_load_inner(GhjState *s, const Datum *rec)
+{
+	TupleTableSlot *slot = s->inner_slot;
+	const Datum *vals = rec + s->nkeys;
+	const uint64 *nulls = (const uint64 *) (vals + s->ninner_cols);
+
+	ExecClearTuple(slot);
+	for (int c = 0; c < s->ninner_cols; c++)
+	{
+		slot->tts_values[c] = vals[c];
+		slot->tts_isnull[c] = (nulls[c / 64] >> (c % 64)) & 1;
+	}
+	ExecStoreVirtualTuple(slot);
+}
+
+/*
+ * ghj_emit_direct builds the result row of outer batch row i and inner
+ * record rec by copying columns (see direct_proj).
+ */
+static inline TupleTableSlot *
+ghj_emit_direct(GhjState *s, uint32 i, const Datum *rec)
+{
+	TupleTableSlot *slot = s->css.ss.ps.ps_ResultTupleSlot;
+	const Datum *ovals = &s->batch_vals[(size_t) i * s->nstored];
+	const bool *onull = &s->batch_isnull[(size_t) i * s->nstored];
+	const Datum *ivals = rec + s->nkeys;
+	const uint64 *inull = (const uint64 *) (ivals + s->ninner_cols);
+
+	ExecClearTuple(slot);
+	for (int c = 0; c < s->nproj; c++)
+	{
+		int			col = s->proj_col[c];
+
+		if (s->proj_inner[c])
+		{
+			slot->tts_values[c] = ivals[col];
+			slot->tts_isnull[c] = (inull[col / 64] >> (col % 64)) & 1;
+		}
+		else
+		{
+			slot->tts_values[c] = ovals[col];
+			slot->tts_isnull[c] = onull[col];
+		}
+	}
+	return ExecStoreVirtualTuple(slot);
+}
+
+/* ghj_emit filters the pair in econtext by the pushed-down quals and projects it. */
+static inline TupleTableSlot *
+ghj_emit(GhjState *s, ExprContext *econtext)
+{
+	if (s->otherqual == NULL || ExecQual(s->otherqual, econtext))
+		return ExecProject(s->proj);
+	InstrCountFiltered1(&s->css, 1);
+	return NULL;
+}
+
+/* ghj_next_unmatched_inner emits inner rows no outer row matched. */
+TupleTableSlot *
+ghj_next_unmatched_inner(GhjState *s, ExprContext *econtext)
+{
+	while (s->inner_pos < s->ninner + s->n_nullkey)
+	{
+		uint32		p = s->inner_pos++;
+		const Datum *rec;
+		TupleTableSlot *result;
+
+		CHECK_FOR_INTERRUPTS();
+		if (p < s->ninner)
+		{
+			if (s->matched[p / 32] & (1U << (p % 32)))
+				continue;
+			rec = &s->inner_recs[(size_t) p * s->stride];
+		}
+		else
+			rec = &s->nullkey_recs[(size_t) (p - s->ninner) * s->stride];
+		ghj_reset(econtext);
+		ghj_load_inner(s, rec);
+		econtext->ecxt_outertuple = s->null_outer;
+		econtext->ecxt_innertuple = s->inner_slot;
+		result = ghj_emit(s, econtext);
+		if (result)
+			return result;
+	}
+	return NULL;
+}
+
+/*
+ * ghj_probe_batch returns the next joined row of the current batch, or NULL
+ * when the batch is done: it visits the batch's rows in order (cur), each
+ * row's candidates (cur_cand), and, for joins that emit unmatched outer
+ * rows, the null-extended row of an outer row no candidate matched.
+ */
+TupleTableSlot *
+ghj_probe_batch(GhjState *s, ExprContext *econtext)
+{
+	while (s->cur < s->n_order)
+	{
+		uint32		i;
+		bool		emit_null;
+
+		CHECK_FOR_INTERRUPTS();
+		i = s->batch_order[s->cur];
+		if (!s->cur_loaded)
+		{
+			/*
+			 * Ask for the records of the row GHJ_PREFETCH visits ahead.
+			 * Visits go up the inner side in order, so this mostly runs
+			 * ahead of the hardware prefetcher across page boundaries.
+			 * (Written in line: GCC drops a static function holding only
+			 * prefetches.)
+			 */
+			if (s->cur + GHJ_PREFETCH < s->n_order)
+			{
+				uint32		ahead = s->cur + GHJ_PREFETCH;
+
+				if (s->visit_count[ahead] > 0)
+				{
+					const Datum *rec = &s->inner_recs[(size_t) s->visit_first[ahead] * s->stride];
+
+					__builtin_prefetch(rec);
+					__builtin_prefetch(&rec[s->stride - 1]);
+				}
+				__builtin_prefetch(&s->batch_vals[(size_t) s->batch_order[ahead] * s->nstored]);
+				__builtin_prefetch(&s->batch_keys[(size_t) s->batch_order[ahead] * s->nkeys]);
+			}
+
+			/*
+			 * A by-reference key (text, numeric, ...) is verified through
+			 * its pointer: half as far ahead, where the record asked for
+			 * above has arrived, ask for the data its keys point to.
+			 */
+			if (s->inner_key_byref && s->cur + GHJ_PREFETCH / 2 < s->n_order &&
+				s->visit_count[s->cur + GHJ_PREFETCH / 2] > 0)
+			{
+				const Datum *rec = &s->inner_recs[(size_t) s->visit_first[s->cur + GHJ_PREFETCH / 2] *
+												  s->stride];
+
+				for (int k = 0; k < s->nkeys; k++)
+					if (!s->inner_keys.byval[k])
+						__builtin_prefetch(DatumGetPointer(rec[k]));
+			}
+			if (!s->direct_proj)
+				ghj_load_outer(s, i);
+			s->cur_loaded = true;
+		}
+		econtext->ecxt_outertuple = s->outer_slot;
+		while (s->cur_cand < s->visit_count[s->cur])
+		{
+			uint32		r = s->visit_first[s->cur] + s->cur_cand;
+			const Datum *rec = &s->inner_recs[(size_t) r * s->stride];
+			MemoryContext old;
+			bool		ok;
+
+			s->cur_cand++;
+			s->n_candidates++;
+			ghj_reset(econtext);
+			old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+			ok = ghj_verify(s, i, rec);
+			MemoryContextSwitchTo(old);
+			if (!ok)
+				continue;
+			if (!s->direct_proj)
+			{
+				ghj_load_inner(s, rec);
+				econtext->ecxt_innertuple = s->inner_slot;
+				if (s->joinqual && !ExecQual(s->joinqual, econtext))
+					continue;
+			}
+
+			s->n_matches++;
+			s->cur_matched = true;
+			if (s->matched)
+				s->matched[r / 32] |= 1U << (r % 32);
+			if (s->jointype == JOIN_ANTI || s->single_match)
+				s->cur_cand = s->visit_count[s->cur];
+			if (s->jointype == JOIN_ANTI)
+				break;
+			if (s->direct_proj)
+				return ghj_emit_direct(s, i, rec);
+			{
+				TupleTableSlot *result = ghj_emit(s, econtext);
+
+				if (result)
+					return result;
+			}
+		}
+
+		/* outer row i is done */
+		emit_null = !s->cur_matched &&
+			(s->jointype == JOIN_LEFT || s->jointype == JOIN_FULL ||
+			 s->jointype == JOIN_ANTI);
+		s->cur++;
+		s->cur_cand = 0;
+		s->cur_loaded = false;
+		s->cur_matched = false;
+		if (emit_null)
+		{
+			TupleTableSlot *result;
+
+			ghj_reset(econtext);
+			if (s->direct_proj)
+				ghj_load_outer(s, i);
+			econtext->ecxt_innertuple = s->null_inner;
+			result = ghj_emit(s, econtext);
+			if (result)
+				return result;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * ghj_reset_probe forgets the current batch and the end of the outer side,
+ * for a rescan: the next batch comes from the outer side read again.
+ */
+void
+ghj_reset_probe(GhjState *s)
+{
+	s->batch_n = 0;
+	s->n_order = 0;
+	s->cur = 0;
+	s->cur_cand = 0;
+	s->cur_loaded = false;
+	s->cur_matched = false;
+	s->outer_done = false;
+	s->inner_pos = 0;
+}
+
