@@ -14,7 +14,6 @@
 #ifndef GPUHASH_JOIN_EXEC_H
 #define GPUHASH_JOIN_EXEC_H
 
-#include "access/parallel.h"
 #include "nodes/execnodes.h"
 #include "storage/barrier.h"
 #include "storage/condition_variable.h"

@@ -38,6 +38,7 @@
  */
 #include "postgres.h"
 
+#include "access/parallel.h"
 #include "miscadmin.h"
 #include "utils/wait_event.h"
 

@@ -75,8 +75,9 @@ typedef struct GhKeySet
 {
 	int			nkeys;
 	ExprState **exprs;			/* the key expressions */
-	AttrNumber *att;			/* > 0: the key is that by-value column of the
-								 * row's slot, read without evaluating exprs */
+	AttrNumber *att;			/* > 0: the key is that column of the row's
+								 * slot, read without evaluating exprs[i]
+								 * (which may then be NULL) */
 	FmgrInfo   *hash;			/* extended hash function */
 	uint8	   *fast;			/* GhKeyHashKind of hash */
 	const bool *int_mix;		/* hash with gh_key_int_mix (gh_key_int_mix_ok) */
