@@ -60,7 +60,9 @@ override with_llvm = no
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-cuda/%.o: cuda/%.cu cuda/gpuhash_cuda.h $(wildcard cuda/*.h)
+# every object depends on every header of its side of the seam and on the
+# seam's: coarse, but a changed header never leaves a stale object
+cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
-$(C_SRCS:.c=.o): src/gpuhash.h cuda/gpuhash_cuda.h $(wildcard cuda/*.h)
+$(C_SRCS:.c=.o): $(wildcard src/*.h cuda/*.h)
