@@ -1,11 +1,11 @@
 /*-------------------------------------------------------------------------
  * aggregate.cu
  *	  GPU kernels of gpuhash_aggregate(): the group-id hash table and the
- *	  per-group accumulators (see gpuhash_agg.h for the layout and the order
+ *	  per-group accumulators (see gh_aggregate.h for the layout and the order
  *	  in which the host calls these functions).
  *
  * Group ids.  The table maps a 64-bit group hash to a dense uint32 id.  One
- * thread per row probes linearly from gh_agg_mix(hash); the thread whose
+ * thread per row probes linearly from gh_mix64(hash); the thread whose
  * atomicCAS turns an empty slot into the hash takes the next id from a 64-bit
  * counter and writes it into the slot's id.  Other threads that find the hash
  * would have to wait for that write, so the insert kernel only records each
@@ -37,7 +37,7 @@
 #include <cuda_runtime.h>
 #include <string.h>
 
-#include "gpuhash_agg.h"
+#include "gh_aggregate.h"
 
 namespace {
 
@@ -121,7 +121,7 @@ __global__ void table_init_kernel(TableView t, uint64_t capacity)
  */
 __device__ uint64_t probe_insert(const TableView &t, unsigned long long h, bool *won)
 {
-    uint64_t s = gh_agg_mix(h) & t.mask;
+    uint64_t s = gh_mix64(h) & t.mask;
 
     *won = false;
     for (uint64_t step = 0; step <= t.mask; step++) {

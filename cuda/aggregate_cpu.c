@@ -4,19 +4,19 @@
  *	  accumulators of gpuhash_aggregate(), run sequentially on the host.
  *
  * The twin uses the table layout, the probe sequence (linear from
- * gh_agg_mix(hash)) and the accumulator layout of the GPU code, and applies
+ * gh_mix64(hash)) and the accumulator layout of the GPU code, and applies
  * the same per-row updates in row order, so gpuhash.device = cpu exercises
  * every line of the host side.  The only difference a caller can see is the
  * numbering of groups: here ids follow first appearance, on the GPU they
  * follow whichever thread won the insert.  Plain C, no PostgreSQL headers
- * (see gpuhash_agg.h for the layout and the encodings).
+ * (see gh_aggregate.h for the layout and the encodings).
  *
  * gh_agg_layout_init also lives here: the host needs it with or without nvcc.
  *-------------------------------------------------------------------------
  */
 #include <string.h>
 
-#include "gpuhash_agg.h"
+#include "gh_aggregate.h"
 
 /* Array `type` at byte offset off of base. */
 #define ARR(type, base, off) ((type *) ((char *) (base) + (off)))
@@ -115,7 +115,7 @@ insert_or_find(uint64_t *keys, uint32_t *ids, gh_agg_ctrl *ctrl,
 			   uint64_t capacity, uint64_t h, uint32_t new_id)
 {
 	uint64_t	mask = capacity - 1;
-	uint64_t	s = gh_agg_mix(h) & mask;
+	uint64_t	s = gh_mix64(h) & mask;
 
 	for (uint64_t step = 0; step < capacity; step++)
 	{

@@ -43,13 +43,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gh_hash.h"
 #include "gpuhash_cuda.h"
-
-#ifdef __CUDACC__
-#define GH_HD static inline __host__ __device__
-#else
-#define GH_HD static inline
-#endif
 
 /* The empty-slot marker; its own hash value lives in the sentinel slot. */
 #define GH_EMPTY_HASH UINT64_MAX
@@ -146,21 +141,6 @@ GH_HD uint64_t gh_capacity_for(uint32_t nrows, const gh_mm_params *p)
     while (cap < need)
         cap <<= 1;
     return cap;
-}
-
-/*
- * The murmur3 64-bit finalizer: a bijection whose output bits all depend on
- * all input bits, so hashes that differ only in a few bits (PostgreSQL's hash
- * of small integers, say) still start far apart.
- */
-GH_HD uint64_t gh_mix64(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 33;
-    return h;
 }
 
 typedef struct gh_seq

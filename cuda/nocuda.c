@@ -9,7 +9,7 @@
  */
 #include <string.h>
 
-#include "gpuhash_agg.h"
+#include "gh_aggregate.h"
 #include "gpuhash_cuda.h"
 
 static gh_status
@@ -193,7 +193,7 @@ gh_mm_mark_matched_gpu(const gh_mm *mm, const uint64_t *d_probe,
 }
 
 
-/* gpuhash_aggregate's GPU entry points (cuda/gpuhash_agg.h) */
+/* gpuhash_aggregate's GPU entry points (cuda/gh_aggregate.h) */
 
 gh_status
 gh_agg_table_init_gpu(void *mem, uint64_t capacity, void *stream, gh_error *err)

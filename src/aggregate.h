@@ -41,7 +41,7 @@
 
 #include "gpuhash.h"
 /* the device API of the aggregate */
-#include "../cuda/gpuhash_agg.h"
+#include "gh_aggregate.h"
 
 /* The aggregates gpuhash_aggregate() runs. */
 typedef enum GhAggFunc
@@ -200,7 +200,7 @@ gh_agg_col_width(const GhAggCol *col)
  * GH_AGG_DEVICE_CALL runs the device operation op (gh_agg_assign,
  * gh_agg_accumulate, ...) on the GPU or its CPU twin as target says, so that
  * call sites name what they do and not where: every operation of
- * cuda/gpuhash_agg.h comes as op_gpu, which takes the target's stream before
+ * cuda/gh_aggregate.h comes as op_gpu, which takes the target's stream before
  * its gh_error, and op_cpu.  A failure becomes gpuhash_report's ERROR, worded
  * with action ("while ...").
  */

@@ -1,5 +1,5 @@
 /*-------------------------------------------------------------------------
- * gpuhash_agg.h
+ * gh_aggregate.h
  *	  The C API of gpuhash_aggregate()'s device code: a hash table that gives
  *	  every 64-bit group hash a dense group id, and per-group accumulators.
  *
@@ -58,22 +58,17 @@
  * NaN, infinities) never reach the device: the host aggregates them.
  *-------------------------------------------------------------------------
  */
-#ifndef GPUHASH_AGG_H
-#define GPUHASH_AGG_H
+#ifndef GH_AGGREGATE_H
+#define GH_AGGREGATE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gh_hash.h"
 #include "gpuhash_cuda.h"
 
 #ifdef __cplusplus
 extern "C" {
-#endif
-
-#ifdef __CUDACC__
-#define GH_AGG_HD static inline __host__ __device__
-#else
-#define GH_AGG_HD static inline
 #endif
 
 /* Most input columns (distinct aggregate arguments) of one aggregation. */
@@ -268,37 +263,32 @@ gh_status	gh_agg_accumulate_cpu(void *acc, const gh_agg_layout *l,
  * ---------------------------------------------------------------------
  */
 
-/* The slot where the probe for hash h starts: a strong mix of h. */
-GH_AGG_HD uint64_t
-gh_agg_mix(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= UINT64_C(0xff51afd7ed558ccd);
-	h ^= h >> 33;
-	h *= UINT64_C(0xc4ceb9fe1a85ec53);
-	h ^= h >> 33;
-	return h;
-}
+/*
+ * The slot where the probe for hash h starts is gh_mix64(h) (gh_hash.h).
+ * gh_agg_mix is its old name, kept while src/aggregate_groups.c and
+ * bench/agg/kernels.cu still use it.
+ */
+#define gh_agg_mix(h) gh_mix64(h)
 
 /*
  * The group hash of exact device keys: a chain of mixes, started from the
  * NULL mask, over the key words.  The mask is mixed first so that a NULL
  * key (word 0) does not hash like a key that is 1 and not NULL.
  */
-GH_AGG_HD uint64_t
+GH_HD uint64_t
 gh_agg_key_hash_init(uint8_t nullmask)
 {
-	return gh_agg_mix((uint64_t) nullmask + UINT64_C(0x2545f4914f6cdd1d));
+	return gh_mix64((uint64_t) nullmask + UINT64_C(0x2545f4914f6cdd1d));
 }
 
-GH_AGG_HD uint64_t
+GH_HD uint64_t
 gh_agg_key_hash_step(uint64_t h, uint64_t word)
 {
-	return gh_agg_mix(h + word + UINT64_C(0x9e3779b97f4a7c15));
+	return gh_mix64(h + word + UINT64_C(0x9e3779b97f4a7c15));
 }
 
 /* The key stored for hash h: every 64-bit value except the empty marker. */
-GH_AGG_HD uint64_t
+GH_HD uint64_t
 gh_agg_stored_hash(uint64_t h)
 {
 	return h == GH_AGG_EMPTY ? GH_AGG_EMPTY - 1 : h;
@@ -310,7 +300,7 @@ gh_agg_stored_hash(uint64_t h)
  * -0 sorts just below +0; PostgreSQL calls them equal, so either is a right
  * minimum.
  */
-GH_AGG_HD uint64_t
+GH_HD uint64_t
 gh_agg_float_key(double d)
 {
 	union
@@ -326,7 +316,7 @@ gh_agg_float_key(double d)
 		: v.u | UINT64_C(0x8000000000000000);
 }
 
-GH_AGG_HD double
+GH_HD double
 gh_agg_float_unkey(uint64_t k)
 {
 	union
@@ -340,19 +330,19 @@ gh_agg_float_unkey(uint64_t k)
 }
 
 /* Packed NUMERIC value: scaled integer m and display scale d. */
-GH_AGG_HD int64_t
+GH_HD int64_t
 gh_agg_num_pack(int64_t m, int d)
 {
 	return (int64_t) ((uint64_t) m << 8) | (int64_t) d;
 }
 
-GH_AGG_HD int64_t
+GH_HD int64_t
 gh_agg_num_m(int64_t packed)
 {
 	return packed >> 8;			/* arithmetic shift: gcc, clang and nvcc */
 }
 
-GH_AGG_HD int
+GH_HD int
 gh_agg_num_dscale(int64_t packed)
 {
 	return (int) (packed & 0xff);
@@ -362,4 +352,4 @@ gh_agg_num_dscale(int64_t packed)
 }
 #endif
 
-#endif							/* GPUHASH_AGG_H */
+#endif							/* GH_AGGREGATE_H */
