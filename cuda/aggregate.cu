@@ -38,34 +38,12 @@
 #include <string.h>
 
 #include "gh_aggregate.h"
+#include "gh_error.h"
 
 namespace {
 
 constexpr int kThreads = 256;
 constexpr size_t kSharedBudget = 48 * 1024;
-
-gh_status agg_fail(gh_error *err, cudaError_t rc, const char *where)
-{
-    gh_status st = rc == cudaErrorMemoryAllocation ? GH_ERR_OOM : GH_ERR_CUDA;
-
-    if (err) {
-        err->status = st;
-        err->cuda_code = (int)rc;
-        err->cuda_name = cudaGetErrorName(rc);
-        err->cuda_string = cudaGetErrorString(rc);
-        err->where = where;
-    }
-    cudaGetLastError(); /* clear a sticky launch error we reported */
-    return st;
-}
-
-#define AGG_TRY(call, where)                                                    \
-    do {                                                                        \
-        cudaError_t agg_rc_ = (call);                                           \
-        if (agg_rc_ != cudaSuccess) return agg_fail(err, agg_rc_, where);       \
-    } while (0)
-
-#define AGG_LAUNCHED(where) AGG_TRY(cudaGetLastError(), where)
 
 __host__ __device__ inline size_t align16(size_t x) { return (x + 15) & ~(size_t)15; }
 
@@ -434,7 +412,7 @@ extern "C" gh_status gh_agg_table_init_gpu(void *mem, uint64_t capacity, void *s
     cudaStream_t s = (cudaStream_t)stream;
     table_init_kernel<<<grid_for(capacity < 1048576 ? capacity : 1048576), kThreads, 0, s>>>(
         table_view(mem, capacity), capacity);
-    AGG_LAUNCHED("table_init_kernel");
+    GH_CUDA_LAUNCHED("table_init_kernel");
     return GH_OK;
 }
 
@@ -446,9 +424,9 @@ extern "C" gh_status gh_agg_table_rehash_gpu(const void *old_mem, uint64_t old_c
     TableView to = table_view(new_mem, new_cap);
 
     rehash_kernel<<<grid_for(old_cap), kThreads, 0, s>>>(from, old_cap, to);
-    AGG_LAUNCHED("rehash_kernel");
+    GH_CUDA_LAUNCHED("rehash_kernel");
     copy_ngroups_kernel<<<1, 1, 0, s>>>(from, to);
-    AGG_LAUNCHED("copy_ngroups_kernel");
+    GH_CUDA_LAUNCHED("copy_ngroups_kernel");
     return GH_OK;
 }
 
@@ -460,9 +438,9 @@ extern "C" gh_status gh_agg_assign_gpu(void *mem, uint64_t capacity, const uint6
 
     if (n == 0) return GH_OK;
     assign_insert_kernel<<<grid_for(n), kThreads, 0, s>>>(t, hashes, n, ids);
-    AGG_LAUNCHED("assign_insert_kernel");
+    GH_CUDA_LAUNCHED("assign_insert_kernel");
     assign_resolve_kernel<<<grid_for(n), kThreads, 0, s>>>(t, n, ids);
-    AGG_LAUNCHED("assign_resolve_kernel");
+    GH_CUDA_LAUNCHED("assign_resolve_kernel");
     return GH_OK;
 }
 
@@ -474,14 +452,14 @@ extern "C" gh_status gh_agg_assign_exact_gpu(void *mem, uint64_t capacity, void 
     TableView t = table_view(mem, capacity);
 
     exact_begin_kernel<<<1, 1, 0, s>>>(t);
-    AGG_LAUNCHED("exact_begin_kernel");
+    GH_CUDA_LAUNCHED("exact_begin_kernel");
     if (n == 0) return GH_OK;
     exact_insert_kernel<<<grid_for(n), kThreads, 0, s>>>(t, *k, n, scratch, scratch + n);
-    AGG_LAUNCHED("exact_insert_kernel");
+    GH_CUDA_LAUNCHED("exact_insert_kernel");
     exact_resolve_kernel<<<grid_for(n), kThreads, 0, s>>>(t, (char *)acc, *l, *k, n, scratch, scratch + n, ids);
-    AGG_LAUNCHED("exact_resolve_kernel");
+    GH_CUDA_LAUNCHED("exact_resolve_kernel");
     exact_verify_kernel<<<grid_for(n), kThreads, 0, s>>>(t, (char *)acc, *l, *k, n, ids, bad);
-    AGG_LAUNCHED("exact_verify_kernel");
+    GH_CUDA_LAUNCHED("exact_verify_kernel");
     return GH_OK;
 }
 
@@ -490,7 +468,7 @@ extern "C" gh_status gh_agg_skip_gpu(uint32_t *ids, const uint32_t *rows, uint32
 {
     if (nrows == 0) return GH_OK;
     skip_kernel<<<grid_for(nrows), kThreads, 0, (cudaStream_t)stream>>>(ids, rows, nrows);
-    AGG_LAUNCHED("skip_kernel");
+    GH_CUDA_LAUNCHED("skip_kernel");
     return GH_OK;
 }
 
@@ -501,7 +479,7 @@ extern "C" gh_status gh_agg_acc_init_gpu(void *acc, const gh_agg_layout *l, uint
     uint64_t n = to - from;
     acc_init_kernel<<<grid_for(n < 1048576 ? n : 1048576), kThreads, 0, (cudaStream_t)stream>>>(
         (char *)acc, *l, from, to);
-    AGG_LAUNCHED("acc_init_kernel");
+    GH_CUDA_LAUNCHED("acc_init_kernel");
     return GH_OK;
 }
 
@@ -515,7 +493,7 @@ extern "C" gh_status gh_agg_acc_move_gpu(void *dst, const gh_agg_layout *dl, con
     const char *r = (const char *)src;
 
 #define MOVE(doff, soff, bytes)                                                                      \
-    AGG_TRY(cudaMemcpyAsync(d + (doff), r + (soff), (bytes), cudaMemcpyDeviceToDevice, s),         \
+    GH_CUDA_TRY(cudaMemcpyAsync(d + (doff), r + (soff), (bytes), cudaMemcpyDeviceToDevice, s),         \
             "cudaMemcpyAsync")
     if (ngroups == 0) return GH_OK;
     MOVE(dl->rows_off, sl->rows_off, n8);
@@ -549,8 +527,8 @@ extern "C" gh_status gh_agg_accumulate_gpu(void *acc, const gh_agg_layout *l, ui
         static int nblocks = 0;
         if (nblocks == 0) {
             int dev = 0, sms = 0;
-            AGG_TRY(cudaGetDevice(&dev), "cudaGetDevice");
-            AGG_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev),
+            GH_CUDA_TRY(cudaGetDevice(&dev), "cudaGetDevice");
+            GH_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev),
                     "cudaDeviceGetAttribute");
             nblocks = sms * 4;
         }
@@ -559,10 +537,10 @@ extern "C" gh_status gh_agg_accumulate_gpu(void *acc, const gh_agg_layout *l, ui
         if (grid > (unsigned)nblocks) grid = (unsigned)nblocks;
         accumulate_shared_kernel<<<grid, kThreads, sl.bytes, s>>>((char *)acc, *l, sl, (uint32_t)ngroups,
                                                                   *b);
-        AGG_LAUNCHED("accumulate_shared_kernel");
+        GH_CUDA_LAUNCHED("accumulate_shared_kernel");
         return GH_OK;
     }
     accumulate_global_kernel<<<grid_for(b->n), kThreads, 0, s>>>((char *)acc, *l, *b);
-    AGG_LAUNCHED("accumulate_global_kernel");
+    GH_CUDA_LAUNCHED("accumulate_global_kernel");
     return GH_OK;
 }

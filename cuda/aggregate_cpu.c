@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "gh_aggregate.h"
+#include "gh_error.h"
 
 /* Array `type` at byte offset off of base. */
 #define ARR(type, base, off) ((type *) ((char *) (base) + (off)))
@@ -155,11 +156,7 @@ gh_agg_table_rehash_cpu(const void *old_mem, uint64_t old_cap, void *new_mem,
 		if (okeys[s] == GH_AGG_EMPTY)
 			continue;
 		if (insert_or_find(nkeys, nids, nctrl, new_cap, okeys[s], oids[s]) == UINT64_MAX)
-		{
-			err->status = GH_ERR_TABLE_FULL;
-			err->where = "gh_agg_table_rehash_cpu";
-			return GH_ERR_TABLE_FULL;
-		}
+			return gh_error_set(err, GH_ERR_TABLE_FULL, "gh_agg_table_rehash_cpu");
 	}
 	nctrl->ngroups = octrl->ngroups;
 	return GH_OK;
@@ -180,11 +177,7 @@ gh_agg_assign_cpu(void *mem, uint64_t capacity, const uint64_t *hashes,
 									   GH_AGG_NO_GROUP);
 
 		if (s == UINT64_MAX)
-		{
-			err->status = GH_ERR_TABLE_FULL;
-			err->where = "gh_agg_assign_cpu";
-			return GH_ERR_TABLE_FULL;
-		}
+			return gh_error_set(err, GH_ERR_TABLE_FULL, "gh_agg_assign_cpu");
 		ids[i] = slot_ids[s];
 	}
 	return GH_OK;
@@ -217,11 +210,7 @@ gh_agg_assign_exact_cpu(void *mem, uint64_t capacity, void *acc,
 		s = insert_or_find(keys, slot_ids, ctrl, capacity, gh_agg_stored_hash(h),
 						   GH_AGG_NO_GROUP);
 		if (s == UINT64_MAX)
-		{
-			err->status = GH_ERR_TABLE_FULL;
-			err->where = "gh_agg_assign_exact_cpu";
-			return GH_ERR_TABLE_FULL;
-		}
+			return gh_error_set(err, GH_ERR_TABLE_FULL, "gh_agg_assign_exact_cpu");
 		g = slot_ids[s];
 		if (ctrl->ngroups != before)
 		{

@@ -3,7 +3,7 @@
  *	  The CUDA runtime as a backend sees it: devices, context, memory, streams.
  *
  * Thin wrappers that turn every cudaError_t into a gh_status plus a static
- * description, so that the PostgreSQL side can raise a proper ERROR without
+ * description (gh_cuda_fail, gh_error.h), so that the PostgreSQL side can raise a proper ERROR without
  * any C++ frame in between.  The only state is which device's context this
  * process created: the primary context of the chosen device, created by
  * gh_cuda_context_init (cudaSetDevice, then cudaFree(NULL) to force it).
@@ -14,60 +14,14 @@
 #include <signal.h>
 #include <string.h>
 
+#include "gh_error.h"
 #include "gpuhash_cuda.h"
-
-/* gh_fail fills err from a CUDA error and returns the matching status. */
-static gh_status
-gh_fail(gh_error *err, cudaError_t rc, const char *where)
-{
-	gh_status	st;
-
-	switch (rc)
-	{
-		case cudaErrorMemoryAllocation:
-			st = GH_ERR_OOM;
-			break;
-		case cudaErrorNoDevice:
-		case cudaErrorInsufficientDriver:
-		case cudaErrorInvalidDevice:
-		case cudaErrorDevicesUnavailable:
-		case cudaErrorCompatNotSupportedOnDevice:
-		case cudaErrorSystemDriverMismatch:
-		case cudaErrorNoKernelImageForDevice:
-			st = GH_ERR_NO_DEVICE;
-			break;
-		default:
-			st = GH_ERR_CUDA;
-			break;
-	}
-	if (err)
-	{
-		err->status = st;
-		err->cuda_code = (int) rc;
-		err->cuda_name = cudaGetErrorName(rc);
-		err->cuda_string = cudaGetErrorString(rc);
-		err->where = where;
-	}
-
-	/*
-	 * Reset the runtime's last error: a failed cudaMalloc (which callers with
-	 * a fallback expect) would otherwise be returned by the next
-	 * cudaGetLastError(), the launch check of a later, successful kernel,
-	 * and reported as that kernel's out-of-memory.  Sticky errors stay.
-	 */
-	cudaGetLastError();
-	return st;
-}
 
 /* Ordinal of the device whose primary context this process created, or -1. */
 static int	gh_context_ordinal = -1;
 
-#define GH_TRY(call) \
-	do { \
-		cudaError_t gh_rc_ = (call); \
-		if (gh_rc_ != cudaSuccess) \
-			return gh_fail(err, gh_rc_, #call); \
-	} while (0)
+/* GH_TRY checks a CUDA call and names it in the error as written. */
+#define GH_TRY(call) GH_CUDA_TRY(call, #call)
 
 extern "C" int
 gh_cuda_built(void)
@@ -80,16 +34,14 @@ gh_cuda_device_count(int *count, gh_error *err)
 {
 	cudaError_t rc = cudaGetDeviceCount(count);
 
-	if (rc == cudaErrorNoDevice || rc == cudaErrorInsufficientDriver)
-	{
-		/* no GPU or no driver: a normal situation, not an error */
-		*count = 0;
-		return gh_fail(err, rc, "cudaGetDeviceCount");
-	}
+	/*
+	 * No GPU or no driver is a normal situation: the count is 0 and the
+	 * status GH_ERR_NO_DEVICE, which the caller takes as "use the CPU twin".
+	 */
 	if (rc != cudaSuccess)
 	{
 		*count = 0;
-		return gh_fail(err, rc, "cudaGetDeviceCount");
+		return gh_cuda_fail(err, rc, "cudaGetDeviceCount");
 	}
 	return GH_OK;
 }
@@ -185,12 +137,12 @@ gh_cuda_context_prewarm_wait(void)
 }
 
 /*
- * gh_context_fail is gh_fail for the calls that create the context.  CUDA
+ * gh_context_fail is gh_cuda_fail for the calls that create the context.  CUDA
  * documents cudaErrorDevicesUnavailable for a device held by another process
  * (exclusive-process compute mode) and for "memory constraints on a device
  * that already has active CUDA work".  On the H200, one context creation
  * in six while another process held all but 47 MiB ended as "no usable GPU"
- * (0A000), which of gh_fail's no-device errors only this one explains (the
+ * (0A000), which of gh_cuda_status's no-device errors only this one explains (the
  * other five: cudaErrorMemoryAllocation, as were 31 later ones; see
  * bench/results/robustness-2026-11-22.md).  A device that exists and is not
  * prohibited is usable, just not now: report it as out of memory, like the
@@ -199,7 +151,7 @@ gh_cuda_context_prewarm_wait(void)
 static gh_status
 gh_context_fail(gh_error *err, cudaError_t rc, int ordinal, const char *where)
 {
-	gh_status	st = gh_fail(err, rc, where);
+	gh_status	st = gh_cuda_fail(err, rc, where);
 	int			mode = -1;
 
 	if (rc == cudaErrorDevicesUnavailable &&

@@ -56,6 +56,7 @@
 
 #include <type_traits>
 
+#include "gh_error.h"
 #include "gh_layout.h"
 
 namespace cg = cooperative_groups;
@@ -779,53 +780,12 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) k_mark(Table T, const uint
  * Host side
  * ---------------------------------------------------------------------
  */
-gh_status set_error(gh_error *err, gh_status status, const char *where)
-{
-    if (err != nullptr)
-    {
-        err->status = status;
-        err->cuda_code = 0;
-        err->cuda_name = nullptr;
-        err->cuda_string = nullptr;
-        err->where = where;
-    }
-    return status;
-}
-
-gh_status set_cuda_error(gh_error *err, cudaError_t e, const char *where)
-{
-    const gh_status status = e == cudaErrorMemoryAllocation ? GH_ERR_OOM : GH_ERR_CUDA;
-
-    if (err != nullptr)
-    {
-        err->status = status;
-        err->cuda_code = (int) e;
-        err->cuda_name = cudaGetErrorName(e);
-        err->cuda_string = cudaGetErrorString(e);
-        err->where = where;
-    }
-    return status;
-}
-
-gh_status set_ok(gh_error *err)
-{
-    return set_error(err, GH_OK, nullptr);
-}
-
-#define GH_CUDA(call, where)                                                                       \
-    do                                                                                             \
-    {                                                                                              \
-        const cudaError_t e_ = (call);                                                             \
-        if (e_ != cudaSuccess)                                                                     \
-            return set_cuda_error(err, e_, where);                                                 \
-    } while (0)
-
 /* A launch: the kernel, then the launch error, named after the kernel. */
 #define GH_LAUNCH(where, kernel, grid, ...)                                                        \
     do                                                                                             \
     {                                                                                              \
         kernel<<<(grid), kBlock, 0, st>>>(__VA_ARGS__);                                            \
-        GH_CUDA(cudaGetLastError(), where);                                                        \
+        GH_CUDA_LAUNCHED(where);                                                                   \
     } while (0)
 
 /*
@@ -840,10 +800,10 @@ gh_status grid_for(K kernel, uint64_t units, int *grid, gh_error *err)
     int sms = 0;
     int per_sm = 0;
 
-    GH_CUDA(cudaGetDevice(&dev), "cudaGetDevice");
-    GH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev),
+    GH_CUDA_TRY(cudaGetDevice(&dev), "cudaGetDevice");
+    GH_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev),
             "cudaDeviceGetAttribute");
-    GH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, 0),
+    GH_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, 0),
             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
     if (per_sm < 1)
         per_sm = 1;
@@ -913,7 +873,7 @@ gh_status with_group(const gh_mm *mm, gh_error *err, F &&f)
         case 16: return f(std::integral_constant<int, 16>());
         case 32: return f(std::integral_constant<int, 32>());
     }
-    return set_error(err, GH_ERR_INVALID, "group_size");
+    return gh_error_set(err, GH_ERR_INVALID, "group_size");
 }
 
 template <int G>
@@ -944,15 +904,15 @@ gh_status build_g(const gh_mm *mm, const uint64_t *d_hashes, cudaStream_t st, gh
 /* Reads the control block back; the one host synchronization of a call. */
 gh_status read_ctrl(const gh_mm *mm, gh_ctrl *out, cudaStream_t st, gh_error *err)
 {
-    GH_CUDA(cudaMemcpyAsync(out, ctrl_of(mm), sizeof(gh_ctrl), cudaMemcpyDeviceToHost, st),
+    GH_CUDA_TRY(cudaMemcpyAsync(out, ctrl_of(mm), sizeof(gh_ctrl), cudaMemcpyDeviceToHost, st),
             "cudaMemcpyAsync");
-    GH_CUDA(cudaStreamSynchronize(st), "cudaStreamSynchronize");
+    GH_CUDA_TRY(cudaStreamSynchronize(st), "cudaStreamSynchronize");
     return GH_OK;
 }
 
 gh_status reset_cursor(const gh_mm *mm, cudaStream_t st, gh_error *err)
 {
-    GH_CUDA(cudaMemsetAsync(&ctrl_of(mm)->out_cursor, 0, sizeof(uint64_t), st), "cudaMemsetAsync");
+    GH_CUDA_TRY(cudaMemsetAsync(&ctrl_of(mm)->out_cursor, 0, sizeof(uint64_t), st), "cudaMemsetAsync");
     return GH_OK;
 }
 
@@ -972,7 +932,7 @@ gh_status gh_mm_build_gpu_capacity(gh_mm *mm, void *mem, const uint64_t *d_hashe
         !gh_params_valid(params) || nrows > GH_MAX_ROWS || (nrows > 0 && d_hashes == nullptr) ||
         capacity == 0 || capacity > GH_MAX_CAPACITY || (capacity & (capacity - 1)) != 0 ||
         capacity < (uint64_t) params->group_size)
-        return set_error(err, GH_ERR_INVALID, "gh_mm_build_gpu");
+        return gh_error_set(err, GH_ERR_INVALID, "gh_mm_build_gpu");
 
     mm->mem = mem;
     mm->capacity = capacity;
@@ -987,9 +947,9 @@ gh_status gh_mm_build_gpu_capacity(gh_mm *mm, void *mem, const uint64_t *d_hashe
     if ((s = read_ctrl(mm, &ctrl, st, err)) != GH_OK)
         return s;
     if (ctrl.full)
-        return set_error(err, GH_ERR_TABLE_FULL, "gh_mm_build_gpu");
+        return gh_error_set(err, GH_ERR_TABLE_FULL, "gh_mm_build_gpu");
     mm->ndistinct = (uint32_t) ctrl.distinct;
-    return set_ok(err);
+    return gh_error_set(err, GH_OK, nullptr);
 }
 
 gh_status gh_mm_build_gpu(gh_mm *mm, void *mem, const uint64_t *d_hashes, uint32_t nrows,
@@ -1000,7 +960,7 @@ gh_status gh_mm_build_gpu(gh_mm *mm, void *mem, const uint64_t *d_hashes, uint32
     if (nrows <= GH_MAX_ROWS)
         capacity = gh_capacity_for(nrows, params);
     if (capacity == 0)
-        return set_error(err, GH_ERR_INVALID, "gh_mm_build_gpu");
+        return gh_error_set(err, GH_ERR_INVALID, "gh_mm_build_gpu");
     return gh_mm_build_gpu_capacity(mm, mem, d_hashes, nrows, params, capacity, stream, err);
 }
 
@@ -1013,7 +973,7 @@ gh_status gh_mm_probe_count_gpu(const gh_mm *mm, const uint64_t *d_probe, uint32
 
     if (!mm_valid(mm) || (nprobe > 0 && d_probe == nullptr) || !gh_kind_valid(kind) ||
         total == nullptr)
-        return set_error(err, GH_ERR_INVALID, "gh_mm_probe_count_gpu");
+        return gh_error_set(err, GH_ERR_INVALID, "gh_mm_probe_count_gpu");
     if ((s = reset_cursor(mm, st, err)) != GH_OK)
         return s;
     if (nprobe > 0 && (s = with_group(mm, err, [&](auto g) {
@@ -1026,7 +986,7 @@ gh_status gh_mm_probe_count_gpu(const gh_mm *mm, const uint64_t *d_probe, uint32
     if ((s = read_ctrl(mm, &ctrl, st, err)) != GH_OK)
         return s;
     *total = ctrl.out_cursor;
-    return set_ok(err);
+    return gh_error_set(err, GH_OK, nullptr);
 }
 
 gh_status gh_mm_probe_retrieve_gpu(const gh_mm *mm, const uint64_t *d_probe, uint32_t nprobe,
@@ -1043,7 +1003,7 @@ gh_status gh_mm_probe_retrieve_gpu(const gh_mm *mm, const uint64_t *d_probe, uin
     if (!mm_valid(mm) || (nprobe > 0 && d_probe == nullptr) || !gh_kind_valid(kind) ||
         written == nullptr ||
         (out_capacity > 0 && (d_out_outer == nullptr || d_out_inner == nullptr)))
-        return set_error(err, GH_ERR_INVALID, "gh_mm_probe_retrieve_gpu");
+        return gh_error_set(err, GH_ERR_INVALID, "gh_mm_probe_retrieve_gpu");
     if ((s = reset_cursor(mm, st, err)) != GH_OK)
         return s;
     if (nprobe > 0 && (s = with_group(mm, err, [&](auto g) {
@@ -1060,8 +1020,8 @@ gh_status gh_mm_probe_retrieve_gpu(const gh_mm *mm, const uint64_t *d_probe, uin
     /* The cursor counts every pair reserved, written or not. */
     *written = ctrl.out_cursor < out_capacity ? ctrl.out_cursor : out_capacity;
     if (ctrl.out_cursor > out_capacity)
-        return set_error(err, GH_ERR_OVERFLOW, "gh_mm_probe_retrieve_gpu");
-    return set_ok(err);
+        return gh_error_set(err, GH_ERR_OVERFLOW, "gh_mm_probe_retrieve_gpu");
+    return gh_error_set(err, GH_OK, nullptr);
 }
 
 gh_status gh_mm_probe_ranges_gpu(const gh_mm *mm, const uint64_t *d_probe, uint32_t nprobe,
@@ -1072,7 +1032,7 @@ gh_status gh_mm_probe_ranges_gpu(const gh_mm *mm, const uint64_t *d_probe, uint3
 
     if (!mm_valid(mm) ||
         (nprobe > 0 && (d_probe == nullptr || d_first == nullptr || d_count == nullptr)))
-        return set_error(err, GH_ERR_INVALID, "gh_mm_probe_ranges_gpu");
+        return gh_error_set(err, GH_ERR_INVALID, "gh_mm_probe_ranges_gpu");
     if (nprobe > 0 && (s = with_group(mm, err, [&](auto g) {
                            constexpr int G = decltype(g)::value;
                            return launch_rows<G>("k_ranges", k_ranges<G>, nprobe, st, err,
@@ -1080,7 +1040,7 @@ gh_status gh_mm_probe_ranges_gpu(const gh_mm *mm, const uint64_t *d_probe, uint3
                                                  d_first, d_count);
                        })) != GH_OK)
         return s;
-    return set_ok(err);
+    return gh_error_set(err, GH_OK, nullptr);
 }
 
 gh_status gh_mm_mark_matched_gpu(const gh_mm *mm, const uint64_t *d_probe, uint32_t nprobe,
@@ -1091,7 +1051,7 @@ gh_status gh_mm_mark_matched_gpu(const gh_mm *mm, const uint64_t *d_probe, uint3
 
     if (!mm_valid(mm) || (nprobe > 0 && d_probe == nullptr) ||
         (mm->nrows > 0 && d_matched == nullptr))
-        return set_error(err, GH_ERR_INVALID, "gh_mm_mark_matched_gpu");
+        return gh_error_set(err, GH_ERR_INVALID, "gh_mm_mark_matched_gpu");
     if (nprobe > 0 && mm->nrows > 0 && (s = with_group(mm, err, [&](auto g) {
                                             constexpr int G = decltype(g)::value;
                                             return launch_rows<G>(
@@ -1100,7 +1060,7 @@ gh_status gh_mm_mark_matched_gpu(const gh_mm *mm, const uint64_t *d_probe, uint3
                                                 d_probe, (uint64_t) nprobe, d_matched);
                                         })) != GH_OK)
         return s;
-    return set_ok(err);
+    return gh_error_set(err, GH_OK, nullptr);
 }
 
 } /* extern "C" */

@@ -19,35 +19,8 @@
  */
 #include <string.h>
 
+#include "gh_error.h"
 #include "gh_layout.h"
-
-static gh_status
-set_error(gh_error *err, gh_status status, const char *where)
-{
-    if (err != NULL)
-    {
-        err->status = status;
-        err->cuda_code = 0;
-        err->cuda_name = NULL;
-        err->cuda_string = NULL;
-        err->where = where;
-    }
-    return status;
-}
-
-static gh_status
-set_ok(gh_error *err)
-{
-    if (err != NULL)
-    {
-        err->status = GH_OK;
-        err->cuda_code = 0;
-        err->cuda_name = NULL;
-        err->cuda_string = NULL;
-        err->where = NULL;
-    }
-    return GH_OK;
-}
 
 size_t
 gh_mm_bytes(uint32_t nrows, const gh_mm_params *params, uint64_t *capacity)
@@ -157,7 +130,7 @@ gh_mm_build_cpu_capacity(gh_mm *mm, void *mem, const uint64_t *hashes,
         (nrows > 0 && hashes == NULL) || capacity == 0 ||
         capacity > GH_MAX_CAPACITY || (capacity & (capacity - 1)) != 0 ||
         capacity < (uint64_t) params->group_size)
-        return set_error(err, GH_ERR_INVALID, "gh_mm_build_cpu");
+        return gh_error_set(err, GH_ERR_INVALID, "gh_mm_build_cpu");
 
     g = params->group_size;
     scheme = params->scheme;
@@ -186,7 +159,7 @@ gh_mm_build_cpu_capacity(gh_mm *mm, void *mem, const uint64_t *hashes,
         slot = cpu_find_or_insert(slots, capacity, g, scheme, hashes[i]);
 
         if (slot == GH_NO_SLOT)
-            return set_error(err, GH_ERR_TABLE_FULL, "gh_mm_build_cpu");
+            return gh_error_set(err, GH_ERR_TABLE_FULL, "gh_mm_build_cpu");
         if (slots[slot].count++ == 0)
         {
             slots[slot].offset = i;
@@ -200,7 +173,7 @@ gh_mm_build_cpu_capacity(gh_mm *mm, void *mem, const uint64_t *hashes,
     {
         for (i = 0; i < nrows; i++)
             rows[i] = i;
-        return set_ok(err);
+        return gh_error_set(err, GH_OK, NULL);
     }
 
     /* Group ends in slot order; the scatter below walks them back to starts. */
@@ -223,10 +196,10 @@ gh_mm_build_cpu_capacity(gh_mm *mm, void *mem, const uint64_t *hashes,
         /* Cannot happen unless the table changed under us: fail, never
          * write through a missing slot. */
         if (slot == GH_NO_SLOT || slots[slot].offset == 0)
-            return set_error(err, GH_ERR_INVALID, "gh_mm_build_cpu: table changed during build");
+            return gh_error_set(err, GH_ERR_INVALID, "gh_mm_build_cpu: table changed during build");
         rows[--slots[slot].offset] = i;
     }
-    return set_ok(err);
+    return gh_error_set(err, GH_OK, NULL);
 }
 
 gh_status
@@ -238,7 +211,7 @@ gh_mm_build_cpu(gh_mm *mm, void *mem, const uint64_t *hashes, uint32_t nrows,
     if (nrows <= GH_MAX_ROWS)
         capacity = gh_capacity_for(nrows, params);
     if (capacity == 0)
-        return set_error(err, GH_ERR_INVALID, "gh_mm_build_cpu");
+        return gh_error_set(err, GH_ERR_INVALID, "gh_mm_build_cpu");
     return gh_mm_build_cpu_capacity(mm, mem, hashes, nrows, params, capacity, err);
 }
 
@@ -277,7 +250,7 @@ gh_mm_probe_count_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
 
     if (!mm_valid(mm) || (nprobe > 0 && probe == NULL) || !gh_kind_valid(kind) ||
         total == NULL)
-        return set_error(err, GH_ERR_INVALID, "gh_mm_probe_count_cpu");
+        return gh_error_set(err, GH_ERR_INVALID, "gh_mm_probe_count_cpu");
     for (p = 0; p < nprobe; p++)
     {
         uint32_t first;
@@ -287,7 +260,7 @@ gh_mm_probe_count_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
         sum += gh_out_count(kind, count);
     }
     *total = sum;
-    return set_ok(err);
+    return gh_error_set(err, GH_OK, NULL);
 }
 
 gh_status
@@ -305,7 +278,7 @@ gh_mm_probe_retrieve_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe
     if (!mm_valid(mm) || (nprobe > 0 && probe == NULL) || !gh_kind_valid(kind) ||
         written == NULL ||
         (out_capacity > 0 && (out_outer == NULL || out_inner == NULL)))
-        return set_error(err, GH_ERR_INVALID, "gh_mm_probe_retrieve_cpu");
+        return gh_error_set(err, GH_ERR_INVALID, "gh_mm_probe_retrieve_cpu");
 
     rows = gh_mm_rows(mm);
     for (p = 0; p < nprobe; p++)
@@ -322,7 +295,7 @@ gh_mm_probe_retrieve_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe
             if (n == out_capacity)
             {
                 *written = n;
-                return set_error(err, GH_ERR_OVERFLOW, "gh_mm_probe_retrieve_cpu");
+                return gh_error_set(err, GH_ERR_OVERFLOW, "gh_mm_probe_retrieve_cpu");
             }
             out_outer[n] = p;
             out_inner[n] = count ? rows[first + k] : GH_NO_ROW;
@@ -330,7 +303,7 @@ gh_mm_probe_retrieve_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe
         }
     }
     *written = n;
-    return set_ok(err);
+    return gh_error_set(err, GH_OK, NULL);
 }
 
 gh_status
@@ -341,7 +314,7 @@ gh_mm_probe_ranges_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
 
     if (!mm_valid(mm) ||
         (nprobe > 0 && (probe == NULL || first == NULL || count == NULL)))
-        return set_error(err, GH_ERR_INVALID, "gh_mm_probe_ranges_cpu");
+        return gh_error_set(err, GH_ERR_INVALID, "gh_mm_probe_ranges_cpu");
     /*
      * Probes are independent cache misses into a table much larger than the
      * caches: ask for the first window of the probe 16 ahead, so that many
@@ -359,7 +332,7 @@ gh_mm_probe_ranges_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
         }
         cpu_group(mm, probe[p], &first[p], &count[p]);
     }
-    return set_ok(err);
+    return gh_error_set(err, GH_OK, NULL);
 }
 
 /*
@@ -376,7 +349,7 @@ gh_mm_mark_matched_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
 
     if (!mm_valid(mm) || (nprobe > 0 && probe == NULL) ||
         (mm->nrows > 0 && matched == NULL))
-        return set_error(err, GH_ERR_INVALID, "gh_mm_mark_matched_cpu");
+        return gh_error_set(err, GH_ERR_INVALID, "gh_mm_mark_matched_cpu");
 
     rows = gh_mm_rows(mm);
     for (p = 0; p < nprobe; p++)
@@ -397,5 +370,5 @@ gh_mm_mark_matched_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
             matched[r >> 5] |= 1u << (r & 31);
         }
     }
-    return set_ok(err);
+    return gh_error_set(err, GH_OK, NULL);
 }

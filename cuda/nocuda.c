@@ -7,21 +7,14 @@
  * Every GPU entry point reports GH_ERR_NO_CUDA_BUILD.
  *-------------------------------------------------------------------------
  */
-#include <string.h>
-
 #include "gh_aggregate.h"
+#include "gh_error.h"
 #include "gpuhash_cuda.h"
 
 static gh_status
 nocuda(gh_error *err, const char *where)
 {
-	if (err)
-	{
-		memset(err, 0, sizeof(*err));
-		err->status = GH_ERR_NO_CUDA_BUILD;
-		err->where = where;
-	}
-	return GH_ERR_NO_CUDA_BUILD;
+	return gh_error_set(err, GH_ERR_NO_CUDA_BUILD, where);
 }
 
 int
