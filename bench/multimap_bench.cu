@@ -13,8 +13,10 @@
  * exactly m times in a shuffled order, and probes drawn from the build keys,
  * so every probe row has exactly m candidates (checked: written must equal
  * nprobe * m).  Every measurement is the median of N timed runs after one
- * warm-up, timed with CUDA events around the public API call (which includes
- * the call's own synchronization).  Prints markdown.
+ * warm-up, timed with CUDA events around the API call (which includes the
+ * call's own synchronization).  Build and ranges are the library's
+ * (cuda/multimap.cu); count and retrieve are the test probes of
+ * test/cuda/mm_probes_gpu.cu, on the same lookup frame.  Prints markdown.
  */
 #include <cuda_runtime.h>
 
@@ -26,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "gh_layout.h"
+#include "mm_probes.h"
 
 #define CK(x)                                                                                      \
     do                                                                                             \
@@ -214,9 +216,9 @@ static int run_profile(uint64_t n)
                 GH(gh_mm_build_gpu(&mm, mem, d_build, (uint32_t) n, &prm, stream, &err_));
             });
             double j = time_ms([&] {
-                GH(gh_mm_probe_count_gpu(&mm, d_probe, (uint32_t) n, GH_JOIN_INNER, &total, stream,
+                GH(mt_probe_count_gpu(&mm, d_probe, (uint32_t) n, GH_JOIN_INNER, &total, stream,
                                          &err_));
-                GH(gh_mm_probe_retrieve_gpu(&mm, d_probe, (uint32_t) n, GH_JOIN_INNER, d_outer,
+                GH(mt_probe_retrieve_gpu(&mm, d_probe, (uint32_t) n, GH_JOIN_INNER, d_outer,
                                             d_inner, total, &written, stream, &err_));
             });
             printf("profile lf %.1f m %d G %d: build %.3f ms, count+retrieve %.3f ms (%llu pairs)\n",
@@ -393,18 +395,18 @@ int main(int argc, char **argv)
                         exit(3);
                     }
                     r.count_ms = time_ms([&] {
-                        GH(gh_mm_probe_count_gpu(&mm, d_probe, (uint32_t) nprobe, GH_JOIN_INNER,
+                        GH(mt_probe_count_gpu(&mm, d_probe, (uint32_t) nprobe, GH_JOIN_INNER,
                                                  &total, stream, &err_));
                     });
                     r.retrieve_ms = time_ms([&] {
-                        GH(gh_mm_probe_retrieve_gpu(&mm, d_probe, (uint32_t) nprobe, GH_JOIN_INNER,
+                        GH(mt_probe_retrieve_gpu(&mm, d_probe, (uint32_t) nprobe, GH_JOIN_INNER,
                                                     d_outer, d_inner, max_out, &written, stream,
                                                     &err_));
                     });
                     r.both_ms = time_ms([&] {
-                        GH(gh_mm_probe_count_gpu(&mm, d_probe, (uint32_t) nprobe, GH_JOIN_INNER,
+                        GH(mt_probe_count_gpu(&mm, d_probe, (uint32_t) nprobe, GH_JOIN_INNER,
                                                  &total, stream, &err_));
-                        GH(gh_mm_probe_retrieve_gpu(&mm, d_probe, (uint32_t) nprobe, GH_JOIN_INNER,
+                        GH(mt_probe_retrieve_gpu(&mm, d_probe, (uint32_t) nprobe, GH_JOIN_INNER,
                                                     d_outer, d_inner, total, &written, stream,
                                                     &err_));
                     });
@@ -454,9 +456,9 @@ int main(int argc, char **argv)
                         GH(gh_mm_build_gpu(&mm, mem, d_build, (uint32_t) n, &prm, stream, &err_));
                     });
                     double cr = time_ms([&] {
-                        GH(gh_mm_probe_count_gpu(&mm, d_probe, (uint32_t) nprobe, GH_JOIN_INNER,
+                        GH(mt_probe_count_gpu(&mm, d_probe, (uint32_t) nprobe, GH_JOIN_INNER,
                                                  &total, stream, &err_));
-                        GH(gh_mm_probe_retrieve_gpu(&mm, d_probe, (uint32_t) nprobe, GH_JOIN_INNER,
+                        GH(mt_probe_retrieve_gpu(&mm, d_probe, (uint32_t) nprobe, GH_JOIN_INNER,
                                                     d_outer, d_inner, total, &written, stream,
                                                     &err_));
                     });
@@ -514,10 +516,10 @@ join:
                         CK(cudaEventRecord(e[0], stream));
                         GH(gh_mm_build_gpu(&mm, mem, d_build, (uint32_t) n, &prm, stream, &err_));
                         CK(cudaEventRecord(e[1], stream));
-                        GH(gh_mm_probe_count_gpu(&mm, d_probe, (uint32_t) n, GH_JOIN_INNER, &total,
+                        GH(mt_probe_count_gpu(&mm, d_probe, (uint32_t) n, GH_JOIN_INNER, &total,
                                                  stream, &err_));
                         CK(cudaEventRecord(e[2], stream));
-                        GH(gh_mm_probe_retrieve_gpu(&mm, d_probe, (uint32_t) n, GH_JOIN_INNER,
+                        GH(mt_probe_retrieve_gpu(&mm, d_probe, (uint32_t) n, GH_JOIN_INNER,
                                                     d_outer, d_inner, total, &written, stream,
                                                     &err_));
                         CK(cudaEventRecord(e[3], stream));

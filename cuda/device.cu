@@ -23,12 +23,6 @@ static int	gh_context_ordinal = -1;
 /* GH_TRY checks a CUDA call and names it in the error as written. */
 #define GH_TRY(call) GH_CUDA_TRY(call, #call)
 
-extern "C" int
-gh_cuda_built(void)
-{
-	return 1;
-}
-
 extern "C" gh_status
 gh_cuda_device_count(int *count, gh_error *err)
 {
@@ -186,13 +180,6 @@ gh_cuda_context_init(int ordinal, gh_error *err)
 }
 
 extern "C" gh_status
-gh_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, gh_error *err)
-{
-	GH_TRY(cudaMemGetInfo(free_bytes, total_bytes));
-	return GH_OK;
-}
-
-extern "C" gh_status
 gh_cuda_malloc(void **ptr, size_t bytes, gh_error *err)
 {
 	*ptr = NULL;
@@ -283,15 +270,5 @@ gh_cuda_memcpy_dtoh(void *dst, const void *src, size_t bytes, void *stream,
 		return GH_OK;
 	GH_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost,
 						   (cudaStream_t) stream));
-	return GH_OK;
-}
-
-extern "C" gh_status
-gh_cuda_memset(void *dst, int value, size_t bytes, void *stream,
-			   gh_error *err)
-{
-	if (bytes == 0)
-		return GH_OK;
-	GH_TRY(cudaMemsetAsync(dst, value, bytes, (cudaStream_t) stream));
 	return GH_OK;
 }

@@ -64,8 +64,8 @@ typedef struct gh_slot
 
 /*
  * Device-side scratch of the GPU functions.  The build uses placed, distinct
- * and full; gh_mm_probe_count_gpu and gh_mm_probe_retrieve_gpu use
- * out_cursor, so two of those must not run at the same time on one table
+ * and full; the tests' count and retrieve probes (test/cuda/mm_probes_gpu.cu)
+ * use out_cursor, so two of those must not run at the same time on one table
  * (they synchronize before returning, so calls from one host thread never
  * do).  The CPU twin leaves it zero.
  */
@@ -173,32 +173,6 @@ GH_HD gh_seq gh_seq_start(uint64_t hash, uint64_t nwindows, int scheme)
 GH_HD uint64_t gh_seq_next_window(const gh_seq *s)
 {
     return (s->window + s->step) & s->mask;
-}
-
-/*
- * Output pairs one probe row yields for a group of count candidates; the same
- * rule for count and retrieve, GPU and CPU.
- */
-GH_HD uint64_t gh_out_count(gh_probe_kind kind, uint32_t count)
-{
-    switch (kind)
-    {
-        case GH_JOIN_INNER:
-            return count;
-        case GH_JOIN_OUTER:
-            return count ? count : 1;
-        case GH_JOIN_SEMI:
-            return count ? 1 : 0;
-        case GH_JOIN_ANTI:
-            return count ? 0 : 1;
-    }
-    return 0;
-}
-
-GH_HD int gh_kind_valid(int kind)
-{
-    return kind == GH_JOIN_INNER || kind == GH_JOIN_OUTER ||
-           kind == GH_JOIN_SEMI || kind == GH_JOIN_ANTI;
 }
 
 /*

@@ -10,10 +10,13 @@
  *	- gh_cuda_*: the CUDA runtime seen from a backend (devices, context,
  *	  allocation, copies, streams).  Implemented in cuda/device.cu, or by
  *	  cuda/nocuda.c when the library is built without nvcc.
- *	- gh_mm_*: the static multimap of 64-bit row hashes to 32-bit row indices.
- *	  The *_gpu functions run kernels (cuda/multimap.cu); the *_cpu functions
- *	  are the CPU twin (cuda/multimap_cpu.c) with the same slot layout and the
- *	  same probe sequence (cuda/gh_layout.h).
+ *	- gh_mm_*: the static multimap of 64-bit row hashes to 32-bit row indices:
+ *	  size, build, the ranges probe and the row array, which is what the
+ *	  join uses.  The *_gpu functions run kernels (cuda/multimap.cu); the
+ *	  *_cpu functions are the CPU twin (cuda/multimap_cpu.c) with the same
+ *	  slot layout and the same probe sequence (cuda/gh_layout.h).  The
+ *	  count, retrieve and mark probes that the unit tests and the benchmark
+ *	  also use live with them (test/cuda/mm_probes.h).
  *
  * Nothing here may be called in the postmaster: CUDA state does not survive
  * fork().
@@ -71,9 +74,6 @@ typedef struct gh_device_info
 	size_t		l2_bytes;
 } gh_device_info;
 
-/* 1 if the library was compiled with nvcc, 0 for the stub. */
-int			gh_cuda_built(void);
-
 /* Number of visible devices.  Loads the driver; *count = 0 without one. */
 gh_status	gh_cuda_device_count(int *count, gh_error *err);
 gh_status	gh_cuda_device_info(int ordinal, gh_device_info *info, gh_error *err);
@@ -93,7 +93,6 @@ gh_status	gh_cuda_context_init(int ordinal, gh_error *err);
 int			gh_cuda_context_prewarm(int ordinal);
 void		gh_cuda_context_prewarm_wait(void);
 int			gh_cuda_context_prewarm_busy(void);
-gh_status	gh_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, gh_error *err);
 
 gh_status	gh_cuda_malloc(void **ptr, size_t bytes, gh_error *err);
 gh_status	gh_cuda_free(void *ptr, gh_error *err);
@@ -111,15 +110,12 @@ gh_status	gh_cuda_memcpy_htod(void *dst, const void *src, size_t bytes,
 								void *stream, gh_error *err);
 gh_status	gh_cuda_memcpy_dtoh(void *dst, const void *src, size_t bytes,
 								void *stream, gh_error *err);
-gh_status	gh_cuda_memset(void *dst, int value, size_t bytes,
-						   void *stream, gh_error *err);
 
 /* ---------------------------------------------------------------------
  * Static multimap: 64-bit row hash -> 32-bit row index
  * (cuda/multimap.cu for *_gpu, cuda/multimap_cpu.c for *_cpu)
  * ---------------------------------------------------------------------
  */
-#define GH_NO_ROW			UINT32_MAX	/* "no inner row" in an output pair */
 #define GH_MAX_ROWS			(UINT32_MAX - 1)	/* row indices are < this */
 
 typedef enum gh_probe_scheme
@@ -127,15 +123,6 @@ typedef enum gh_probe_scheme
 	GH_PROBE_LINEAR = 0,
 	GH_PROBE_DOUBLE = 1
 } gh_probe_scheme;
-
-/* What a probe returns for each outer (probe) row. */
-typedef enum gh_probe_kind
-{
-	GH_JOIN_INNER = 0,			/* every candidate pair */
-	GH_JOIN_OUTER,				/* every candidate pair; (outer, GH_NO_ROW) if none */
-	GH_JOIN_SEMI,				/* the first candidate only */
-	GH_JOIN_ANTI				/* (outer, GH_NO_ROW) for rows with no candidate */
-} gh_probe_kind;
 
 /* Tuning of one table; group_size is 1, 2, 4, 8, 16 or 32. */
 typedef struct gh_mm_params
@@ -182,35 +169,6 @@ gh_status	gh_mm_build_cpu(gh_mm *mm, void *mem, const uint64_t *hashes,
 							gh_error *err);
 
 /*
- * gh_mm_probe_count_*: the number of output pairs that gh_mm_probe_retrieve_*
- * will write for probe[0..nprobe) with this kind.
- */
-gh_status	gh_mm_probe_count_gpu(const gh_mm *mm, const uint64_t *d_probe,
-								  uint32_t nprobe, gh_probe_kind kind,
-								  uint64_t *total, void *stream, gh_error *err);
-gh_status	gh_mm_probe_count_cpu(const gh_mm *mm, const uint64_t *probe,
-								  uint32_t nprobe, gh_probe_kind kind,
-								  uint64_t *total, gh_error *err);
-
-/*
- * gh_mm_probe_retrieve_*: write pairs (out_outer[i], out_inner[i]); probe row
- * p is outer row p.  The pairs of one outer row are contiguous; the order of
- * outer rows in the output is unspecified on the GPU.  Returns
- * GH_ERR_OVERFLOW if more than out_capacity pairs would be written; *written
- * is the number written.
- */
-gh_status	gh_mm_probe_retrieve_gpu(const gh_mm *mm, const uint64_t *d_probe,
-									 uint32_t nprobe, gh_probe_kind kind,
-									 uint32_t *d_out_outer, uint32_t *d_out_inner,
-									 uint64_t out_capacity, uint64_t *written,
-									 void *stream, gh_error *err);
-gh_status	gh_mm_probe_retrieve_cpu(const gh_mm *mm, const uint64_t *probe,
-									 uint32_t nprobe, gh_probe_kind kind,
-									 uint32_t *out_outer, uint32_t *out_inner,
-									 uint64_t out_capacity, uint64_t *written,
-									 gh_error *err);
-
-/*
  * gh_mm_probe_ranges_*: for each probe row p, the candidates are
  * rows[first[p] .. first[p] + count[p]) of the table's row array (count 0:
  * none).  This is the compact form the executor uses: 8 bytes per probe row
@@ -223,18 +181,6 @@ gh_status	gh_mm_probe_ranges_gpu(const gh_mm *mm, const uint64_t *d_probe,
 gh_status	gh_mm_probe_ranges_cpu(const gh_mm *mm, const uint64_t *probe,
 								   uint32_t nprobe, uint32_t *first,
 								   uint32_t *count, gh_error *err);
-
-/*
- * gh_mm_mark_matched_*: set bit r of matched (nrows bits, 32-bit words) for
- * every inner row r that is a candidate of some probe row.  Hash-level only:
- * the executor still verifies.
- */
-gh_status	gh_mm_mark_matched_gpu(const gh_mm *mm, const uint64_t *d_probe,
-								   uint32_t nprobe, uint32_t *d_matched,
-								   void *stream, gh_error *err);
-gh_status	gh_mm_mark_matched_cpu(const gh_mm *mm, const uint64_t *probe,
-								   uint32_t nprobe, uint32_t *matched,
-								   gh_error *err);
 
 /* The table's row array (nrows entries, grouped by hash), inside mm->mem. */
 const uint32_t *gh_mm_rows(const gh_mm *mm);

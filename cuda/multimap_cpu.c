@@ -242,71 +242,6 @@ cpu_group(const gh_mm *mm, uint64_t h, uint32_t *first, uint32_t *count)
 }
 
 gh_status
-gh_mm_probe_count_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
-                      gh_probe_kind kind, uint64_t *total, gh_error *err)
-{
-    uint64_t sum = 0;
-    uint32_t p;
-
-    if (!mm_valid(mm) || (nprobe > 0 && probe == NULL) || !gh_kind_valid(kind) ||
-        total == NULL)
-        return gh_error_set(err, GH_ERR_INVALID, "gh_mm_probe_count_cpu");
-    for (p = 0; p < nprobe; p++)
-    {
-        uint32_t first;
-        uint32_t count;
-
-        cpu_group(mm, probe[p], &first, &count);
-        sum += gh_out_count(kind, count);
-    }
-    *total = sum;
-    return gh_error_set(err, GH_OK, NULL);
-}
-
-gh_status
-gh_mm_probe_retrieve_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
-                         gh_probe_kind kind, uint32_t *out_outer,
-                         uint32_t *out_inner, uint64_t out_capacity,
-                         uint64_t *written, gh_error *err)
-{
-    const uint32_t *rows;
-    uint64_t n = 0;
-    uint32_t p;
-
-    if (written != NULL)
-        *written = 0;
-    if (!mm_valid(mm) || (nprobe > 0 && probe == NULL) || !gh_kind_valid(kind) ||
-        written == NULL ||
-        (out_capacity > 0 && (out_outer == NULL || out_inner == NULL)))
-        return gh_error_set(err, GH_ERR_INVALID, "gh_mm_probe_retrieve_cpu");
-
-    rows = gh_mm_rows(mm);
-    for (p = 0; p < nprobe; p++)
-    {
-        uint32_t first;
-        uint32_t count;
-        uint64_t nout;
-        uint64_t k;
-
-        cpu_group(mm, probe[p], &first, &count);
-        nout = gh_out_count(kind, count);
-        for (k = 0; k < nout; k++)
-        {
-            if (n == out_capacity)
-            {
-                *written = n;
-                return gh_error_set(err, GH_ERR_OVERFLOW, "gh_mm_probe_retrieve_cpu");
-            }
-            out_outer[n] = p;
-            out_inner[n] = count ? rows[first + k] : GH_NO_ROW;
-            n++;
-        }
-    }
-    *written = n;
-    return gh_error_set(err, GH_OK, NULL);
-}
-
-gh_status
 gh_mm_probe_ranges_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
                        uint32_t *first, uint32_t *count, gh_error *err)
 {
@@ -331,44 +266,6 @@ gh_mm_probe_ranges_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
                                                            (uint64_t) mm->params.group_size]);
         }
         cpu_group(mm, probe[p], &first[p], &count[p]);
-    }
-    return gh_error_set(err, GH_OK, NULL);
-}
-
-/*
- * A group is marked whole or not at all, so a set bit on its first row means
- * the whole group is already marked: repeated probes of a big group cost one
- * bit test.  (The bits must therefore be set only by this function.)
- */
-gh_status
-gh_mm_mark_matched_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
-                       uint32_t *matched, gh_error *err)
-{
-    const uint32_t *rows;
-    uint32_t p;
-
-    if (!mm_valid(mm) || (nprobe > 0 && probe == NULL) ||
-        (mm->nrows > 0 && matched == NULL))
-        return gh_error_set(err, GH_ERR_INVALID, "gh_mm_mark_matched_cpu");
-
-    rows = gh_mm_rows(mm);
-    for (p = 0; p < nprobe; p++)
-    {
-        uint32_t first;
-        uint32_t count;
-        uint32_t k;
-
-        cpu_group(mm, probe[p], &first, &count);
-        if (count == 0)
-            continue;
-        if (matched[rows[first] >> 5] & (1u << (rows[first] & 31)))
-            continue;
-        for (k = 0; k < count; k++)
-        {
-            uint32_t r = rows[first + k];
-
-            matched[r >> 5] |= 1u << (r & 31);
-        }
     }
     return gh_error_set(err, GH_OK, NULL);
 }

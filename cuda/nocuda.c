@@ -17,12 +17,6 @@ nocuda(gh_error *err, const char *where)
 	return gh_error_set(err, GH_ERR_NO_CUDA_BUILD, where);
 }
 
-int
-gh_cuda_built(void)
-{
-	return 0;
-}
-
 gh_status
 gh_cuda_device_count(int *count, gh_error *err)
 {
@@ -57,12 +51,6 @@ int
 gh_cuda_context_prewarm_busy(void)
 {
 	return 0;
-}
-
-gh_status
-gh_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, gh_error *err)
-{
-	return nocuda(err, "gh_cuda_mem_info");
 }
 
 gh_status
@@ -137,36 +125,11 @@ gh_cuda_memcpy_dtoh(void *dst, const void *src, size_t bytes, void *stream,
 }
 
 gh_status
-gh_cuda_memset(void *dst, int value, size_t bytes, void *stream,
-			   gh_error *err)
-{
-	return nocuda(err, "gh_cuda_memset");
-}
-
-gh_status
 gh_mm_build_gpu(gh_mm *mm, void *mem, const uint64_t *d_hashes,
 				uint32_t nrows, const gh_mm_params *params,
 				void *stream, gh_error *err)
 {
 	return nocuda(err, "gh_mm_build_gpu");
-}
-
-gh_status
-gh_mm_probe_count_gpu(const gh_mm *mm, const uint64_t *d_probe,
-					  uint32_t nprobe, gh_probe_kind kind,
-					  uint64_t *total, void *stream, gh_error *err)
-{
-	return nocuda(err, "gh_mm_probe_count_gpu");
-}
-
-gh_status
-gh_mm_probe_retrieve_gpu(const gh_mm *mm, const uint64_t *d_probe,
-						 uint32_t nprobe, gh_probe_kind kind,
-						 uint32_t *d_out_outer, uint32_t *d_out_inner,
-						 uint64_t out_capacity, uint64_t *written,
-						 void *stream, gh_error *err)
-{
-	return nocuda(err, "gh_mm_probe_retrieve_gpu");
 }
 
 gh_status
@@ -176,15 +139,6 @@ gh_mm_probe_ranges_gpu(const gh_mm *mm, const uint64_t *d_probe,
 {
 	return nocuda(err, "gh_mm_probe_ranges_gpu");
 }
-
-gh_status
-gh_mm_mark_matched_gpu(const gh_mm *mm, const uint64_t *d_probe,
-					   uint32_t nprobe, uint32_t *d_matched,
-					   void *stream, gh_error *err)
-{
-	return nocuda(err, "gh_mm_mark_matched_gpu");
-}
-
 
 /* gpuhash_aggregate's GPU entry points (cuda/gh_aggregate.h) */
 

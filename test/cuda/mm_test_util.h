@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gh_layout.h"
+#include "mm_probes.h"
 
 #define MT_UNUSED __attribute__((unused))
 

@@ -6,9 +6,10 @@
  * Usage: test_multimap_cpu [seed]   (default: seed from the clock, printed)
  *
  * Every case builds a table, then checks the table's invariants (capacity
- * rule, distinct count, row array a permutation), ranges, count and retrieve
- * for every probe kind (sorted pairs equal to the reference's, candidates of
- * one outer row contiguous), mark_matched, and the overflow contract.
+ * rule, distinct count, row array a permutation), ranges, and through the
+ * test probes built on ranges (mm_probes_cpu.c) count and retrieve for every
+ * probe kind (sorted pairs equal to the reference's, candidates of one outer
+ * row contiguous), mark_matched, and the overflow contract.
  */
 #include "mm_test_util.h"
 
@@ -156,7 +157,7 @@ check_case(const uint64_t *h, uint32_t n, const gh_mm_params *prm, const uint64_
 
         if (!want_pairs || !got || !outer || !inner)
             ok = mt_fail("out of host memory");
-        if (ok && ((st = gh_mm_probe_count_cpu(&mm, probe, np, kind, &total, &err)) != GH_OK ||
+        if (ok && ((st = mt_probe_count_cpu(&mm, probe, np, kind, &total, &err)) != GH_OK ||
                    total != expect))
             ok = mt_fail("%s count: status %d, %llu pairs, expected %llu", kind_names[ki],
                          (int) st, (unsigned long long) total, (unsigned long long) expect);
@@ -164,7 +165,7 @@ check_case(const uint64_t *h, uint32_t n, const gh_mm_params *prm, const uint64_
         {
             for (i = 0; i < expect + 17; i++)
                 outer[i] = inner[i] = 0xabababab;
-            st = gh_mm_probe_retrieve_cpu(&mm, probe, np, kind, outer, inner, expect, &written,
+            st = mt_probe_retrieve_cpu(&mm, probe, np, kind, outer, inner, expect, &written,
                                           &err);
             if (st != GH_OK || written != expect)
                 ok = mt_fail("%s retrieve: status %d, wrote %llu of %llu", kind_names[ki],
@@ -193,7 +194,7 @@ check_case(const uint64_t *h, uint32_t n, const gh_mm_params *prm, const uint64_
 
             for (i = 0; i < expect + 16; i++)
                 o2[i] = i2[i] = 0xcdcdcdcd;
-            st = gh_mm_probe_retrieve_cpu(&mm, probe, np, kind, o2, i2, expect - 1, &written, &err);
+            st = mt_probe_retrieve_cpu(&mm, probe, np, kind, o2, i2, expect - 1, &written, &err);
             if (st != GH_ERR_OVERFLOW || err.status != GH_ERR_OVERFLOW || written != expect - 1)
                 ok = mt_fail("%s overflow: status %d written %llu", kind_names[ki], (int) st,
                              (unsigned long long) written);
@@ -203,7 +204,7 @@ check_case(const uint64_t *h, uint32_t n, const gh_mm_params *prm, const uint64_
             for (i = expect - 1; i < expect + 16 && ok; i++)
                 if (o2[i] != 0xcdcdcdcd || i2[i] != 0xcdcdcdcd)
                     ok = mt_fail("%s overflow wrote past the buffer", kind_names[ki]);
-            if (ok && gh_mm_probe_retrieve_cpu(&mm, probe, np, kind, NULL, NULL, 0, &written,
+            if (ok && mt_probe_retrieve_cpu(&mm, probe, np, kind, NULL, NULL, 0, &written,
                                                &err) != GH_ERR_OVERFLOW)
                 ok = mt_fail("%s overflow with capacity 0 not reported", kind_names[ki]);
             free(o2);
@@ -231,8 +232,8 @@ check_case(const uint64_t *h, uint32_t n, const gh_mm_params *prm, const uint64_
             refmatched[r >> 5] |= 1u << (r & 31);
         }
     }
-    if (gh_mm_mark_matched_cpu(&mm, probe, np / 2, matched, &err) != GH_OK ||
-        gh_mm_mark_matched_cpu(&mm, probe + np / 2, np - np / 2, matched, &err) != GH_OK ||
+    if (mt_mark_matched_cpu(&mm, probe, np / 2, matched, &err) != GH_OK ||
+        mt_mark_matched_cpu(&mm, probe + np / 2, np - np / 2, matched, &err) != GH_OK ||
         memcmp(matched, refmatched, sizeof(uint32_t) * (n / 32 + 1)) != 0)
         ok = mt_fail("mark_matched differs from the reference");
 
@@ -366,18 +367,18 @@ test_errors(mt_rng *rng)
     prm.load_factor = 0.5;
     prm.group_size = 4;
     ok = gh_mm_build_cpu(&mm, mem, h, 64, &prm, &err) == GH_OK;
-    ok &= gh_mm_probe_count_cpu(&mm, h, 8, (gh_probe_kind) 9, &total, &err) == GH_ERR_INVALID;
-    ok &= gh_mm_probe_count_cpu(&mm, NULL, 8, GH_JOIN_INNER, &total, &err) == GH_ERR_INVALID;
-    ok &= gh_mm_probe_count_cpu(&mm, h, 8, GH_JOIN_INNER, NULL, &err) == GH_ERR_INVALID;
-    ok &= gh_mm_probe_count_cpu(NULL, h, 8, GH_JOIN_INNER, &total, &err) == GH_ERR_INVALID;
-    ok &= gh_mm_probe_retrieve_cpu(&mm, h, 8, GH_JOIN_INNER, NULL, o, 4, &written, &err) ==
+    ok &= mt_probe_count_cpu(&mm, h, 8, (gh_probe_kind) 9, &total, &err) == GH_ERR_INVALID;
+    ok &= mt_probe_count_cpu(&mm, NULL, 8, GH_JOIN_INNER, &total, &err) == GH_ERR_INVALID;
+    ok &= mt_probe_count_cpu(&mm, h, 8, GH_JOIN_INNER, NULL, &err) == GH_ERR_INVALID;
+    ok &= mt_probe_count_cpu(NULL, h, 8, GH_JOIN_INNER, &total, &err) == GH_ERR_INVALID;
+    ok &= mt_probe_retrieve_cpu(&mm, h, 8, GH_JOIN_INNER, NULL, o, 4, &written, &err) ==
           GH_ERR_INVALID;
-    ok &= gh_mm_probe_retrieve_cpu(&mm, h, 8, GH_JOIN_INNER, o, o, 4, NULL, &err) == GH_ERR_INVALID;
+    ok &= mt_probe_retrieve_cpu(&mm, h, 8, GH_JOIN_INNER, o, o, 4, NULL, &err) == GH_ERR_INVALID;
     ok &= gh_mm_probe_ranges_cpu(&mm, h, 8, NULL, o, &err) == GH_ERR_INVALID;
-    ok &= gh_mm_mark_matched_cpu(&mm, h, 8, NULL, &err) == GH_ERR_INVALID;
+    ok &= mt_mark_matched_cpu(&mm, h, 8, NULL, &err) == GH_ERR_INVALID;
     /* Empty probes are fine with NULL arrays. */
-    ok &= gh_mm_probe_count_cpu(&mm, NULL, 0, GH_JOIN_OUTER, &total, &err) == GH_OK && total == 0;
-    ok &= gh_mm_probe_retrieve_cpu(&mm, NULL, 0, GH_JOIN_ANTI, NULL, NULL, 0, &written, &err) ==
+    ok &= mt_probe_count_cpu(&mm, NULL, 0, GH_JOIN_OUTER, &total, &err) == GH_OK && total == 0;
+    ok &= mt_probe_retrieve_cpu(&mm, NULL, 0, GH_JOIN_ANTI, NULL, NULL, 0, &written, &err) ==
               GH_OK &&
           written == 0;
     ok &= gh_mm_probe_ranges_cpu(&mm, NULL, 0, NULL, NULL, &err) == GH_OK;

@@ -117,14 +117,14 @@ static void make_reference(Data &d)
     gh_mm_probe_ranges_cpu(&mm, d.probe.data(), d.np, d.first.data(), d.count.data(), &err);
     for (int k = 0; k < 4; k++)
     {
-        gh_mm_probe_count_cpu(&mm, d.probe.data(), d.np, kinds[k], &d.total[k], &err);
+        mt_probe_count_cpu(&mm, d.probe.data(), d.np, kinds[k], &d.total[k], &err);
         d.sorted[k].clear();
         if (d.total[k] <= kSortLimit)
         {
             std::vector<uint32_t> o(d.total[k] + 1), in(d.total[k] + 1);
             uint64_t w;
 
-            gh_mm_probe_retrieve_cpu(&mm, d.probe.data(), d.np, kinds[k], o.data(), in.data(),
+            mt_probe_retrieve_cpu(&mm, d.probe.data(), d.np, kinds[k], o.data(), in.data(),
                                      d.total[k], &w, &err);
             d.sorted[k].resize(w);
             for (uint64_t i = 0; i < w; i++)
@@ -133,8 +133,8 @@ static void make_reference(Data &d)
         }
     }
     d.matched.assign(d.n / 32 + 1, 0);
-    gh_mm_mark_matched_cpu(&mm, d.probe.data(), d.np / 2, d.matched.data(), &err);
-    gh_mm_mark_matched_cpu(&mm, d.probe.data() + d.np / 2, d.np - d.np / 2, d.matched.data(), &err);
+    mt_mark_matched_cpu(&mm, d.probe.data(), d.np / 2, d.matched.data(), &err);
+    mt_mark_matched_cpu(&mm, d.probe.data() + d.np / 2, d.np - d.np / 2, d.matched.data(), &err);
 }
 
 static Data *make_data(mt_rng *rng, uint32_t n, mt_gen gen, uint32_t param, uint32_t np,
@@ -251,7 +251,7 @@ static int check_gpu(Data &d, const gh_mm_params &prm, bool cross)
         uint64_t got = UINT64_MAX, written = UINT64_MAX;
         const uint64_t guard = 64;
 
-        st = gh_mm_probe_count_gpu(&mm, d.dprobe->p, np, kinds[k], &got, stream, &err);
+        st = mt_probe_count_gpu(&mm, d.dprobe->p, np, kinds[k], &got, stream, &err);
         if (st != GH_OK || got != total)
             return mt_fail("%s count: status %d, %llu vs CPU %llu", kind_names[k], (int) st,
                            (unsigned long long) got, (unsigned long long) total);
@@ -261,7 +261,7 @@ static int check_gpu(Data &d, const gh_mm_params &prm, bool cross)
 
         CK(cudaMemsetAsync(dout.p, 0xee, sizeof(uint32_t) * (total + guard), stream));
         CK(cudaMemsetAsync(din.p, 0xee, sizeof(uint32_t) * (total + guard), stream));
-        st = gh_mm_probe_retrieve_gpu(&mm, d.dprobe->p, np, kinds[k], dout.p, din.p, total,
+        st = mt_probe_retrieve_gpu(&mm, d.dprobe->p, np, kinds[k], dout.p, din.p, total,
                                       &written, stream, &err);
         if (st != GH_OK || written != total)
             return mt_fail("%s retrieve: status %d, wrote %llu of %llu", kind_names[k], (int) st,
@@ -298,7 +298,7 @@ static int check_gpu(Data &d, const gh_mm_params &prm, bool cross)
         {
             CK(cudaMemsetAsync(dout.p, 0xee, sizeof(uint32_t) * (total + guard), stream));
             CK(cudaMemsetAsync(din.p, 0xee, sizeof(uint32_t) * (total + guard), stream));
-            st = gh_mm_probe_retrieve_gpu(&mm, d.dprobe->p, np, kinds[k], dout.p, din.p,
+            st = mt_probe_retrieve_gpu(&mm, d.dprobe->p, np, kinds[k], dout.p, din.p,
                                           total - 1, &written, stream, &err);
             if (st != GH_ERR_OVERFLOW || err.status != GH_ERR_OVERFLOW || written != total - 1)
                 return mt_fail("%s overflow: status %d written %llu", kind_names[k], (int) st,
@@ -313,7 +313,7 @@ static int check_gpu(Data &d, const gh_mm_params &prm, bool cross)
                                                       : in[i] >= n || d.h[in[i]] != d.probe[o[i]]))
                     return mt_fail("%s overflow: pair %llu is not a candidate", kind_names[k],
                                    (unsigned long long) i);
-            st = gh_mm_probe_retrieve_gpu(&mm, d.dprobe->p, np, kinds[k], nullptr, nullptr, 0,
+            st = mt_probe_retrieve_gpu(&mm, d.dprobe->p, np, kinds[k], nullptr, nullptr, 0,
                                           &written, stream, &err);
             if (st != GH_ERR_OVERFLOW || written != 0)
                 return mt_fail("%s overflow at capacity 0: status %d", kind_names[k], (int) st);
@@ -326,9 +326,9 @@ static int check_gpu(Data &d, const gh_mm_params &prm, bool cross)
         std::vector<uint32_t> m(n / 32 + 1);
 
         CK(cudaMemsetAsync(dm.p, 0, sizeof(uint32_t) * (n / 32 + 1), stream));
-        st = gh_mm_mark_matched_gpu(&mm, d.dprobe->p, np / 2, dm.p, stream, &err);
+        st = mt_mark_matched_gpu(&mm, d.dprobe->p, np / 2, dm.p, stream, &err);
         if (st == GH_OK)
-            st = gh_mm_mark_matched_gpu(&mm, d.dprobe->p + np / 2, np - np / 2, dm.p, stream,
+            st = mt_mark_matched_gpu(&mm, d.dprobe->p + np / 2, np - np / 2, dm.p, stream,
                                         &err);
         CK(cudaStreamSynchronize(stream));
         if (st != GH_OK)
@@ -370,7 +370,7 @@ static int check_gpu(Data &d, const gh_mm_params &prm, bool cross)
         download(c3.data(), dc.p, sizeof(uint32_t) * np);
         if (st != GH_OK || !same_ranges(f2, c2, f3, c3, np, "CPU table probed by the GPU"))
             return mt_fail("CPU table probed by the GPU differs");
-        if (gh_mm_probe_count_gpu(&cm, d.dprobe->p, np, GH_JOIN_OUTER, &tot, stream, &err) !=
+        if (mt_probe_count_gpu(&cm, d.dprobe->p, np, GH_JOIN_OUTER, &tot, stream, &err) !=
                 GH_OK ||
             tot != d.total[1])
             return mt_fail("CPU table: GPU outer count %llu", (unsigned long long) tot);
@@ -435,21 +435,21 @@ static void test_errors(mt_rng *rng, bool quick)
         ok &= gh_mm_build_gpu(&mm, mem.p, dh.p, 10, nullptr, stream, nullptr) == GH_ERR_INVALID;
     }
     ok &= gh_mm_build_gpu(&mm, mem.p, dh.p, 64, &prm, stream, &err) == GH_OK;
-    ok &= gh_mm_probe_count_gpu(&mm, dh.p, 8, (gh_probe_kind) 5, &total, stream, &err) ==
+    ok &= mt_probe_count_gpu(&mm, dh.p, 8, (gh_probe_kind) 5, &total, stream, &err) ==
           GH_ERR_INVALID;
-    ok &= gh_mm_probe_count_gpu(&mm, dh.p, 8, GH_JOIN_INNER, nullptr, stream, &err) ==
+    ok &= mt_probe_count_gpu(&mm, dh.p, 8, GH_JOIN_INNER, nullptr, stream, &err) ==
           GH_ERR_INVALID;
-    ok &= gh_mm_probe_retrieve_gpu(&mm, dh.p, 8, GH_JOIN_INNER, nullptr, dout.p, 4, &written,
+    ok &= mt_probe_retrieve_gpu(&mm, dh.p, 8, GH_JOIN_INNER, nullptr, dout.p, 4, &written,
                                    stream, &err) == GH_ERR_INVALID;
     ok &= gh_mm_probe_ranges_gpu(&mm, dh.p, 8, nullptr, dout.p, stream, &err) == GH_ERR_INVALID;
-    ok &= gh_mm_mark_matched_gpu(&mm, dh.p, 8, nullptr, stream, &err) == GH_ERR_INVALID;
-    ok &= gh_mm_probe_count_gpu(&mm, nullptr, 0, GH_JOIN_ANTI, &total, stream, &err) == GH_OK &&
+    ok &= mt_mark_matched_gpu(&mm, dh.p, 8, nullptr, stream, &err) == GH_ERR_INVALID;
+    ok &= mt_probe_count_gpu(&mm, nullptr, 0, GH_JOIN_ANTI, &total, stream, &err) == GH_OK &&
           total == 0;
-    ok &= gh_mm_probe_retrieve_gpu(&mm, nullptr, 0, GH_JOIN_OUTER, nullptr, nullptr, 0, &written,
+    ok &= mt_probe_retrieve_gpu(&mm, nullptr, 0, GH_JOIN_OUTER, nullptr, nullptr, 0, &written,
                                    stream, &err) == GH_OK &&
           written == 0;
     /* The default stream works too. */
-    ok &= gh_mm_probe_count_gpu(&mm, dh.p, 64, GH_JOIN_INNER, &total, nullptr, &err) == GH_OK &&
+    ok &= mt_probe_count_gpu(&mm, dh.p, 64, GH_JOIN_INNER, &total, nullptr, &err) == GH_OK &&
           total == 64;
     if (!ok)
         mt_fail("an invalid argument was accepted or a valid one refused");
