@@ -341,6 +341,28 @@ __global__ void accumulate_global_kernel(char *acc, gh_agg_layout l, gh_agg_batc
 }
 
 /*
+ * flush_extreme folds group g of one min or max array of a block's shared
+ * copy into the global one: order keys (unsigned) for FLOAT columns, values
+ * (signed) otherwise.
+ */
+template <typename T> __device__ inline void fold_extreme(T *dst, const T *src, bool is_max)
+{
+    if (is_max)
+        atomicMax(dst, *src);
+    else
+        atomicMin(dst, *src);
+}
+
+__device__ inline void flush_extreme(char *gbase, size_t goff, char *sbase, size_t soff, uint32_t g, bool fl,
+                                     bool is_max)
+{
+    if (fl)
+        fold_extreme(arr<unsigned long long>(gbase, goff) + g, arr<unsigned long long>(sbase, soff) + g, is_max);
+    else
+        fold_extreme(arr<long long>(gbase, goff) + g, arr<long long>(sbase, soff) + g, is_max);
+}
+
+/*
  * flush_group adds group g of a block's shared copy (layout sl) to the
  * global accumulators (layout gl).  Only called for groups the block saw.
  */
@@ -370,20 +392,10 @@ __device__ void flush_group(char *gbase, const gh_agg_layout &gl, char *sbase,
                     atomicMax(arr<unsigned>(gbase, gl.aux_off[c]) + g, arr<unsigned>(sbase, sl.aux_off[c])[g]);
             }
         }
-        if (ops & GH_AGG_OP_MIN) {
-            if (gl.kind[c] == GH_AGG_KIND_FLOAT)
-                atomicMin(arr<unsigned long long>(gbase, gl.min_off[c]) + g,
-                          arr<unsigned long long>(sbase, sl.min_off[c])[g]);
-            else
-                atomicMin(arr<long long>(gbase, gl.min_off[c]) + g, arr<long long>(sbase, sl.min_off[c])[g]);
-        }
-        if (ops & GH_AGG_OP_MAX) {
-            if (gl.kind[c] == GH_AGG_KIND_FLOAT)
-                atomicMax(arr<unsigned long long>(gbase, gl.max_off[c]) + g,
-                          arr<unsigned long long>(sbase, sl.max_off[c])[g]);
-            else
-                atomicMax(arr<long long>(gbase, gl.max_off[c]) + g, arr<long long>(sbase, sl.max_off[c])[g]);
-        }
+        if (ops & GH_AGG_OP_MIN)
+            flush_extreme(gbase, gl.min_off[c], sbase, sl.min_off[c], g, gl.kind[c] == GH_AGG_KIND_FLOAT, false);
+        if (ops & GH_AGG_OP_MAX)
+            flush_extreme(gbase, gl.max_off[c], sbase, sl.max_off[c], g, gl.kind[c] == GH_AGG_KIND_FLOAT, true);
     }
 }
 

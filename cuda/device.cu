@@ -179,36 +179,52 @@ gh_cuda_context_init(int ordinal, gh_error *err)
 	return GH_OK;
 }
 
+/*
+ * gh_alloc and gh_release are the pattern of the allocation calls: *ptr is
+ * NULL unless the allocation succeeded, and releasing NULL does nothing.
+ * where names the call as the error reports it.
+ */
+static gh_status
+gh_alloc(cudaError_t (*alloc) (void **, size_t), const char *where,
+		 void **ptr, size_t bytes, gh_error *err)
+{
+	*ptr = NULL;
+	GH_CUDA_TRY(alloc(ptr, bytes), where);
+	return GH_OK;
+}
+
+static gh_status
+gh_release(cudaError_t (*release) (void *), const char *where, void *ptr,
+		   gh_error *err)
+{
+	if (ptr)
+		GH_CUDA_TRY(release(ptr), where);
+	return GH_OK;
+}
+
 extern "C" gh_status
 gh_cuda_malloc(void **ptr, size_t bytes, gh_error *err)
 {
-	*ptr = NULL;
-	GH_TRY(cudaMalloc(ptr, bytes));
-	return GH_OK;
+	return gh_alloc(cudaMalloc, "cudaMalloc(ptr, bytes)", ptr, bytes, err);
 }
 
 extern "C" gh_status
 gh_cuda_free(void *ptr, gh_error *err)
 {
-	if (ptr)
-		GH_TRY(cudaFree(ptr));
-	return GH_OK;
+	return gh_release(cudaFree, "cudaFree(ptr)", ptr, err);
 }
 
 extern "C" gh_status
 gh_cuda_host_alloc(void **ptr, size_t bytes, gh_error *err)
 {
-	*ptr = NULL;
-	GH_TRY(cudaMallocHost(ptr, bytes));
-	return GH_OK;
+	return gh_alloc(cudaMallocHost, "cudaMallocHost(ptr, bytes)", ptr, bytes,
+					err);
 }
 
 extern "C" gh_status
 gh_cuda_host_free(void *ptr, gh_error *err)
 {
-	if (ptr)
-		GH_TRY(cudaFreeHost(ptr));
-	return GH_OK;
+	return gh_release(cudaFreeHost, "cudaFreeHost(ptr)", ptr, err);
 }
 
 extern "C" gh_status
@@ -237,17 +253,28 @@ gh_cuda_stream_create(void **stream, gh_error *err)
 }
 
 extern "C" gh_status
-gh_cuda_stream_destroy(void *stream, gh_error *err)
-{
-	if (stream)
-		GH_TRY(cudaStreamDestroy((cudaStream_t) stream));
-	return GH_OK;
-}
-
-extern "C" gh_status
 gh_cuda_stream_sync(void *stream, gh_error *err)
 {
 	GH_TRY(cudaStreamSynchronize((cudaStream_t) stream));
+	return GH_OK;
+}
+
+/*
+ * gh_copy enqueues one copy of kind on stream, nothing for 0 bytes.  The
+ * error names the call as the two copy functions wrote it.
+ */
+static gh_status
+gh_copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
+		void *stream, gh_error *err)
+{
+	const char *where = kind == cudaMemcpyHostToDevice ?
+		"cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, (cudaStream_t) stream)" :
+		"cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, (cudaStream_t) stream)";
+
+	if (bytes == 0)
+		return GH_OK;
+	GH_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, kind, (cudaStream_t) stream),
+				where);
 	return GH_OK;
 }
 
@@ -255,20 +282,12 @@ extern "C" gh_status
 gh_cuda_memcpy_htod(void *dst, const void *src, size_t bytes, void *stream,
 					gh_error *err)
 {
-	if (bytes == 0)
-		return GH_OK;
-	GH_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
-						   (cudaStream_t) stream));
-	return GH_OK;
+	return gh_copy(dst, src, bytes, cudaMemcpyHostToDevice, stream, err);
 }
 
 extern "C" gh_status
 gh_cuda_memcpy_dtoh(void *dst, const void *src, size_t bytes, void *stream,
 					gh_error *err)
 {
-	if (bytes == 0)
-		return GH_OK;
-	GH_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost,
-						   (cudaStream_t) stream));
-	return GH_OK;
+	return gh_copy(dst, src, bytes, cudaMemcpyDeviceToHost, stream, err);
 }

@@ -103,7 +103,6 @@ gh_status	gh_cuda_host_register(void *ptr, size_t bytes, gh_error *err);
 gh_status	gh_cuda_host_unregister(void *ptr, gh_error *err);
 
 gh_status	gh_cuda_stream_create(void **stream, gh_error *err);
-gh_status	gh_cuda_stream_destroy(void *stream, gh_error *err);
 gh_status	gh_cuda_stream_sync(void *stream, gh_error *err);
 
 gh_status	gh_cuda_memcpy_htod(void *dst, const void *src, size_t bytes,

@@ -42,42 +42,15 @@ gh_mm_rows(const gh_mm *mm)
     return (const uint32_t *) ((const char *) mm->mem + gh_rows_offset(mm->capacity));
 }
 
-/* The slot holding hash h, or GH_NO_SLOT.  h == EMPTY: the sentinel slot. */
+/*
+ * cpu_find returns the slot holding hash h, or GH_NO_SLOT; h == EMPTY is
+ * the sentinel slot.  The lookup ends at the first window that holds h or an
+ * empty slot; with insert, a new h claims the first empty slot of that
+ * window, as the GPU's insert does.
+ */
 static uint64_t
-cpu_lookup(const gh_slot *slots, uint64_t capacity, int g, int scheme, uint64_t h)
-{
-    uint64_t nwindows = capacity / (uint64_t) g;
-    gh_seq seq;
-    uint64_t step;
-
-    if (h == GH_EMPTY_HASH)
-        return capacity;
-    seq = gh_seq_start(h, nwindows, scheme);
-    for (step = 0; step < nwindows; step++)
-    {
-        uint64_t base = seq.window * (uint64_t) g;
-        int empty = 0;
-        int j;
-
-        for (j = 0; j < g; j++)
-        {
-            uint64_t sh = slots[base + j].hash;
-
-            if (sh == h)
-                return base + j;
-            if (sh == GH_EMPTY_HASH)
-                empty = 1;
-        }
-        if (empty)
-            return GH_NO_SLOT;
-        seq.window = gh_seq_next_window(&seq);
-    }
-    return GH_NO_SLOT;
-}
-
-/* The slot of h, claiming the first empty slot on its path if it is new. */
-static uint64_t
-cpu_find_or_insert(gh_slot *slots, uint64_t capacity, int g, int scheme, uint64_t h)
+cpu_find(gh_slot *slots, uint64_t capacity, int g, int scheme, uint64_t h,
+         int insert)
 {
     uint64_t nwindows = capacity / (uint64_t) g;
     gh_seq seq;
@@ -103,6 +76,8 @@ cpu_find_or_insert(gh_slot *slots, uint64_t capacity, int g, int scheme, uint64_
         }
         if (first_empty != GH_NO_SLOT)
         {
+            if (!insert)
+                return GH_NO_SLOT;
             slots[first_empty].hash = h;
             return first_empty;
         }
@@ -156,7 +131,7 @@ gh_mm_build_cpu_capacity(gh_mm *mm, void *mem, const uint64_t *hashes,
 
         if ((i & 0xffff) == 0xffff && params->check_interrupts)
             params->check_interrupts();
-        slot = cpu_find_or_insert(slots, capacity, g, scheme, hashes[i]);
+        slot = cpu_find(slots, capacity, g, scheme, hashes[i], 1);
 
         if (slot == GH_NO_SLOT)
             return gh_error_set(err, GH_ERR_TABLE_FULL, "gh_mm_build_cpu");
@@ -191,7 +166,7 @@ gh_mm_build_cpu_capacity(gh_mm *mm, void *mem, const uint64_t *hashes,
 
         if ((i & 0xffff) == 0 && params->check_interrupts)
             params->check_interrupts();
-        slot = cpu_lookup(slots, capacity, g, scheme, hashes[i]);
+        slot = cpu_find(slots, capacity, g, scheme, hashes[i], 0);
 
         /* Cannot happen unless the table changed under us: fail, never
          * write through a missing slot. */
@@ -227,9 +202,9 @@ mm_valid(const gh_mm *mm)
 static void
 cpu_group(const gh_mm *mm, uint64_t h, uint32_t *first, uint32_t *count)
 {
-    const gh_slot *slots = (const gh_slot *) mm->mem;
-    uint64_t slot = cpu_lookup(slots, mm->capacity, mm->params.group_size,
-                               mm->params.scheme, h);
+    gh_slot *slots = (gh_slot *) mm->mem;
+    uint64_t slot = cpu_find(slots, mm->capacity, mm->params.group_size,
+                             mm->params.scheme, h, 0);
 
     if (slot == GH_NO_SLOT || slots[slot].count == 0)
     {

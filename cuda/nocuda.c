@@ -4,37 +4,43 @@
  *
  * The Makefile compiles this file instead of the .cu files when no CUDA toolkit
  * is found, so that gpuhash still builds, installs and runs its CPU twin.
- * Every GPU entry point reports GH_ERR_NO_CUDA_BUILD.
+ * Every GPU entry point reports GH_ERR_NO_CUDA_BUILD, after clearing the
+ * pointer or count it would have returned; the context prewarm starts
+ * nothing.  The stubs are generated from one list, in the order of
+ * gpuhash_cuda.h and gh_aggregate.h, so that they stay in step with the
+ * headers: a stub whose parameters differ from its declaration does not
+ * compile.
  *-------------------------------------------------------------------------
  */
 #include "gh_aggregate.h"
 #include "gh_error.h"
 #include "gpuhash_cuda.h"
 
-static gh_status
-nocuda(gh_error *err, const char *where)
-{
-	return gh_error_set(err, GH_ERR_NO_CUDA_BUILD, where);
-}
+/*
+ * NOCUDA_STUB(name, params) defines GPU entry point name, whose parameter
+ * list params ends with gh_error *err, as a function that reports
+ * GH_ERR_NO_CUDA_BUILD.  NOCUDA_STUB_OUT first sets the output *out to none.
+ */
+#define NOCUDA_STUB(name, params) \
+	gh_status \
+	name params \
+	{ \
+		return gh_error_set(err, GH_ERR_NO_CUDA_BUILD, #name); \
+	}
 
-gh_status
-gh_cuda_device_count(int *count, gh_error *err)
-{
-	*count = 0;
-	return nocuda(err, "gh_cuda_device_count");
-}
+#define NOCUDA_STUB_OUT(name, params, out, none) \
+	gh_status \
+	name params \
+	{ \
+		*(out) = (none); \
+		return gh_error_set(err, GH_ERR_NO_CUDA_BUILD, #name); \
+	}
 
-gh_status
-gh_cuda_device_info(int ordinal, gh_device_info *info, gh_error *err)
-{
-	return nocuda(err, "gh_cuda_device_info");
-}
-
-gh_status
-gh_cuda_context_init(int ordinal, gh_error *err)
-{
-	return nocuda(err, "gh_cuda_context_init");
-}
+/* Devices, context, memory, streams (gpuhash_cuda.h) */
+NOCUDA_STUB_OUT(gh_cuda_device_count, (int *count, gh_error *err), count, 0)
+NOCUDA_STUB(gh_cuda_device_info,
+			(int ordinal, gh_device_info *info, gh_error *err))
+NOCUDA_STUB(gh_cuda_context_init, (int ordinal, gh_error *err))
 
 int
 gh_cuda_context_prewarm(int ordinal)
@@ -53,149 +59,56 @@ gh_cuda_context_prewarm_busy(void)
 	return 0;
 }
 
-gh_status
-gh_cuda_malloc(void **ptr, size_t bytes, gh_error *err)
-{
-	*ptr = NULL;
-	return nocuda(err, "gh_cuda_malloc");
-}
+NOCUDA_STUB_OUT(gh_cuda_malloc, (void **ptr, size_t bytes, gh_error *err),
+				ptr, NULL)
+NOCUDA_STUB(gh_cuda_free, (void *ptr, gh_error *err))
+NOCUDA_STUB_OUT(gh_cuda_host_alloc, (void **ptr, size_t bytes, gh_error *err),
+				ptr, NULL)
+NOCUDA_STUB(gh_cuda_host_free, (void *ptr, gh_error *err))
+NOCUDA_STUB(gh_cuda_host_register, (void *ptr, size_t bytes, gh_error *err))
+NOCUDA_STUB(gh_cuda_host_unregister, (void *ptr, gh_error *err))
+NOCUDA_STUB_OUT(gh_cuda_stream_create, (void **stream, gh_error *err),
+				stream, NULL)
+NOCUDA_STUB(gh_cuda_stream_sync, (void *stream, gh_error *err))
+NOCUDA_STUB(gh_cuda_memcpy_htod,
+			(void *dst, const void *src, size_t bytes, void *stream,
+			 gh_error *err))
+NOCUDA_STUB(gh_cuda_memcpy_dtoh,
+			(void *dst, const void *src, size_t bytes, void *stream,
+			 gh_error *err))
 
-gh_status
-gh_cuda_free(void *ptr, gh_error *err)
-{
-	return nocuda(err, "gh_cuda_free");
-}
+/* The multimap's GPU functions (gpuhash_cuda.h) */
+NOCUDA_STUB(gh_mm_build_gpu,
+			(gh_mm *mm, void *mem, const uint64_t *d_hashes, uint32_t nrows,
+			 const gh_mm_params *params, void *stream, gh_error *err))
+NOCUDA_STUB(gh_mm_probe_ranges_gpu,
+			(const gh_mm *mm, const uint64_t *d_probe, uint32_t nprobe,
+			 uint32_t *d_first, uint32_t *d_count, void *stream,
+			 gh_error *err))
 
-gh_status
-gh_cuda_host_alloc(void **ptr, size_t bytes, gh_error *err)
-{
-	*ptr = NULL;
-	return nocuda(err, "gh_cuda_host_alloc");
-}
-
-gh_status
-gh_cuda_host_free(void *ptr, gh_error *err)
-{
-	return nocuda(err, "gh_cuda_host_free");
-}
-
-gh_status
-gh_cuda_host_register(void *ptr, size_t bytes, gh_error *err)
-{
-	return nocuda(err, "gh_cuda_host_register");
-}
-
-gh_status
-gh_cuda_host_unregister(void *ptr, gh_error *err)
-{
-	return nocuda(err, "gh_cuda_host_unregister");
-}
-
-gh_status
-gh_cuda_stream_create(void **stream, gh_error *err)
-{
-	*stream = NULL;
-	return nocuda(err, "gh_cuda_stream_create");
-}
-
-gh_status
-gh_cuda_stream_destroy(void *stream, gh_error *err)
-{
-	return nocuda(err, "gh_cuda_stream_destroy");
-}
-
-gh_status
-gh_cuda_stream_sync(void *stream, gh_error *err)
-{
-	return nocuda(err, "gh_cuda_stream_sync");
-}
-
-gh_status
-gh_cuda_memcpy_htod(void *dst, const void *src, size_t bytes, void *stream,
-					gh_error *err)
-{
-	return nocuda(err, "gh_cuda_memcpy_htod");
-}
-
-gh_status
-gh_cuda_memcpy_dtoh(void *dst, const void *src, size_t bytes, void *stream,
-					gh_error *err)
-{
-	return nocuda(err, "gh_cuda_memcpy_dtoh");
-}
-
-gh_status
-gh_mm_build_gpu(gh_mm *mm, void *mem, const uint64_t *d_hashes,
-				uint32_t nrows, const gh_mm_params *params,
-				void *stream, gh_error *err)
-{
-	return nocuda(err, "gh_mm_build_gpu");
-}
-
-gh_status
-gh_mm_probe_ranges_gpu(const gh_mm *mm, const uint64_t *d_probe,
-					   uint32_t nprobe, uint32_t *d_first,
-					   uint32_t *d_count, void *stream, gh_error *err)
-{
-	return nocuda(err, "gh_mm_probe_ranges_gpu");
-}
-
-/* gpuhash_aggregate's GPU entry points (cuda/gh_aggregate.h) */
-
-gh_status
-gh_agg_table_init_gpu(void *mem, uint64_t capacity, void *stream, gh_error *err)
-{
-	return nocuda(err, "gh_agg_table_init_gpu");
-}
-
-gh_status
-gh_agg_table_rehash_gpu(const void *old_mem, uint64_t old_cap, void *new_mem,
-						uint64_t new_cap, void *stream, gh_error *err)
-{
-	return nocuda(err, "gh_agg_table_rehash_gpu");
-}
-
-gh_status
-gh_agg_assign_gpu(void *mem, uint64_t capacity, const uint64_t *hashes,
-				  uint32_t n, uint32_t *ids, void *stream, gh_error *err)
-{
-	return nocuda(err, "gh_agg_assign_gpu");
-}
-
-gh_status
-gh_agg_assign_exact_gpu(void *mem, uint64_t capacity, void *acc,
-						const gh_agg_layout *l, const gh_agg_keys *k,
-						uint32_t n, uint32_t *ids, uint32_t *scratch,
-						uint32_t *bad, void *stream, gh_error *err)
-{
-	return nocuda(err, "gh_agg_assign_exact_gpu");
-}
-
-gh_status
-gh_agg_skip_gpu(uint32_t *ids, const uint32_t *rows, uint32_t nrows,
-				void *stream, gh_error *err)
-{
-	return nocuda(err, "gh_agg_skip_gpu");
-}
-
-gh_status
-gh_agg_acc_init_gpu(void *acc, const gh_agg_layout *l, uint64_t from,
-					uint64_t to, void *stream, gh_error *err)
-{
-	return nocuda(err, "gh_agg_acc_init_gpu");
-}
-
-gh_status
-gh_agg_acc_move_gpu(void *dst, const gh_agg_layout *dl, const void *src,
-					const gh_agg_layout *sl, uint64_t ngroups, void *stream,
-					gh_error *err)
-{
-	return nocuda(err, "gh_agg_acc_move_gpu");
-}
-
-gh_status
-gh_agg_accumulate_gpu(void *acc, const gh_agg_layout *l, uint64_t ngroups,
-					  const gh_agg_batch *b, void *stream, gh_error *err)
-{
-	return nocuda(err, "gh_agg_accumulate_gpu");
-}
+/* gpuhash_aggregate's GPU functions (gh_aggregate.h) */
+NOCUDA_STUB(gh_agg_table_init_gpu,
+			(void *mem, uint64_t capacity, void *stream, gh_error *err))
+NOCUDA_STUB(gh_agg_table_rehash_gpu,
+			(const void *old_mem, uint64_t old_cap, void *new_mem,
+			 uint64_t new_cap, void *stream, gh_error *err))
+NOCUDA_STUB(gh_agg_assign_gpu,
+			(void *mem, uint64_t capacity, const uint64_t *hashes, uint32_t n,
+			 uint32_t *ids, void *stream, gh_error *err))
+NOCUDA_STUB(gh_agg_assign_exact_gpu,
+			(void *mem, uint64_t capacity, void *acc, const gh_agg_layout *l,
+			 const gh_agg_keys *k, uint32_t n, uint32_t *ids,
+			 uint32_t *scratch, uint32_t *bad, void *stream, gh_error *err))
+NOCUDA_STUB(gh_agg_skip_gpu,
+			(uint32_t *ids, const uint32_t *rows, uint32_t nrows, void *stream,
+			 gh_error *err))
+NOCUDA_STUB(gh_agg_acc_init_gpu,
+			(void *acc, const gh_agg_layout *l, uint64_t from, uint64_t to,
+			 void *stream, gh_error *err))
+NOCUDA_STUB(gh_agg_acc_move_gpu,
+			(void *dst, const gh_agg_layout *dl, const void *src,
+			 const gh_agg_layout *sl, uint64_t ngroups, void *stream,
+			 gh_error *err))
+NOCUDA_STUB(gh_agg_accumulate_gpu,
+			(void *acc, const gh_agg_layout *l, uint64_t ngroups,
+			 const gh_agg_batch *b, void *stream, gh_error *err))

@@ -13,7 +13,7 @@
 #include "mm_probes.h"
 
 static int mt_table_valid(const gh_mm *mm);
-static void mt_group(const gh_mm *mm, uint64_t h, uint32_t *first, uint32_t *count);
+static const uint32_t *mt_candidates(const gh_mm *mm, uint64_t h, uint32_t *count);
 
 /* mt_table_valid: the library's check of a table, by a probe of no rows. */
 static int
@@ -22,11 +22,14 @@ mt_table_valid(const gh_mm *mm)
     return gh_mm_probe_ranges_cpu(mm, NULL, 0, NULL, NULL, NULL) == GH_OK;
 }
 
-/* mt_group: the group (first row in rows[], count) of probe hash h; count 0: none. */
-static void
-mt_group(const gh_mm *mm, uint64_t h, uint32_t *first, uint32_t *count)
+/* mt_candidates: the rows of probe hash h's group, *count of them (0: none). */
+static const uint32_t *
+mt_candidates(const gh_mm *mm, uint64_t h, uint32_t *count)
 {
-    (void) gh_mm_probe_ranges_cpu(mm, &h, 1, first, count, NULL);
+    uint32_t first = 0;
+
+    (void) gh_mm_probe_ranges_cpu(mm, &h, 1, &first, count, NULL);
+    return gh_mm_rows(mm) + first;
 }
 
 gh_status
@@ -41,10 +44,9 @@ mt_probe_count_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
         return gh_error_set(err, GH_ERR_INVALID, "mt_probe_count_cpu");
     for (p = 0; p < nprobe; p++)
     {
-        uint32_t first;
         uint32_t count;
 
-        mt_group(mm, probe[p], &first, &count);
+        (void) mt_candidates(mm, probe[p], &count);
         sum += gh_out_count(kind, count);
     }
     *total = sum;
@@ -57,7 +59,6 @@ mt_probe_retrieve_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
                          uint32_t *out_inner, uint64_t out_capacity,
                          uint64_t *written, gh_error *err)
 {
-    const uint32_t *rows;
     uint64_t n = 0;
     uint32_t p;
 
@@ -68,16 +69,13 @@ mt_probe_retrieve_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
         (out_capacity > 0 && (out_outer == NULL || out_inner == NULL)))
         return gh_error_set(err, GH_ERR_INVALID, "mt_probe_retrieve_cpu");
 
-    rows = gh_mm_rows(mm);
     for (p = 0; p < nprobe; p++)
     {
-        uint32_t first;
         uint32_t count;
-        uint64_t nout;
+        const uint32_t *cand = mt_candidates(mm, probe[p], &count);
+        uint64_t nout = gh_out_count(kind, count);
         uint64_t k;
 
-        mt_group(mm, probe[p], &first, &count);
-        nout = gh_out_count(kind, count);
         for (k = 0; k < nout; k++)
         {
             if (n == out_capacity)
@@ -86,7 +84,7 @@ mt_probe_retrieve_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
                 return gh_error_set(err, GH_ERR_OVERFLOW, "mt_probe_retrieve_cpu");
             }
             out_outer[n] = p;
-            out_inner[n] = count ? rows[first + k] : GH_NO_ROW;
+            out_inner[n] = count ? cand[k] : GH_NO_ROW;
             n++;
         }
     }
@@ -103,31 +101,22 @@ gh_status
 mt_mark_matched_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
                        uint32_t *matched, gh_error *err)
 {
-    const uint32_t *rows;
     uint32_t p;
 
     if (!mt_table_valid(mm) || (nprobe > 0 && probe == NULL) ||
         (mm->nrows > 0 && matched == NULL))
         return gh_error_set(err, GH_ERR_INVALID, "mt_mark_matched_cpu");
 
-    rows = gh_mm_rows(mm);
     for (p = 0; p < nprobe; p++)
     {
-        uint32_t first;
         uint32_t count;
+        const uint32_t *cand = mt_candidates(mm, probe[p], &count);
         uint32_t k;
 
-        mt_group(mm, probe[p], &first, &count);
-        if (count == 0)
-            continue;
-        if (matched[rows[first] >> 5] & (1u << (rows[first] & 31)))
+        if (count == 0 || (matched[cand[0] >> 5] & (1u << (cand[0] & 31))))
             continue;
         for (k = 0; k < count; k++)
-        {
-            uint32_t r = rows[first + k];
-
-            matched[r >> 5] |= 1u << (r & 31);
-        }
+            matched[cand[k] >> 5] |= 1u << (cand[k] & 31);
     }
     return gh_error_set(err, GH_OK, NULL);
 }

@@ -224,10 +224,21 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) k_mark(Table T, const uint
     });
 }
 
-gh_status reset_cursor(const gh_mm *mm, cudaStream_t st, gh_error *err)
+/*
+ * cursor_probe runs launch (a with_group launch of a kernel that counts into
+ * ctrl->out_cursor) between zeroing the cursor and reading the control block
+ * back into *ctrl.
+ */
+template <typename F>
+gh_status cursor_probe(const gh_mm *mm, uint32_t nprobe, cudaStream_t st, gh_ctrl *ctrl, gh_error *err,
+                       F &&launch)
 {
+    gh_status s;
+
     GH_CUDA_TRY(cudaMemsetAsync(&ctrl_of(mm)->out_cursor, 0, sizeof(uint64_t), st), "cudaMemsetAsync");
-    return GH_OK;
+    if (nprobe > 0 && (s = with_group(mm, err, launch)) != GH_OK)
+        return s;
+    return read_ctrl(mm, ctrl, st, err);
 }
 
 } /* namespace */
@@ -244,16 +255,11 @@ gh_status mt_probe_count_gpu(const gh_mm *mm, const uint64_t *d_probe, uint32_t 
     if (!mm_valid(mm) || (nprobe > 0 && d_probe == nullptr) || !gh_kind_valid(kind) ||
         total == nullptr)
         return gh_error_set(err, GH_ERR_INVALID, "mt_probe_count_gpu");
-    if ((s = reset_cursor(mm, st, err)) != GH_OK)
-        return s;
-    if (nprobe > 0 && (s = with_group(mm, err, [&](auto g) {
-                           constexpr int G = decltype(g)::value;
-                           return launch_rows<G>("k_count", k_count<G>, nprobe, st, err,
-                                                 make_table(mm), d_probe, (uint64_t) nprobe,
-                                                 (int) kind, ctrl_of(mm));
-                       })) != GH_OK)
-        return s;
-    if ((s = read_ctrl(mm, &ctrl, st, err)) != GH_OK)
+    if ((s = cursor_probe(mm, nprobe, st, &ctrl, err, [&](auto g) {
+             constexpr int G = decltype(g)::value;
+             return launch_rows<G>("k_count", k_count<G>, nprobe, st, err, make_table(mm), d_probe,
+                                   (uint64_t) nprobe, (int) kind, ctrl_of(mm));
+         })) != GH_OK)
         return s;
     *total = ctrl.out_cursor;
     return gh_error_set(err, GH_OK, nullptr);
@@ -274,18 +280,12 @@ gh_status mt_probe_retrieve_gpu(const gh_mm *mm, const uint64_t *d_probe, uint32
         written == nullptr ||
         (out_capacity > 0 && (d_out_outer == nullptr || d_out_inner == nullptr)))
         return gh_error_set(err, GH_ERR_INVALID, "mt_probe_retrieve_gpu");
-    if ((s = reset_cursor(mm, st, err)) != GH_OK)
-        return s;
-    if (nprobe > 0 && (s = with_group(mm, err, [&](auto g) {
-                           constexpr int G = decltype(g)::value;
-                           return launch_rows<G>("k_retrieve", k_retrieve<G>, nprobe, st, err,
-                                                 make_table(mm), (const uint32_t *) rows_of(mm),
-                                                 d_probe, (uint64_t) nprobe, (int) kind,
-                                                 d_out_outer, d_out_inner, out_capacity,
-                                                 ctrl_of(mm));
-                       })) != GH_OK)
-        return s;
-    if ((s = read_ctrl(mm, &ctrl, st, err)) != GH_OK)
+    if ((s = cursor_probe(mm, nprobe, st, &ctrl, err, [&](auto g) {
+             constexpr int G = decltype(g)::value;
+             return launch_rows<G>("k_retrieve", k_retrieve<G>, nprobe, st, err, make_table(mm),
+                                   (const uint32_t *) rows_of(mm), d_probe, (uint64_t) nprobe,
+                                   (int) kind, d_out_outer, d_out_inner, out_capacity, ctrl_of(mm));
+         })) != GH_OK)
         return s;
     /* The cursor counts every pair reserved, written or not. */
     *written = ctrl.out_cursor < out_capacity ? ctrl.out_cursor : out_capacity;

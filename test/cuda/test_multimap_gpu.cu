@@ -545,6 +545,21 @@ static void test_async_error(void)
               err.cuda_name ? err.cuda_name : "-", err.where ? err.where : "-");
 }
 
+/* One data set of the --quick run, under one load factor. */
+struct QuickCase
+{
+    uint32_t n;
+    mt_gen gen;
+    uint32_t param;
+    uint32_t np;
+    int match_pct;
+    int specials;
+    const double *lf;
+    const int *gs;
+    int ng;
+    bool cross;
+};
+
 int main(int argc, char **argv)
 {
     bool quick = false;
@@ -581,15 +596,22 @@ int main(int argc, char **argv)
         /* Under compute-sanitizer: every kernel and group size, small data. */
         static const int g_ends[] = {1, 32};
 
-        data_run(&rng, 0, MT_RANDOM, 0, 40, 50, 1, lf5, 1, g_ends, 2, false);
-        data_run(&rng, 33, MT_RANDOM, 0, 73, 50, 1, lf5, 1, g_few, 3, false);
-        data_run(&rng, 1000, MT_RANDOM, 0, 1040, 50, 1, lf5, 1, all_groups, 6, true);
-        data_run(&rng, 2000, MT_MULT, 7, 1000, 80, 1, lf7, 1, g_few, 3, false);
-        data_run(&rng, 2000, MT_EQUAL, 0, 40, 50, 0, lf5, 1, g_two, 2, false);
-        data_run(&rng, 3000, MT_SENTINEL, 0, 3000, 50, 1, lf5, 1, g_two, 2, false);
-        data_run(&rng, 300, MT_COLLIDE, 0, 300, 50, 0, lf3 + 2, 1, g_two, 2, false);
-        data_run(&rng, 1000, MT_UNIQMAX, 0, 1000, 60, 1, lf5, 1, g_two, 2, true);
-        data_run(&rng, 1000, MT_ONEDUP, 0, 1000, 60, 1, lf5, 1, g_two, 2, true);
+        /* n, generator, param, probes, match %, specials, lfs, groups, cross */
+        const QuickCase cases[] = {
+            {0, MT_RANDOM, 0, 40, 50, 1, lf5, g_ends, 2, false},
+            {33, MT_RANDOM, 0, 73, 50, 1, lf5, g_few, 3, false},
+            {1000, MT_RANDOM, 0, 1040, 50, 1, lf5, all_groups, 6, true},
+            {2000, MT_MULT, 7, 1000, 80, 1, lf7, g_few, 3, false},
+            {2000, MT_EQUAL, 0, 40, 50, 0, lf5, g_two, 2, false},
+            {3000, MT_SENTINEL, 0, 3000, 50, 1, lf5, g_two, 2, false},
+            {300, MT_COLLIDE, 0, 300, 50, 0, lf3 + 2, g_two, 2, false},
+            {1000, MT_UNIQMAX, 0, 1000, 60, 1, lf5, g_two, 2, true},
+            {1000, MT_ONEDUP, 0, 1000, 60, 1, lf5, g_two, 2, true},
+        };
+
+        for (const QuickCase &c : cases)
+            data_run(&rng, c.n, c.gen, c.param, c.np, c.match_pct, c.specials, c.lf, 1, c.gs, c.ng,
+                     c.cross);
         printf("# total %.1f s\n", mt_now() - t0);
         return mt_finish();
     }
