@@ -33,9 +33,9 @@ void
 gh_agg_layout_init(gh_agg_layout *l, int ncols, const uint8_t *kind,
 				   const uint8_t *ops, int nkeys, uint64_t group_cap)
 {
-	size_t		off = 0;
-	size_t		n8 = align16((size_t) group_cap * 8);
-	size_t		n4 = align16((size_t) group_cap * 4);
+	size_t off = 0;
+	size_t n8 = align16((size_t) group_cap * 8);
+	size_t n4 = align16((size_t) group_cap * 4);
 
 	memset(l, 0, sizeof(*l));
 	l->ncols = ncols;
@@ -98,7 +98,7 @@ gh_agg_table_bytes(uint64_t capacity)
 gh_status
 gh_agg_table_init_cpu(void *mem, uint64_t capacity, gh_error *err)
 {
-	uint64_t   *keys = (uint64_t *) mem;
+	uint64_t *keys = (uint64_t *) mem;
 
 	for (uint64_t s = 0; s < capacity; s++)
 		keys[s] = GH_AGG_EMPTY;
@@ -115,8 +115,8 @@ static uint64_t
 insert_or_find(uint64_t *keys, uint32_t *ids, gh_agg_ctrl *ctrl,
 			   uint64_t capacity, uint64_t h, uint32_t new_id)
 {
-	uint64_t	mask = capacity - 1;
-	uint64_t	s = gh_mix64(h) & mask;
+	uint64_t mask = capacity - 1;
+	uint64_t s = gh_mix64(h) & mask;
 
 	for (uint64_t step = 0; step < capacity; step++)
 	{
@@ -144,19 +144,23 @@ gh_agg_table_rehash_cpu(const void *old_mem, uint64_t old_cap, void *new_mem,
 	const uint64_t *okeys = (const uint64_t *) old_mem;
 	const uint32_t *oids = (const uint32_t *) ((const char *) old_mem +
 											   align16((size_t) old_cap * 8));
-	const gh_agg_ctrl *octrl = (const gh_agg_ctrl *)
-		((const char *) old_mem + gh_agg_table_ctrl_offset(old_cap));
-	uint64_t   *nkeys = (uint64_t *) new_mem;
-	uint32_t   *nids = (uint32_t *) ((char *) new_mem + align16((size_t) new_cap * 8));
-	gh_agg_ctrl *nctrl = (gh_agg_ctrl *)
-		((char *) new_mem + gh_agg_table_ctrl_offset(new_cap));
+	const gh_agg_ctrl *octrl =
+		(const gh_agg_ctrl *) ((const char *) old_mem +
+							   gh_agg_table_ctrl_offset(old_cap));
+	uint64_t *nkeys = (uint64_t *) new_mem;
+	uint32_t *nids = (uint32_t *) ((char *) new_mem +
+								   align16((size_t) new_cap * 8));
+	gh_agg_ctrl *nctrl = (gh_agg_ctrl *) ((char *) new_mem +
+										  gh_agg_table_ctrl_offset(new_cap));
 
 	for (uint64_t s = 0; s < old_cap; s++)
 	{
 		if (okeys[s] == GH_AGG_EMPTY)
 			continue;
-		if (insert_or_find(nkeys, nids, nctrl, new_cap, okeys[s], oids[s]) == UINT64_MAX)
-			return gh_error_set(err, GH_ERR_TABLE_FULL, "gh_agg_table_rehash_cpu");
+		if (insert_or_find(nkeys, nids, nctrl, new_cap, okeys[s], oids[s]) ==
+			UINT64_MAX)
+			return gh_error_set(err, GH_ERR_TABLE_FULL,
+								"gh_agg_table_rehash_cpu");
 	}
 	nctrl->ngroups = octrl->ngroups;
 	return GH_OK;
@@ -166,15 +170,17 @@ gh_status
 gh_agg_assign_cpu(void *mem, uint64_t capacity, const uint64_t *hashes,
 				  uint32_t n, uint32_t *ids, gh_error *err)
 {
-	uint64_t   *keys = (uint64_t *) mem;
-	uint32_t   *slot_ids = (uint32_t *) ((char *) mem + align16((size_t) capacity * 8));
-	gh_agg_ctrl *ctrl = (gh_agg_ctrl *) ((char *) mem + gh_agg_table_ctrl_offset(capacity));
+	uint64_t *keys = (uint64_t *) mem;
+	uint32_t *slot_ids = (uint32_t *) ((char *) mem +
+									   align16((size_t) capacity * 8));
+	gh_agg_ctrl *ctrl = (gh_agg_ctrl *) ((char *) mem +
+										 gh_agg_table_ctrl_offset(capacity));
 
 	for (uint32_t i = 0; i < n; i++)
 	{
-		uint64_t	s = insert_or_find(keys, slot_ids, ctrl, capacity,
-									   gh_agg_stored_hash(hashes[i]),
-									   GH_AGG_NO_GROUP);
+		uint64_t s = insert_or_find(keys, slot_ids, ctrl, capacity,
+									gh_agg_stored_hash(hashes[i]),
+									GH_AGG_NO_GROUP);
 
 		if (s == UINT64_MAX)
 			return gh_error_set(err, GH_ERR_TABLE_FULL, "gh_agg_assign_cpu");
@@ -189,28 +195,31 @@ gh_agg_assign_exact_cpu(void *mem, uint64_t capacity, void *acc,
 						uint32_t n, uint32_t *ids, uint32_t *scratch,
 						uint32_t *bad, gh_error *err)
 {
-	uint64_t   *keys = (uint64_t *) mem;
-	uint32_t   *slot_ids = (uint32_t *) ((char *) mem + align16((size_t) capacity * 8));
-	gh_agg_ctrl *ctrl = (gh_agg_ctrl *) ((char *) mem + gh_agg_table_ctrl_offset(capacity));
-	uint8_t    *rep_null = l->nkeys > 0 ? ARR(uint8_t, acc, l->knull_off) : NULL;
+	uint64_t *keys = (uint64_t *) mem;
+	uint32_t *slot_ids = (uint32_t *) ((char *) mem +
+									   align16((size_t) capacity * 8));
+	gh_agg_ctrl *ctrl = (gh_agg_ctrl *) ((char *) mem +
+										 gh_agg_table_ctrl_offset(capacity));
+	uint8_t *rep_null = l->nkeys > 0 ? ARR(uint8_t, acc, l->knull_off) : NULL;
 
 	ctrl->prev = ctrl->ngroups;
 	ctrl->nbad = 0;
 	for (uint32_t i = 0; i < n; i++)
 	{
-		uint8_t		mask = k->nkeys > 0 ? k->nullmask[i] : 0;
-		uint64_t	h = gh_agg_key_hash_init(mask);
-		uint64_t	before = ctrl->ngroups;
-		uint64_t	s;
-		uint32_t	g;
-		int			same = 1;
+		uint8_t mask = k->nkeys > 0 ? k->nullmask[i] : 0;
+		uint64_t h = gh_agg_key_hash_init(mask);
+		uint64_t before = ctrl->ngroups;
+		uint64_t s;
+		uint32_t g;
+		int same = 1;
 
 		for (int j = 0; j < k->nkeys; j++)
 			h = gh_agg_key_hash_step(h, k->vals[j][i]);
-		s = insert_or_find(keys, slot_ids, ctrl, capacity, gh_agg_stored_hash(h),
-						   GH_AGG_NO_GROUP);
+		s = insert_or_find(keys, slot_ids, ctrl, capacity,
+						   gh_agg_stored_hash(h), GH_AGG_NO_GROUP);
 		if (s == UINT64_MAX)
-			return gh_error_set(err, GH_ERR_TABLE_FULL, "gh_agg_assign_exact_cpu");
+			return gh_error_set(err, GH_ERR_TABLE_FULL,
+								"gh_agg_assign_exact_cpu");
 		g = slot_ids[s];
 		if (ctrl->ngroups != before)
 		{
@@ -251,7 +260,7 @@ gh_status
 gh_agg_acc_init_cpu(void *acc, const gh_agg_layout *l, uint64_t from,
 					uint64_t to, gh_error *err)
 {
-	size_t		n = (size_t) (to - from);
+	size_t n = (size_t) (to - from);
 
 	if (to <= from)
 		return GH_OK;
@@ -267,7 +276,8 @@ gh_agg_acc_init_cpu(void *acc, const gh_agg_layout *l, uint64_t from,
 		{
 			memset(ARR(uint64_t, acc, l->sum_off[c]) + from, 0, n * 8);
 			if (l->kind[c] != GH_AGG_KIND_FLOAT)
-				memset(ARR(uint64_t, acc, l->sum_off[c]) + l->group_cap + from, 0, n * 8);
+				memset(ARR(uint64_t, acc, l->sum_off[c]) + l->group_cap + from,
+					   0, n * 8);
 			if (l->aux_off[c])
 				memset(ARR(uint32_t, acc, l->aux_off[c]) + from, 0, n * 4);
 		}
@@ -276,16 +286,16 @@ gh_agg_acc_init_cpu(void *acc, const gh_agg_layout *l, uint64_t from,
 			if (l->ops[c] & GH_AGG_OP_MIN)
 			{
 				if (l->kind[c] == GH_AGG_KIND_FLOAT)
-					ARR(uint64_t, acc, l->min_off[c])[g] = GH_AGG_FKEY_MIN_INIT;
-				else
-					ARR(int64_t, acc, l->min_off[c])[g] = GH_AGG_INT_MIN_INIT;
+					ARR(uint64_t, acc, l->min_off[c])
+				[g] = GH_AGG_FKEY_MIN_INIT;
+				else ARR(int64_t, acc, l->min_off[c])[g] = GH_AGG_INT_MIN_INIT;
 			}
 			if (l->ops[c] & GH_AGG_OP_MAX)
 			{
 				if (l->kind[c] == GH_AGG_KIND_FLOAT)
-					ARR(uint64_t, acc, l->max_off[c])[g] = GH_AGG_FKEY_MAX_INIT;
-				else
-					ARR(int64_t, acc, l->max_off[c])[g] = GH_AGG_INT_MAX_INIT;
+					ARR(uint64_t, acc, l->max_off[c])
+				[g] = GH_AGG_FKEY_MAX_INIT;
+				else ARR(int64_t, acc, l->max_off[c])[g] = GH_AGG_INT_MAX_INIT;
 			}
 		}
 	}
@@ -296,14 +306,16 @@ gh_status
 gh_agg_acc_move_cpu(void *dst, const gh_agg_layout *dl, const void *src,
 					const gh_agg_layout *sl, uint64_t ngroups, gh_error *err)
 {
-	size_t		n8 = (size_t) ngroups * 8;
+	size_t n8 = (size_t) ngroups * 8;
 
-	memcpy(ARR(char, dst, dl->rows_off), ARR(const char, src, sl->rows_off), n8);
+	memcpy(ARR(char, dst, dl->rows_off), ARR(const char, src, sl->rows_off),
+		   n8);
 	for (int k = 0; k < dl->nkeys; k++)
-		memcpy(ARR(char, dst, dl->key_off[k]), ARR(const char, src, sl->key_off[k]), n8);
+		memcpy(ARR(char, dst, dl->key_off[k]),
+			   ARR(const char, src, sl->key_off[k]), n8);
 	if (dl->nkeys > 0)
-		memcpy(ARR(char, dst, dl->knull_off), ARR(const char, src, sl->knull_off),
-			   (size_t) ngroups);
+		memcpy(ARR(char, dst, dl->knull_off),
+			   ARR(const char, src, sl->knull_off), (size_t) ngroups);
 	for (int c = 0; c < dl->ncols; c++)
 	{
 		memcpy(ARR(char, dst, dl->nonnull_off[c]),
@@ -314,15 +326,20 @@ gh_agg_acc_move_cpu(void *dst, const gh_agg_layout *dl, const void *src,
 				   ARR(const char, src, sl->sum_off[c]), n8);
 			if (dl->kind[c] != GH_AGG_KIND_FLOAT)
 				memcpy(ARR(uint64_t, dst, dl->sum_off[c]) + dl->group_cap,
-					   ARR(const uint64_t, src, sl->sum_off[c]) + sl->group_cap, n8);
+					   ARR(const uint64_t, src, sl->sum_off[c]) +
+						   sl->group_cap,
+					   n8);
 			if (dl->aux_off[c])
 				memcpy(ARR(char, dst, dl->aux_off[c]),
-					   ARR(const char, src, sl->aux_off[c]), (size_t) ngroups * 4);
+					   ARR(const char, src, sl->aux_off[c]),
+					   (size_t) ngroups * 4);
 		}
 		if (dl->ops[c] & GH_AGG_OP_MIN)
-			memcpy(ARR(char, dst, dl->min_off[c]), ARR(const char, src, sl->min_off[c]), n8);
+			memcpy(ARR(char, dst, dl->min_off[c]),
+				   ARR(const char, src, sl->min_off[c]), n8);
 		if (dl->ops[c] & GH_AGG_OP_MAX)
-			memcpy(ARR(char, dst, dl->max_off[c]), ARR(const char, src, sl->max_off[c]), n8);
+			memcpy(ARR(char, dst, dl->max_off[c]),
+				   ARR(const char, src, sl->max_off[c]), n8);
 	}
 	return GH_OK;
 }
@@ -334,8 +351,8 @@ gh_agg_acc_move_cpu(void *dst, const gh_agg_layout *dl, const void *src,
 static inline void
 add128(uint64_t *lo, int64_t *hi, int64_t v)
 {
-	uint64_t	old = *lo;
-	uint64_t	add = (uint64_t) v;
+	uint64_t old = *lo;
+	uint64_t add = (uint64_t) v;
 
 	*lo = old + add;
 	*hi += (int64_t) ((v < 0 ? UINT64_MAX : 0) + (old + add < old ? 1 : 0));
@@ -345,26 +362,26 @@ gh_status
 gh_agg_accumulate_cpu(void *acc, const gh_agg_layout *l, uint64_t ngroups,
 					  const gh_agg_batch *b, gh_error *err)
 {
-	uint64_t   *rows = ARR(uint64_t, acc, l->rows_off);
+	uint64_t *rows = ARR(uint64_t, acc, l->rows_off);
 
 	for (uint32_t i = 0; i < b->n; i++)
 	{
-		uint32_t	g = b->ids[i];
+		uint32_t g = b->ids[i];
 
 		if (g == GH_AGG_NO_GROUP)
 			continue;
 		rows[g]++;
 		for (int c = 0; c < l->ncols; c++)
 		{
-			uint8_t		ops = l->ops[c];
+			uint8_t ops = l->ops[c];
 
 			if (!b->valid[c][i])
 				continue;
 			ARR(uint64_t, acc, l->nonnull_off[c])[g]++;
 			if (l->kind[c] == GH_AGG_KIND_FLOAT)
 			{
-				double		v = ((const double *) b->vals[c])[i];
-				uint64_t	key = gh_agg_float_key(v);
+				double v = ((const double *) b->vals[c])[i];
+				uint64_t key = gh_agg_float_key(v);
 
 				if (ops & GH_AGG_OP_SUM)
 				{
@@ -374,23 +391,26 @@ gh_agg_accumulate_cpu(void *acc, const gh_agg_layout *l, uint64_t ngroups,
 					else if (v - v != 0)
 						ARR(uint32_t, acc, l->aux_off[c])[g] |= GH_AGG_SAW_INF;
 				}
-				if ((ops & GH_AGG_OP_MIN) && key < ARR(uint64_t, acc, l->min_off[c])[g])
+				if ((ops & GH_AGG_OP_MIN) &&
+					key < ARR(uint64_t, acc, l->min_off[c])[g])
 					ARR(uint64_t, acc, l->min_off[c])[g] = key;
-				if ((ops & GH_AGG_OP_MAX) && key > ARR(uint64_t, acc, l->max_off[c])[g])
+				if ((ops & GH_AGG_OP_MAX) &&
+					key > ARR(uint64_t, acc, l->max_off[c])[g])
 					ARR(uint64_t, acc, l->max_off[c])[g] = key;
 			}
 			else if (l->kind[c] != GH_AGG_KIND_NONE)
 			{
-				int64_t		v = ((const int64_t *) b->vals[c])[i];
+				int64_t v = ((const int64_t *) b->vals[c])[i];
 
 				if (ops & GH_AGG_OP_SUM)
 				{
-					uint64_t   *lo = ARR(uint64_t, acc, l->sum_off[c]) + g;
-					int64_t    *hi = ARR(int64_t, acc, l->sum_off[c]) + l->group_cap + g;
+					uint64_t *lo = ARR(uint64_t, acc, l->sum_off[c]) + g;
+					int64_t *hi = ARR(int64_t, acc, l->sum_off[c]) +
+								  l->group_cap + g;
 
 					if (l->kind[c] == GH_AGG_KIND_NUMERIC)
 					{
-						uint32_t   *ds = ARR(uint32_t, acc, l->aux_off[c]) + g;
+						uint32_t *ds = ARR(uint32_t, acc, l->aux_off[c]) + g;
 
 						add128(lo, hi, gh_agg_num_m(v));
 						if ((uint32_t) gh_agg_num_dscale(v) > *ds)
@@ -399,9 +419,11 @@ gh_agg_accumulate_cpu(void *acc, const gh_agg_layout *l, uint64_t ngroups,
 					else
 						add128(lo, hi, v);
 				}
-				if ((ops & GH_AGG_OP_MIN) && v < ARR(int64_t, acc, l->min_off[c])[g])
+				if ((ops & GH_AGG_OP_MIN) &&
+					v < ARR(int64_t, acc, l->min_off[c])[g])
 					ARR(int64_t, acc, l->min_off[c])[g] = v;
-				if ((ops & GH_AGG_OP_MAX) && v > ARR(int64_t, acc, l->max_off[c])[g])
+				if ((ops & GH_AGG_OP_MAX) &&
+					v > ARR(int64_t, acc, l->max_off[c])[g])
 					ARR(int64_t, acc, l->max_off[c])[g] = v;
 			}
 		}

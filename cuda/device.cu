@@ -1,10 +1,11 @@
 /*-------------------------------------------------------------------------
  * device.cu
- *	  The CUDA runtime as a backend sees it: devices, context, memory, streams.
+ *	  The CUDA runtime as a backend sees it: devices, context, memory,
+ *	  streams.
  *
  * Thin wrappers that turn every cudaError_t into a gh_status plus a static
- * description (gh_cuda_fail, gh_error.h), so that the PostgreSQL side can raise a proper ERROR without
- * any C++ frame in between.  The only state is which device's context this
+ * description (gh_cuda_fail, gh_error.h), so that the PostgreSQL side can
+ * raise a proper ERROR without any C++ frame in between.  The only state is which device's context this
  * process created: the primary context of the chosen device, created by
  * gh_cuda_context_init (cudaSetDevice, then cudaFree(NULL) to force it).
  *-------------------------------------------------------------------------
@@ -18,7 +19,7 @@
 #include "gpuhash_cuda.h"
 
 /* Ordinal of the device whose primary context this process created, or -1. */
-static int	gh_context_ordinal = -1;
+static int gh_context_ordinal = -1;
 
 /* GH_TRY checks a CUDA call and names it in the error as written. */
 #define GH_TRY(call) GH_CUDA_TRY(call, #call)
@@ -60,14 +61,13 @@ gh_cuda_device_info(int ordinal, gh_device_info *info, gh_error *err)
 	 */
 	if (gh_context_ordinal == ordinal)
 	{
-		size_t		free_b,
-					total_b;
+		size_t free_b, total_b;
 
 		if (cudaSetDevice(ordinal) == cudaSuccess &&
 			cudaMemGetInfo(&free_b, &total_b) == cudaSuccess)
 			info->free_bytes = free_b;
 	}
-	cudaGetLastError();			/* clear anything the probes above left */
+	cudaGetLastError(); /* clear anything the probes above left */
 	return GH_OK;
 }
 
@@ -78,8 +78,8 @@ gh_cuda_device_info(int ordinal, gh_device_info *info, gh_error *err)
  */
 static pthread_t gh_prewarm_thread;
 static bool gh_prewarm_running = false;
-static int	gh_prewarm_ordinal = -1;
-static volatile int gh_prewarm_finished = 0;	/* set by the thread, last */
+static int gh_prewarm_ordinal = -1;
+static volatile int gh_prewarm_finished = 0; /* set by the thread, last */
 
 static void *
 gh_prewarm_main(void *arg)
@@ -94,9 +94,8 @@ gh_prewarm_main(void *arg)
 extern "C" int
 gh_cuda_context_prewarm(int ordinal)
 {
-	sigset_t	all,
-				old;
-	int			rc;
+	sigset_t all, old;
+	int rc;
 
 	if (gh_prewarm_running || gh_context_ordinal == ordinal)
 		return 0;
@@ -116,7 +115,7 @@ gh_cuda_context_prewarm_busy(void)
 {
 	if (gh_prewarm_running &&
 		__atomic_load_n(&gh_prewarm_finished, __ATOMIC_ACQUIRE))
-		gh_cuda_context_prewarm_wait();		/* done: this join is immediate */
+		gh_cuda_context_prewarm_wait(); /* done: this join is immediate */
 	return gh_prewarm_running ? 1 : 0;
 }
 
@@ -145,11 +144,12 @@ gh_cuda_context_prewarm_wait(void)
 static gh_status
 gh_context_fail(gh_error *err, cudaError_t rc, int ordinal, const char *where)
 {
-	gh_status	st = gh_cuda_fail(err, rc, where);
-	int			mode = -1;
+	gh_status st = gh_cuda_fail(err, rc, where);
+	int mode = -1;
 
 	if (rc == cudaErrorDevicesUnavailable &&
-		cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, ordinal) == cudaSuccess &&
+		cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, ordinal) ==
+			cudaSuccess &&
 		mode != cudaComputeModeProhibited)
 	{
 		st = GH_ERR_OOM;
@@ -185,8 +185,8 @@ gh_cuda_context_init(int ordinal, gh_error *err)
  * where names the call as the error reports it.
  */
 static gh_status
-gh_alloc(cudaError_t (*alloc) (void **, size_t), const char *where,
-		 void **ptr, size_t bytes, gh_error *err)
+gh_alloc(cudaError_t (*alloc)(void **, size_t), const char *where, void **ptr,
+		 size_t bytes, gh_error *err)
 {
 	*ptr = NULL;
 	GH_CUDA_TRY(alloc(ptr, bytes), where);
@@ -194,7 +194,7 @@ gh_alloc(cudaError_t (*alloc) (void **, size_t), const char *where,
 }
 
 static gh_status
-gh_release(cudaError_t (*release) (void *), const char *where, void *ptr,
+gh_release(cudaError_t (*release)(void *), const char *where, void *ptr,
 		   gh_error *err)
 {
 	if (ptr)
@@ -267,9 +267,12 @@ static gh_status
 gh_copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
 		void *stream, gh_error *err)
 {
-	const char *where = kind == cudaMemcpyHostToDevice ?
-		"cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, (cudaStream_t) stream)" :
-		"cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, (cudaStream_t) stream)";
+	const char *where =
+		kind == cudaMemcpyHostToDevice
+			? "cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, "
+			  "(cudaStream_t) stream)"
+			: "cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, "
+			  "(cudaStream_t) stream)";
 
 	if (bytes == 0)
 		return GH_OK;

@@ -72,47 +72,47 @@ extern "C" {
 #endif
 
 /* Most input columns (distinct aggregate arguments) of one aggregation. */
-#define GH_AGG_MAX_COLS		32
+#define GH_AGG_MAX_COLS 32
 
 /* Most keys of the exact device-key path (one bit each in the NULL mask). */
-#define GH_AGG_MAX_KEYS		8
+#define GH_AGG_MAX_KEYS 8
 
 /* A row taken out of the device aggregation, and "no group yet". */
-#define GH_AGG_NO_GROUP		UINT32_MAX
+#define GH_AGG_NO_GROUP UINT32_MAX
 
 /* Most groups one table can number: ids are uint32, one is reserved. */
-#define GH_AGG_MAX_GROUPS	((uint64_t) UINT32_MAX - 1)
+#define GH_AGG_MAX_GROUPS ((uint64_t) UINT32_MAX - 1)
 
 /* Empty table slot; a real hash equal to it is stored as GH_AGG_EMPTY - 1. */
-#define GH_AGG_EMPTY		UINT64_MAX
+#define GH_AGG_EMPTY UINT64_MAX
 
 /* Value kinds of an input column. */
 typedef enum gh_agg_kind
 {
-	GH_AGG_KIND_NONE = 0,		/* only NULL or not: count(x) of any type */
-	GH_AGG_KIND_INT,			/* int64 */
-	GH_AGG_KIND_FLOAT,			/* double */
-	GH_AGG_KIND_NUMERIC			/* packed fixed point, see above */
+	GH_AGG_KIND_NONE = 0, /* only NULL or not: count(x) of any type */
+	GH_AGG_KIND_INT,	  /* int64 */
+	GH_AGG_KIND_FLOAT,	  /* double */
+	GH_AGG_KIND_NUMERIC	  /* packed fixed point, see above */
 } gh_agg_kind;
 
 /* What is accumulated for an input column, besides its non-NULL count. */
-#define GH_AGG_OP_SUM		0x01
-#define GH_AGG_OP_MIN		0x02
-#define GH_AGG_OP_MAX		0x04
+#define GH_AGG_OP_SUM 0x01
+#define GH_AGG_OP_MIN 0x02
+#define GH_AGG_OP_MAX 0x04
 
 /* Bits of the FLOAT aux word. */
-#define GH_AGG_SAW_INF		0x01
-#define GH_AGG_SAW_NAN		0x02
+#define GH_AGG_SAW_INF 0x01
+#define GH_AGG_SAW_NAN 0x02
 
 /* NUMERIC packing limits. */
-#define GH_AGG_NUM_MAX_ABS	((int64_t) 1 << 55)	/* |m| must be below */
+#define GH_AGG_NUM_MAX_ABS	  ((int64_t) 1 << 55) /* |m| must be below */
 #define GH_AGG_NUM_MAX_DSCALE 255
 
 /* "No value yet" of the min and max arrays, by kind. */
-#define GH_AGG_INT_MIN_INIT		INT64_MAX
-#define GH_AGG_INT_MAX_INIT		INT64_MIN
-#define GH_AGG_FKEY_MIN_INIT	UINT64_MAX
-#define GH_AGG_FKEY_MAX_INIT	((uint64_t) 0)
+#define GH_AGG_INT_MIN_INIT	 INT64_MAX
+#define GH_AGG_INT_MAX_INIT	 INT64_MIN
+#define GH_AGG_FKEY_MIN_INIT UINT64_MAX
+#define GH_AGG_FKEY_MAX_INIT ((uint64_t) 0)
 
 /*
  * Where each accumulator array lives inside one allocation of `bytes` bytes
@@ -120,20 +120,20 @@ typedef enum gh_agg_kind
  */
 typedef struct gh_agg_layout
 {
-	int			ncols;
-	int			nkeys;			/* exact device keys, else 0 */
-	uint8_t		kind[GH_AGG_MAX_COLS];
-	uint8_t		ops[GH_AGG_MAX_COLS];
-	uint64_t	group_cap;
-	size_t		bytes;
-	size_t		rows_off;
-	size_t		key_off[GH_AGG_MAX_KEYS];	/* uint64 representative key */
-	size_t		knull_off;		/* uint8 NULL mask of the representative */
-	size_t		nonnull_off[GH_AGG_MAX_COLS];
-	size_t		sum_off[GH_AGG_MAX_COLS];	/* lo[]; hi[] follows for INT/NUMERIC */
-	size_t		aux_off[GH_AGG_MAX_COLS];
-	size_t		min_off[GH_AGG_MAX_COLS];
-	size_t		max_off[GH_AGG_MAX_COLS];
+	int ncols;
+	int nkeys; /* exact device keys, else 0 */
+	uint8_t kind[GH_AGG_MAX_COLS];
+	uint8_t ops[GH_AGG_MAX_COLS];
+	uint64_t group_cap;
+	size_t bytes;
+	size_t rows_off;
+	size_t key_off[GH_AGG_MAX_KEYS]; /* uint64 representative key */
+	size_t knull_off; /* uint8 NULL mask of the representative */
+	size_t nonnull_off[GH_AGG_MAX_COLS];
+	size_t sum_off[GH_AGG_MAX_COLS]; /* lo[]; hi[] follows for INT/NUMERIC */
+	size_t aux_off[GH_AGG_MAX_COLS];
+	size_t min_off[GH_AGG_MAX_COLS];
+	size_t max_off[GH_AGG_MAX_COLS];
 } gh_agg_layout;
 
 /*
@@ -144,7 +144,7 @@ typedef struct gh_agg_layout
  */
 typedef struct gh_agg_batch
 {
-	uint32_t	n;
+	uint32_t n;
 	const uint32_t *ids;
 	const void *vals[GH_AGG_MAX_COLS];
 	const uint8_t *valid[GH_AGG_MAX_COLS];
@@ -157,7 +157,7 @@ typedef struct gh_agg_batch
  */
 typedef struct gh_agg_keys
 {
-	int			nkeys;
+	int nkeys;
 	const uint64_t *vals[GH_AGG_MAX_KEYS];
 	const uint8_t *nullmask;
 } gh_agg_keys;
@@ -166,8 +166,8 @@ typedef struct gh_agg_keys
  * Fills l for ncols columns of the given kinds and ops, nkeys exact device
  * keys (0 when the host keeps the representatives) and group_cap groups.
  */
-void		gh_agg_layout_init(gh_agg_layout *l, int ncols, const uint8_t *kind,
-							   const uint8_t *ops, int nkeys, uint64_t group_cap);
+void gh_agg_layout_init(gh_agg_layout *l, int ncols, const uint8_t *kind,
+						const uint8_t *ops, int nkeys, uint64_t group_cap);
 
 /*
  * The hash table: one allocation of gh_agg_table_bytes(capacity) bytes holding
@@ -177,37 +177,38 @@ void		gh_agg_layout_init(gh_agg_layout *l, int ncols, const uint8_t *kind,
  */
 typedef struct gh_agg_ctrl
 {
-	uint64_t	ngroups;		/* ids handed out */
-	uint64_t	prev;			/* ngroups before the current batch (exact) */
-	uint32_t	full;			/* nonzero: an insert found no free slot */
-	uint32_t	nbad;			/* rows listed in bad[] (exact) */
+	uint64_t ngroups; /* ids handed out */
+	uint64_t prev;	  /* ngroups before the current batch (exact) */
+	uint32_t full;	  /* nonzero: an insert found no free slot */
+	uint32_t nbad;	  /* rows listed in bad[] (exact) */
 } gh_agg_ctrl;
 
-size_t		gh_agg_table_bytes(uint64_t capacity);
-size_t		gh_agg_table_ctrl_offset(uint64_t capacity);
+size_t gh_agg_table_bytes(uint64_t capacity);
+size_t gh_agg_table_ctrl_offset(uint64_t capacity);
 
-gh_status	gh_agg_table_init_gpu(void *mem, uint64_t capacity, void *stream,
-								  gh_error *err);
-gh_status	gh_agg_table_init_cpu(void *mem, uint64_t capacity, gh_error *err);
+gh_status gh_agg_table_init_gpu(void *mem, uint64_t capacity, void *stream,
+								gh_error *err);
+gh_status gh_agg_table_init_cpu(void *mem, uint64_t capacity, gh_error *err);
 
 /* Moves every hash and its id of old_mem into the empty table new_mem. */
-gh_status	gh_agg_table_rehash_gpu(const void *old_mem, uint64_t old_cap,
-									void *new_mem, uint64_t new_cap,
-									void *stream, gh_error *err);
-gh_status	gh_agg_table_rehash_cpu(const void *old_mem, uint64_t old_cap,
-									void *new_mem, uint64_t new_cap,
-									gh_error *err);
+gh_status gh_agg_table_rehash_gpu(const void *old_mem, uint64_t old_cap,
+								  void *new_mem, uint64_t new_cap,
+								  void *stream, gh_error *err);
+gh_status gh_agg_table_rehash_cpu(const void *old_mem, uint64_t old_cap,
+								  void *new_mem, uint64_t new_cap,
+								  gh_error *err);
 
 /*
  * gh_agg_assign_*: ids[i] = the group id of hashes[i], inserting new hashes.
  * The table's ctrl then holds the new number of groups (the GPU version
  * returns before the kernels finish; copy ctrl back on the same stream).
  */
-gh_status	gh_agg_assign_gpu(void *mem, uint64_t capacity, const uint64_t *hashes,
-							  uint32_t n, uint32_t *ids, void *stream,
-							  gh_error *err);
-gh_status	gh_agg_assign_cpu(void *mem, uint64_t capacity, const uint64_t *hashes,
-							  uint32_t n, uint32_t *ids, gh_error *err);
+gh_status gh_agg_assign_gpu(void *mem, uint64_t capacity,
+							const uint64_t *hashes, uint32_t n, uint32_t *ids,
+							void *stream, gh_error *err);
+gh_status gh_agg_assign_cpu(void *mem, uint64_t capacity,
+							const uint64_t *hashes, uint32_t n, uint32_t *ids,
+							gh_error *err);
 
 /*
  * gh_agg_assign_exact_*: the exact device-key path.  Gives every row of the
@@ -217,46 +218,46 @@ gh_status	gh_agg_assign_cpu(void *mem, uint64_t capacity, const uint64_t *hashes
  * whose key differs from their group's representative, listing them in
  * bad[0 .. ctrl.nbad) in no particular order.  scratch holds 2 * n uint32.
  */
-gh_status	gh_agg_assign_exact_gpu(void *mem, uint64_t capacity, void *acc,
-									const gh_agg_layout *l, const gh_agg_keys *k,
-									uint32_t n, uint32_t *ids, uint32_t *scratch,
-									uint32_t *bad, void *stream, gh_error *err);
-gh_status	gh_agg_assign_exact_cpu(void *mem, uint64_t capacity, void *acc,
-									const gh_agg_layout *l, const gh_agg_keys *k,
-									uint32_t n, uint32_t *ids, uint32_t *scratch,
-									uint32_t *bad, gh_error *err);
+gh_status gh_agg_assign_exact_gpu(void *mem, uint64_t capacity, void *acc,
+								  const gh_agg_layout *l, const gh_agg_keys *k,
+								  uint32_t n, uint32_t *ids, uint32_t *scratch,
+								  uint32_t *bad, void *stream, gh_error *err);
+gh_status gh_agg_assign_exact_cpu(void *mem, uint64_t capacity, void *acc,
+								  const gh_agg_layout *l, const gh_agg_keys *k,
+								  uint32_t n, uint32_t *ids, uint32_t *scratch,
+								  uint32_t *bad, gh_error *err);
 
 /* ids[rows[i]] = GH_AGG_NO_GROUP for i < nrows. */
-gh_status	gh_agg_skip_gpu(uint32_t *ids, const uint32_t *rows, uint32_t nrows,
-							void *stream, gh_error *err);
-gh_status	gh_agg_skip_cpu(uint32_t *ids, const uint32_t *rows, uint32_t nrows,
-							gh_error *err);
+gh_status gh_agg_skip_gpu(uint32_t *ids, const uint32_t *rows, uint32_t nrows,
+						  void *stream, gh_error *err);
+gh_status gh_agg_skip_cpu(uint32_t *ids, const uint32_t *rows, uint32_t nrows,
+						  gh_error *err);
 
 /* Sets groups [from, to) of every accumulator array to "nothing yet". */
-gh_status	gh_agg_acc_init_gpu(void *acc, const gh_agg_layout *l, uint64_t from,
-								uint64_t to, void *stream, gh_error *err);
-gh_status	gh_agg_acc_init_cpu(void *acc, const gh_agg_layout *l, uint64_t from,
-								uint64_t to, gh_error *err);
+gh_status gh_agg_acc_init_gpu(void *acc, const gh_agg_layout *l, uint64_t from,
+							  uint64_t to, void *stream, gh_error *err);
+gh_status gh_agg_acc_init_cpu(void *acc, const gh_agg_layout *l, uint64_t from,
+							  uint64_t to, gh_error *err);
 
 /* Copies groups [0, ngroups) of every array from src (layout sl) to dst (dl). */
-gh_status	gh_agg_acc_move_gpu(void *dst, const gh_agg_layout *dl,
-								const void *src, const gh_agg_layout *sl,
-								uint64_t ngroups, void *stream, gh_error *err);
-gh_status	gh_agg_acc_move_cpu(void *dst, const gh_agg_layout *dl,
-								const void *src, const gh_agg_layout *sl,
-								uint64_t ngroups, gh_error *err);
+gh_status gh_agg_acc_move_gpu(void *dst, const gh_agg_layout *dl,
+							  const void *src, const gh_agg_layout *sl,
+							  uint64_t ngroups, void *stream, gh_error *err);
+gh_status gh_agg_acc_move_cpu(void *dst, const gh_agg_layout *dl,
+							  const void *src, const gh_agg_layout *sl,
+							  uint64_t ngroups, gh_error *err);
 
 /*
  * gh_agg_accumulate_*: adds every row of b whose id is not GH_AGG_NO_GROUP to
  * its group.  ngroups (the number of groups, all below l->group_cap) lets the
  * GPU choose a shared-memory path when there are few groups.
  */
-gh_status	gh_agg_accumulate_gpu(void *acc, const gh_agg_layout *l,
-								  uint64_t ngroups, const gh_agg_batch *b,
-								  void *stream, gh_error *err);
-gh_status	gh_agg_accumulate_cpu(void *acc, const gh_agg_layout *l,
-								  uint64_t ngroups, const gh_agg_batch *b,
-								  gh_error *err);
+gh_status gh_agg_accumulate_gpu(void *acc, const gh_agg_layout *l,
+								uint64_t ngroups, const gh_agg_batch *b,
+								void *stream, gh_error *err);
+gh_status gh_agg_accumulate_cpu(void *acc, const gh_agg_layout *l,
+								uint64_t ngroups, const gh_agg_batch *b,
+								gh_error *err);
 
 /* ---------------------------------------------------------------------
  * Value encodings, shared by the host, the kernels and the CPU twin
@@ -305,15 +306,16 @@ gh_agg_float_key(double d)
 {
 	union
 	{
-		double		d;
-		uint64_t	u;
-	}			v;
+		double d;
+		uint64_t u;
+	} v;
 
 	if (d != d)
 		return UINT64_C(0xfff8000000000000) | UINT64_C(0x8000000000000000);
 	v.d = d;
-	return (v.u & UINT64_C(0x8000000000000000)) ? ~v.u
-		: v.u | UINT64_C(0x8000000000000000);
+	return (v.u & UINT64_C(0x8000000000000000))
+			   ? ~v.u
+			   : v.u | UINT64_C(0x8000000000000000);
 }
 
 GH_HD double
@@ -321,11 +323,13 @@ gh_agg_float_unkey(uint64_t k)
 {
 	union
 	{
-		double		d;
-		uint64_t	u;
-	}			v;
+		double d;
+		uint64_t u;
+	} v;
 
-	v.u = (k & UINT64_C(0x8000000000000000)) ? k & ~UINT64_C(0x8000000000000000) : ~k;
+	v.u = (k & UINT64_C(0x8000000000000000))
+			  ? k & ~UINT64_C(0x8000000000000000)
+			  : ~k;
 	return v.d;
 }
 
@@ -339,7 +343,7 @@ gh_agg_num_pack(int64_t m, int d)
 GH_HD int64_t
 gh_agg_num_m(int64_t packed)
 {
-	return packed >> 8;			/* arithmetic shift: gcc, clang and nvcc */
+	return packed >> 8; /* arithmetic shift: gcc, clang and nvcc */
 }
 
 GH_HD int
@@ -352,4 +356,4 @@ gh_agg_num_dscale(int64_t packed)
 }
 #endif
 
-#endif							/* GH_AGGREGATE_H */
+#endif /* GH_AGGREGATE_H */

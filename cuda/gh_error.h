@@ -75,7 +75,7 @@ gh_cuda_status(cudaError_t rc)
 static inline gh_status
 gh_cuda_fail(gh_error *err, cudaError_t rc, const char *where)
 {
-	gh_status	st = gh_cuda_status(rc);
+	gh_status st = gh_cuda_status(rc);
 
 	if (err != NULL)
 	{
@@ -90,18 +90,18 @@ gh_cuda_fail(gh_error *err, cudaError_t rc, const char *where)
 }
 
 /* GH_CUDA_TRY returns from a function with err in scope if call fails. */
-#define GH_CUDA_TRY(call, where) \
-	do \
-	{ \
-		cudaError_t gh_rc_ = (call); \
-\
-		if (gh_rc_ != cudaSuccess) \
+#define GH_CUDA_TRY(call, where)                       \
+	do                                                 \
+	{                                                  \
+		cudaError_t gh_rc_ = (call);                   \
+                                                       \
+		if (gh_rc_ != cudaSuccess)                     \
 			return gh_cuda_fail(err, gh_rc_, (where)); \
 	} while (0)
 
 /* GH_CUDA_LAUNCHED checks the launch just made (where: the kernel's name). */
 #define GH_CUDA_LAUNCHED(where) GH_CUDA_TRY(cudaGetLastError(), (where))
 
-#endif							/* __CUDACC__ */
+#endif /* __CUDACC__ */
 
-#endif							/* GH_ERROR_H */
+#endif /* GH_ERROR_H */

@@ -36,4 +36,4 @@ gh_mix64(uint64_t h)
 	return h;
 }
 
-#endif							/* GH_HASH_H */
+#endif /* GH_HASH_H */

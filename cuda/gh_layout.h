@@ -1,7 +1,8 @@
-/*
+/*-------------------------------------------------------------------------
  * gh_layout.h
- *     Memory layout, hash mixing and probe sequence of the static multimap,
- *     shared by the GPU kernels (multimap.cu) and the CPU twin (multimap_cpu.c).
+ *	  Memory layout and probe sequence of the static multimap, shared by the
+ *	  GPU kernels (multimap.cu, multimap_warp.cuh) and the CPU twin
+ *	  (multimap_cpu.c).
  *
  * Design.  The table is hash-grouped: one 16-byte slot per *distinct* 64-bit
  * hash, {hash, count, offset}, and the inner row indices grouped by hash in a
@@ -10,10 +11,10 @@
  * one hash, and makes "the candidates of one outer row are contiguous" free.
  *
  * One allocation, in this order:
- *     gh_slot slots[capacity]    open addressing, empty iff hash == EMPTY
- *     gh_slot sentinel           the group of the hash equal to GH_EMPTY_HASH
- *     gh_ctrl ctrl               32 bytes of device-side counters and flags
- *     uint32  rows[nrows]
+ *	  gh_slot slots[capacity]    open addressing, empty iff hash == EMPTY
+ *	  gh_slot sentinel           the group of the hash equal to GH_EMPTY_HASH
+ *	  gh_ctrl ctrl               32 bytes of device-side counters and flags
+ *	  uint32  rows[nrows]
  * The extra sentinel slot is what lets every 64-bit value be a real hash:
  * a row whose hash is GH_EMPTY_HASH never enters the open-addressing part.
  *
@@ -27,15 +28,16 @@
  *
  * Probing works on windows of G adjacent slots (G = group size): window w is
  * slots[w*G, w*G+G).  The sequence of windows starts at a window taken from a
- * strong 64-bit mix of the hash and moves by +1 window (linear) or by an odd
- * step taken from other bits of the mix (double hashing), modulo the power-of-
- * two number of windows, for at most nwindows steps.  An insert puts a new
+ * strong 64-bit mix of the hash (gh_mix64) and moves by +1 window (linear)
+ * or by an odd step taken from other bits of the mix (double hashing), modulo
+ * the power-of-two number of windows, for at most nwindows steps.  An insert puts a new
  * hash in the first empty slot of the first window that has one; a lookup
  * stops at the first window that holds the hash or an empty slot.  Both sides
  * must use exactly these functions so that a table built by one can be probed
  * by the other.
  *
  * Plain C99 for gcc (PostgreSQL's CFLAGS) and C++17 for nvcc.
+ *-------------------------------------------------------------------------
  */
 #ifndef GH_LAYOUT_H
 #define GH_LAYOUT_H
@@ -57,9 +59,9 @@
 
 typedef struct gh_slot
 {
-    uint64_t hash;   /* GH_EMPTY_HASH: empty (regular slots only) */
-    uint32_t count;  /* rows with this hash */
-    uint32_t offset; /* first row of the group in rows[] (after the build) */
+	uint64_t hash;	 /* GH_EMPTY_HASH: empty (regular slots only) */
+	uint32_t count;	 /* rows with this hash */
+	uint32_t offset; /* first row of the group in rows[] (after the build) */
 } __attribute__((aligned(16))) gh_slot;
 
 /*
@@ -71,11 +73,11 @@ typedef struct gh_slot
  */
 typedef struct gh_ctrl
 {
-    uint64_t placed;     /* rows given an offset (when some hash repeats) */
-    uint64_t out_cursor; /* pairs reserved (retrieve) or counted (count) */
-    uint64_t distinct;   /* slots created by the insert: distinct hashes */
-    uint32_t full;       /* nonzero: some insert ran out of probe steps */
-    uint32_t pad;
+	uint64_t placed;	 /* rows given an offset (when some hash repeats) */
+	uint64_t out_cursor; /* pairs reserved (retrieve) or counted (count) */
+	uint64_t distinct;	 /* slots created by the insert: distinct hashes */
+	uint32_t full;		 /* nonzero: some insert ran out of probe steps */
+	uint32_t pad;
 } gh_ctrl;
 
 #ifndef __cplusplus
@@ -87,34 +89,40 @@ static_assert(sizeof(gh_ctrl) == 32, "gh_ctrl must be 32 bytes");
 #endif
 
 /* Byte offsets inside the single allocation. */
-GH_HD size_t gh_ctrl_offset(uint64_t capacity)
+GH_HD size_t
+gh_ctrl_offset(uint64_t capacity)
 {
-    return (size_t) (capacity + 1) * sizeof(gh_slot);
+	return (size_t) (capacity + 1) * sizeof(gh_slot);
 }
 
-GH_HD size_t gh_rows_offset(uint64_t capacity)
+GH_HD size_t
+gh_rows_offset(uint64_t capacity)
 {
-    return gh_ctrl_offset(capacity) + sizeof(gh_ctrl);
+	return gh_ctrl_offset(capacity) + sizeof(gh_ctrl);
 }
 
-GH_HD size_t gh_total_bytes(uint64_t capacity, uint32_t nrows)
+GH_HD size_t
+gh_total_bytes(uint64_t capacity, uint32_t nrows)
 {
-    size_t bytes = gh_rows_offset(capacity) + (size_t) nrows * sizeof(uint32_t);
+	size_t bytes = gh_rows_offset(capacity) +
+				   (size_t) nrows * sizeof(uint32_t);
 
-    /* Round up so that arrays placed after the table stay 16-byte aligned. */
-    return (bytes + 15) & ~(size_t) 15;
+	/* Round up so that arrays placed after the table stay 16-byte aligned. */
+	return (bytes + 15) & ~(size_t) 15;
 }
 
-GH_HD int gh_group_size_valid(int g)
+GH_HD int
+gh_group_size_valid(int g)
 {
-    return g == 1 || g == 2 || g == 4 || g == 8 || g == 16 || g == 32;
+	return g == 1 || g == 2 || g == 4 || g == 8 || g == 16 || g == 32;
 }
 
-GH_HD int gh_params_valid(const gh_mm_params *p)
+GH_HD int
+gh_params_valid(const gh_mm_params *p)
 {
-    return p != NULL && p->load_factor > 0.0 && p->load_factor <= 0.95 &&
-           gh_group_size_valid(p->group_size) &&
-           (p->scheme == GH_PROBE_LINEAR || p->scheme == GH_PROBE_DOUBLE);
+	return p != NULL && p->load_factor > 0.0 && p->load_factor <= 0.95 &&
+		   gh_group_size_valid(p->group_size) &&
+		   (p->scheme == GH_PROBE_LINEAR || p->scheme == GH_PROBE_DOUBLE);
 }
 
 /*
@@ -123,31 +131,32 @@ GH_HD int gh_params_valid(const gh_mm_params *p)
  * table always has an empty slot and a lookup always terminates early.
  * Returns 0 for invalid parameters or an absurd size.
  */
-GH_HD uint64_t gh_capacity_for(uint32_t nrows, const gh_mm_params *p)
+GH_HD uint64_t
+gh_capacity_for(uint32_t nrows, const gh_mm_params *p)
 {
-    double want;
-    uint64_t need;
-    uint64_t cap;
+	double want;
+	uint64_t need;
+	uint64_t cap;
 
-    if (!gh_params_valid(p))
-        return 0;
-    want = (double) nrows / p->load_factor;
-    if (want > (double) GH_MAX_CAPACITY)
-        return 0;
-    need = (uint64_t) want;
-    if ((double) need < want)
-        need++;
-    cap = (uint64_t) p->group_size;
-    while (cap < need)
-        cap <<= 1;
-    return cap;
+	if (!gh_params_valid(p))
+		return 0;
+	want = (double) nrows / p->load_factor;
+	if (want > (double) GH_MAX_CAPACITY)
+		return 0;
+	need = (uint64_t) want;
+	if ((double) need < want)
+		need++;
+	cap = (uint64_t) p->group_size;
+	while (cap < need)
+		cap <<= 1;
+	return cap;
 }
 
 typedef struct gh_seq
 {
-    uint64_t window; /* current window */
-    uint64_t step;   /* windows to move each step: 1, or odd for double */
-    uint64_t mask;   /* nwindows - 1 */
+	uint64_t window; /* current window */
+	uint64_t step;	 /* windows to move each step: 1, or odd for double */
+	uint64_t mask;	 /* nwindows - 1 */
 } gh_seq;
 
 /*
@@ -156,23 +165,25 @@ typedef struct gh_seq
  * the same start window still part ways.  An odd step is coprime with the
  * power-of-two window count, so the sequence visits every window once.
  */
-GH_HD gh_seq gh_seq_start(uint64_t hash, uint64_t nwindows, int scheme)
+GH_HD gh_seq
+gh_seq_start(uint64_t hash, uint64_t nwindows, int scheme)
 {
-    gh_seq s;
-    uint64_t m = gh_mix64(hash);
+	gh_seq s;
+	uint64_t m = gh_mix64(hash);
 
-    s.mask = nwindows - 1;
-    s.window = m & s.mask;
-    s.step = scheme == GH_PROBE_DOUBLE ? (((m >> 32) | 1) & s.mask) : 1;
-    /* With one window the step is irrelevant; keep it well defined. */
-    if (s.mask == 0)
-        s.step = 0;
-    return s;
+	s.mask = nwindows - 1;
+	s.window = m & s.mask;
+	s.step = scheme == GH_PROBE_DOUBLE ? (((m >> 32) | 1) & s.mask) : 1;
+	/* With one window the step is irrelevant; keep it well defined. */
+	if (s.mask == 0)
+		s.step = 0;
+	return s;
 }
 
-GH_HD uint64_t gh_seq_next_window(const gh_seq *s)
+GH_HD uint64_t
+gh_seq_next_window(const gh_seq *s)
 {
-    return (s->window + s->step) & s->mask;
+	return (s->window + s->step) & s->mask;
 }
 
 /*
@@ -183,12 +194,15 @@ GH_HD uint64_t gh_seq_next_window(const gh_seq *s)
 #ifdef __cplusplus
 extern "C" {
 #endif
-gh_status gh_mm_build_cpu_capacity(gh_mm *mm, void *mem, const uint64_t *hashes,
-                                   uint32_t nrows, const gh_mm_params *params,
-                                   uint64_t capacity, gh_error *err);
-gh_status gh_mm_build_gpu_capacity(gh_mm *mm, void *mem, const uint64_t *d_hashes,
-                                   uint32_t nrows, const gh_mm_params *params,
-                                   uint64_t capacity, void *stream, gh_error *err);
+gh_status gh_mm_build_cpu_capacity(gh_mm *mm, void *mem,
+								   const uint64_t *hashes, uint32_t nrows,
+								   const gh_mm_params *params,
+								   uint64_t capacity, gh_error *err);
+gh_status gh_mm_build_gpu_capacity(gh_mm *mm, void *mem,
+								   const uint64_t *d_hashes, uint32_t nrows,
+								   const gh_mm_params *params,
+								   uint64_t capacity, void *stream,
+								   gh_error *err);
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,7 @@
 /*-------------------------------------------------------------------------
  * gpuhash_cuda.h
- *	  The one C API between the PostgreSQL side (src/) and the device code (cuda/).
+ *	  The one C API between the PostgreSQL side (src/) and the device code
+ *	  (cuda/).
  *
  * Everything declared here is plain C: it returns status codes, never throws,
  * never calls PostgreSQL and never allocates through PostgreSQL.  Device
@@ -36,13 +37,13 @@ extern "C" {
 typedef enum gh_status
 {
 	GH_OK = 0,
-	GH_ERR_CUDA,				/* a CUDA call failed; see gh_error */
-	GH_ERR_OOM,					/* device (or pinned host) memory exhausted */
-	GH_ERR_NO_DEVICE,			/* no usable GPU, or no driver */
-	GH_ERR_NO_CUDA_BUILD,		/* library was built without nvcc */
-	GH_ERR_TABLE_FULL,			/* multimap probing bound reached */
-	GH_ERR_INVALID,				/* bad argument */
-	GH_ERR_OVERFLOW				/* output buffer smaller than the result */
+	GH_ERR_CUDA,		  /* a CUDA call failed; see gh_error */
+	GH_ERR_OOM,			  /* device (or pinned host) memory exhausted */
+	GH_ERR_NO_DEVICE,	  /* no usable GPU, or no driver */
+	GH_ERR_NO_CUDA_BUILD, /* library was built without nvcc */
+	GH_ERR_TABLE_FULL,	  /* multimap probing bound reached */
+	GH_ERR_INVALID,		  /* bad argument */
+	GH_ERR_OVERFLOW		  /* output buffer smaller than the result */
 } gh_status;
 
 /*
@@ -51,11 +52,11 @@ typedef enum gh_status
  */
 typedef struct gh_error
 {
-	gh_status	status;
-	int			cuda_code;		/* cudaError_t value, 0 if not a CUDA error */
-	const char *cuda_name;		/* e.g. "cudaErrorMemoryAllocation", or NULL */
-	const char *cuda_string;	/* cudaGetErrorString(), or NULL */
-	const char *where;			/* the call that failed, e.g. "cudaMalloc" */
+	gh_status status;
+	int cuda_code;			 /* cudaError_t value, 0 if not a CUDA error */
+	const char *cuda_name;	 /* e.g. "cudaErrorMemoryAllocation", or NULL */
+	const char *cuda_string; /* cudaGetErrorString(), or NULL */
+	const char *where;		 /* the call that failed, e.g. "cudaMalloc" */
 } gh_error;
 
 /* ---------------------------------------------------------------------
@@ -64,22 +65,23 @@ typedef struct gh_error
  */
 typedef struct gh_device_info
 {
-	int			ordinal;
-	char		name[256];
-	int			cc_major;
-	int			cc_minor;
-	int			multiprocessors;
-	size_t		total_bytes;
-	size_t		free_bytes;		/* only if a context exists on it, else 0 */
-	size_t		l2_bytes;
+	int ordinal;
+	char name[256];
+	int cc_major;
+	int cc_minor;
+	int multiprocessors;
+	size_t total_bytes;
+	size_t free_bytes; /* only if a context exists on it, else 0 */
+	size_t l2_bytes;
 } gh_device_info;
 
 /* Number of visible devices.  Loads the driver; *count = 0 without one. */
-gh_status	gh_cuda_device_count(int *count, gh_error *err);
-gh_status	gh_cuda_device_info(int ordinal, gh_device_info *info, gh_error *err);
+gh_status gh_cuda_device_count(int *count, gh_error *err);
+gh_status gh_cuda_device_info(int ordinal, gh_device_info *info,
+							  gh_error *err);
 
 /* Creates (or makes current) the primary context of device ordinal. */
-gh_status	gh_cuda_context_init(int ordinal, gh_error *err);
+gh_status gh_cuda_context_init(int ordinal, gh_error *err);
 
 /*
  * Starts creating the primary context of device ordinal on a helper thread
@@ -90,32 +92,33 @@ gh_status	gh_cuda_context_init(int ordinal, gh_error *err);
  * gh_cuda_context_prewarm_busy says, without waiting, whether it is still
  * at work (1) or done or never started (0).
  */
-int			gh_cuda_context_prewarm(int ordinal);
-void		gh_cuda_context_prewarm_wait(void);
-int			gh_cuda_context_prewarm_busy(void);
+int gh_cuda_context_prewarm(int ordinal);
+void gh_cuda_context_prewarm_wait(void);
+int gh_cuda_context_prewarm_busy(void);
 
-gh_status	gh_cuda_malloc(void **ptr, size_t bytes, gh_error *err);
-gh_status	gh_cuda_free(void *ptr, gh_error *err);
-gh_status	gh_cuda_host_alloc(void **ptr, size_t bytes, gh_error *err);	/* pinned */
-gh_status	gh_cuda_host_free(void *ptr, gh_error *err);
+gh_status gh_cuda_malloc(void **ptr, size_t bytes, gh_error *err);
+gh_status gh_cuda_free(void *ptr, gh_error *err);
+/* pinned host memory */
+gh_status gh_cuda_host_alloc(void **ptr, size_t bytes, gh_error *err);
+gh_status gh_cuda_host_free(void *ptr, gh_error *err);
 /* page-locks (and unlocks) existing host memory, e.g. a shared mapping */
-gh_status	gh_cuda_host_register(void *ptr, size_t bytes, gh_error *err);
-gh_status	gh_cuda_host_unregister(void *ptr, gh_error *err);
+gh_status gh_cuda_host_register(void *ptr, size_t bytes, gh_error *err);
+gh_status gh_cuda_host_unregister(void *ptr, gh_error *err);
 
-gh_status	gh_cuda_stream_create(void **stream, gh_error *err);
-gh_status	gh_cuda_stream_sync(void *stream, gh_error *err);
+gh_status gh_cuda_stream_create(void **stream, gh_error *err);
+gh_status gh_cuda_stream_sync(void *stream, gh_error *err);
 
-gh_status	gh_cuda_memcpy_htod(void *dst, const void *src, size_t bytes,
-								void *stream, gh_error *err);
-gh_status	gh_cuda_memcpy_dtoh(void *dst, const void *src, size_t bytes,
-								void *stream, gh_error *err);
+gh_status gh_cuda_memcpy_htod(void *dst, const void *src, size_t bytes,
+							  void *stream, gh_error *err);
+gh_status gh_cuda_memcpy_dtoh(void *dst, const void *src, size_t bytes,
+							  void *stream, gh_error *err);
 
 /* ---------------------------------------------------------------------
  * Static multimap: 64-bit row hash -> 32-bit row index
  * (cuda/multimap.cu for *_gpu, cuda/multimap_cpu.c for *_cpu)
  * ---------------------------------------------------------------------
  */
-#define GH_MAX_ROWS			(UINT32_MAX - 1)	/* row indices are < this */
+#define GH_MAX_ROWS (UINT32_MAX - 1) /* row indices are < this */
 
 typedef enum gh_probe_scheme
 {
@@ -126,8 +129,8 @@ typedef enum gh_probe_scheme
 /* Tuning of one table; group_size is 1, 2, 4, 8, 16 or 32. */
 typedef struct gh_mm_params
 {
-	double		load_factor;	/* in (0, 0.95] */
-	int			group_size;
+	double load_factor; /* in (0, 0.95] */
+	int group_size;
 	gh_probe_scheme scheme;
 
 	/*
@@ -135,7 +138,7 @@ typedef struct gh_mm_params
 	 * caller can honour a cancel in a long build; it may not return (a
 	 * PostgreSQL ERROR longjmps out: the build holds nothing of its own).
 	 */
-	void		(*check_interrupts) (void);
+	void (*check_interrupts)(void);
 } gh_mm_params;
 
 /*
@@ -145,27 +148,27 @@ typedef struct gh_mm_params
  */
 typedef struct gh_mm
 {
-	void	   *mem;
-	uint64_t	capacity;		/* slots, a power of two */
-	uint32_t	nrows;			/* inner rows inserted */
-	uint32_t	ndistinct;		/* distinct hashes (filled by build) */
+	void *mem;
+	uint64_t capacity;	/* slots, a power of two */
+	uint32_t nrows;		/* inner rows inserted */
+	uint32_t ndistinct; /* distinct hashes (filled by build) */
 	gh_mm_params params;
 } gh_mm;
 
 /* Bytes of the single allocation for nrows rows; sets *capacity. */
-size_t		gh_mm_bytes(uint32_t nrows, const gh_mm_params *params,
-						uint64_t *capacity);
+size_t gh_mm_bytes(uint32_t nrows, const gh_mm_params *params,
+				   uint64_t *capacity);
 
 /*
  * gh_mm_build_*: insert hashes[0..nrows) (row i has index i).  mm->mem must
  * point at gh_mm_bytes() bytes; the function fills every other field.
  */
-gh_status	gh_mm_build_gpu(gh_mm *mm, void *mem, const uint64_t *d_hashes,
-							uint32_t nrows, const gh_mm_params *params,
-							void *stream, gh_error *err);
-gh_status	gh_mm_build_cpu(gh_mm *mm, void *mem, const uint64_t *hashes,
-							uint32_t nrows, const gh_mm_params *params,
-							gh_error *err);
+gh_status gh_mm_build_gpu(gh_mm *mm, void *mem, const uint64_t *d_hashes,
+						  uint32_t nrows, const gh_mm_params *params,
+						  void *stream, gh_error *err);
+gh_status gh_mm_build_cpu(gh_mm *mm, void *mem, const uint64_t *hashes,
+						  uint32_t nrows, const gh_mm_params *params,
+						  gh_error *err);
 
 /*
  * gh_mm_probe_ranges_*: for each probe row p, the candidates are
@@ -173,13 +176,13 @@ gh_status	gh_mm_build_cpu(gh_mm *mm, void *mem, const uint64_t *hashes,
  * none).  This is the compact form the executor uses: 8 bytes per probe row
  * whatever the multiplicity.
  */
-gh_status	gh_mm_probe_ranges_gpu(const gh_mm *mm, const uint64_t *d_probe,
-								   uint32_t nprobe, uint32_t *d_first,
-								   uint32_t *d_count, void *stream,
-								   gh_error *err);
-gh_status	gh_mm_probe_ranges_cpu(const gh_mm *mm, const uint64_t *probe,
-								   uint32_t nprobe, uint32_t *first,
-								   uint32_t *count, gh_error *err);
+gh_status gh_mm_probe_ranges_gpu(const gh_mm *mm, const uint64_t *d_probe,
+								 uint32_t nprobe, uint32_t *d_first,
+								 uint32_t *d_count, void *stream,
+								 gh_error *err);
+gh_status gh_mm_probe_ranges_cpu(const gh_mm *mm, const uint64_t *probe,
+								 uint32_t nprobe, uint32_t *first,
+								 uint32_t *count, gh_error *err);
 
 /* The table's row array (nrows entries, grouped by hash), inside mm->mem. */
 const uint32_t *gh_mm_rows(const gh_mm *mm);
@@ -188,4 +191,4 @@ const uint32_t *gh_mm_rows(const gh_mm *mm);
 }
 #endif
 
-#endif							/* GPUHASH_CUDA_H */
+#endif /* GPUHASH_CUDA_H */

@@ -21,18 +21,16 @@
  * list params ends with gh_error *err, as a function that reports
  * GH_ERR_NO_CUDA_BUILD.  NOCUDA_STUB_OUT first sets the output *out to none.
  */
-#define NOCUDA_STUB(name, params) \
-	gh_status \
-	name params \
-	{ \
+#define NOCUDA_STUB(name, params)                              \
+	gh_status name params                                      \
+	{                                                          \
 		return gh_error_set(err, GH_ERR_NO_CUDA_BUILD, #name); \
 	}
 
-#define NOCUDA_STUB_OUT(name, params, out, none) \
-	gh_status \
-	name params \
-	{ \
-		*(out) = (none); \
+#define NOCUDA_STUB_OUT(name, params, out, none)               \
+	gh_status name params                                      \
+	{                                                          \
+		*(out) = (none);                                       \
 		return gh_error_set(err, GH_ERR_NO_CUDA_BUILD, #name); \
 	}
 
@@ -50,8 +48,7 @@ gh_cuda_context_prewarm(int ordinal)
 
 void
 gh_cuda_context_prewarm_wait(void)
-{
-}
+{}
 
 int
 gh_cuda_context_prewarm_busy(void)
@@ -59,27 +56,25 @@ gh_cuda_context_prewarm_busy(void)
 	return 0;
 }
 
-NOCUDA_STUB_OUT(gh_cuda_malloc, (void **ptr, size_t bytes, gh_error *err),
-				ptr, NULL)
+NOCUDA_STUB_OUT(gh_cuda_malloc, (void **ptr, size_t bytes, gh_error *err), ptr,
+				NULL)
 NOCUDA_STUB(gh_cuda_free, (void *ptr, gh_error *err))
 NOCUDA_STUB_OUT(gh_cuda_host_alloc, (void **ptr, size_t bytes, gh_error *err),
 				ptr, NULL)
 NOCUDA_STUB(gh_cuda_host_free, (void *ptr, gh_error *err))
 NOCUDA_STUB(gh_cuda_host_register, (void *ptr, size_t bytes, gh_error *err))
 NOCUDA_STUB(gh_cuda_host_unregister, (void *ptr, gh_error *err))
-NOCUDA_STUB_OUT(gh_cuda_stream_create, (void **stream, gh_error *err),
-				stream, NULL)
+NOCUDA_STUB_OUT(gh_cuda_stream_create, (void **stream, gh_error *err), stream,
+				NULL)
 NOCUDA_STUB(gh_cuda_stream_sync, (void *stream, gh_error *err))
-NOCUDA_STUB(gh_cuda_memcpy_htod,
-			(void *dst, const void *src, size_t bytes, void *stream,
-			 gh_error *err))
-NOCUDA_STUB(gh_cuda_memcpy_dtoh,
-			(void *dst, const void *src, size_t bytes, void *stream,
-			 gh_error *err))
+NOCUDA_STUB(gh_cuda_memcpy_htod, (void *dst, const void *src, size_t bytes,
+								  void *stream, gh_error *err))
+NOCUDA_STUB(gh_cuda_memcpy_dtoh, (void *dst, const void *src, size_t bytes,
+								  void *stream, gh_error *err))
 
 /* The multimap's GPU functions (gpuhash_cuda.h) */
 NOCUDA_STUB(gh_mm_build_gpu,
-			(gh_mm *mm, void *mem, const uint64_t *d_hashes, uint32_t nrows,
+			(gh_mm * mm, void *mem, const uint64_t *d_hashes, uint32_t nrows,
 			 const gh_mm_params *params, void *stream, gh_error *err))
 NOCUDA_STUB(gh_mm_probe_ranges_gpu,
 			(const gh_mm *mm, const uint64_t *d_probe, uint32_t nprobe,
@@ -99,9 +94,8 @@ NOCUDA_STUB(gh_agg_assign_exact_gpu,
 			(void *mem, uint64_t capacity, void *acc, const gh_agg_layout *l,
 			 const gh_agg_keys *k, uint32_t n, uint32_t *ids,
 			 uint32_t *scratch, uint32_t *bad, void *stream, gh_error *err))
-NOCUDA_STUB(gh_agg_skip_gpu,
-			(uint32_t *ids, const uint32_t *rows, uint32_t nrows, void *stream,
-			 gh_error *err))
+NOCUDA_STUB(gh_agg_skip_gpu, (uint32_t * ids, const uint32_t *rows,
+							  uint32_t nrows, void *stream, gh_error *err))
 NOCUDA_STUB(gh_agg_acc_init_gpu,
 			(void *acc, const gh_agg_layout *l, uint64_t from, uint64_t to,
 			 void *stream, gh_error *err))
