@@ -107,33 +107,55 @@ gh_agg_table_init_cpu(void *mem, uint64_t capacity, gh_error *err)
 	return GH_OK;
 }
 
+/* The parts of one group table's allocation (gh_agg_table_bytes). */
+typedef struct cpu_table
+{
+	uint64_t *keys;
+	uint32_t *ids;
+	gh_agg_ctrl *ctrl;
+	uint64_t capacity;
+} cpu_table;
+
+static cpu_table
+table_of(void *mem, uint64_t capacity)
+{
+	cpu_table t;
+
+	t.keys = (uint64_t *) mem;
+	t.ids = (uint32_t *) ((char *) mem + align16((size_t) capacity * 8));
+	t.ctrl = (gh_agg_ctrl *) ((char *) mem +
+							  gh_agg_table_ctrl_offset(capacity));
+	t.capacity = capacity;
+	return t;
+}
+
 /*
  * insert_or_find returns the slot of hash h (already a stored hash),
- * inserting it with the next id if absent, or UINT64_MAX if the table is full.
+ * inserting it with the next id (or new_id, if not GH_AGG_NO_GROUP) if
+ * absent, or UINT64_MAX if the table is full.
  */
 static uint64_t
-insert_or_find(uint64_t *keys, uint32_t *ids, gh_agg_ctrl *ctrl,
-			   uint64_t capacity, uint64_t h, uint32_t new_id)
+insert_or_find(const cpu_table *t, uint64_t h, uint32_t new_id)
 {
-	uint64_t mask = capacity - 1;
+	uint64_t mask = t->capacity - 1;
 	uint64_t s = gh_mix64(h) & mask;
 
-	for (uint64_t step = 0; step < capacity; step++)
+	for (uint64_t step = 0; step < t->capacity; step++)
 	{
-		if (keys[s] == h)
+		if (t->keys[s] == h)
 			return s;
-		if (keys[s] == GH_AGG_EMPTY)
+		if (t->keys[s] == GH_AGG_EMPTY)
 		{
-			keys[s] = h;
+			t->keys[s] = h;
 			if (new_id == GH_AGG_NO_GROUP)
-				ids[s] = (uint32_t) ctrl->ngroups++;
+				t->ids[s] = (uint32_t) t->ctrl->ngroups++;
 			else
-				ids[s] = new_id;
+				t->ids[s] = new_id;
 			return s;
 		}
 		s = (s + 1) & mask;
 	}
-	ctrl->full = 1;
+	t->ctrl->full = 1;
 	return UINT64_MAX;
 }
 
@@ -141,28 +163,18 @@ gh_status
 gh_agg_table_rehash_cpu(const void *old_mem, uint64_t old_cap, void *new_mem,
 						uint64_t new_cap, gh_error *err)
 {
-	const uint64_t *okeys = (const uint64_t *) old_mem;
-	const uint32_t *oids = (const uint32_t *) ((const char *) old_mem +
-											   align16((size_t) old_cap * 8));
-	const gh_agg_ctrl *octrl =
-		(const gh_agg_ctrl *) ((const char *) old_mem +
-							   gh_agg_table_ctrl_offset(old_cap));
-	uint64_t *nkeys = (uint64_t *) new_mem;
-	uint32_t *nids = (uint32_t *) ((char *) new_mem +
-								   align16((size_t) new_cap * 8));
-	gh_agg_ctrl *nctrl = (gh_agg_ctrl *) ((char *) new_mem +
-										  gh_agg_table_ctrl_offset(new_cap));
+	cpu_table from = table_of((void *) old_mem, old_cap); /* only read */
+	cpu_table to = table_of(new_mem, new_cap);
 
 	for (uint64_t s = 0; s < old_cap; s++)
 	{
-		if (okeys[s] == GH_AGG_EMPTY)
+		if (from.keys[s] == GH_AGG_EMPTY)
 			continue;
-		if (insert_or_find(nkeys, nids, nctrl, new_cap, okeys[s], oids[s]) ==
-			UINT64_MAX)
+		if (insert_or_find(&to, from.keys[s], from.ids[s]) == UINT64_MAX)
 			return gh_error_set(err, GH_ERR_TABLE_FULL,
 								"gh_agg_table_rehash_cpu");
 	}
-	nctrl->ngroups = octrl->ngroups;
+	to.ctrl->ngroups = from.ctrl->ngroups;
 	return GH_OK;
 }
 
@@ -170,21 +182,16 @@ gh_status
 gh_agg_assign_cpu(void *mem, uint64_t capacity, const uint64_t *hashes,
 				  uint32_t n, uint32_t *ids, gh_error *err)
 {
-	uint64_t *keys = (uint64_t *) mem;
-	uint32_t *slot_ids = (uint32_t *) ((char *) mem +
-									   align16((size_t) capacity * 8));
-	gh_agg_ctrl *ctrl = (gh_agg_ctrl *) ((char *) mem +
-										 gh_agg_table_ctrl_offset(capacity));
+	cpu_table t = table_of(mem, capacity);
 
 	for (uint32_t i = 0; i < n; i++)
 	{
-		uint64_t s = insert_or_find(keys, slot_ids, ctrl, capacity,
-									gh_agg_stored_hash(hashes[i]),
+		uint64_t s = insert_or_find(&t, gh_agg_stored_hash(hashes[i]),
 									GH_AGG_NO_GROUP);
 
 		if (s == UINT64_MAX)
 			return gh_error_set(err, GH_ERR_TABLE_FULL, "gh_agg_assign_cpu");
-		ids[i] = slot_ids[s];
+		ids[i] = t.ids[s];
 	}
 	return GH_OK;
 }
@@ -195,11 +202,8 @@ gh_agg_assign_exact_cpu(void *mem, uint64_t capacity, void *acc,
 						uint32_t n, uint32_t *ids, uint32_t *scratch,
 						uint32_t *bad, gh_error *err)
 {
-	uint64_t *keys = (uint64_t *) mem;
-	uint32_t *slot_ids = (uint32_t *) ((char *) mem +
-									   align16((size_t) capacity * 8));
-	gh_agg_ctrl *ctrl = (gh_agg_ctrl *) ((char *) mem +
-										 gh_agg_table_ctrl_offset(capacity));
+	cpu_table t = table_of(mem, capacity);
+	gh_agg_ctrl *ctrl = t.ctrl;
 	uint8_t *rep_null = l->nkeys > 0 ? ARR(uint8_t, acc, l->knull_off) : NULL;
 
 	ctrl->prev = ctrl->ngroups;
@@ -215,12 +219,11 @@ gh_agg_assign_exact_cpu(void *mem, uint64_t capacity, void *acc,
 
 		for (int j = 0; j < k->nkeys; j++)
 			h = gh_agg_key_hash_step(h, k->vals[j][i]);
-		s = insert_or_find(keys, slot_ids, ctrl, capacity,
-						   gh_agg_stored_hash(h), GH_AGG_NO_GROUP);
+		s = insert_or_find(&t, gh_agg_stored_hash(h), GH_AGG_NO_GROUP);
 		if (s == UINT64_MAX)
 			return gh_error_set(err, GH_ERR_TABLE_FULL,
 								"gh_agg_assign_exact_cpu");
-		g = slot_ids[s];
+		g = t.ids[s];
 		if (ctrl->ngroups != before)
 		{
 			/* a new group: this row's key represents it */

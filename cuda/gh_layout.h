@@ -129,7 +129,8 @@ gh_params_valid(const gh_mm_params *p)
  * Slots for nrows rows: the smallest power of two >= nrows / load_factor and
  * >= the group size.  Since load_factor <= 0.95 this is > nrows, so a valid
  * table always has an empty slot and a lookup always terminates early.
- * Returns 0 for invalid parameters or an absurd size.
+ * Returns 0 for invalid parameters or an absurd size (more than GH_MAX_ROWS
+ * rows, or more than GH_MAX_CAPACITY slots).
  */
 GH_HD uint64_t
 gh_capacity_for(uint32_t nrows, const gh_mm_params *p)
@@ -138,7 +139,7 @@ gh_capacity_for(uint32_t nrows, const gh_mm_params *p)
 	uint64_t need;
 	uint64_t cap;
 
-	if (!gh_params_valid(p))
+	if (nrows > GH_MAX_ROWS || !gh_params_valid(p))
 		return 0;
 	want = (double) nrows / p->load_factor;
 	if (want > (double) GH_MAX_CAPACITY)
@@ -150,6 +151,46 @@ gh_capacity_for(uint32_t nrows, const gh_mm_params *p)
 	while (cap < need)
 		cap <<= 1;
 	return cap;
+}
+
+/* A table's capacity: a power of two, at least one window, not absurd. */
+GH_HD int
+gh_capacity_valid(uint64_t capacity, int group_size)
+{
+	return capacity != 0 && capacity <= GH_MAX_CAPACITY &&
+		   (capacity & (capacity - 1)) == 0 &&
+		   capacity >= (uint64_t) group_size;
+}
+
+/* gh_mm_valid says whether mm can be probed: what a build leaves behind. */
+GH_HD int
+gh_mm_valid(const gh_mm *mm)
+{
+	return mm != NULL && mm->mem != NULL && gh_params_valid(&mm->params) &&
+		   gh_capacity_valid(mm->capacity, mm->params.group_size);
+}
+
+/*
+ * gh_build_start checks the arguments of a build of nrows rows into mem (16-
+ * byte aligned) at the given capacity and, when they are valid, fills every
+ * field of mm but ndistinct, which the build sets.  Both builders start with
+ * it, so that they accept and refuse the same calls.
+ */
+GH_HD int
+gh_build_start(gh_mm *mm, void *mem, const uint64_t *hashes, uint32_t nrows,
+			   const gh_mm_params *params, uint64_t capacity)
+{
+	if (mm == NULL || mem == NULL || ((uintptr_t) mem & 15) != 0 ||
+		!gh_params_valid(params) || nrows > GH_MAX_ROWS ||
+		(nrows > 0 && hashes == NULL) ||
+		!gh_capacity_valid(capacity, params->group_size))
+		return 0;
+	mm->mem = mem;
+	mm->capacity = capacity;
+	mm->nrows = nrows;
+	mm->ndistinct = 0;
+	mm->params = *params;
+	return 1;
 }
 
 typedef struct gh_seq

@@ -329,19 +329,8 @@ gh_mm_build_gpu_capacity(gh_mm *mm, void *mem, const uint64_t *d_hashes,
 	gh_ctrl ctrl;
 	gh_status s;
 
-	if (mm == nullptr || mem == nullptr || ((uintptr_t) mem & 15) != 0 ||
-		!gh_params_valid(params) || nrows > GH_MAX_ROWS ||
-		(nrows > 0 && d_hashes == nullptr) || capacity == 0 ||
-		capacity > GH_MAX_CAPACITY || (capacity & (capacity - 1)) != 0 ||
-		capacity < (uint64_t) params->group_size)
+	if (!gh_build_start(mm, mem, d_hashes, nrows, params, capacity))
 		return gh_error_set(err, GH_ERR_INVALID, "gh_mm_build_gpu");
-
-	mm->mem = mem;
-	mm->capacity = capacity;
-	mm->nrows = nrows;
-	mm->ndistinct = 0;
-	mm->params = *params;
-
 	if ((s = with_group(mm, err,
 						[&](auto g)
 						{
@@ -361,10 +350,8 @@ gh_status
 gh_mm_build_gpu(gh_mm *mm, void *mem, const uint64_t *d_hashes, uint32_t nrows,
 				const gh_mm_params *params, void *stream, gh_error *err)
 {
-	uint64_t capacity = 0;
+	uint64_t capacity = gh_capacity_for(nrows, params);
 
-	if (nrows <= GH_MAX_ROWS)
-		capacity = gh_capacity_for(nrows, params);
 	if (capacity == 0)
 		return gh_error_set(err, GH_ERR_INVALID, "gh_mm_build_gpu");
 	return gh_mm_build_gpu_capacity(mm, mem, d_hashes, nrows, params, capacity,
@@ -379,7 +366,7 @@ gh_mm_probe_ranges_gpu(const gh_mm *mm, const uint64_t *d_probe,
 	const cudaStream_t st = static_cast<cudaStream_t>(stream);
 	gh_status s;
 
-	if (!mm_valid(mm) ||
+	if (!gh_mm_valid(mm) ||
 		(nprobe > 0 &&
 		 (d_probe == nullptr || d_first == nullptr || d_count == nullptr)))
 		return gh_error_set(err, GH_ERR_INVALID, "gh_mm_probe_ranges_gpu");

@@ -25,10 +25,8 @@
 size_t
 gh_mm_bytes(uint32_t nrows, const gh_mm_params *params, uint64_t *capacity)
 {
-	uint64_t cap = 0;
+	uint64_t cap = gh_capacity_for(nrows, params);
 
-	if (nrows <= GH_MAX_ROWS)
-		cap = gh_capacity_for(nrows, params);
 	if (capacity != NULL)
 		*capacity = cap;
 	return cap ? gh_total_bytes(cap, nrows) : 0;
@@ -101,20 +99,10 @@ gh_mm_build_cpu_capacity(gh_mm *mm, void *mem, const uint64_t *hashes,
 	int scheme;
 	uint32_t i;
 
-	if (mm == NULL || mem == NULL || ((uintptr_t) mem & 15) != 0 ||
-		!gh_params_valid(params) || nrows > GH_MAX_ROWS ||
-		(nrows > 0 && hashes == NULL) || capacity == 0 ||
-		capacity > GH_MAX_CAPACITY || (capacity & (capacity - 1)) != 0 ||
-		capacity < (uint64_t) params->group_size)
+	if (!gh_build_start(mm, mem, hashes, nrows, params, capacity))
 		return gh_error_set(err, GH_ERR_INVALID, "gh_mm_build_cpu");
-
 	g = params->group_size;
 	scheme = params->scheme;
-	mm->mem = mem;
-	mm->capacity = capacity;
-	mm->nrows = nrows;
-	mm->ndistinct = 0;
-	mm->params = *params;
 
 	slots = (gh_slot *) mem;
 	rows = (uint32_t *) ((char *) mem + gh_rows_offset(capacity));
@@ -183,22 +171,12 @@ gh_status
 gh_mm_build_cpu(gh_mm *mm, void *mem, const uint64_t *hashes, uint32_t nrows,
 				const gh_mm_params *params, gh_error *err)
 {
-	uint64_t capacity = 0;
+	uint64_t capacity = gh_capacity_for(nrows, params);
 
-	if (nrows <= GH_MAX_ROWS)
-		capacity = gh_capacity_for(nrows, params);
 	if (capacity == 0)
 		return gh_error_set(err, GH_ERR_INVALID, "gh_mm_build_cpu");
 	return gh_mm_build_cpu_capacity(mm, mem, hashes, nrows, params, capacity,
 									err);
-}
-
-static int
-mm_valid(const gh_mm *mm)
-{
-	return mm != NULL && mm->mem != NULL && gh_params_valid(&mm->params) &&
-		   mm->capacity >= (uint64_t) mm->params.group_size &&
-		   (mm->capacity & (mm->capacity - 1)) == 0;
 }
 
 /* The group (first row in rows[], count) of probe hash h; count 0: none. */
@@ -225,7 +203,7 @@ gh_mm_probe_ranges_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
 {
 	uint32_t p;
 
-	if (!mm_valid(mm) ||
+	if (!gh_mm_valid(mm) ||
 		(nprobe > 0 && (probe == NULL || first == NULL || count == NULL)))
 		return gh_error_set(err, GH_ERR_INVALID, "gh_mm_probe_ranges_cpu");
 	/*

@@ -21,7 +21,8 @@
  * frame; each kernel only says what to do with a batch's results.
  *
  * Everything here is in an anonymous namespace: each .cu file that includes
- * it gets its own copy, and nothing of it is exported.
+ * it gets its own copy, and nothing of it is exported (the host helpers are
+ * inline, so a file that does not use one is not warned about it).
  *-------------------------------------------------------------------------
  */
 #ifndef MULTIMAP_WARP_CUH
@@ -404,7 +405,7 @@ grid_for(K kernel, uint64_t units, int *grid, gh_error *err)
 	return GH_OK;
 }
 
-Table
+inline Table
 make_table(const gh_mm *mm)
 {
 	Table T;
@@ -416,28 +417,18 @@ make_table(const gh_mm *mm)
 	return T;
 }
 
-gh_ctrl *
+inline gh_ctrl *
 ctrl_of(const gh_mm *mm)
 {
 	return reinterpret_cast<gh_ctrl *>(static_cast<char *>(mm->mem) +
 									   gh_ctrl_offset(mm->capacity));
 }
 
-uint32_t *
+inline uint32_t *
 rows_of(const gh_mm *mm)
 {
 	return reinterpret_cast<uint32_t *>(static_cast<char *>(mm->mem) +
 										gh_rows_offset(mm->capacity));
-}
-
-bool
-mm_valid(const gh_mm *mm)
-{
-	return mm != nullptr && mm->mem != nullptr &&
-		   gh_params_valid(&mm->params) &&
-		   mm->capacity >= (uint64_t) mm->params.group_size &&
-		   mm->capacity <= GH_MAX_CAPACITY &&
-		   (mm->capacity & (mm->capacity - 1)) == 0;
 }
 
 /* Launches row kernel `kernel` (group size G) over n rows. */
@@ -484,7 +475,7 @@ with_group(const gh_mm *mm, gh_error *err, F &&f)
 }
 
 /* Reads the control block back; the one host synchronization of a call. */
-gh_status
+inline gh_status
 read_ctrl(const gh_mm *mm, gh_ctrl *out, cudaStream_t st, gh_error *err)
 {
 	GH_CUDA_TRY(cudaMemcpyAsync(out, ctrl_of(mm), sizeof(gh_ctrl),

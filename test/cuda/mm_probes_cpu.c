@@ -13,16 +13,8 @@
 #include "gh_error.h"
 #include "mm_probes.h"
 
-static int mt_table_valid(const gh_mm *mm);
 static const uint32_t *mt_candidates(const gh_mm *mm, uint64_t h,
 									 uint32_t *count);
-
-/* mt_table_valid: the library's check of a table, by a probe of no rows. */
-static int
-mt_table_valid(const gh_mm *mm)
-{
-	return gh_mm_probe_ranges_cpu(mm, NULL, 0, NULL, NULL, NULL) == GH_OK;
-}
 
 /* mt_candidates: the rows of probe hash h's group, *count of them (0: none). */
 static const uint32_t *
@@ -41,7 +33,7 @@ mt_probe_count_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
 	uint64_t sum = 0;
 	uint32_t p;
 
-	if (!mt_table_valid(mm) || (nprobe > 0 && probe == NULL) ||
+	if (!gh_mm_valid(mm) || (nprobe > 0 && probe == NULL) ||
 		!gh_kind_valid(kind) || total == NULL)
 		return gh_error_set(err, GH_ERR_INVALID, "mt_probe_count_cpu");
 	for (p = 0; p < nprobe; p++)
@@ -66,7 +58,7 @@ mt_probe_retrieve_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
 
 	if (written != NULL)
 		*written = 0;
-	if (!mt_table_valid(mm) || (nprobe > 0 && probe == NULL) ||
+	if (!gh_mm_valid(mm) || (nprobe > 0 && probe == NULL) ||
 		!gh_kind_valid(kind) || written == NULL ||
 		(out_capacity > 0 && (out_outer == NULL || out_inner == NULL)))
 		return gh_error_set(err, GH_ERR_INVALID, "mt_probe_retrieve_cpu");
@@ -106,7 +98,7 @@ mt_mark_matched_cpu(const gh_mm *mm, const uint64_t *probe, uint32_t nprobe,
 {
 	uint32_t p;
 
-	if (!mt_table_valid(mm) || (nprobe > 0 && probe == NULL) ||
+	if (!gh_mm_valid(mm) || (nprobe > 0 && probe == NULL) ||
 		(mm->nrows > 0 && matched == NULL))
 		return gh_error_set(err, GH_ERR_INVALID, "mt_mark_matched_cpu");
 

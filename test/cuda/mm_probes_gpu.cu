@@ -280,7 +280,7 @@ mt_probe_count_gpu(const gh_mm *mm, const uint64_t *d_probe, uint32_t nprobe,
 	gh_ctrl ctrl;
 	gh_status s;
 
-	if (!mm_valid(mm) || (nprobe > 0 && d_probe == nullptr) ||
+	if (!gh_mm_valid(mm) || (nprobe > 0 && d_probe == nullptr) ||
 		!gh_kind_valid(kind) || total == nullptr)
 		return gh_error_set(err, GH_ERR_INVALID, "mt_probe_count_gpu");
 	if ((s = cursor_probe(mm, nprobe, st, &ctrl, err,
@@ -310,7 +310,7 @@ mt_probe_retrieve_gpu(const gh_mm *mm, const uint64_t *d_probe,
 
 	if (written != nullptr)
 		*written = 0;
-	if (!mm_valid(mm) || (nprobe > 0 && d_probe == nullptr) ||
+	if (!gh_mm_valid(mm) || (nprobe > 0 && d_probe == nullptr) ||
 		!gh_kind_valid(kind) || written == nullptr ||
 		(out_capacity > 0 &&
 		 (d_out_outer == nullptr || d_out_inner == nullptr)))
@@ -341,7 +341,7 @@ mt_mark_matched_gpu(const gh_mm *mm, const uint64_t *d_probe, uint32_t nprobe,
 	const cudaStream_t st = static_cast<cudaStream_t>(stream);
 	gh_status s;
 
-	if (!mm_valid(mm) || (nprobe > 0 && d_probe == nullptr) ||
+	if (!gh_mm_valid(mm) || (nprobe > 0 && d_probe == nullptr) ||
 		(mm->nrows > 0 && d_matched == nullptr))
 		return gh_error_set(err, GH_ERR_INVALID, "mt_mark_matched_gpu");
 	if (nprobe > 0 && mm->nrows > 0 &&

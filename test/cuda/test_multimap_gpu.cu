@@ -25,17 +25,18 @@
 
 #include "mm_test_util.h"
 
-#define CK(x)                                                                \
-	do                                                                       \
-	{                                                                        \
-		cudaError_t e_ = (x);                                                \
-		if (e_ != cudaSuccess)                                               \
-		{                                                                    \
-			printf("Bail out! %s: %s (%s:%d)\n", #x, cudaGetErrorString(e_), \
-				   __FILE__, __LINE__);                                      \
-			exit(2);                                                         \
-		}                                                                    \
-	} while (0)
+/* CK stops the test (TAP's "Bail out!") when a CUDA call of its own fails. */
+#define CK(x) check_cuda((x), #x, __LINE__)
+
+static void
+check_cuda(cudaError_t e, const char *call, int line)
+{
+	if (e == cudaSuccess)
+		return;
+	printf("Bail out! %s: %s (%s:%d)\n", call, cudaGetErrorString(e), __FILE__,
+		   line);
+	exit(2);
+}
 
 static const gh_probe_kind kinds[] = { GH_JOIN_INNER, GH_JOIN_OUTER,
 									   GH_JOIN_SEMI, GH_JOIN_ANTI };
