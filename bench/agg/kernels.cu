@@ -29,7 +29,7 @@
 #include <random>
 #include <vector>
 
-#include "gpuhash_agg.h"
+#include "gh_aggregate.h"
 
 #define CK(call)                                                                                   \
     do {                                                                                           \
@@ -331,7 +331,7 @@ static Batch make_batch(std::mt19937_64 &rng, uint32_t n, int nkeys, uint64_t gr
         b.keys[1][i] = nkeys > 1 ? k1 : 0;
         b.mask[i] = mask;
         /* the hash-only path: plant collisions by folding keys to few hashes */
-        b.hashes[i] = collide ? (g % (groups / 3 + 1)) * 0x9e3779b97f4a7c15ULL : gh_agg_mix(g);
+        b.hashes[i] = collide ? (g % (groups / 3 + 1)) * 0x9e3779b97f4a7c15ULL : gh_mix64(g);
         int64_t big = (int64_t)(rng() >> 1);
         b.vals[0][i] = (rng() % 4 == 0) ? big : (int64_t)(rng() % 2001) - 1000;
         double d = (double)((int64_t)(rng() % 20001) - 10000) / 8.0;
