@@ -68,7 +68,6 @@ static bool collect_subplans(Node *node, List **subplans);
 static void ghj_explainable_subplans(CustomScanState *node, CustomScan *cscan);
 static void describe_columns(TupleDesc desc, int16 **attlen, bool **attbyval,
 							 bool *has_byref);
-static void init_key_set(GhKeySet *keys, int nkeys, Oid *coll, bool *own_mix);
 static void init_key(GhKeySet *keys, int i, Expr *expr, int varno, Oid hashfn,
 					 PlanState *ps);
 static void ghj_release(GhjState *s);
@@ -308,24 +307,6 @@ describe_columns(TupleDesc desc, int16 **attlen, bool **attbyval,
 }
 
 /*
- * init_key_set allocates a side's key arrays for nkeys keys; the sides share
- * the clauses' collations and own_mix.
- */
-static void
-init_key_set(GhKeySet *keys, int nkeys, Oid *coll, bool *own_mix)
-{
-	keys->nkeys = nkeys;
-	keys->exprs = palloc(sizeof(ExprState *) * nkeys);
-	keys->att = palloc0(sizeof(AttrNumber) * nkeys);
-	keys->hash = palloc0(sizeof(FmgrInfo) * nkeys);
-	keys->fast = palloc0(sizeof(uint8) * nkeys);
-	keys->coll = coll;
-	keys->int_mix = own_mix;
-	keys->typlen = palloc(sizeof(int16) * nkeys);
-	keys->byval = palloc(sizeof(bool) * nkeys);
-}
-
-/*
  * init_key sets up key i of a side: expr, remapped to varno (OUTER_VAR or
  * INNER_VAR) references, hashed by the function hashfn.  Its collation must
  * be set already.
@@ -335,9 +316,7 @@ init_key(GhKeySet *keys, int i, Expr *expr, int varno, Oid hashfn,
 		 PlanState *ps)
 {
 	keys->exprs[i] = ExecInitExpr(expr, ps);
-	fmgr_info(hashfn, &keys->hash[i]);
-	keys->fast[i] = gh_key_hash_kind(&keys->hash[i], keys->coll[i]);
-	get_typlenbyval(exprType((Node *) expr), &keys->typlen[i], &keys->byval[i]);
+	gh_key_set_hash(keys, i, hashfn, exprType((Node *) expr));
 	if (IsA(expr, Var) && ((Var *) expr)->varno == varno &&
 		((Var *) expr)->varattno > 0 && keys->byval[i])
 		keys->att[i] = ((Var *) expr)->varattno;
@@ -402,8 +381,8 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 	s->eq_fast = palloc0(sizeof(uint8) * s->nkeys);
 	s->coll = palloc(sizeof(Oid) * s->nkeys);
 	s->swapped = palloc(sizeof(bool) * s->nkeys);
-	init_key_set(&s->outer_keys, s->nkeys, s->coll, s->own_mix);
-	init_key_set(&s->inner_keys, s->nkeys, s->coll, s->own_mix);
+	gh_key_set_init(&s->outer_keys, s->nkeys, s->coll, s->own_mix);
+	gh_key_set_init(&s->inner_keys, s->nkeys, s->coll, s->own_mix);
 	i = 0;
 	foreach(lc, s->hashclauses)
 	{

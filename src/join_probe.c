@@ -266,7 +266,8 @@ ghj_verify(GhjState *s, uint32 i, const Datum *ik)
 		Datum		a = s->swapped[k] ? ik[k] : ok[k];
 		Datum		b = s->swapped[k] ? ok[k] : ik[k];
 
-		if (!gh_key_equal(s->eq_fast[k], &s->eq[k], s->coll[k], a, b))
+		if (!gh_key_equal(s->eq_fast[k], &s->eq[k], s->coll[k],
+						  s->inner_keys.typlen[k], a, b))
 			return false;
 	}
 	return true;

@@ -1,31 +1,36 @@
 /*-------------------------------------------------------------------------
  * keys.c
  *	  Hashing and equality of hash keys, shared by the join and the
- *	  aggregate (the API is described in keys.h).
+ *	  aggregate: the decisions made once per key (the API is described in
+ *	  keys.h, where the per-row code is).
  *
  * A key's hash is its type's extended hash function, called through fmgr,
  * except for the integer types: their hash functions are computed in line
  * (gh_key_hash_kind checks once per key that the in-line form equals the
- * function), and where both sides of a key are integers, their values are
- * mixed with gh_key_int_mix instead, which costs less and never gives two
- * distinct keys one hash.  A row's hash combines its keys' hashes in key
- * order with hash_combine64.
+ * function), and where both sides of a join's key are integers, their
+ * values are mixed with gh_key_int_mix instead, which costs less and never
+ * gives two distinct keys one hash.  A row's hash combines its keys' hashes
+ * in key order with hash_combine64.
+ *
+ * A key's equality is its operator's function, except where it can be done
+ * in line: a join's integer operators by their function (gh_key_eq_kind),
+ * and GROUP BY's operators whose equality is that of the stored image
+ * (gh_key_group_eq_kind), the same test that lets the aggregate group such
+ * keys on the device.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/hash.h"
+#include "access/nbtree.h"
 #include "catalog/pg_amop.h"
-#include "executor/executor.h"
 #include "utils/catcache.h"
-#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #include "keys.h"
-
-static inline uint64 fast_hash(uint8 kind, Datum v);
 
 /*
  * gpuhash_extended_hash_functions finds the extended hash support functions
@@ -57,34 +62,36 @@ gpuhash_extended_hash_functions(Oid opno, Oid *lhs, Oid *rhs)
 }
 
 /*
- * fast_hash computes the extended hash function of kind (GH_HASH_INT2, ...)
- * in line: the same arithmetic as PostgreSQL's hashint2/4/8extended and
- * hashoidextended (hash_uint32_extended of the value, for int8 of its halves
- * folded as int4 values are), which keeps cross-type keys (int4 = int8)
- * hashing alike.
+ * gh_key_set_init allocates the arrays of a key set of nkeys keys, all of
+ * them zero (no key a column of the row, no expression); coll and int_mix
+ * are the caller's, which fills them in.
  */
-static inline uint64
-fast_hash(uint8 kind, Datum v)
+void
+gh_key_set_init(GhKeySet *keys, int nkeys, const Oid *coll,
+				const bool *int_mix)
 {
-	switch (kind)
-	{
-		case GH_HASH_INT2:
-			return hash_bytes_uint32_extended((uint32) (int32) DatumGetInt16(v), 0);
-		case GH_HASH_INT4:
-			return hash_bytes_uint32_extended((uint32) DatumGetInt32(v), 0);
-		case GH_HASH_OID:
-			return hash_bytes_uint32_extended((uint32) DatumGetObjectId(v), 0);
-		case GH_HASH_INT8:
-			{
-				int64		val = DatumGetInt64(v);
-				uint32		lohalf = (uint32) val;
-				uint32		hihalf = (uint32) (val >> 32);
+	keys->nkeys = nkeys;
+	keys->exprs = palloc0(sizeof(ExprState *) * nkeys);
+	keys->att = palloc0(sizeof(AttrNumber) * nkeys);
+	keys->hash = palloc0(sizeof(FmgrInfo) * nkeys);
+	keys->fast = palloc0(sizeof(uint8) * nkeys);
+	keys->coll = coll;
+	keys->int_mix = int_mix;
+	keys->typlen = palloc0(sizeof(int16) * nkeys);
+	keys->byval = palloc0(sizeof(bool) * nkeys);
+}
 
-				lohalf ^= (val >= 0) ? hihalf : ~hihalf;
-				return hash_bytes_uint32_extended(lohalf, 0);
-			}
-	}
-	return 0;
+/*
+ * gh_key_set_hash sets key i of keys, of type type, to be hashed by the
+ * extended hash function hashfn, in line where gh_key_hash_kind allows.
+ * The key's collation must be set already.
+ */
+void
+gh_key_set_hash(GhKeySet *keys, int i, Oid hashfn, Oid type)
+{
+	fmgr_info(hashfn, &keys->hash[i]);
+	keys->fast[i] = gh_key_hash_kind(&keys->hash[i], keys->coll[i]);
+	get_typlenbyval(type, &keys->typlen[i], &keys->byval[i]);
 }
 
 /*
@@ -130,7 +137,7 @@ gh_key_hash_kind(FmgrInfo *fn, Oid coll)
 		else
 			v = Int64GetDatum(samples[i]);
 		if (DatumGetUInt64(FunctionCall2Coll(fn, coll, v, UInt64GetDatum(0))) !=
-			fast_hash(kind, v))
+			gh_key_hash_fast(kind, v))
 			return GH_HASH_CALL;
 	}
 	return kind;
@@ -171,64 +178,30 @@ gh_key_eq_kind(Oid fn)
 }
 
 /*
- * gh_key_hash_row evaluates the keys of the row in econtext into values[],
- * copying by-reference values into cxt, and returns the row's 64-bit hash.
- * *hasnull is set if any key is NULL (the hash is then 0, and values[] is
- * filled only up to that key).  slot is the row's slot, all its attributes
- * deformed: a key that is a plain by-value column is read from it without
- * evaluating an expression.
+ * gh_key_group_eq_kind says how GROUP BY compares two keys of type with
+ * its grouping operator eqop (a GhKeyEqKind): GH_EQ_DATUM or GH_EQ_IMAGE
+ * where eqop is equality of the stored image, otherwise as gh_key_eq_kind
+ * says of eqop's function.  The type's default btree opclass answers
+ * through its equalimage support function, for this collation; only that
+ * opclass's own equality counts (text's pattern opclass shares "=" and
+ * calls it bytewise, which is not true for nondeterministic collations).
  */
-uint64
-gh_key_hash_row(const GhKeySet *keys, ExprContext *econtext,
-				TupleTableSlot *slot, Datum *values, MemoryContext cxt,
-				bool *hasnull)
+uint8
+gh_key_group_eq_kind(Oid type, Oid eqop, Oid collation)
 {
-	uint64		h = 0;
+	TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_BTREE_OPFAMILY);
+	Oid			proc;
 
-	*hasnull = false;
-	for (int i = 0; i < keys->nkeys; i++)
+	if (OidIsValid(tc->btree_opf) &&
+		get_opfamily_member(tc->btree_opf, tc->btree_opintype, tc->btree_opintype,
+							BTEqualStrategyNumber) == eqop)
 	{
-		int16		typlen = keys->typlen[i];
-		AttrNumber	att = keys->att[i];
-		uint8		fast = keys->fast[i];
-		bool		isnull;
-		Datum		v;
-		MemoryContext old;
-
-		if (att > 0)
-		{
-			v = slot->tts_values[att - 1];
-			isnull = slot->tts_isnull[att - 1];
-		}
-		else
-			v = ExecEvalExprSwitchContext(keys->exprs[i], econtext, &isnull);
-		if (isnull)
-		{
-			*hasnull = true;
-			return 0;
-		}
-		if (keys->int_mix[i])
-			h = hash_combine64(h, gh_key_int_mix(fast, v));
-		else if (fast != GH_HASH_CALL)
-			h = hash_combine64(h, fast_hash(fast, v));
-		else
-		{
-			old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-			if (typlen == -1)
-				v = PointerGetDatum(PG_DETOAST_DATUM_PACKED(v));
-			h = hash_combine64(h, DatumGetUInt64(FunctionCall2Coll(&keys->hash[i],
-																   keys->coll[i], v,
-																   UInt64GetDatum(0))));
-			MemoryContextSwitchTo(old);
-		}
-		if (keys->byval[i])
-			values[i] = v;
-		else
-		{
-			old = MemoryContextSwitchTo(cxt);
-			values[i] = datumCopy(v, false, typlen);
-			MemoryContextSwitchTo(old);
-		}
+		proc = get_opfamily_proc(tc->btree_opf, tc->btree_opintype,
+								 tc->btree_opintype, BTEQUALIMAGE_PROC);
+		if (OidIsValid(proc) &&
+			DatumGetBool(OidFunctionCall1Coll(proc, collation,
+											  ObjectIdGetDatum(tc->btree_opintype))))
+			return get_typbyval(type) ? GH_EQ_DATUM : GH_EQ_IMAGE;
 	}
-	return h;
+	return gh_key_eq_kind(get_opcode(eqop));
 }
