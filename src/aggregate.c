@@ -43,7 +43,6 @@
  */
 #include "postgres.h"
 
-#include "access/nbtree.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
@@ -67,7 +66,6 @@
 #include "utils/regproc.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
-#include "utils/typcache.h"
 
 #include "aggregate.h"
 
@@ -144,11 +142,11 @@ static Query *analyze(const char *sql);
 static void check_query(Query *q);
 static bool find_row_marks(Node *node, void *context);
 static GhAggPlan *plan_aggregation(Query *q, const char *sql);
-static void add_group_key(GhAggPlan *plan, Expr *expr, Oid eqop, bool hashable,
+static Oid	add_group_key(GhAggPlan *plan, Expr *expr, Oid eqop, bool hashable,
 						  int position);
+static void plan_group_keys(GhAggPlan *plan, const Oid *hashfn);
 static int	add_carried(GhAggPlan *plan, Expr *expr, int position, const char *name);
 static int	add_call(GhAggPlan *plan, Aggref *agg, int position, const char *name);
-static GhKeyEq key_eqmode(Oid type, Oid eqop, Oid collation, bool byval);
 static void check_coldef(GhAggPlan *plan, TupleDesc expected);
 static void plan_coercions(GhAggPlan *plan, TupleDesc expected);
 static char *describe_columns(GhAggPlan *plan);
@@ -322,6 +320,7 @@ plan_aggregation(Query *q, const char *sql)
 	int			ntle = list_length(q->targetList);
 	int			ngroup = list_length(q->groupClause);
 	int		   *group_key;		/* key index of each groupClause entry */
+	Oid		   *hashfn;			/* extended hash function of each */
 	List	   *tlist = NIL;
 	ListCell   *lc;
 	int			i;
@@ -333,6 +332,7 @@ plan_aggregation(Query *q, const char *sql)
 	plan->calls = palloc0(sizeof(GhAggCall) * (ntle + 1));
 	plan->out = palloc0(sizeof(GhAggOut) * (ntle + 1));
 	group_key = palloc(sizeof(int) * (ngroup + 1));
+	hashfn = palloc(sizeof(Oid) * (ngroup + 1));
 
 	/* the group keys, in GROUP BY order */
 	i = 0;
@@ -342,9 +342,10 @@ plan_aggregation(Query *q, const char *sql)
 		TargetEntry *tle = get_sortgroupclause_tle(sgc, q->targetList);
 
 		group_key[i] = plan->nkeys;
-		add_group_key(plan, tle->expr, sgc->eqop, sgc->hashable, i + 1);
+		hashfn[i] = add_group_key(plan, tle->expr, sgc->eqop, sgc->hashable, i + 1);
 		i++;
 	}
+	plan_group_keys(plan, hashfn);
 
 	/* the output columns */
 	foreach(lc, q->targetList)
@@ -406,7 +407,7 @@ plan_aggregation(Query *q, const char *sql)
 	 */
 	plan->device_keys = plan->nkeys <= GH_AGG_MAX_KEYS;
 	for (i = 0; i < plan->nkeys; i++)
-		if (plan->keys[i].carried || plan->keys[i].eqmode != GHK_EQ_BYVAL)
+		if (plan->keys[i].carried || plan->keys[i].eq_kind != GH_EQ_DATUM)
 			plan->device_keys = false;
 
 	/* count(x)-only columns need no values, only NULL or not */
@@ -435,27 +436,51 @@ plan_aggregation(Query *q, const char *sql)
 
 /*
  * add_group_key adds a GROUP BY expression as a hashed and verified key,
- * with the hash and equality functions of its grouping operator.
+ * with the equality of its grouping operator, and returns the extended hash
+ * function that hashes it (for plan_group_keys).
  */
-static void
+static Oid
 add_group_key(GhAggPlan *plan, Expr *expr, Oid eqop, bool hashable, int position)
 {
 	GhAggKey   *key = &plan->keys[plan->nkeys];
+	Oid			hash_proc;
 	Oid			rhs_proc;
 
 	key->expr = expr;
 	key->type = exprType((Node *) expr);
 	key->collation = exprCollation((Node *) expr);
 	get_typlenbyval(key->type, &key->typlen, &key->typbyval);
-	if (!hashable || !gpuhash_extended_hash_functions(eqop, &key->hash_proc, &rhs_proc))
+	if (!hashable || !gpuhash_extended_hash_functions(eqop, &hash_proc, &rhs_proc))
 		REFUSE_DETAIL(psprintf("GROUP BY expression %d has type %s, which has no hash operator class with an extended hash function.",
 							   position, format_type_be(key->type)),
 					  "gpuhash_aggregate cannot hash GROUP BY expression %d", position);
-	key->eq_proc = get_opcode(eqop);
-	key->eqmode = key_eqmode(key->type, eqop, key->collation, key->typbyval);
-	fmgr_info(key->hash_proc, &key->hash);
-	fmgr_info(key->eq_proc, &key->eq);
+	key->eq_kind = gh_key_group_eq_kind(key->type, eqop, key->collation);
+	fmgr_info(get_opcode(eqop), &key->eq);
 	plan->nkeys++;
+	return hash_proc;
+}
+
+/*
+ * plan_group_keys sets up the hashing of the GROUP BY keys, the plan's
+ * first nkeys keys (keys.h): hashfn[i] hashes key i, which is column i + 1
+ * of the input query's rows.  No key uses gh_key_int_mix: the groups'
+ * hashes stay the keys' hash functions' (integers' computed in line), whose
+ * collisions are what the DEBUG1 account counts as colliding keys.
+ */
+static void
+plan_group_keys(GhAggPlan *plan, const Oid *hashfn)
+{
+	GhKeySet   *keys = &plan->group_keys;
+	Oid		   *coll = palloc(sizeof(Oid) * (plan->nkeys + 1));
+
+	gh_key_set_init(keys, plan->nkeys, coll,
+					palloc0(sizeof(bool) * (plan->nkeys + 1)));
+	for (int i = 0; i < plan->nkeys; i++)
+	{
+		coll[i] = plan->keys[i].collation;
+		gh_key_set_hash(keys, i, hashfn[i], plan->keys[i].type);
+		keys->att[i] = i + 1;
+	}
 }
 
 /*
@@ -597,33 +622,6 @@ add_call(GhAggPlan *plan, Aggref *agg, int position, const char *name)
 	}
 	call->col = c;
 	return plan->ncalls++;
-}
-
-/*
- * key_eqmode says whether eqop on type is equality of the stored image, so
- * that rows can be verified without calling the operator.  The type's
- * default btree opclass answers through its equalimage support function,
- * for this collation; only that opclass's own equality counts (text's
- * pattern opclass shares "=" and calls it bytewise, which is not true for
- * nondeterministic collations).
- */
-static GhKeyEq
-key_eqmode(Oid type, Oid eqop, Oid collation, bool byval)
-{
-	TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_BTREE_OPFAMILY);
-	Oid			proc;
-
-	if (!OidIsValid(tc->btree_opf) ||
-		get_opfamily_member(tc->btree_opf, tc->btree_opintype, tc->btree_opintype,
-							BTEqualStrategyNumber) != eqop)
-		return GHK_EQ_FUNC;
-	proc = get_opfamily_proc(tc->btree_opf, tc->btree_opintype, tc->btree_opintype,
-							 BTEQUALIMAGE_PROC);
-	if (OidIsValid(proc) &&
-		DatumGetBool(OidFunctionCall1Coll(proc, collation,
-										  ObjectIdGetDatum(tc->btree_opintype))))
-		return byval ? GHK_EQ_BYVAL : GHK_EQ_IMAGE;
-	return GHK_EQ_FUNC;
 }
 
 /* describe_columns: "name type, ..." of the query's result. */

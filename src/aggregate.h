@@ -40,6 +40,7 @@
 #include "utils/tuplestore.h"
 
 #include "gpuhash.h"
+#include "keys.h"
 /* the device API of the aggregate */
 #include "gh_aggregate.h"
 
@@ -66,17 +67,10 @@ typedef enum GhValType
 	GHV_NUMERIC
 } GhValType;
 
-/* How a row's key is compared with its group's representative. */
-typedef enum GhKeyEq
-{
-	GHK_EQ_BYVAL,				/* equality is equality of the Datum */
-	GHK_EQ_IMAGE,				/* equality is equality of the bytes */
-	GHK_EQ_FUNC					/* call the equality function */
-} GhKeyEq;
-
 /*
  * One key column of the input: a GROUP BY expression (hashed and verified),
  * or a carried output expression of the keys (kept with the representative).
+ * How a GROUP BY key is hashed is in the plan's group_keys (keys.h).
  */
 typedef struct GhAggKey
 {
@@ -86,11 +80,8 @@ typedef struct GhAggKey
 	Oid			collation;
 	int16		typlen;
 	bool		typbyval;
-	Oid			hash_proc;		/* extended hash function */
-	Oid			eq_proc;		/* equality function */
-	GhKeyEq		eqmode;
-	FmgrInfo	hash;
-	FmgrInfo	eq;
+	uint8		eq_kind;		/* GhKeyEqKind: how gh_key_equal compares */
+	FmgrInfo	eq;				/* equality function */
 } GhAggKey;
 
 /* One input column: a distinct aggregate argument. */
@@ -128,7 +119,10 @@ typedef struct GhAggPlan
 	const char *sql;
 	Query	   *input;			/* keys, then input columns, FROM/WHERE */
 	int			nkeys;
-	GhAggKey   *keys;
+	GhAggKey   *keys;			/* the GROUP BY keys, then the carried ones */
+	GhKeySet	group_keys;		/* hashing of the GROUP BY keys: keys[0] to
+								 * keys[group_keys.nkeys - 1], columns 1 to
+								 * group_keys.nkeys of an input row */
 	bool		device_keys;	/* every key by value with bitwise equality */
 	int			ncols;
 	GhAggCol   *cols;

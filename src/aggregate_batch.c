@@ -18,9 +18,10 @@
  * key's hash; those go to the fallback set (aggregate_fallback.c).
  *
  * Host-checked keys (anything else: text, numeric, floats, arrays, ...):
- *	1. The host hashes the keys with their extended hash functions, combined
- *	   (a NULL key hashes to a constant of its position, so NULLs form their
- *	   own group), and keeps a copy of them.
+ *	1. The host hashes the GROUP BY keys as keys.h hashes a join's
+ *	   (gh_key_hash_group: their extended hash functions, integers in line),
+ *	   except that a NULL key hashes to a constant of its position, so that
+ *	   NULLs form their own group, and keeps a copy of every key.
  *	2. The device table gives every row a group id by hash (gh_agg_assign).
  *	3. The host checks every row's key against its group's representative
  *	   with the keys' equality (gh_agg_check_keys).  Two different keys with
@@ -41,7 +42,6 @@
  */
 #include "postgres.h"
 
-#include "common/hashfn.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -191,13 +191,6 @@ gh_agg_run_end(GhAggRun *run)
 	MemoryContextDelete(run->cxt);
 }
 
-/* NULL keys hash to a constant of their position. */
-static inline uint64
-null_hash(int k)
-{
-	return UINT64CONST(0x9e3779b97f4a7c15) * (uint64) (k + 1);
-}
-
 /*
  * stage_values stages the aggregate arguments of row i of the batch.
  */
@@ -289,11 +282,13 @@ gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot)
 	}
 	else
 	{
-		uint64		h = 0;
 		Datum	   *kv = run->batch.keys + (size_t) i * run->nkeys;
 		bool	   *kn = run->batch.knulls + (size_t) i * run->nkeys;
 
-		for (int k = 0; k < run->nkeys; k++)
+		run->batch.h_hashes[i] = gh_key_hash_group(&plan->group_keys, slot, kv, kn,
+												   run->batch.cxt);
+		/* the carried keys, after the GROUP BY ones: kept, not hashed */
+		for (int k = plan->group_keys.nkeys; k < run->nkeys; k++)
 		{
 			GhAggKey   *key = &plan->keys[k];
 			Datum		v = slot->tts_values[k];
@@ -302,19 +297,12 @@ gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot)
 			if (kn[k])
 			{
 				kv[k] = (Datum) 0;
-				if (!key->carried)
-					h = hash_combine64(h, null_hash(k));
 				continue;
 			}
 			if (key->typlen == -1)
 				v = PointerGetDatum(PG_DETOAST_DATUM_PACKED(v));
-			if (!key->carried)
-				h = hash_combine64(h, DatumGetUInt64(FunctionCall2Coll(&key->hash,
-																	   key->collation, v,
-																	   UInt64GetDatum(0))));
 			kv[k] = key->typbyval ? v : datumCopy(v, false, key->typlen);
 		}
-		run->batch.h_hashes[i] = h;
 	}
 	stage_values(run, i, slot->tts_values + run->nkeys, slot->tts_isnull + run->nkeys);
 	run->batch.n++;

@@ -56,8 +56,9 @@ gh_agg_check_keys(GhAggRun *run, GhGroupSet *s, uint64 ngroups)
 
 /*
  * row_matches_rep compares row's group keys with group g's representative
- * with the keys' equality (NULL equals NULL, as in GROUP BY).  A group that
- * has no representative yet takes row's keys as its own, and row matches.
+ * with the keys' equality (gh_key_equal; NULL equals NULL, as in GROUP BY).
+ * A group that has no representative yet takes row's keys as its own, and
+ * row matches.
  */
 static bool
 row_matches_rep(GhAggRun *run, GhGroupSet *s, uint64 g, uint32 row)
@@ -85,34 +86,20 @@ row_matches_rep(GhAggRun *run, GhGroupSet *s, uint64 g, uint32 row)
 		s->rep_set[g] = true;
 		return true;
 	}
-	for (int k = 0; k < run->nkeys; k++)
+	/* the GROUP BY keys, which come first; the carried ones are not compared */
+	for (int k = 0; k < run->plan->group_keys.nkeys; k++)
 	{
 		GhAggKey   *key = &run->plan->keys[k];
 
-		if (key->carried)
-			continue;
 		if (kn[k] || rn[k])
 		{
 			if (kn[k] != rn[k])
 				return false;
 			continue;
 		}
-		switch (key->eqmode)
-		{
-			case GHK_EQ_BYVAL:
-				if (kv[k] != rv[k])
-					return false;
-				break;
-			case GHK_EQ_IMAGE:
-				if (!datum_image_eq(kv[k], rv[k], false, key->typlen))
-					return false;
-				break;
-			case GHK_EQ_FUNC:
-				if (!DatumGetBool(FunctionCall2Coll(&key->eq, key->collation,
-													kv[k], rv[k])))
-					return false;
-				break;
-		}
+		if (!gh_key_equal(key->eq_kind, &key->eq, key->collation, key->typlen,
+						  kv[k], rv[k]))
+			return false;
 	}
 	return true;
 }
@@ -202,6 +189,7 @@ gh_agg_to_fallback(GhAggRun *run, uint32 nbad)
 		uint32		i = run->batch.h_bad[j];
 		uint64		h = run->batch.h_hashes[i];
 
+		/* exact device keys have no host hash: the device's, over their words */
 		if (run->exact)
 		{
 			h = gh_agg_key_hash_init(run->batch.h_knull[i]);

@@ -34,9 +34,6 @@ extern int	gpuhash_inject_alloc_failure;
 extern bool gpuhash_extension_created(void);
 extern Oid	gpuhash_extension_function(void);
 
-/* hashing support shared by the join and the aggregate (join_plan.c) */
-extern bool gpuhash_extended_hash_functions(Oid opno, Oid *lhs, Oid *rhs);
-
 /* device layer (device.c) */
 extern void gpuhash_init_device(void);
 extern GhTarget gpuhash_plan_target(void);
