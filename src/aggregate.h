@@ -23,8 +23,10 @@
  *
  * The query's plan (GhAggPlan) is made by aggregate.c and read by all; the
  * inside of a run (GhAggRun) belongs to the files from aggregate_numeric.c
- * to aggregate_result.c, and the others hold it as an opaque pointer.  Declarations are grouped by the file
- * that defines them, as postgres_fdw.h does.
+ * to aggregate_result.c, and the others hold it as an opaque pointer.
+ * Declarations are grouped by the file that defines them, as postgres_fdw.h
+ * does.  How GROUP BY keys are hashed and compared on the host is keys.c's
+ * (keys.h), shared with the join.
  *-------------------------------------------------------------------------
  */
 #ifndef GPUHASH_AGGREGATE_H
