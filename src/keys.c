@@ -32,6 +32,8 @@
 
 #include "keys.h"
 
+static uint8 gh_key_hash_kind(FmgrInfo *fn, Oid coll);
+
 /*
  * gpuhash_extended_hash_functions finds the extended hash support functions
  * of the two input types of opno in one of its hash families.  Used by the
@@ -99,7 +101,7 @@ gh_key_set_hash(GhKeySet *keys, int i, Oid hashfn, Oid type)
  * line (a GhKeyHashKind), after checking on sample values that the in-line
  * form equals it.
  */
-uint8
+static uint8
 gh_key_hash_kind(FmgrInfo *fn, Oid coll)
 {
 	static const int64 samples[] = {0, 1, -1, 42, -42, 32767, -32768,

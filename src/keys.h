@@ -117,7 +117,6 @@ extern bool gpuhash_extended_hash_functions(Oid opno, Oid *lhs, Oid *rhs);
 extern void gh_key_set_init(GhKeySet *keys, int nkeys, const Oid *coll,
 							const bool *int_mix);
 extern void gh_key_set_hash(GhKeySet *keys, int i, Oid hashfn, Oid type);
-extern uint8 gh_key_hash_kind(FmgrInfo *fn, Oid coll);
 extern bool gh_key_int_mix_ok(uint8 kind1, uint8 kind2);
 extern uint8 gh_key_eq_kind(Oid fn);
 extern uint8 gh_key_group_eq_kind(Oid type, Oid eqop, Oid collation);
