@@ -37,7 +37,7 @@
  * meet go to its fallback set, which its DEBUG1 account counts (and the
  * tests reach through int8's hash function).  The aggregate's exact device
  * keys (integers, dates, ... grouped on the device) are hashed elsewhere,
- * by cuda/gpuhash_agg.h's gh_agg_key_hash_init and gh_agg_key_hash_step:
+ * by gh_agg_key_hash_init and gh_agg_key_hash_step (cuda/gh_aggregate.h):
  * the device hashes the keys' 64-bit words, whatever their type, and the
  * host's fallback set (aggregate_fallback.c) hashes the rows the device
  * sends back with the same functions, over the same words.
