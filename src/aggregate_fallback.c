@@ -126,7 +126,7 @@ exact_find(GhAggRun *run, GhGroupSet *s, uint32 row, uint64 h)
 		{
 			if (s->ex_id[o] == 0)
 				continue;
-			slot = gh_agg_mix(s->ex_hash[o]) & (ncap - 1);
+			slot = gh_mix64(s->ex_hash[o]) & (ncap - 1);
 			while (ni[slot] != 0)
 				slot = (slot + 1) & (ncap - 1);
 			nh[slot] = s->ex_hash[o];
@@ -142,7 +142,7 @@ exact_find(GhAggRun *run, GhGroupSet *s, uint32 row, uint64 h)
 		s->ex_cap = ncap;
 	}
 	mask = s->ex_cap - 1;
-	slot = gh_agg_mix(h) & mask;
+	slot = gh_mix64(h) & mask;
 	for (;;)
 	{
 		uint32		id = s->ex_id[slot];
