@@ -264,12 +264,7 @@ gh_status gh_agg_accumulate_cpu(void *acc, const gh_agg_layout *l,
  * ---------------------------------------------------------------------
  */
 
-/*
- * The slot where the probe for hash h starts is gh_mix64(h) (gh_hash.h).
- * gh_agg_mix is its old name, kept while src/aggregate_groups.c and
- * bench/agg/kernels.cu still use it.
- */
-#define gh_agg_mix(h) gh_mix64(h)
+/* The slot where the probe for hash h starts is gh_mix64(h) (gh_hash.h). */
 
 /*
  * The group hash of exact device keys: a chain of mixes, started from the
