@@ -38,14 +38,18 @@ pgc=${PG_CONFIG:-pg_config}
 jobs=$(nproc)
 
 # build TREE NAME: make in TREE; log in $out/build-NAME.log.  A tree that
-# has its library already (an earlier call on a warm host, or test/run.sh's
-# build of this tree) is not built again unless AB_REBUILD=1.
+# this script built already on this host with the same make settings (an
+# earlier call on a warm GPU host) is not built again unless AB_REBUILD=1;
+# a library built anywhere else (another machine, without nvcc) always is.
 build() {
-  if [ "${AB_REBUILD:-0}" != 1 ] && [ -f "$1/gpuhash.so" ]; then
-    echo "$2: $1/gpuhash.so already built" >"$out/build-$2.log"; return 0
+  local stamp="$(hostname) ${GPUHASH_CUDA:-default} $pgc"
+  if [ "${AB_REBUILD:-0}" != 1 ] && [ -f "$1/gpuhash.so" ] && [ "$(cat "$1/.ab-built" 2>/dev/null)" = "$stamp" ]; then
+    echo "$2: $1/gpuhash.so already built here ($stamp)" >"$out/build-$2.log"; return 0
   fi
+  rm -f "$1/.ab-built"
   (cd "$1" && make -s clean >/dev/null 2>&1; make -s -j"$jobs" PG_CONFIG="$pgc") >"$out/build-$2.log" 2>&1 ||
     { echo "build of $2 ($1) failed:"; tail -20 "$out/build-$2.log"; exit 1; }
+  echo "$stamp" >"$1/.ab-built"
 }
 # use TREE: install TREE's build (library and SQL scripts)
 use() {
@@ -88,14 +92,14 @@ join)
   gh_cluster_stop "$data"
   # every run's result against native's, and the medians side by side
   echo
-  echo "| workload | native s | gpuhash before s | gpuhash after s | after / before | before vs native | after vs native | results |"
-  echo "|---|---|---|---|---|---|---|---|"
+  echo "| workload | native s | gpuhash before s | gpuhash after s | after / before | before vs native | after vs native | results | GpuHashJoin nodes (before, after) |"
+  echo "|---|---|---|---|---|---|---|---|---|"
   status=0
   for w in ${AB_WORKLOADS:-int4 text left star}; do
     ref=$(sed -n "s/^$w native [^:]*: .*, result //p" "$out/join-native/bench.log" | head -1)
     nat=$(sed -n "s/^$w native [^:]*: median \([0-9.]*\) s.*/\1/p" "$out/join-native/bench.log" | head -1)
     ok=same
-    declare -A med=()
+    declare -A med=() nodes=()
     for d in "$out"/join-*-before "$out"/join-*-after; do
       [ -f "$d/bench.log" ] || continue
       b=${d##*-}
@@ -103,14 +107,18 @@ join)
       r=$(sed -n "s/^$w gpuhash [^:]*: .*, result //p" "$d/bench.log" | head -1)
       [ -n "$r" ] && [ "$r" = "$ref" ] || { ok=DIFFERENT; status=1; }
       med[$b]="${med[$b]:+${med[$b]} }$m"
+      # a gpuhash run without a GPU join measured nothing of gpuhash's
+      g=$(sed -n "s/^$w gpuhash [^:]*: .*GpuHashJoin nodes \([0-9]*\),.*/\1/p" "$d/bench.log" | head -1)
+      [ "${g:-0}" -gt 0 ] || { ok="NO GPU JOIN"; status=1; }
+      nodes[$b]="${nodes[$b]:+${nodes[$b]} }${g:-0}"
     done
     # with several rounds, the median of the rounds' medians
     mb=$(printf '%s\n' ${med[before]:-} | sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]}')
     ma=$(printf '%s\n' ${med[after]:-} | sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]}')
-    awk -v w="$w" -v n="$nat" -v b="$mb" -v a="$ma" -v ok="$ok" 'BEGIN {
-      printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", w, n, b, a,
+    awk -v w="$w" -v n="$nat" -v b="$mb" -v a="$ma" -v ok="$ok" -v g="${nodes[before]:-} / ${nodes[after]:-}" 'BEGIN {
+      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", w, n, b, a,
         (b > 0 && a > 0) ? sprintf("%.3f", a / b) : "",
-        (b > 0) ? sprintf("%.2fx", n / b) : "", (a > 0) ? sprintf("%.2fx", n / a) : "", ok }'
+        (b > 0) ? sprintf("%.2fx", n / b) : "", (a > 0) ? sprintf("%.2fx", n / a) : "", ok, g }'
   done
   exit $status ;;
 agg)
