@@ -112,7 +112,7 @@ join)
       [ "${g:-0}" -gt 0 ] || { ok="NO GPU JOIN"; status=1; }
       nodes[$b]="${nodes[$b]:+${nodes[$b]} }${g:-0}"
     done
-    # with several rounds, the median of the rounds' medians
+    # with several rounds, the median of the rounds' medians (the lower of two)
     mb=$(printf '%s\n' ${med[before]:-} | sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]}')
     ma=$(printf '%s\n' ${med[after]:-} | sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]}')
     awk -v w="$w" -v n="$nat" -v b="$mb" -v a="$ma" -v ok="$ok" -v g="${nodes[before]:-} / ${nodes[after]:-}" 'BEGIN {
