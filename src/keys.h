@@ -55,7 +55,7 @@
 #include "nodes/execnodes.h"
 #include "utils/datum.h"
 
-#include "gh_layout.h"
+#include "gh_hash.h"
 
 /*
  * The extended hash functions computed in line (gh_key_hash_kind): the
