@@ -6,10 +6,11 @@
  * A thin layer over gh_mm_* (cuda/gpuhash_cuda.h) that owns the table's
  * memory, keeps a host view of the table's row array (the executor walks it
  * for every candidate), and reuses device buffers across probe batches.
- * This is the only code that knows where a table lives: the join asks for a
- * table in this backend (gh_table_build) or in the GPU service
- * (gh_table_build_service, through service_client.c) and then probes and
- * frees it the same way.
+ * This is the only code that knows where a table lives: it decides where a
+ * join's table goes (gh_table_where: the GPU service, this backend's GPU,
+ * or the CPU twin while the backend's CUDA context is made), the join asks
+ * for it there (gh_table_build, or gh_table_build_service through
+ * service_client.c), and then probes, describes and frees it the same way.
  *
  * Building a table goes in this order: on the GPU if the table may go there
  * (a backend applies gpuhash.device_memory_limit) and the device memory for
@@ -104,6 +105,30 @@ table_fail(const GhTableEnv *env, gh_status st, const gh_error *err,
 	if (env->report != NULL)
 		env->report(st, err, action);
 	return st;
+}
+
+/*
+ * gh_table_where decides where a join's table is built: in the GPU service
+ * where a session may use it (parallel_aware: for a parallel join's
+ * participants), else in this backend, on the CPU twin while the backend's
+ * CUDA context is still in the making (the table moves to the GPU once it
+ * is made), else on the device gpuhash.device names.  It may wait for the
+ * context: callers time it as Context Wait.
+ */
+void
+gh_table_where(bool parallel_aware, GhTableWhere *where)
+{
+	where->service = gh_svc_available(parallel_aware);
+	where->gpu_later = false;
+	if (where->service)
+		where->target = gh_svc_target();
+	else if (gpuhash_gpu_warming())
+	{
+		where->target = GH_TARGET_CPU;
+		where->gpu_later = true;
+	}
+	else
+		where->target = gpuhash_exec_target();
 }
 
 /*
@@ -424,11 +449,13 @@ gh_table_build(GhTarget target, const uint64 *hashes, uint32 nrows)
  * keeps only the table's shape and, when some hash repeats, a copy of its
  * row array.  With peer_table, a table that a participant of the same
  * parallel join built from the same hashes (then hashes is not read), the
- * service gives this backend a view of it instead of a copy.
+ * service gives this backend a view of it instead of a copy.  for_peers:
+ * the table is built for every participant of a parallel join (they take
+ * views of it), which EXPLAIN says.
  */
 GhTable *
 gh_table_build_service(const uint64 *hashes, uint32 nrows, uint32 probe_cap,
-					   uint32 peer_table)
+					   uint32 peer_table, bool for_peers)
 {
 	GhTable    *t = palloc0(sizeof(GhTable));
 	gh_mm_params params;
@@ -451,6 +478,8 @@ gh_table_build_service(const uint64 *hashes, uint32 nrows, uint32 probe_cap,
 	}
 	else
 		t->shared_view = true;
+	if (for_peers)
+		t->shared_view = true;
 	gh_track_service_table(info.id, info.mem_bytes);
 	t->svc = info;
 	t->target = info.on_gpu ? GH_TARGET_GPU : GH_TARGET_CPU;
@@ -469,6 +498,32 @@ gh_table_build_service(const uint64 *hashes, uint32 nrows, uint32 probe_cap,
 	}
 	table_add_time(t, start);
 	return t;
+}
+
+/* gh_table_service_id is the GPU service's id of the table; 0: not there. */
+uint32
+gh_table_service_id(const GhTable *table)
+{
+	return table->svc.id;
+}
+
+/*
+ * gh_table_shared says whether the table is one the GPU service holds for
+ * every participant of a parallel join.
+ */
+bool
+gh_table_shared(const GhTable *table)
+{
+	return table->shared_view;
+}
+
+/* gh_table_holder says, for EXPLAIN, who holds the table; NULL: this backend. */
+const char *
+gh_table_holder(const GhTable *table)
+{
+	if (table->svc.id == 0)
+		return NULL;
+	return table->shared_view ? "GPU service, one for all participants" : "GPU service";
 }
 
 /*

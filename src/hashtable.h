@@ -31,7 +31,22 @@ typedef struct GhTable
 	bool		shared_view;	/* a view of a parallel peer's service table */
 } GhTable;
 
+/*
+ * Where a join's table is to be built, as gh_table_where decides it when the
+ * build is ready for its table.
+ */
+typedef struct GhTableWhere
+{
+	bool		service;		/* the GPU service builds and holds it
+								 * (gh_table_build_service) */
+	GhTarget	target;			/* the device it is built on */
+	bool		gpu_later;		/* built on the CPU twin while this backend's
+								 * CUDA context is made; gh_table_move_to_gpu
+								 * follows once it is */
+} GhTableWhere;
+
 extern bool gh_table_fits_device(double nrows);
+extern void gh_table_where(bool parallel_aware, GhTableWhere *where);
 extern GhTable *gh_table_build(GhTarget target, const uint64 *hashes,
 							   uint32 nrows);
 extern void gh_table_probe(GhTable *table, const uint64 *hashes, uint32 n,
@@ -40,7 +55,11 @@ extern bool gh_table_move_to_gpu(GhTable *table);
 extern bool gh_table_probe_area(GhTable *table, uint32 cap, uint64 **hashes,
 								uint32 **first, uint32 **count);
 extern GhTable *gh_table_build_service(const uint64 *hashes, uint32 nrows,
-									   uint32 probe_cap, uint32 peer_table);
+									   uint32 probe_cap, uint32 peer_table,
+									   bool for_peers);
+extern uint32 gh_table_service_id(const GhTable *table);
+extern bool gh_table_shared(const GhTable *table);
+extern const char *gh_table_holder(const GhTable *table);
 extern void gh_table_drop_rows(GhTable *table);
 extern void gh_table_free(GhTable *table);
 

@@ -202,13 +202,13 @@ ghj_service_table(GhjState *s, uint64 *hashes)
 	GhTable    *t = NULL;
 
 	if (sh == NULL || !s->shared_build)
-		return gh_table_build_service(hashes, s->ninner, s->batch_cap, 0);
+		return gh_table_build_service(hashes, s->ninner, s->batch_cap, 0, false);
 
 	if (ghj_shared_table_claim(sh))
 	{
 		PG_TRY();
 		{
-			t = gh_table_build_service(hashes, s->ninner, s->batch_cap, 0);
+			t = gh_table_build_service(hashes, s->ninner, s->batch_cap, 0, true);
 		}
 		PG_CATCH();
 		{
@@ -216,14 +216,13 @@ ghj_service_table(GhjState *s, uint64 *hashes)
 			PG_RE_THROW();
 		}
 		PG_END_TRY();
-		t->shared_view = true;
-		ghj_shared_table_built(sh, t->svc.id);
+		ghj_shared_table_built(sh, gh_table_service_id(t));
 		return t;
 	}
 
 	/* a view of the peer's table; its own if that one is gone or failed */
 	return gh_table_build_service(hashes, s->ninner, s->batch_cap,
-								  ghj_shared_table_wait(sh));
+								  ghj_shared_table_wait(sh), false);
 }
 
 /*
@@ -236,35 +235,21 @@ ghj_service_table(GhjState *s, uint64 *hashes)
 static void
 ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys)
 {
-	bool		svc = gh_svc_available(s->css.ss.ps.plan->parallel_aware);
+	GhTableWhere where;
 	MemoryContext old;
 	instr_time	ctx_start,
 				ctx_end;
 
 	INSTR_TIME_SET_CURRENT(ctx_start);
-	if (svc)
-	{
-		/* the GPU service holds the context and the table */
-		s->target = gh_svc_target();
-		s->gpu_later = false;
-	}
-	else if (gpuhash_gpu_warming())
-	{
-		/* start on the CPU twin; ghj_move_to_gpu follows once it is made */
-		s->target = GH_TARGET_CPU;
-		s->gpu_later = true;
-	}
-	else
-	{
-		s->target = gpuhash_exec_target();
-		s->gpu_later = false;
-	}
+	gh_table_where(s->css.ss.ps.plan->parallel_aware, &where);
+	s->target = where.target;
+	s->gpu_later = where.gpu_later;
 	INSTR_TIME_SET_CURRENT(ctx_end);
 	INSTR_TIME_SUBTRACT(ctx_end, ctx_start);
 	s->context_ms += INSTR_TIME_GET_MILLISEC(ctx_end);
 
 	old = MemoryContextSwitchTo(s->build_cxt);
-	if (svc)
+	if (where.service)
 		s->table = ghj_service_table(s, hashes);
 	else
 		s->table = gh_table_build(s->target, hashes, s->ninner);

@@ -732,11 +732,8 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			ExplainPropertyFloat("Context Wait", "ms", s->context_ms, 3, es);
 		if (s->n_cpu_batches > 0)
 			ExplainPropertyUInteger("Batches Before GPU", NULL, s->n_cpu_batches, es);
-		if (s->table && s->table->svc.id != 0)
-			ExplainPropertyText("Table Held By",
-								s->table->shared_view ?
-								"GPU service, one for all participants" : "GPU service",
-								es);
+		if (s->table && gh_table_holder(s->table) != NULL)
+			ExplainPropertyText("Table Held By", gh_table_holder(s->table), es);
 	}
 	if (es->analyze && s->shared_copy != NULL)
 	{

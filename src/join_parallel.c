@@ -360,6 +360,6 @@ ghj_publish_stats(GhjState *s)
 	st->context_ms = s->context_ms;
 	st->device_ms = s->table ? s->table->device_ms : 0;
 	st->cpu_batches = s->n_cpu_batches;
-	st->shared_table = s->table && s->table->shared_view;
+	st->shared_table = s->table && gh_table_shared(s->table);
 	st->valid = s->n_builds > 0;
 }
