@@ -20,7 +20,8 @@
 # sample of the leader and of any worker: what the query allocates, without
 # the shared buffers it touches (which VmRSS and VmHWM count).  A peak
 # shorter than 20 ms may be missed.  Temp files: pg_stat_database.temp_bytes
-# before and after.
+# before and after (the query's session flushes its statistics before it
+# says DONE, so they are counted whenever its exit is).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../test/lib.sh"
@@ -76,7 +77,7 @@ for wm in $work_mems; do
       fifo=$dir/out.$$
       ( psqlq -At -c "$sql" -c "SELECT pg_backend_pid()" \
           -c "SELECT 'RESULT', count(*), sum(length(r.pad)) FROM s JOIN r USING (k)" \
-          -c "SELECT 'DONE'" >"$fifo" 2>&1 ) &
+          -c "SELECT pg_stat_force_next_flush()" -c "SELECT 'DONE'" >"$fifo" 2>&1 ) &
       qpid=$!
       pid="" start=$(date +%s.%N) wmax=0 lmax=0
       while kill -0 "$qpid" 2>/dev/null; do
@@ -96,7 +97,7 @@ for wm in $work_mems; do
       [ -n "$res" ] || res="FAILED: $(tail -1 "$fifo")"
       [ -z "$ref" ] && ref=$res
       ok=$([ "$res" = "$ref" ] && echo same || echo "DIFFERENT ($res)")
-      t1=$(psqlq -At -c "SELECT pg_stat_force_next_flush()" -c "SELECT temp_bytes FROM pg_stat_database WHERE datname = current_database()" | tail -1)
+      t1=$(psqlq -At -c "SELECT temp_bytes FROM pg_stat_database WHERE datname = current_database()")
       echo "| $v | $wm | $nw | ${plan:-?} | $((lmax / 1024)) | $((wmax / 1024)) | $(( (t1 - t0) / 1048576 )) | $secs | $ok |"
     done
   done

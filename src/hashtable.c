@@ -462,24 +462,23 @@ gh_table_build_service(const uint64 *hashes, uint32 nrows, uint32 probe_cap,
 	GhSvcTableInfo info;
 	gh_error	err;
 	uint32	   *rows;
+	bool		attached;
 	instr_time	start;
 
 	table_params(&params);
 	INSTR_TIME_SET_CURRENT(start);
 	rows = palloc_extended(Max(nrows, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
 	/* a peer's table that is gone already (its join ended) is built again */
-	if (peer_table == 0 ||
-		gh_svc_attach(peer_table, nrows, &params, probe_cap, &info, rows, &err) != GH_OK)
+	attached = peer_table != 0 &&
+		gh_svc_attach(peer_table, nrows, &params, probe_cap, &info, rows, &err) == GH_OK;
+	if (!attached)
 	{
 		gh_status	st = gh_svc_build(hashes, nrows, &params, probe_cap, &info,
 									  rows, &err);
 
 		gpuhash_report(st, &err, "building the hash table in the GPU service");
 	}
-	else
-		t->shared_view = true;
-	if (for_peers)
-		t->shared_view = true;
+	t->shared_view = attached || for_peers;
 	gh_track_service_table(info.id, info.mem_bytes);
 	t->svc = info;
 	t->target = info.on_gpu ? GH_TARGET_GPU : GH_TARGET_CPU;

@@ -697,6 +697,7 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	GhjState   *s = (GhjState *) node;
 	List	   *context;
 	bool		useprefix = list_length(es->rtable) > 1 || es->verbose;
+	const char *holder;
 
 	ExplainPropertyText("Join Type", jointype_name(s->jointype), es);
 	if (s->shared_build)
@@ -732,8 +733,9 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			ExplainPropertyFloat("Context Wait", "ms", s->context_ms, 3, es);
 		if (s->n_cpu_batches > 0)
 			ExplainPropertyUInteger("Batches Before GPU", NULL, s->n_cpu_batches, es);
-		if (s->table && gh_table_holder(s->table) != NULL)
-			ExplainPropertyText("Table Held By", gh_table_holder(s->table), es);
+		holder = s->table ? gh_table_holder(s->table) : NULL;
+		if (holder != NULL)
+			ExplainPropertyText("Table Held By", holder, es);
 	}
 	if (es->analyze && s->shared_copy != NULL)
 	{
