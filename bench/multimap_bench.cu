@@ -194,7 +194,7 @@ static int run_profile(uint64_t n)
     uint64_t *d_build, *d_probe;
     uint32_t *d_outer, *d_inner;
     void *mem;
-    gh_mm_params big = {0.5, 1, GH_PROBE_LINEAR, NULL};
+    gh_mm_params big = {0.5, 1, GH_PROBE_LINEAR, NULL, 0};
 
     CK(cudaMalloc(&mem, gh_mm_bytes((uint32_t) n, &big, nullptr)));
     CK(cudaMalloc(&d_build, n * 8));
@@ -205,7 +205,7 @@ static int run_profile(uint64_t n)
         for (int g : groups)
         {
             const double lf = c.lf;
-            gh_mm_params prm = {lf, g, GH_PROBE_LINEAR, NULL};
+            gh_mm_params prm = {lf, g, GH_PROBE_LINEAR, NULL, 0};
 
             launch_gen_build(d_build, n, c.m, 42 + c.m);
             gen_probe<<<4096, 256, 0, stream>>>(d_probe, n, (n + c.m - 1) / c.m, 42 + c.m, 7);
@@ -330,12 +330,12 @@ int main(int argc, char **argv)
 
     for (double lf : lfs)
     {
-        gh_mm_params p = {lf, 1, GH_PROBE_LINEAR, NULL};
+        gh_mm_params p = {lf, 1, GH_PROBE_LINEAR, NULL, 0};
         max_bytes = std::max(max_bytes, gh_mm_bytes((uint32_t) nbuild, &p, nullptr));
     }
     {
         /* the true-load sweep uses 2^24 slots and up to 0.9 * 2^24 rows */
-        gh_mm_params p = {0.9, 1, GH_PROBE_LINEAR, NULL};
+        gh_mm_params p = {0.9, 1, GH_PROBE_LINEAR, NULL, 0};
         max_bytes = std::max(max_bytes, gh_mm_bytes((uint32_t) (0.9 * (1 << 24)), &p, nullptr));
     }
     void *mem;

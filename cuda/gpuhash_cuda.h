@@ -139,6 +139,17 @@ typedef struct gh_mm_params
 	 * PostgreSQL ERROR longjmps out: the build holds nothing of its own).
 	 */
 	void (*check_interrupts)(void);
+
+	/*
+	 * Nonzero: the caller promises that equal hashes are adjacent in the
+	 * input (it is grouped, as a row store regrouped by another table's row
+	 * array is).  The build then makes rows[] the identity, each group's
+	 * offset being the index of its first row, so that tables built from
+	 * one grouped array by different builders agree on every (first,
+	 * count).  Input that is not grouped gives wrong groups: never set it
+	 * otherwise.
+	 */
+	int grouped;
 } gh_mm_params;
 
 /*

@@ -19,7 +19,9 @@
  * slot order, so no scan and no scratch); scatter (re-probe; a row of a group
  * of one goes straight to its start; bigger groups take places with an
  * atomicSub on the offset, once per slot per warp, which leaves it at the
- * group's start).  The build is bound by random DRAM traffic: with repeated
+ * group's start).  Grouped input (gh_mm_params.grouped) skips the offsets
+ * and the scatter: each group's first row writes itself as the offset
+ * (k_starts) and rows[] is the identity.  The build is bound by random DRAM traffic: with repeated
  * hashes the scatter is its largest part (bench/results/multimap-2026-11-21.md),
  * with distinct hashes only the insert is left (multimap-2026-11-22.md).
  *
@@ -189,19 +191,51 @@ k_offsets(ulonglong2 *slots, uint64_t nslots, uint64_t n, gh_ctrl *ctrl)
 }
 
 /*
- * Place row indices into their groups.  Every hash distinct: rows[] is the
- * identity, one sequential pass.  Otherwise a row of a group of one goes to
+ * Grouped input (gh_mm_params.grouped: equal hashes adjacent): the group's
+ * offset becomes its first row, whichever row's CAS claimed the slot, and
+ * rows[] is the identity.  Only the first row of a group of more than one
+ * writes (a group of one already holds its own row): no race.
+ */
+template <int G>
+__global__ void __launch_bounds__(kBlock, kMinBlocks)
+k_starts(Table T, const uint64_t *__restrict__ hashes, uint64_t n,
+		 const gh_ctrl *ctrl)
+{
+	const unsigned lane = lane_id();
+
+	if (ctrl->distinct == n)
+		return;
+	for_each_batch<G, kPlace>(
+		T, hashes, n, nullptr,
+		[&](uint64_t base, const auto &ok, const auto &res)
+		{
+#pragma unroll
+			for (int b = 0; b < Batch<G>::B; b++)
+			{
+				const uint64_t row = base + 32 * (uint64_t) b + lane;
+
+				if (ok[b] && res[b] != GH_NO_SLOT && (res[b] & kFlag) == 0 &&
+					(row == 0 || hashes[row - 1] != hashes[row]))
+					reinterpret_cast<unsigned *>(&T.slots[res[b]].y)[1] =
+						(uint32_t) row;
+			}
+		});
+}
+
+/*
+ * Place row indices into their groups.  Every hash distinct, or grouped
+ * input: rows[] is the identity, one sequential pass.  Otherwise a row of a group of one goes to
  * the group's start; bigger groups' offsets walk down from the end to the
  * start with one atomicSub per slot per warp.
  */
 template <int G>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
 k_scatter(Table T, const uint64_t *__restrict__ hashes, uint64_t n,
-		  uint32_t *rows, const gh_ctrl *ctrl)
+		  uint32_t *rows, const gh_ctrl *ctrl, int identity)
 {
 	const unsigned lane = lane_id();
 
-	if (ctrl->distinct == n)
+	if (identity || ctrl->distinct == n)
 	{
 		/* rows is 16-byte aligned (gh_layout.h). */
 		const uint64_t tid = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x;
@@ -306,6 +340,15 @@ build_g(const gh_mm *mm, const uint64_t *d_hashes, cudaStream_t st,
 	if ((s = launch_rows<G>("k_insert", k_insert<G>, n, st, err, T, d_hashes,
 							n, ctrl)) != GH_OK)
 		return s;
+	if (mm->params.grouped)
+	{
+		if ((s = launch_rows<G>("k_starts", k_starts<G>, n, st, err, T,
+								d_hashes, n, (const gh_ctrl *) ctrl)) != GH_OK)
+			return s;
+		return launch_rows<G>("k_scatter", k_scatter<G>, n, st, err, T,
+							  d_hashes, n, rows_of(mm), (const gh_ctrl *) ctrl,
+							  1);
+	}
 	if ((s = grid_for(k_offsets,
 					  (nslots + kOffsetsChunk - 1) / kOffsetsChunk *
 						  kWarpsPerBlock,
@@ -313,7 +356,7 @@ build_g(const gh_mm *mm, const uint64_t *d_hashes, cudaStream_t st,
 		return s;
 	GH_LAUNCH("k_offsets", k_offsets, grid, T.slots, nslots, n, ctrl);
 	return launch_rows<G>("k_scatter", k_scatter<G>, n, st, err, T, d_hashes,
-						  n, rows_of(mm), (const gh_ctrl *) ctrl);
+						  n, rows_of(mm), (const gh_ctrl *) ctrl, 0);
 }
 
 } /* namespace */

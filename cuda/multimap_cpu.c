@@ -11,7 +11,9 @@
  * layout already (group of row i = rows[i], rows[] the identity, as on the
  * GPU).  Otherwise it turns the counts into group ends by a running sum in
  * slot order, then scatters row indices from the last row to the first, so
- * each group lists its rows in ascending order.
+ * each group lists its rows in ascending order.  Grouped input (equal hashes
+ * adjacent, gh_mm_params.grouped) needs neither: the first row of a group
+ * is its start.
  *
  * Plain C99: no PostgreSQL, no allocation, no output; errors come back as
  * status codes.
@@ -132,8 +134,12 @@ gh_mm_build_cpu_capacity(gh_mm *mm, void *mem, const uint64_t *hashes,
 	}
 	mm->ndistinct = ndistinct;
 
-	/* Every hash distinct: the offsets are the rows, rows[] the identity. */
-	if (ndistinct == nrows)
+	/*
+	 * Every hash distinct: the offsets are the rows, rows[] the identity.
+	 * Grouped input: the first row of each group, which wrote the offset
+	 * above, is its start, so the same holds.
+	 */
+	if (ndistinct == nrows || params->grouped)
 	{
 		for (i = 0; i < nrows; i++)
 			rows[i] = i;

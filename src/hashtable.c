@@ -42,6 +42,8 @@
 
 static void gh_check_interrupts(void);
 static void table_params(gh_mm_params *params);
+static GhTable *table_build(GhTarget target, const uint64 *hashes,
+							 uint32 nrows, bool grouped);
 static void table_add_time(GhTable *t, instr_time start);
 static gh_status table_fail(const GhTableEnv *env, gh_status st,
 							const gh_error *err, const char *action);
@@ -194,7 +196,7 @@ gh_table_place(GhTable *t, GhTarget target, const uint64 *hashes,
 	if (st != GH_OK)
 		return table_fail(env, st, err, "building the hash table");
 	t->rows = gh_mm_rows(&t->mm);
-	t->rows_identity = (t->mm.ndistinct == nrows);
+	t->rows_identity = (t->mm.ndistinct == nrows || params->grouped);
 	return GH_OK;
 }
 
@@ -247,7 +249,8 @@ place_gpu(GhTable *t, const uint64 *hashes, uint32 nrows,
 		(void) table_fail(env, st, err, action);
 	env->free(GH_TARGET_GPU, d_hashes);
 	/* every hash distinct: rows[] is the identity, nothing to copy back */
-	t->rows_identity = (st == GH_OK && t->mm.ndistinct == nrows);
+	t->rows_identity = (st == GH_OK &&
+						 (t->mm.ndistinct == nrows || params->grouped));
 	return st;
 }
 
@@ -423,12 +426,32 @@ backend_no_gpu_room(uint32 nrows)
 GhTable *
 gh_table_build(GhTarget target, const uint64 *hashes, uint32 nrows)
 {
+	return table_build(target, hashes, nrows, false);
+}
+
+/*
+ * gh_table_build_grouped is gh_table_build for hashes whose equal values are
+ * adjacent (see gh_mm_params.grouped): its row array is the identity, and
+ * every table built from the same array, in any process, groups the rows
+ * the same way.
+ */
+GhTable *
+gh_table_build_grouped(GhTarget target, const uint64 *hashes, uint32 nrows)
+{
+	return table_build(target, hashes, nrows, true);
+}
+
+/* table_build is gh_table_build, of grouped hashes or not. */
+static GhTable *
+table_build(GhTarget target, const uint64 *hashes, uint32 nrows, bool grouped)
+{
 	GhTable    *t = palloc0(sizeof(GhTable));
 	gh_mm_params params;
 	gh_error	err;
 	instr_time	start;
 
 	table_params(&params);
+	params.grouped = grouped;
 	INSTR_TIME_SET_CURRENT(start);
 	memset(&err, 0, sizeof(err));
 	(void) gh_table_place(t, target, hashes, nrows, &params, &backend_env,

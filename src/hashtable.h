@@ -49,6 +49,8 @@ extern bool gh_table_fits_device(double nrows);
 extern void gh_table_where(bool parallel_aware, GhTableWhere *where);
 extern GhTable *gh_table_build(GhTarget target, const uint64 *hashes,
 							   uint32 nrows);
+extern GhTable *gh_table_build_grouped(GhTarget target, const uint64 *hashes,
+									   uint32 nrows);
 extern void gh_table_probe(GhTable *table, const uint64 *hashes, uint32 n,
 						   uint32 *first, uint32 *count);
 extern bool gh_table_move_to_gpu(GhTable *table);

@@ -41,10 +41,13 @@ static void store_columns(GhjState *s, TupleTableSlot *slot, Datum *rec,
 static void advise_huge(void *p, Size len);
 static inline Datum arena_copy(char *arena, Size *used, Datum v, int16 typlen);
 static void ghj_regroup(GhjState *s);
-static GhTable *ghj_service_table(GhjState *s, uint64 *hashes);
+static GhTable *ghj_service_table(GhjState *s, uint64 *hashes, bool grouped);
+static void ghj_make_table(GhjState *s, uint64 *hashes, bool grouped);
 static void ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys);
 static TupleTableSlot *ghj_next_inner(GhjState *s, ExprContext *econtext);
 static void too_many_inner_rows(void) pg_attribute_noreturn();
+static void ghj_load_shared(GhjState *s);
+static void ghj_first_table(GhjState *s);
 static void ghj_build_shared(GhjState *s);
 static void ghj_build_private(GhjState *s);
 
@@ -196,12 +199,12 @@ ghj_regroup(GhjState *s)
  * the participants of a shared build (see join_parallel.c), else its own.
  */
 static GhTable *
-ghj_service_table(GhjState *s, uint64 *hashes)
+ghj_service_table(GhjState *s, uint64 *hashes, bool grouped)
 {
 	GhjShared  *sh = s->shared;
 	GhTable    *t = NULL;
 
-	if (sh == NULL || !s->shared_build)
+	if (!s->store_shared)
 		return gh_table_build_service(hashes, s->ninner, s->batch_cap, 0, false);
 
 	if (ghj_shared_table_claim(sh))
@@ -221,19 +224,31 @@ ghj_service_table(GhjState *s, uint64 *hashes)
 	}
 
 	/* a view of the peer's table; its own if that one is gone or failed */
-	return gh_table_build_service(hashes, s->ninner, s->batch_cap,
-								  ghj_shared_table_wait(sh), false);
+	t = gh_table_build_service(hashes, s->ninner, s->batch_cap,
+							   ghj_shared_table_wait(sh), false);
+
+	/*
+	 * A table of its own, from regrouped hashes: its groups must be the
+	 * store's, which only a grouped build promises.  The service builds no
+	 * grouped tables, so this backend does.
+	 */
+	if (grouped && !gh_table_shared(t) && !t->rows_identity)
+	{
+		gh_table_free(t);
+		t = gh_table_build_grouped(gpuhash_exec_target(), hashes, s->ninner);
+	}
+	return t;
 }
 
 /*
- * ghj_finish_build makes the device ready, builds the table of the row
- * store's hashes (freeing them) and regroups the store.  Only now: a GPU
- * join's context has been in the making on a thread since executor start-up
- * (gpuhash_prewarm_gpu), so the inner scan overlapped it; what is left of
- * it is Context Wait.
+ * ghj_make_table makes the device ready and builds the table of the row
+ * store's ninner hashes (grouped: equal hashes adjacent, see
+ * gh_table_build_grouped).  Only now: a GPU join's context has been in the
+ * making on a thread since executor start-up (gpuhash_prewarm_gpu), so the
+ * inner scan overlapped it; what is left of it is Context Wait.
  */
 static void
-ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys)
+ghj_make_table(GhjState *s, uint64 *hashes, bool grouped)
 {
 	GhTableWhere where;
 	MemoryContext old;
@@ -250,10 +265,26 @@ ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys)
 
 	old = MemoryContextSwitchTo(s->build_cxt);
 	if (where.service)
-		s->table = ghj_service_table(s, hashes);
+		s->table = ghj_service_table(s, hashes, grouped);
+	else if (grouped)
+		s->table = gh_table_build_grouped(s->target, hashes, s->ninner);
 	else
 		s->table = gh_table_build(s->target, hashes, s->ninner);
 	s->target = s->table->target;	/* the CPU twin if the GPU had no room */
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * ghj_finish_build builds the table of a private row store's hashes
+ * (freeing them) and regroups the store.
+ */
+static void
+ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys)
+{
+	MemoryContext old;
+
+	ghj_make_table(s, hashes, false);
+	old = MemoryContextSwitchTo(s->build_cxt);
 	pfree(hashes);
 	ghj_regroup(s);
 	if (keep_nullkeys)
@@ -308,61 +339,101 @@ too_many_inner_rows(void)
 }
 
 /*
+ * ghj_load_shared reads this participant's share of the inner side into
+ * shared chunks (GHJ_PH_LOAD).
+ */
+static void
+ghj_load_shared(GhjState *s)
+{
+	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
+	Datum	   *tmp = palloc(sizeof(Datum) * s->stride);
+
+	for (;;)
+	{
+		TupleTableSlot *slot;
+		bool		hasnull;
+		uint64		h;
+
+		if ((slot = ghj_next_inner(s, econtext)) == NULL)
+			break;
+		slot_getallattrs(slot);
+		h = gh_key_hash_row(&s->inner_keys, econtext, slot, tmp,
+							econtext->ecxt_per_tuple_memory, &hasnull);
+		if (hasnull)
+			continue;			/* never matches; no right or full join here */
+		store_columns(s, slot, tmp, econtext->ecxt_per_tuple_memory);
+		ghj_shared_add(s, tmp, h,
+					   s->inner_has_byref ? record_byref_size(s, tmp) : 0);
+	}
+	pfree(tmp);
+	ghj_reset(econtext);
+}
+
+/*
+ * ghj_first_table builds the first table of a shared store, in store order
+ * (GHJ_PH_FIRST_TABLE); when some hash repeats, its row array becomes the
+ * store's order.
+ */
+static void
+ghj_first_table(GhjState *s)
+{
+	ghj_shared_map(s);
+	ghj_make_table(s, ghj_shared_hashes(s), false);
+	if (!s->table->rows_identity)
+		ghj_shared_set_order(s, s->table->rows);
+	gh_table_drop_rows(s->table);
+}
+
+/*
  * ghj_build_shared is the build of a parallel join whose participants read
- * the inner side together (join_parallel.c).  Those that arrive while it is
- * being read put their shares into shared chunks and wait for one another;
- * then each, late arrivals too, copies every chunk's records into its own
- * row store and finishes as a private build does.
+ * the inner side together into one shared store (join_parallel.c walks
+ * through the phases).  A participant joins the phase it finds; then it
+ * maps the store and builds its table from the store's hashes, unless it
+ * built the first one.
  */
 static void
 ghj_build_shared(GhjState *s)
 {
-	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
-	uint64		n;
-	uint64	   *hashes;
-	MemoryContext old;
+	bool		first = false;
 
-	if (ghj_shared_attach(s))
+	switch (ghj_shared_attach(s))
 	{
-		Datum	   *tmp = palloc(sizeof(Datum) * s->stride);
-
-		for (;;)
-		{
-			TupleTableSlot *slot;
-			bool		hasnull;
-			uint64		h;
-
-			if ((slot = ghj_next_inner(s, econtext)) == NULL)
-				break;
-			slot_getallattrs(slot);
-			h = gh_key_hash_row(&s->inner_keys, econtext, slot, tmp,
-								econtext->ecxt_per_tuple_memory, &hasnull);
-			if (hasnull)
-				continue;		/* never matches; no right or full join here */
-			store_columns(s, slot, tmp, econtext->ecxt_per_tuple_memory);
-			ghj_shared_add(s, tmp, h,
-						   s->inner_has_byref ? record_byref_size(s, tmp) : 0);
-		}
-		pfree(tmp);
-		ghj_shared_loaded(s);
+		case GHJ_PH_LOAD:
+			ghj_load_shared(s);
+			if (ghj_shared_loaded(s))
+				ghj_shared_allocate(s);
+			/* FALLTHROUGH */
+		case GHJ_PH_ALLOCATE:
+			(void) ghj_shared_next_phase(s);
+			/* FALLTHROUGH */
+		case GHJ_PH_COMPACT:
+			if (ghj_shared_nrows(s) > GH_MAX_ROWS)
+				too_many_inner_rows();
+			ghj_shared_compact(s);
+			if (ghj_shared_next_phase(s))
+			{
+				first = true;
+				ghj_first_table(s);
+			}
+			/* FALLTHROUGH */
+		case GHJ_PH_FIRST_TABLE:
+			(void) ghj_shared_next_phase(s);
+			/* FALLTHROUGH */
+		case GHJ_PH_REGROUP:
+			ghj_shared_regroup(s);
+			if (ghj_shared_next_phase(s))
+				ghj_shared_regrouped(s);
+			/* FALLTHROUGH */
+		default:
+			break;
 	}
 	ghj_shared_detach(s);
-	ghj_reset(econtext);
 
-	n = ghj_shared_nrows(s);
-	if (n > GH_MAX_ROWS)
-		too_many_inner_rows();
-	s->ninner = (uint32) n;
-	s->n_nullkey = 0;
-	old = MemoryContextSwitchTo(s->build_tmp_cxt);
-	hashes = palloc_extended(sizeof(uint64) * Max(n, 1), MCXT_ALLOC_HUGE);
-	s->inner_recs = palloc_extended(sizeof(Datum) * Max(n, 1) * s->stride,
-									MCXT_ALLOC_HUGE);
-	advise_huge(s->inner_recs, sizeof(Datum) * n * s->stride);
-	MemoryContextSwitchTo(old);
-	s->byref_bytes = ghj_shared_copy_out(s, s->inner_recs, hashes);
-
-	ghj_finish_build(s, hashes, false);
+	ghj_shared_map(s);
+	if (!first)
+		ghj_make_table(s, ghj_shared_hashes(s), s->shared->regroup);
+	s->built = true;
+	s->n_builds++;
 }
 
 /* ghj_build_private is the build of a process reading the whole inner side. */

@@ -409,6 +409,7 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 		if (s->outer_keys.att[k] <= 0 || !s->own_mix[k])
 			s->outer_keys_plain = false;
 	s->stride = s->nkeys + s->ninner_cols + s->nullwords;
+	s->rec_base = palloc0(sizeof(Datum) * (s->nkeys + s->ninner_cols));
 	tlist = remap(cscan->scan.plan.targetlist, s->nouter);
 	joinquals = remap(s->joinquals_expr, s->nouter);
 	otherquals = remap(cscan->scan.plan.qual, s->nouter);
@@ -530,6 +531,9 @@ ghj_release(GhjState *s)
 	s->visit_count = NULL;
 	s->sort_tmp = NULL;
 	s->inner_recs = NULL;
+	if (s->store_shared)
+		memset(s->rec_base, 0, sizeof(Datum) * (s->nkeys + s->ninner_cols));
+	s->store_shared = false;
 	s->nullkey_recs = NULL;
 	s->matched = NULL;
 	s->ninner = 0;

@@ -15,6 +15,7 @@
 #define GPUHASH_JOIN_EXEC_H
 
 #include "nodes/execnodes.h"
+#include "port/atomics.h"
 #include "storage/barrier.h"
 #include "storage/condition_variable.h"
 #include "storage/spin.h"
@@ -58,20 +59,55 @@ typedef struct GhjStats
 	bool		shared_table;	/* a service table shared by the participants */
 } GhjStats;
 
+/*
+ * The phases of a shared build's barrier (join_parallel.c's header says
+ * what each does).  A participant that attaches late joins the phase it
+ * finds; one that attaches at GHJ_PH_DONE finds the store complete.
+ */
+#define GHJ_PH_LOAD			0	/* read shares of the inner side into chunks */
+#define GHJ_PH_ALLOCATE		1	/* one participant allocates the store */
+#define GHJ_PH_COMPACT		2	/* all copy the chunks into it */
+#define GHJ_PH_FIRST_TABLE	3	/* one builds the first table */
+#define GHJ_PH_REGROUP		4	/* all put the store in its group order */
+#define GHJ_PH_DONE			5	/* the store is complete and read-only */
+
 /* The join's part of the parallel segment (join_parallel.c). */
 typedef struct GhjShared
 {
 	int			nworkers;
 
 	/*
-	 * A shared build (GHJ_PRIV_SHARED): the participants attached in phase 0
-	 * read their shares of the partial inner path into chunks in the query's
-	 * DSA area and wait for one another; from phase 1 on the chunks are
-	 * complete and every participant builds its own table from all of them.
+	 * A shared build (GHJ_PRIV_SHARED): the participants read their shares
+	 * of the partial inner path into chunks in the query's DSA area, then
+	 * together copy them into one store that every participant probes in
+	 * place (the GHJ_PH_* phases of build_barrier).
 	 */
 	Barrier		build_barrier;
 	slock_t		mutex;
 	dsa_pointer chunks;			/* the filled chunks, newest first */
+
+	/* the store, from GHJ_PH_ALLOCATE on */
+	uint64		nrows;			/* rows of all the chunks */
+	Size		arena_bytes;	/* their by-reference data */
+	int			nchunks;
+	dsa_pointer chunk_dir;		/* GhjChunkRef[nchunks]: where each goes */
+	pg_atomic_uint32 next_chunk;	/* GHJ_PH_COMPACT: the next to copy */
+	dsa_pointer store_hashes;	/* uint64[nrows] */
+	dsa_pointer store_recs;		/* Datum[nrows * stride] */
+	dsa_pointer store_arena;	/* by-reference values, as offsets in it */
+
+	/*
+	 * From GHJ_PH_FIRST_TABLE on: when some hash repeats, the first table's
+	 * row array (canon_rows) is the store's order, into which GHJ_PH_REGROUP
+	 * copies the records and hashes (group_recs, group_hashes); the other
+	 * participants' tables are then built from grouped hashes, which gives
+	 * them the same groups (gh_table_build_grouped).
+	 */
+	bool		regroup;
+	dsa_pointer canon_rows;		/* uint32[nrows] */
+	dsa_pointer group_hashes;
+	dsa_pointer group_recs;
+	pg_atomic_uint32 next_range;	/* GHJ_PH_REGROUP: the next to copy */
 
 	/*
 	 * With the GPU service, the participants of a shared build, whose
@@ -159,6 +195,14 @@ typedef struct GhjState
 	GhTable    *table;
 	MemoryContext build_tmp_cxt;	/* by-reference data before regrouping */
 
+	/*
+	 * What to add to record position k (keys, then columns) to read it:
+	 * zero but for the by-reference values of a shared store, which hold
+	 * offsets into its arena (mapped at another address in each process).
+	 */
+	Datum	   *rec_base;
+	bool		store_shared;	/* inner_recs is the shared store */
+
 	/* the outer batch and its probe (join_probe.c) */
 	int16	   *outer_attlen;
 	bool	   *outer_attbyval;
@@ -219,13 +263,20 @@ extern void ghj_move_to_gpu(GhjState *s);
 extern Size ghj_shared_size(int nworkers);
 extern void ghj_shared_init(GhjShared *sh, int nworkers);
 extern void ghj_shared_reinit(GhjShared *sh, dsa_area *area);
-extern bool ghj_shared_attach(GhjState *s);
+extern int	ghj_shared_attach(GhjState *s);
 extern void ghj_shared_add(GhjState *s, const Datum *rec, uint64 hash,
 						   Size byref_bytes);
-extern void ghj_shared_loaded(GhjState *s);
-extern void ghj_shared_detach(GhjState *s);
+extern bool ghj_shared_loaded(GhjState *s);
+extern bool ghj_shared_next_phase(GhjState *s);
+extern void ghj_shared_allocate(GhjState *s);
+extern void ghj_shared_compact(GhjState *s);
 extern uint64 ghj_shared_nrows(GhjState *s);
-extern Size ghj_shared_copy_out(GhjState *s, Datum *recs, uint64 *hashes);
+extern uint64 *ghj_shared_hashes(GhjState *s);
+extern void ghj_shared_set_order(GhjState *s, const uint32 *rows);
+extern void ghj_shared_regroup(GhjState *s);
+extern void ghj_shared_regrouped(GhjState *s);
+extern void ghj_shared_detach(GhjState *s);
+extern void ghj_shared_map(GhjState *s);
 extern bool ghj_shared_table_claim(GhjShared *sh);
 extern void ghj_shared_table_built(GhjShared *sh, uint32 table_id);
 extern void ghj_shared_table_failed(GhjShared *sh);

@@ -10,30 +10,43 @@
  * side is read in one of two ways.  Without a shared build, each participant
  * reads the whole inner side (a full, non-partial path) and builds alone.
  * With one (GHJ_PRIV_SHARED, gpuhash.shared_build), the inner side is a
- * partial path too, and the participants read it together:
+ * partial path too, the participants read it together, and they all probe
+ * one read-only store of it in the query's DSA area, which none of them
+ * copies.  The phases of the build barrier (GHJ_PH_*, join_exec.h):
  *
- * 1. Each participant that attaches to the build barrier in phase 0 reads
- *	  its share of the inner rows (join_build.c hashes them and fills their
- *	  records) into chunks of the query's DSA area (ghj_shared_add): hashes,
- *	  records, and the records' by-reference data, referred to by offsets
- *	  since each process maps the area at its own address.  A filled chunk
- *	  goes on a list under a spinlock.
+ * LOAD: each participant attached in time reads its share of the inner
+ *	  rows (join_build.c hashes them and fills their records) into chunks
+ *	  (ghj_shared_add): hashes, records, and the records' by-reference data,
+ *	  referred to by offsets since each process maps the area at its own
+ *	  address.  A filled chunk goes on a list under a spinlock.  Nobody
+ *	  emits a row before the store is complete, so no participant waits on
+ *	  the barrier for one blocked on a full tuple queue.
+ * ALLOCATE: one participant sizes the store from the chunks and allocates
+ *	  it: hashes, records, and one arena for all by-reference data, and
+ *	  gives each chunk its place in them (ghj_shared_allocate).
+ * COMPACT: all participants take chunks in turn and copy them into their
+ *	  places, turning chunk offsets into arena offsets, and free them
+ *	  (ghj_shared_compact).  Each row is copied once in all, by one
+ *	  participant: the store costs the participants together what a private
+ *	  build costs one.
+ * FIRST_TABLE: one participant builds its table from the store's hashes.
+ *	  Every hash distinct (a key join's usual inner side): the table's
+ *	  groups are the rows in store order, as any table built from these
+ *	  hashes will have them.  Otherwise its row array becomes the store's
+ *	  order (ghj_shared_set_order).
+ * REGROUP: if so, all participants copy ranges of records and hashes into
+ *	  that order (ghj_shared_regroup).
+ * DONE: the store is read-only.  Each participant maps it at its own
+ *	  address (ghj_shared_map) and, but for the first, builds its own table
+ *	  from its hashes: from grouped hashes when they were regrouped, which
+ *	  gives every table the store's groups (gh_table_build_grouped).  With
+ *	  the GPU service the first table is built once for all and the others
+ *	  take views of it (ghj_shared_table_claim and the functions after it).
  *
- * 2. It then waits on the barrier for the others (ghj_shared_loaded).
- *	  Nobody emits a row before the barrier, so no participant waits there
- *	  on one blocked on a full tuple queue.  A participant that arrives
- *	  later (phase 1 or after) finds the chunks complete and skips step 1.
- *
- * 3. Every participant copies all the chunks' records into its own row
- *	  store (ghj_shared_copy_out), turning offsets into pointers to the
- *	  chunks' data, which stays where it is, and builds its own table.  With
- *	  the GPU service, whose participants' hashes are the same array, the
- *	  first one to get there builds one table for all and the others take
- *	  views of it (ghj_shared_table_claim and the functions after it).
- *
- * A rescan of the Gather starts the shared build over (ghj_shared_reinit).
- * This file knows the layout of the records (join_exec.h) but reads no row
- * and builds no table itself.
+ * A late participant joins the phase it finds.  A rescan of the Gather
+ * starts the shared build over (ghj_shared_reinit).  This file knows the
+ * layout of the records (join_exec.h) but reads no row and builds no table
+ * itself.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -70,7 +83,20 @@ typedef struct GhjChunk
 #define GhjChunkData(c, stride) \
 	((char *) GhjChunkRecs(c) + sizeof(Datum) * GHJ_CHUNK_ROWS * (stride))
 
+/* Where GHJ_PH_COMPACT copies one chunk. */
+typedef struct GhjChunkRef
+{
+	dsa_pointer chunk;
+	uint64		first_row;		/* its first row's place in the store */
+	Size		arena_start;	/* its data's place in the arena */
+} GhjChunkRef;
+
+/* Store positions one participant regroups at a time. */
+#define GHJ_REGROUP_RANGE 65536
+
 static void ghj_publish_chunk(GhjShared *sh, GhjChunk *chunk, dsa_pointer dp);
+static void free_dp(dsa_area *area, dsa_pointer *dp);
+static void *store_addr(GhjState *s, dsa_pointer dp);
 
 /* ghj_shared_size is the room GhjShared takes for nworkers workers. */
 Size
@@ -88,8 +114,26 @@ ghj_shared_init(GhjShared *sh, int nworkers)
 	BarrierInit(&sh->build_barrier, 0);
 	SpinLockInit(&sh->mutex);
 	sh->chunks = InvalidDsaPointer;
+	sh->chunk_dir = InvalidDsaPointer;
+	sh->store_hashes = InvalidDsaPointer;
+	sh->store_recs = InvalidDsaPointer;
+	sh->store_arena = InvalidDsaPointer;
+	sh->canon_rows = InvalidDsaPointer;
+	sh->group_hashes = InvalidDsaPointer;
+	sh->group_recs = InvalidDsaPointer;
+	pg_atomic_init_u32(&sh->next_chunk, 0);
+	pg_atomic_init_u32(&sh->next_range, 0);
 	sh->svc_state = GHJ_SVC_NONE;
 	ConditionVariableInit(&sh->svc_cv);
+}
+
+/* free_dp frees *dp if it is valid, and forgets it. */
+static void
+free_dp(dsa_area *area, dsa_pointer *dp)
+{
+	if (DsaPointerIsValid(*dp))
+		dsa_free(area, *dp);
+	*dp = InvalidDsaPointer;
 }
 
 /*
@@ -100,6 +144,8 @@ ghj_shared_init(GhjShared *sh, int nworkers)
 void
 ghj_shared_reinit(GhjShared *sh, dsa_area *area)
 {
+	int			nworkers = sh->nworkers;
+
 	if (area != NULL)
 	{
 		for (dsa_pointer dp = sh->chunks; DsaPointerIsValid(dp);)
@@ -110,24 +156,30 @@ ghj_shared_reinit(GhjShared *sh, dsa_area *area)
 			dsa_free(area, dp);
 			dp = next;
 		}
+		/* a complete build freed its chunks while compacting them */
+		free_dp(area, &sh->chunk_dir);
+		free_dp(area, &sh->store_hashes);
+		free_dp(area, &sh->store_recs);
+		free_dp(area, &sh->store_arena);
+		free_dp(area, &sh->canon_rows);
+		free_dp(area, &sh->group_hashes);
+		free_dp(area, &sh->group_recs);
 	}
-	sh->chunks = InvalidDsaPointer;
-	sh->svc_state = GHJ_SVC_NONE;
-	sh->svc_table = 0;
-	BarrierInit(&sh->build_barrier, 0);
-	memset(sh->stats, 0, sizeof(GhjStats) * sh->nworkers);
+	memset(sh, 0, ghj_shared_size(nworkers));
+	ghj_shared_init(sh, nworkers);
 }
 
 /*
- * ghj_shared_attach attaches to the build barrier, and says whether this
- * participant came in time to read a share of the inner side (phase 0).
+ * ghj_shared_attach attaches to the build barrier and returns its phase:
+ * GHJ_PH_LOAD if this participant came in time to read a share of the
+ * inner side.
  */
-bool
+int
 ghj_shared_attach(GhjState *s)
 {
 	s->chunk = NULL;
 	s->chunk_dp = InvalidDsaPointer;
-	return BarrierAttach(&s->shared->build_barrier) == 0;
+	return BarrierAttach(&s->shared->build_barrier);
 }
 
 /* ghj_publish_chunk adds a filled chunk to the shared list. */
@@ -192,68 +244,133 @@ ghj_shared_add(GhjState *s, const Datum *tmp, uint64 hash, Size byref_bytes)
 
 /*
  * ghj_shared_loaded publishes the last chunk of this participant's share
- * and waits for the other participants to finish theirs.
+ * and waits for the other participants to finish theirs.  True for the one
+ * participant that is then to allocate the store (ghj_shared_allocate).
  */
-void
+bool
 ghj_shared_loaded(GhjState *s)
 {
 	if (s->chunk)
 		ghj_publish_chunk(s->shared, s->chunk, s->chunk_dp);
 	s->chunk = NULL;
 	s->chunk_dp = InvalidDsaPointer;
-	BarrierArriveAndWait(&s->shared->build_barrier, PG_WAIT_EXTENSION);
+	return ghj_shared_next_phase(s);
 }
 
-/* ghj_shared_detach leaves the build barrier: the chunks are complete. */
+/*
+ * ghj_shared_next_phase waits for the other participants at the end of the
+ * current phase; true for the one participant that is to do the next
+ * phase's serial work.
+ */
+bool
+ghj_shared_next_phase(GhjState *s)
+{
+	return BarrierArriveAndWait(&s->shared->build_barrier, PG_WAIT_EXTENSION);
+}
+
+/*
+ * ghj_shared_allocate sizes the store from the chunks, allocates it, and
+ * lists where each chunk goes (GHJ_PH_ALLOCATE, one participant).  An inner
+ * side too large for the table gets no store: every participant reports it
+ * after the phase (ghj_shared_nrows).
+ */
 void
-ghj_shared_detach(GhjState *s)
+ghj_shared_allocate(GhjState *s)
 {
-	BarrierDetach(&s->shared->build_barrier);
-}
-
-/* ghj_shared_nrows counts the rows of all the chunks. */
-uint64
-ghj_shared_nrows(GhjState *s)
-{
+	GhjShared  *sh = s->shared;
 	dsa_area   *area = s->css.ss.ps.state->es_query_dsa;
+	GhjChunkRef *dir;
 	uint64		n = 0;
+	Size		arena = 0;
+	int			nchunks = 0;
+	int			i = 0;
 
-	/* every chunk is in the list now, and the list no longer changes */
-	for (dsa_pointer dp = s->shared->chunks; DsaPointerIsValid(dp);)
+	for (dsa_pointer dp = sh->chunks; DsaPointerIsValid(dp);)
 	{
 		GhjChunk   *c = dsa_get_address(area, dp);
 
 		n += c->nrows;
+		arena += c->data_used;
+		nchunks++;
 		dp = c->next;
 	}
-	return n;
+	sh->nrows = n;
+	sh->arena_bytes = arena;
+	sh->nchunks = nchunks;
+	if (n > GH_MAX_ROWS)
+		return;
+
+	sh->chunk_dir = dsa_allocate_extended(area,
+										  sizeof(GhjChunkRef) * Max(nchunks, 1),
+										  DSA_ALLOC_HUGE);
+	sh->store_hashes = dsa_allocate_extended(area, sizeof(uint64) * Max(n, 1),
+											 DSA_ALLOC_HUGE);
+	sh->store_recs = dsa_allocate_extended(area,
+										   sizeof(Datum) * s->stride * Max(n, 1),
+										   DSA_ALLOC_HUGE);
+	if (arena > 0)
+		sh->store_arena = dsa_allocate_extended(area, arena, DSA_ALLOC_HUGE);
+	dir = dsa_get_address(area, sh->chunk_dir);
+	n = 0;
+	arena = 0;
+	for (dsa_pointer dp = sh->chunks; DsaPointerIsValid(dp); i++)
+	{
+		GhjChunk   *c = dsa_get_address(area, dp);
+
+		dir[i].chunk = dp;
+		dir[i].first_row = n;
+		dir[i].arena_start = arena;
+		n += c->nrows;
+		arena += c->data_used;
+		dp = c->next;
+	}
+	/* the chunks are the directory's now: compacting frees them */
+	sh->chunks = InvalidDsaPointer;
+	pg_atomic_write_u32(&sh->next_chunk, 0);
+	pg_atomic_write_u32(&sh->next_range, 0);
 }
 
 /*
- * ghj_shared_copy_out copies every chunk's records into recs and their
- * hashes into hashes (room for ghj_shared_nrows rows), turning by-reference
- * offsets into pointers to the chunks' data, and returns the arena room
- * those values take (byref_size).
+ * ghj_shared_compact copies chunks into their places in the store until
+ * none is left (GHJ_PH_COMPACT, every participant): hashes and records as
+ * they are, the by-reference data as one block into the arena, whose
+ * offsets the records' by-reference values then become; and frees each.
  */
-Size
-ghj_shared_copy_out(GhjState *s, Datum *recs, uint64 *hashes)
+void
+ghj_shared_compact(GhjState *s)
 {
+	GhjShared  *sh = s->shared;
 	dsa_area   *area = s->css.ss.ps.state->es_query_dsa;
 	int			nfields = s->nkeys + s->ninner_cols;
-	Size		byref_bytes = 0;
-	uint64		n = 0;
+	GhjChunkRef *dir;
+	uint64	   *hashes;
+	Datum	   *recs;
+	char	   *arena;
 
-	for (dsa_pointer dp = s->shared->chunks; DsaPointerIsValid(dp);)
+	if (sh->nrows > GH_MAX_ROWS || sh->nchunks == 0)
+		return;
+	dir = dsa_get_address(area, sh->chunk_dir);
+	hashes = dsa_get_address(area, sh->store_hashes);
+	recs = dsa_get_address(area, sh->store_recs);
+	arena = sh->arena_bytes > 0 ? dsa_get_address(area, sh->store_arena) : NULL;
+	for (;;)
 	{
-		GhjChunk   *c = dsa_get_address(area, dp);
-		Datum	   *dst = &recs[(size_t) n * s->stride];
+		uint32		i = pg_atomic_fetch_add_u32(&sh->next_chunk, 1);
+		GhjChunk   *c;
+		Datum	   *dst;
 
-		memcpy(&hashes[n], c->hashes, sizeof(uint64) * c->nrows);
+		if (i >= (uint32) sh->nchunks)
+			break;
+		CHECK_FOR_INTERRUPTS();
+		c = dsa_get_address(area, dir[i].chunk);
+		dst = &recs[dir[i].first_row * s->stride];
+		memcpy(&hashes[dir[i].first_row], c->hashes, sizeof(uint64) * c->nrows);
 		memcpy(dst, GhjChunkRecs(c), sizeof(Datum) * c->nrows * s->stride);
-		if (s->inner_has_byref)
+		if (c->data_used > 0)
 		{
-			char	   *data = GhjChunkData(c, s->stride);
+			Size		base = dir[i].arena_start;
 
+			memcpy(arena + base, GhjChunkData(c, s->stride), c->data_used);
 			for (uint32 j = 0; j < c->nrows; j++)
 			{
 				Datum	   *rec = &dst[(size_t) j * s->stride];
@@ -262,18 +379,160 @@ ghj_shared_copy_out(GhjState *s, Datum *recs, uint64 *hashes)
 				{
 					int16		typlen;
 
-					if (!byref_attr(s, k, &typlen) || byref_null(s, rec, k))
-						continue;
-					rec[k] = PointerGetDatum(data + (Size) rec[k]);
-					byref_bytes += byref_size(rec[k], typlen);
+					if (byref_attr(s, k, &typlen) && !byref_null(s, rec, k))
+						rec[k] += base;
 				}
 			}
 		}
-		n += c->nrows;
-		dp = c->next;
-		CHECK_FOR_INTERRUPTS();
+		dsa_free(area, dir[i].chunk);
+		dir[i].chunk = InvalidDsaPointer;
 	}
-	return byref_bytes;
+}
+
+/* ghj_shared_nrows is the number of rows of the store. */
+uint64
+ghj_shared_nrows(GhjState *s)
+{
+	return s->shared->nrows;
+}
+
+/* store_addr is this process's address of a part of the store. */
+static void *
+store_addr(GhjState *s, dsa_pointer dp)
+{
+	return dsa_get_address(s->css.ss.ps.state->es_query_dsa, dp);
+}
+
+/*
+ * ghj_shared_hashes is the store's hashes, in its final order once the
+ * phases are done (in compaction order before GHJ_PH_REGROUP).
+ */
+uint64 *
+ghj_shared_hashes(GhjState *s)
+{
+	GhjShared  *sh = s->shared;
+
+	return store_addr(s, sh->regroup ? sh->group_hashes : sh->store_hashes);
+}
+
+/*
+ * ghj_shared_set_order makes rows (the first table's row array, in which
+ * equal hashes are adjacent) the store's order: GHJ_PH_REGROUP then copies
+ * records and hashes into it (GHJ_PH_FIRST_TABLE, the first table's
+ * participant).
+ */
+void
+ghj_shared_set_order(GhjState *s, const uint32 *rows)
+{
+	GhjShared  *sh = s->shared;
+	dsa_area   *area = s->css.ss.ps.state->es_query_dsa;
+	uint64		n = sh->nrows;
+
+	sh->canon_rows = dsa_allocate_extended(area, sizeof(uint32) * Max(n, 1),
+										   DSA_ALLOC_HUGE);
+	memcpy(store_addr(s, sh->canon_rows), rows, sizeof(uint32) * n);
+	sh->group_hashes = dsa_allocate_extended(area, sizeof(uint64) * Max(n, 1),
+											 DSA_ALLOC_HUGE);
+	sh->group_recs = dsa_allocate_extended(area,
+										   sizeof(Datum) * s->stride * Max(n, 1),
+										   DSA_ALLOC_HUGE);
+	sh->regroup = true;
+}
+
+/*
+ * ghj_shared_regroup copies ranges of records and hashes into the order
+ * ghj_shared_set_order chose until none is left (GHJ_PH_REGROUP, every
+ * participant).  The arena stays as it is: the records keep their offsets.
+ */
+void
+ghj_shared_regroup(GhjState *s)
+{
+	GhjShared  *sh = s->shared;
+	const uint32 *order;
+	const uint64 *hashes;
+	const Datum *recs;
+	uint64	   *ghashes;
+	Datum	   *grecs;
+	size_t		stride = s->stride;
+
+	if (!sh->regroup)
+		return;
+	order = store_addr(s, sh->canon_rows);
+	hashes = store_addr(s, sh->store_hashes);
+	recs = store_addr(s, sh->store_recs);
+	ghashes = store_addr(s, sh->group_hashes);
+	grecs = store_addr(s, sh->group_recs);
+	for (;;)
+	{
+		uint64		lo = (uint64) pg_atomic_fetch_add_u32(&sh->next_range, 1) *
+			GHJ_REGROUP_RANGE;
+		uint64		hi = Min(lo + GHJ_REGROUP_RANGE, sh->nrows);
+
+		if (lo >= sh->nrows)
+			break;
+		CHECK_FOR_INTERRUPTS();
+		for (uint64 j = lo; j < hi; j++)
+		{
+			uint32		r = order[j];
+
+			if (j + 8 < hi)
+				__builtin_prefetch(&recs[(size_t) order[j + 8] * stride]);
+			ghashes[j] = hashes[r];
+			memcpy(&grecs[j * stride], &recs[(size_t) r * stride],
+				   sizeof(Datum) * stride);
+		}
+	}
+}
+
+/*
+ * ghj_shared_regrouped frees what regrouping left behind (after
+ * GHJ_PH_REGROUP, one participant, while the others map the regrouped
+ * store: they no longer read these).
+ */
+void
+ghj_shared_regrouped(GhjState *s)
+{
+	GhjShared  *sh = s->shared;
+	dsa_area   *area = s->css.ss.ps.state->es_query_dsa;
+
+	free_dp(area, &sh->chunk_dir);
+	if (!sh->regroup)
+		return;
+	free_dp(area, &sh->canon_rows);
+	free_dp(area, &sh->store_hashes);
+	free_dp(area, &sh->store_recs);
+}
+
+/* ghj_shared_detach leaves the build barrier: the store is complete. */
+void
+ghj_shared_detach(GhjState *s)
+{
+	BarrierDetach(&s->shared->build_barrier);
+}
+
+/*
+ * ghj_shared_map points this participant's row store at the shared store:
+ * its records, and the base its by-reference values are offsets from.
+ */
+void
+ghj_shared_map(GhjState *s)
+{
+	GhjShared  *sh = s->shared;
+	Datum		base = 0;
+
+	s->ninner = (uint32) sh->nrows;
+	s->n_nullkey = 0;
+	s->byref_bytes = sh->arena_bytes;
+	s->inner_recs = store_addr(s, sh->regroup ? sh->group_recs : sh->store_recs);
+	if (sh->arena_bytes > 0)
+		base = PointerGetDatum(store_addr(s, sh->store_arena));
+	for (int k = 0; k < s->nkeys + s->ninner_cols; k++)
+	{
+		int16		typlen;
+
+		s->rec_base[k] = byref_attr(s, k, &typlen) ? base : 0;
+	}
+	s->store_shared = true;
 }
 
 /*

@@ -16,6 +16,10 @@
  * and full joins mark matched inner rows and emit the others at the end
  * (ghj_next_unmatched_inner).
  *
+ * Inner records are read where the build left them: this process's own
+ * store, or the shared store of a parallel join, whose by-reference values
+ * are offsets that rec_base turns into this process's addresses.
+ *
  * Expressions: setrefs made every Var of the targetlist and quals an
  * INDEX_VAR reference into the scan tuple (outer columns, then inner).  At
  * start-up (join_exec.c) they are rewritten to OUTER_VAR and INNER_VAR
@@ -263,8 +267,9 @@ ghj_verify(GhjState *s, uint32 i, const Datum *ik)
 
 	for (int k = 0; k < s->nkeys; k++)
 	{
-		Datum		a = s->swapped[k] ? ik[k] : ok[k];
-		Datum		b = s->swapped[k] ? ok[k] : ik[k];
+		Datum		iv = ik[k] + s->rec_base[k];
+		Datum		a = s->swapped[k] ? iv : ok[k];
+		Datum		b = s->swapped[k] ? ok[k] : iv;
 
 		if (!gh_key_equal(s->eq_fast[k], &s->eq[k], s->coll[k],
 						  s->inner_keys.typlen[k], a, b))
@@ -301,11 +306,12 @@ ghj_load_inner(GhjState *s, const Datum *rec)
 	TupleTableSlot *slot = s->inner_slot;
 	const Datum *vals = rec + s->nkeys;
 	const uint64 *nulls = (const uint64 *) (vals + s->ninner_cols);
+	const Datum *base = s->rec_base + s->nkeys;
 
 	ExecClearTuple(slot);
 	for (int c = 0; c < s->ninner_cols; c++)
 	{
-		slot->tts_values[c] = vals[c];
+		slot->tts_values[c] = vals[c] + base[c];
 		slot->tts_isnull[c] = (nulls[c / 64] >> (c % 64)) & 1;
 	}
 	ExecStoreVirtualTuple(slot);
@@ -323,6 +329,7 @@ ghj_emit_direct(GhjState *s, uint32 i, const Datum *rec)
 	const bool *onull = &s->batch_isnull[(size_t) i * s->nstored];
 	const Datum *ivals = rec + s->nkeys;
 	const uint64 *inull = (const uint64 *) (ivals + s->ninner_cols);
+	const Datum *ibase = s->rec_base + s->nkeys;
 
 	ExecClearTuple(slot);
 	for (int c = 0; c < s->nproj; c++)
@@ -331,7 +338,7 @@ ghj_emit_direct(GhjState *s, uint32 i, const Datum *rec)
 
 		if (s->proj_inner[c])
 		{
-			slot->tts_values[c] = ivals[col];
+			slot->tts_values[c] = ivals[col] + ibase[col];
 			slot->tts_isnull[c] = (inull[col / 64] >> (col % 64)) & 1;
 		}
 		else
@@ -436,7 +443,7 @@ ghj_probe_batch(GhjState *s, ExprContext *econtext)
 
 				for (int k = 0; k < s->nkeys; k++)
 					if (!s->inner_keys.byval[k])
-						__builtin_prefetch(DatumGetPointer(rec[k]));
+						__builtin_prefetch(DatumGetPointer(rec[k] + s->rec_base[k]));
 			}
 			if (!s->direct_proj)
 				ghj_load_outer(s, i);

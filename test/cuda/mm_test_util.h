@@ -535,6 +535,36 @@ mt_sort_packed(uint64_t *v, uint64_t n)
 	qsort(v, n, sizeof(uint64_t), mt_u64_cmp);
 }
 
+/*
+ * mt_check_grouped checks a table built from grouped input h[0..n) (equal
+ * hashes adjacent) and probed with h itself: rows[] must be the identity
+ * and row i's range the run of h[i] (its first row, its length).
+ */
+static MT_UNUSED int
+mt_check_grouped(const uint64_t *h, uint32_t n, const uint32_t *rows,
+				 const uint32_t *first, const uint32_t *count)
+{
+	uint32_t start = 0;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+	{
+		uint32_t end = start;
+
+		if (rows[i] != i)
+			return mt_fail("rows[%u] = %u, not the identity", i, rows[i]);
+		if (i > 0 && h[i] != h[i - 1])
+			start = i;
+		end = start;
+		while (end < n && h[end] == h[start])
+			end++;
+		if (first[i] != start || count[i] != end - start)
+			return mt_fail("row %u: range (%u,%u), want (%u,%u)", i, first[i],
+						   count[i], start, end - start);
+	}
+	return 1;
+}
+
 static MT_UNUSED int
 mt_is_pow2(uint64_t x)
 {

@@ -330,12 +330,51 @@ run_data(mt_rng *rng, uint32_t n, mt_gen gen, uint32_t param, uint32_t np,
 	free(refcnt);
 }
 
+/*
+ * Grouped input (gh_mm_params.grouped): identity rows and each group's first
+ * row as its offset, whatever the multiplicities.
+ */
+static void
+test_grouped(mt_rng *rng)
+{
+	static const mt_gen gens[] = { MT_RANDOM, MT_MULT, MT_EQUAL, MT_SENTINEL,
+								   MT_ONEDUP };
+	static const uint32_t params[] = { 0, 7, 0, 0, 0 };
+	const uint32_t n = 20000;
+	uint64_t *h = malloc(sizeof(uint64_t) * n);
+	uint32_t *first = malloc(sizeof(uint32_t) * n);
+	uint32_t *count = malloc(sizeof(uint32_t) * n);
+	int gi;
+
+	for (gi = 0; gi < 5; gi++)
+	{
+		gh_mm_params prm = { 0.5, 4, GH_PROBE_DOUBLE, NULL, 1 };
+		uint64_t cap;
+		void *mem = alloc16(gh_mm_bytes(n, &prm, &cap));
+		gh_mm mm;
+		gh_error err;
+		int ok;
+
+		mt_generate(h, n, gens[gi], params[gi], rng);
+		mt_sort_packed(h, n);
+		ok = gh_mm_build_cpu(&mm, mem, h, n, &prm, &err) == GH_OK &&
+			gh_mm_probe_ranges_cpu(&mm, h, n, first, count, &err) == GH_OK &&
+			mt_check_grouped(h, n, gh_mm_rows(&mm), first, count);
+		mt_result(ok, "CPU grouped %s n=%u: identity rows, first row of each "
+				  "group as its offset", mt_gen_name(gens[gi]), n);
+		free(mem);
+	}
+	free(h);
+	free(first);
+	free(count);
+}
+
 static void
 test_errors(mt_rng *rng)
 {
 	gh_mm mm;
 	gh_error err;
-	gh_mm_params prm = { 0.5, 4, GH_PROBE_LINEAR, NULL };
+	gh_mm_params prm = { 0.5, 4, GH_PROBE_LINEAR, NULL, 0 };
 	gh_mm_params bad = { 0 };
 	volatile double zero = 0.0;
 	uint64_t h[64];
@@ -503,6 +542,7 @@ main(int argc, char **argv)
 		   (unsigned long long) seed, (unsigned long long) seed);
 
 	test_errors(&rng);
+	test_grouped(&rng);
 
 	/* Small sizes, every group size, both schemes, three load factors. */
 	for (i = 0; i < sizeof(small) / sizeof(small[0]); i++)

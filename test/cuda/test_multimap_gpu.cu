@@ -107,7 +107,7 @@ download(void *dst, const void *src, size_t bytes)
 static void
 make_reference(Data &d)
 {
-	gh_mm_params prm = { 0.5, 1, GH_PROBE_LINEAR, NULL };
+	gh_mm_params prm = { 0.5, 1, GH_PROBE_LINEAR, NULL, 0 };
 	uint64_t cap;
 	size_t bytes = gh_mm_bytes(d.n, &prm, &cap);
 	std::vector<uint64_t> mem(bytes / 8 + 2);
@@ -441,7 +441,7 @@ run(Data *d, const double *lfs, int nlf, const int *gs, int ng, bool cross)
 			{
 				gh_mm_params prm = { lfs[li], gs[gi],
 									 s ? GH_PROBE_DOUBLE : GH_PROBE_LINEAR,
-									 NULL };
+									 NULL, 0 };
 				double t0 = mt_now();
 				int ok = check_gpu(*d, prm, cross);
 
@@ -467,7 +467,7 @@ data_run(mt_rng *rng, uint32_t n, mt_gen gen, uint32_t param, uint32_t np,
 static void
 test_errors(mt_rng *rng, bool quick)
 {
-	gh_mm_params prm = { 0.5, 4, GH_PROBE_LINEAR, NULL };
+	gh_mm_params prm = { 0.5, 4, GH_PROBE_LINEAR, NULL, 0 };
 	gh_mm mm;
 	gh_error err;
 	uint64_t h[64];
@@ -585,7 +585,7 @@ test_errors(mt_rng *rng, bool quick)
 	 * deliberate API error.) */
 	if (!quick)
 	{
-		gh_mm_params big = { 0.1, 1, GH_PROBE_LINEAR, NULL };
+		gh_mm_params big = { 0.1, 1, GH_PROBE_LINEAR, NULL, 0 };
 		uint64_t cap;
 		size_t bytes = gh_mm_bytes(GH_MAX_ROWS, &big, &cap);
 		void *p = nullptr;
@@ -604,12 +604,74 @@ test_errors(mt_rng *rng, bool quick)
 	}
 }
 
+/*
+ * Grouped input (gh_mm_params.grouped): equal hashes adjacent.  Every
+ * builder must give the identity row array and each group its first row as
+ * offset, so that tables built from one grouped array by different
+ * processes agree (a parallel join's shared row store relies on it).
+ */
+static void
+test_grouped(mt_rng *rng, bool quick)
+{
+	static const mt_gen gens[] = { MT_RANDOM, MT_MULT, MT_EQUAL, MT_SENTINEL,
+								   MT_ONEDUP };
+	static const uint32_t params[] = { 0, 7, 0, 0, 0 };
+	static const int gs[] = { 1, 4, 32 };
+	const uint32_t n = quick ? 3000 : 200000;
+
+	for (int gi = 0; gi < 5; gi++)
+	{
+		std::vector<uint64_t> h(n + 1);
+		std::vector<uint32_t> rows(n + 1), first(n + 1), count(n + 1);
+
+		mt_generate(h.data(), n, gens[gi], params[gi], rng);
+		mt_sort_packed(h.data(), n);
+		DevBuf<uint64_t> dh(n);
+		upload(dh.p, h.data(), sizeof(uint64_t) * n);
+		for (int g : gs)
+			for (int sc = 0; sc < 2; sc++)
+			{
+				gh_mm_params prm = { 0.5, g,
+									 sc ? GH_PROBE_DOUBLE : GH_PROBE_LINEAR,
+									 NULL, 1 };
+				uint64_t cap = 0;
+				const size_t bytes = gh_mm_bytes(n, &prm, &cap);
+				DevBuf<unsigned char> mem(bytes);
+				DevBuf<uint32_t> df(n), dc(n);
+				gh_mm mm;
+				gh_error err;
+				int ok;
+
+				CK(cudaMemsetAsync(mem.p, 0xa5, bytes, stream));
+				ok = gh_mm_build_gpu(&mm, mem.p, dh.p, n, &prm, stream,
+									 &err) == GH_OK &&
+					 gh_mm_probe_ranges_gpu(&mm, dh.p, n, df.p, dc.p, stream,
+											&err) == GH_OK;
+				if (!ok)
+					mt_fail("build or ranges failed");
+				else
+				{
+					download(rows.data(), gh_mm_rows(&mm),
+							 sizeof(uint32_t) * n);
+					download(first.data(), df.p, sizeof(uint32_t) * n);
+					download(count.data(), dc.p, sizeof(uint32_t) * n);
+					ok = mt_check_grouped(h.data(), n, rows.data(),
+										  first.data(), count.data());
+				}
+				mt_result(ok, "GPU grouped %s n=%u G=%d %s: identity rows, "
+							  "first row of each group as its offset",
+						  mt_gen_name(gens[gi]), n, g,
+						  sc ? "double" : "linear");
+			}
+	}
+}
+
 /* Last: a kernel fault must come back as GH_ERR_CUDA with its name.  It
  * kills the context, so nothing may follow it. */
 static void
 test_async_error(void)
 {
-	gh_mm_params prm = { 0.5, 2, GH_PROBE_LINEAR, NULL };
+	gh_mm_params prm = { 0.5, 2, GH_PROBE_LINEAR, NULL, 0 };
 	uint64_t cap;
 	size_t bytes = gh_mm_bytes(1000, &prm, &cap);
 	void *mem;
@@ -677,6 +739,7 @@ main(int argc, char **argv)
 	static const uint32_t small[] = { 0, 1, 31, 32, 33, 1000 };
 
 	test_errors(&rng, quick);
+	test_grouped(&rng, quick);
 
 	if (quick)
 	{

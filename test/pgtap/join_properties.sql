@@ -10,7 +10,7 @@
 \pset tuples_only true
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS gpuhash;
-SELECT plan(56);
+SELECT plan(60);
 SET LOCAL jit = off;   -- some PostgreSQL builds (the GPU host's) have no LLVM
 
 SELECT current_setting('gpuhash_test.gpu')::bool AS gpu \gset
@@ -274,6 +274,37 @@ SELECT is((SELECT string_agg(c::text || '/' || s::text, ' ' ORDER BY x)
           'rescans of a shared build: the same rows every time');
 SELECT is(gpuhash_device_memory(), 0::bigint, 'nothing held after the rescanned shared builds');
 RESET enable_material;
+-- four workers and the leader probe one shared store of jp_r, whose keys
+-- and texts repeat (so it is regrouped, and every participant but the first
+-- to build builds from grouped hashes): native's rows, run after run, with
+-- which participants come in time left to chance
+CREATE FUNCTION pg_temp.runs(q text, n int) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    r text;
+    acc text := '';
+BEGIN
+    FOR i IN 1..n LOOP
+        EXECUTE q INTO r;
+        acc := acc || r || ';';
+    END LOOP;
+    RETURN acc;
+END $$;
+SET LOCAL max_parallel_workers_per_gather = 4;
+SELECT ok(pg_temp.plan_text('SELECT count(*), sum(r.v), sum(length(r.t)) FROM jp_l l JOIN jp_r r ON l.t = r.t AND l.k = r.k')
+          ~ 'Workers Planned: 4(.|\n)*Inner Side: read by all participants together',
+          'a shared build with four workers');
+SET LOCAL gpuhash.enabled = off;
+SELECT count(*) || '/' || sum(r.v) || '/' || sum(length(r.t)) AS native_two
+  FROM jp_l l JOIN jp_r r ON l.t = r.t AND l.k = r.k \gset
+SET LOCAL gpuhash.enabled = on;
+SELECT is(pg_temp.runs('SELECT count(*) || ''/'' || sum(r.v) || ''/'' || sum(length(r.t)) FROM jp_l l JOIN jp_r r ON l.t = r.t AND l.k = r.k', 8),
+          repeat(:'native_two' || ';', 8),
+          'a shared store with repeated hashes, five participants: native''s rows in eight runs');
+SELECT is(pg_temp.runs('SELECT count(*) || ''/'' || sum(r.v) FROM jp_l l JOIN jp_r r ON l.k = r.k', 8),
+          repeat(:'native_par' || ';', 8),
+          'a shared store of integer keys, five participants: native''s rows in eight runs');
+SELECT is(gpuhash_device_memory(), 0::bigint, 'nothing held after the five-participant shared builds');
+SET LOCAL max_parallel_workers_per_gather = 2;
 SET LOCAL gpuhash.shared_build = off;
 SELECT ok(pg_temp.plan_text('SELECT count(*), sum(r.v) FROM jp_l l JOIN jp_r r ON l.k = r.k')
           !~ 'Inner Side: read by all', 'shared_build = off: every participant reads the inner side');
