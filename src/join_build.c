@@ -47,7 +47,7 @@ static void ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys);
 static TupleTableSlot *ghj_next_inner(GhjState *s, ExprContext *econtext);
 static void too_many_inner_rows(void) pg_attribute_noreturn();
 static void ghj_load_shared(GhjState *s);
-static void ghj_first_table(GhjState *s);
+static void ghj_shared_table(GhjState *s);
 static void ghj_build_shared(GhjState *s);
 static void ghj_build_private(GhjState *s);
 
@@ -228,11 +228,13 @@ ghj_service_table(GhjState *s, uint64 *hashes, bool grouped)
 							   ghj_shared_table_wait(sh), false);
 
 	/*
-	 * A table of its own, from regrouped hashes: its groups must be the
-	 * store's, which only a grouped build promises.  The service builds no
+	 * From regrouped hashes, the table's groups must be the store's: a view
+	 * of the service table whose row array is the store's order has them,
+	 * else only a grouped build promises them.  The service builds no
 	 * grouped tables, so this backend does.
 	 */
-	if (grouped && !gh_table_shared(t) && !t->rows_identity)
+	if (grouped && !t->rows_identity &&
+		!(gh_table_shared(t) && s->shared->order_svc))
 	{
 		gh_table_free(t);
 		t = gh_table_build_grouped(gpuhash_exec_target(), hashes, s->ninner);
@@ -370,32 +372,30 @@ ghj_load_shared(GhjState *s)
 }
 
 /*
- * ghj_first_table builds the first table of a shared store, in store order
- * (GHJ_PH_FIRST_TABLE); when some hash repeats, its row array becomes the
- * store's order.
+ * ghj_shared_table builds this participant's table from the shared store's
+ * hashes (GHJ_PH_TABLES); if some hash repeats, it offers its row array as
+ * the store's order.
  */
 static void
-ghj_first_table(GhjState *s)
+ghj_shared_table(GhjState *s)
 {
 	ghj_shared_map(s);
 	ghj_make_table(s, ghj_shared_hashes(s), false);
 	if (!s->table->rows_identity)
-		ghj_shared_set_order(s, s->table->rows);
+		ghj_shared_offer_order(s, s->table->rows, gh_table_shared(s->table));
 	gh_table_drop_rows(s->table);
 }
 
 /*
  * ghj_build_shared is the build of a parallel join whose participants read
  * the inner side together into one shared store (join_parallel.c walks
- * through the phases).  A participant joins the phase it finds; then it
- * maps the store and builds its table from the store's hashes, unless it
- * built the first one.
+ * through the phases).  A participant joins the phase it finds; at the end
+ * it has mapped the final store and holds a table whose groups are in the
+ * store's order.
  */
 static void
 ghj_build_shared(GhjState *s)
 {
-	bool		first = false;
-
 	switch (ghj_shared_attach(s))
 	{
 		case GHJ_PH_LOAD:
@@ -410,13 +410,10 @@ ghj_build_shared(GhjState *s)
 			if (ghj_shared_nrows(s) > GH_MAX_ROWS)
 				too_many_inner_rows();
 			ghj_shared_compact(s);
-			if (ghj_shared_next_phase(s))
-			{
-				first = true;
-				ghj_first_table(s);
-			}
+			(void) ghj_shared_next_phase(s);
 			/* FALLTHROUGH */
-		case GHJ_PH_FIRST_TABLE:
+		case GHJ_PH_TABLES:
+			ghj_shared_table(s);
 			(void) ghj_shared_next_phase(s);
 			/* FALLTHROUGH */
 		case GHJ_PH_REGROUP:
@@ -430,7 +427,12 @@ ghj_build_shared(GhjState *s)
 	ghj_shared_detach(s);
 
 	ghj_shared_map(s);
-	if (!first)
+	if (s->table != NULL && !ghj_shared_in_order(s))
+	{
+		gh_table_free(s->table);
+		s->table = NULL;
+	}
+	if (s->table == NULL)
 		ghj_make_table(s, ghj_shared_hashes(s), s->shared->regroup);
 	s->built = true;
 	s->n_builds++;

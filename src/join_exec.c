@@ -534,6 +534,7 @@ ghj_release(GhjState *s)
 	if (s->store_shared)
 		memset(s->rec_base, 0, sizeof(Datum) * (s->nkeys + s->ninner_cols));
 	s->store_shared = false;
+	s->order_provider = false;
 	s->nullkey_recs = NULL;
 	s->matched = NULL;
 	s->ninner = 0;

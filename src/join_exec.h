@@ -67,7 +67,7 @@ typedef struct GhjStats
 #define GHJ_PH_LOAD			0	/* read shares of the inner side into chunks */
 #define GHJ_PH_ALLOCATE		1	/* one participant allocates the store */
 #define GHJ_PH_COMPACT		2	/* all copy the chunks into it */
-#define GHJ_PH_FIRST_TABLE	3	/* one builds the first table */
+#define GHJ_PH_TABLES		3	/* each builds its table */
 #define GHJ_PH_REGROUP		4	/* all put the store in its group order */
 #define GHJ_PH_DONE			5	/* the store is complete and read-only */
 
@@ -97,13 +97,17 @@ typedef struct GhjShared
 	dsa_pointer store_arena;	/* by-reference values, as offsets in it */
 
 	/*
-	 * From GHJ_PH_FIRST_TABLE on: when some hash repeats, the first table's
-	 * row array (canon_rows) is the store's order, into which GHJ_PH_REGROUP
-	 * copies the records and hashes (group_recs, group_hashes); the other
-	 * participants' tables are then built from grouped hashes, which gives
-	 * them the same groups (gh_table_build_grouped).
+	 * From GHJ_PH_TABLES on: when some hash repeats, one table's row array
+	 * (canon_rows) is the store's order, into which GHJ_PH_REGROUP copies
+	 * the records and hashes (group_recs, group_hashes); the tables not
+	 * already in that order are then built again from the grouped hashes,
+	 * which gives them the same groups (gh_table_build_grouped).
+	 * order_svc: that row array is of the GPU service's table that the
+	 * participants share, so its views are in store order too.
 	 */
+	bool		order_claimed;
 	bool		regroup;
+	bool		order_svc;
 	dsa_pointer canon_rows;		/* uint32[nrows] */
 	dsa_pointer group_hashes;
 	dsa_pointer group_recs;
@@ -202,6 +206,7 @@ typedef struct GhjState
 	 */
 	Datum	   *rec_base;
 	bool		store_shared;	/* inner_recs is the shared store */
+	bool		order_provider; /* its table's rows are the store's order */
 
 	/* the outer batch and its probe (join_probe.c) */
 	int16	   *outer_attlen;
@@ -272,7 +277,9 @@ extern void ghj_shared_allocate(GhjState *s);
 extern void ghj_shared_compact(GhjState *s);
 extern uint64 ghj_shared_nrows(GhjState *s);
 extern uint64 *ghj_shared_hashes(GhjState *s);
-extern void ghj_shared_set_order(GhjState *s, const uint32 *rows);
+extern void ghj_shared_offer_order(GhjState *s, const uint32 *rows,
+								   bool service_shared);
+extern bool ghj_shared_in_order(GhjState *s);
 extern void ghj_shared_regroup(GhjState *s);
 extern void ghj_shared_regrouped(GhjState *s);
 extern void ghj_shared_detach(GhjState *s);

@@ -29,19 +29,20 @@
  *	  (ghj_shared_compact).  Each row is copied once in all, by one
  *	  participant: the store costs the participants together what a private
  *	  build costs one.
- * FIRST_TABLE: one participant builds its table from the store's hashes.
- *	  Every hash distinct (a key join's usual inner side): the table's
- *	  groups are the rows in store order, as any table built from these
- *	  hashes will have them.  Otherwise its row array becomes the store's
- *	  order (ghj_shared_set_order).
+ * TABLES: each participant maps the store at its own address
+ *	  (ghj_shared_map) and builds its table from the store's hashes, as it
+ *	  would from its own.  Every hash distinct (a key join's usual inner
+ *	  side): every table's groups are the rows in store order, and the build
+ *	  is done.  Otherwise the first participant to finish offers its table's
+ *	  row array as the store's order (ghj_shared_offer_order).
  * REGROUP: if so, all participants copy ranges of records and hashes into
- *	  that order (ghj_shared_regroup).
- * DONE: the store is read-only.  Each participant maps it at its own
- *	  address (ghj_shared_map) and, but for the first, builds its own table
- *	  from its hashes: from grouped hashes when they were regrouped, which
- *	  gives every table the store's groups (gh_table_build_grouped).  With
- *	  the GPU service the first table is built once for all and the others
- *	  take views of it (ghj_shared_table_claim and the functions after it).
+ *	  that order (ghj_shared_regroup), and those whose tables are not in it
+ *	  build them again from the grouped hashes, which gives every table the
+ *	  store's groups (gh_table_build_grouped).  With the GPU service the
+ *	  participants share one table (the first to ask builds it, the others
+ *	  take views of it: ghj_shared_table_claim and the functions after it).
+ * DONE: the store is read-only; a late participant maps it and builds its
+ *	  table.
  *
  * A late participant joins the phase it finds.  A rescan of the Gather
  * starts the shared build over (ghj_shared_reinit).  This file knows the
@@ -405,7 +406,7 @@ store_addr(GhjState *s, dsa_pointer dp)
 
 /*
  * ghj_shared_hashes is the store's hashes, in its final order once the
- * phases are done (in compaction order before GHJ_PH_REGROUP).
+ * phases are done (in compaction order before GHJ_PH_REGROUP ends).
  */
 uint64 *
 ghj_shared_hashes(GhjState *s)
@@ -416,18 +417,28 @@ ghj_shared_hashes(GhjState *s)
 }
 
 /*
- * ghj_shared_set_order makes rows (the first table's row array, in which
- * equal hashes are adjacent) the store's order: GHJ_PH_REGROUP then copies
- * records and hashes into it (GHJ_PH_FIRST_TABLE, the first table's
- * participant).
+ * ghj_shared_offer_order offers rows, the row array of this participant's
+ * table (equal hashes adjacent), as the store's order (GHJ_PH_TABLES, a
+ * participant whose table's rows are not the identity).  The first offer is
+ * taken: GHJ_PH_REGROUP then copies records and hashes into it.
+ * service_shared: the table is the GPU service's one for all participants.
  */
 void
-ghj_shared_set_order(GhjState *s, const uint32 *rows)
+ghj_shared_offer_order(GhjState *s, const uint32 *rows, bool service_shared)
 {
 	GhjShared  *sh = s->shared;
 	dsa_area   *area = s->css.ss.ps.state->es_query_dsa;
 	uint64		n = sh->nrows;
+	bool		taken;
 
+	SpinLockAcquire(&sh->mutex);
+	taken = !sh->order_claimed;
+	sh->order_claimed = true;
+	SpinLockRelease(&sh->mutex);
+	if (!taken)
+		return;
+
+	/* the others read these only after the barrier */
 	sh->canon_rows = dsa_allocate_extended(area, sizeof(uint32) * Max(n, 1),
 										   DSA_ALLOC_HUGE);
 	memcpy(store_addr(s, sh->canon_rows), rows, sizeof(uint32) * n);
@@ -436,12 +447,31 @@ ghj_shared_set_order(GhjState *s, const uint32 *rows)
 	sh->group_recs = dsa_allocate_extended(area,
 										   sizeof(Datum) * s->stride * Max(n, 1),
 										   DSA_ALLOC_HUGE);
+	sh->order_svc = service_shared;
 	sh->regroup = true;
+	s->order_provider = true;
+}
+
+/*
+ * ghj_shared_in_order says whether this participant's table groups the rows
+ * in the store's order (after GHJ_PH_REGROUP): its rows are the identity
+ * (a grouped build, or no hash repeats), or they are the order itself: it
+ * offered them, or it is a view of the service table that did.
+ */
+bool
+ghj_shared_in_order(GhjState *s)
+{
+	GhjShared  *sh = s->shared;
+
+	/* with repeated hashes only a grouped build has the identity */
+	if (!sh->regroup || s->order_provider || s->table->rows_identity)
+		return true;
+	return gh_table_shared(s->table) && sh->order_svc;
 }
 
 /*
  * ghj_shared_regroup copies ranges of records and hashes into the order
- * ghj_shared_set_order chose until none is left (GHJ_PH_REGROUP, every
+ * ghj_shared_offer_order took until none is left (GHJ_PH_REGROUP, every
  * participant).  The arena stays as it is: the records keep their offsets.
  */
 void
