@@ -18,6 +18,15 @@
  * CPU twin's "device" memory is malloc'd and tracked the same way, so the
  * release path is exercised by the tests that run without a GPU.
  *
+ * Every device allocation is first reserved from the server-wide budget
+ * (device_budget.c, gpuhash.server_device_memory) and given back when it
+ * is freed, on the same paths; so is a CUDA context's share, once per
+ * process, until it exits.  A reservation the budget refuses is treated as
+ * the GPU's own out of memory: an allocation with a fall-back gets NULL,
+ * the others an ERROR; a context that gpuhash.device = auto cannot reserve
+ * leaves the backend on the CPU twin.  Pinned host memory is host memory
+ * and reserves nothing.
+ *
  * CUDA is never touched in the postmaster: every entry point that could
  * reach it checks that we are not the postmaster.
  *-------------------------------------------------------------------------
@@ -42,6 +51,7 @@ typedef struct GhAlloc
 	bool		pinned_host;	/* host memory from cudaMallocHost */
 	void	   *ptr;
 	size_t		bytes;
+	uint64		reserved;		/* bytes of the budget it holds */
 	uint32		svc_table;		/* a table held by the GPU service
 								 * (service_client.c) */
 } GhAlloc;
@@ -53,6 +63,7 @@ static size_t gh_bytes_in_use = 0;
 static int	gh_gpu_count = -1;
 static gh_error gh_probe_error;
 static bool gh_context_ready = false;
+static bool gh_context_reserved = false;
 static void *gh_gpu_stream = NULL;
 static bool gh_logged_no_gpu = false;
 static int	gh_allocs_since_injection = 0;
@@ -64,10 +75,12 @@ static void gh_gpu_context(void);
 static void gh_free_entry(GhAlloc *a, bool report);
 static void gh_log_no_gpu(void);
 static void gh_prewarm_exit(int code, Datum arg);
+static bool gh_reserve_context(bool may_wait);
 static GhAlloc *gh_track(GhTarget target, bool pinned_host, size_t bytes);
 static bool gh_injected_failure(void);
-static void *gh_alloc(GhTarget target, size_t bytes, bool pinned_host,
-					  bool oom_ok);
+static uint64 gh_reserve(GhTarget target, size_t bytes, bool oom_ok);
+static void *gh_alloc(GhTarget target, size_t bytes, bool device,
+					  bool pinned_host, bool oom_ok);
 static void gh_free_owned(void *ptr, uint32 svc_table);
 static void gh_copy(GhTarget target, void *dst, const void *src, size_t bytes,
 					bool to_device);
@@ -179,6 +192,12 @@ gpuhash_exec_target(void)
 				gh_log_no_gpu();
 				return GH_TARGET_CPU;
 			}
+			if (!gh_reserve_context(true))
+			{
+				ereport(DEBUG1,
+						(errmsg_internal("gpuhash: no room in gpuhash.server_device_memory for this backend's CUDA context; using the CPU twin")));
+				return GH_TARGET_CPU;
+			}
 			gh_gpu_context();
 			return GH_TARGET_GPU;
 		case GPUHASH_DEVICE_GPU:
@@ -231,6 +250,9 @@ gpuhash_prewarm_gpu(bool parallel)
 	if (gh_context_ready || gpuhash_device == GPUHASH_DEVICE_CPU ||
 		gh_svc_available(parallel) || gpuhash_gpu_count() == 0)
 		return;
+	/* the thread may not reserve: its share is reserved here, or no thread */
+	if (!gh_reserve_context(false))
+		return;
 	if (!exit_hook)
 	{
 		on_proc_exit(gh_prewarm_exit, (Datum) 0);
@@ -259,6 +281,18 @@ gpuhash_gpu_warming(void)
 }
 
 /*
+ * gh_reserve_context reserves this process's CUDA context's share of the
+ * budget, once: it is held until the process exits, as the context is.
+ */
+static bool
+gh_reserve_context(bool may_wait)
+{
+	if (!gh_context_reserved)
+		gh_context_reserved = gh_budget_reserve(GH_CONTEXT_BUDGET_BYTES, may_wait);
+	return gh_context_reserved;
+}
+
+/*
  * gh_gpu_context creates this backend's CUDA context (device 0) and its
  * stream the first time the GPU is needed.
  */
@@ -280,6 +314,15 @@ gh_gpu_context(void)
 						   gh_probe_error.cuda_name ? gh_probe_error.cuda_name : "no device"),
 				 errhint("Set gpuhash.device to \"auto\" to use a GPU only when one is present, or to \"cpu\".")));
 
+	if (!gh_reserve_context(true))
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("gpuhash.server_device_memory has no room for this backend's CUDA context"),
+				 errdetail("A context is counted as %llu MB; %llu MB of %d MB are reserved now.",
+						   (unsigned long long) (GH_CONTEXT_BUDGET_BYTES >> 20),
+						   (unsigned long long) (gh_budget_in_use() >> 20),
+						   gpuhash_server_device_memory),
+				 errhint("Retry when other sessions' GPU work has finished, or set gpuhash.device to \"auto\" to use the CPU when the GPU has no room.")));
 	memset(&err, 0, sizeof(err));
 	st = gh_cuda_context_init(0, &err);
 	if (st == GH_OK)
@@ -378,16 +421,47 @@ gpuhash_reset_alloc_injection(void)
 }
 
 /*
- * gh_alloc makes one tracked allocation on target: pinned host memory or
- * device memory.  Running out of memory returns NULL when oom_ok, else it
- * is an ERROR, as is every other failure.
+ * gh_reserve reserves the budget for a device allocation of bytes on target
+ * and returns what it reserved.  The GPU's: all of it, or, if the budget
+ * has no room, 0 with oom_ok (the caller falls back as from the GPU's own
+ * out of memory) and else the out of device memory ERROR.  The CPU twin's
+ * reserve only under gpuhash.budget_cpu_twin, and a refusal leaves the
+ * allocation in host memory, unreserved, where the GPU's fall-back would
+ * put it: the join's rows are the same, the refusal is counted.
+ */
+static uint64
+gh_reserve(GhTarget target, size_t bytes, bool oom_ok)
+{
+	if (target == GH_TARGET_CPU && !gpuhash_budget_cpu_twin)
+		return 0;
+	if (gh_budget_reserve(bytes, true))
+		return bytes;
+	if (target == GH_TARGET_CPU || oom_ok)
+		return 0;
+	ereport(ERROR,
+			(errcode(ERRCODE_OUT_OF_MEMORY),
+			 errmsg("out of device memory while allocating device memory"),
+			 errdetail("gpuhash.server_device_memory (%d MB, %llu MB reserved now) has no room for %zu bytes.",
+					   gpuhash_server_device_memory,
+					   (unsigned long long) (gh_budget_in_use() >> 20), bytes),
+			 errhint("Retry when other sessions' GPU work has finished, raise gpuhash.device_memory_wait, or SET gpuhash.enabled = off to run the query without the GPU.")));
+	return 0;
+}
+
+/*
+ * gh_alloc makes one tracked allocation on target: pinned host memory, or
+ * (device) device memory, reserved from the budget first.  Running out of
+ * memory, or of budget, returns NULL when oom_ok, else it is an ERROR, as
+ * is every other failure.
  */
 static void *
-gh_alloc(GhTarget target, size_t bytes, bool pinned_host, bool oom_ok)
+gh_alloc(GhTarget target, size_t bytes, bool device, bool pinned_host,
+		 bool oom_ok)
 {
 	GhAlloc    *a;
 	gh_error	err;
 	gh_status	st = GH_OK;
+	uint64		reserved = 0;
 
 	gh_forbid_postmaster();
 	CHECK_FOR_INTERRUPTS();
@@ -405,7 +479,27 @@ gh_alloc(GhTarget target, size_t bytes, bool pinned_host, bool oom_ok)
 		err.where = "allocation";
 		err.cuda_name = "a failure injected by gpuhash.inject_alloc_failure";
 	}
-	else if (target == GH_TARGET_CPU)
+	else if (device && (target == GH_TARGET_GPU || gpuhash_budget_cpu_twin))
+	{
+		/* a wait may end in a cancel's ERROR: forget the entry first */
+		PG_TRY();
+		{
+			reserved = gh_reserve(target, bytes, oom_ok);
+		}
+		PG_CATCH();
+		{
+			pfree(a);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		if (reserved == 0 && target == GH_TARGET_GPU)
+		{
+			pfree(a);
+			return NULL;
+		}
+	}
+
+	if (st == GH_OK && target == GH_TARGET_CPU)
 	{
 		a->ptr = malloc(bytes);
 		if (a->ptr == NULL)
@@ -416,18 +510,20 @@ gh_alloc(GhTarget target, size_t bytes, bool pinned_host, bool oom_ok)
 			err.cuda_name = "ENOMEM";
 		}
 	}
-	else if (pinned_host)
+	else if (st == GH_OK && pinned_host)
 		st = gh_cuda_host_alloc(&a->ptr, bytes, &err);
-	else
+	else if (st == GH_OK)
 		st = gh_cuda_malloc(&a->ptr, bytes, &err);
 
 	if (st != GH_OK)
 	{
+		gh_budget_release(reserved);
 		pfree(a);
 		if (st == GH_ERR_OOM && oom_ok)
 			return NULL;
 		gpuhash_report(st, &err, "allocating device memory");
 	}
+	a->reserved = reserved;
 	dlist_push_head(&gh_allocs, &a->node);
 	gh_bytes_in_use += bytes;
 	return a->ptr;
@@ -441,7 +537,7 @@ gh_alloc(GhTarget target, size_t bytes, bool pinned_host, bool oom_ok)
 void *
 gh_dev_alloc(GhTarget target, size_t bytes)
 {
-	return gh_alloc(target, bytes, false, false);
+	return gh_alloc(target, bytes, true, false, false);
 }
 
 /*
@@ -451,7 +547,7 @@ gh_dev_alloc(GhTarget target, size_t bytes)
 void *
 gh_dev_try_alloc(GhTarget target, size_t bytes)
 {
-	return gh_alloc(target, bytes, false, true);
+	return gh_alloc(target, bytes, true, false, true);
 }
 
 /*
@@ -461,7 +557,7 @@ gh_dev_try_alloc(GhTarget target, size_t bytes)
 void *
 gh_host_alloc(GhTarget target, size_t bytes)
 {
-	return gh_alloc(target, bytes, target == GH_TARGET_GPU, false);
+	return gh_alloc(target, bytes, false, target == GH_TARGET_GPU, false);
 }
 
 /*
@@ -485,6 +581,8 @@ gh_free_entry(GhAlloc *a, bool report)
 		st = gh_cuda_host_free(a->ptr, &err);
 	else
 		st = gh_cuda_free(a->ptr, &err);
+	/* given back once the memory is, whatever the free said */
+	gh_budget_release(a->reserved);
 	pfree(a);
 	if (st != GH_OK)
 	{

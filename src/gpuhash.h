@@ -29,6 +29,9 @@ extern bool gpuhash_enabled;
 extern int	gpuhash_device;
 extern bool gpuhash_force_join;
 extern int	gpuhash_inject_alloc_failure;
+extern int	gpuhash_server_device_memory;
+extern int	gpuhash_device_memory_wait;
+extern bool gpuhash_budget_cpu_twin;
 /* gpuhash.batch_rows' default, also the least rows a join's batch holds */
 #define GPUHASH_BATCH_ROWS_DEFAULT 65536
 extern bool gpuhash_extension_created(void);
@@ -58,6 +61,21 @@ extern size_t gh_dev_bytes_in_use(void);
 extern void gpuhash_reset_alloc_injection(void);
 extern void gh_track_service_table(uint32 id, size_t bytes);
 extern void gh_untrack_service_table(uint32 id);
+
+/* the server-wide device memory budget (device_budget.c) */
+extern void gpuhash_init_budget(void);
+extern uint64 gh_budget_cap(void);
+extern bool gh_budget_reserve(uint64 bytes, bool may_wait);
+extern void gh_budget_count(uint64 bytes);
+extern void gh_budget_release(uint64 bytes);
+extern uint64 gh_budget_in_use(void);
+
+/*
+ * The device memory a CUDA context holds, counted as each process's share of
+ * the budget once it makes one: 518 to 526 MiB measured on an H200
+ * (bench/results/device-2026-11-21.md, DESIGN.md).
+ */
+#define GH_CONTEXT_BUDGET_BYTES ((uint64) 520 * 1024 * 1024)
 
 /* the GPU service (service.c, service_client.c) */
 typedef enum GpuhashServiceSetting

@@ -13,7 +13,7 @@
  * service_client.c), and then probes, describes and frees it the same way.
  *
  * Building a table goes in this order: on the GPU if the table may go there
- * (a backend applies gpuhash.device_memory_limit) and the device memory for
+ * (gpuhash.device_memory_limit and gpuhash.server_device_memory allow it) and the device memory for
  * the table and the staging copy of its hashes can be had; else on the CPU
  * twin.  When the GPU has no room for a table (a wrong estimate, or other
  * work holding the memory), the join finishes on the CPU twin with the same
@@ -135,24 +135,40 @@ gh_table_where(bool parallel_aware, GhTableWhere *where)
 
 /*
  * gh_table_fits_device says whether a table of nrows inner rows, with the
- * staging copy of their hashes, stays within gpuhash.device_memory_limit.
- * The planner asks it before offering a GPU path, the executor before
- * building on the GPU, so both apply the same limit.
+ * staging copy of their hashes, stays within gpuhash.device_memory_limit
+ * and gpuhash.server_device_memory.  The planner asks it before offering a
+ * GPU path, the executor before building on the GPU, so both apply the
+ * same limit.
  */
 bool
 gh_table_fits_device(double nrows)
 {
 	gh_mm_params params;
+
+	table_params(&params);
+	return gh_table_fits(nrows, &params, gpuhash_device_memory_limit);
+}
+
+/*
+ * gh_table_fits says whether a table of nrows with params, and the staging
+ * copy of its hashes, fits in limit_mb (0: no limit of its own) and in the
+ * server's budget: a session's limit can only lower the server's.  The GPU
+ * service asks it with the limit of the session it builds for.
+ */
+bool
+gh_table_fits(double nrows, const gh_mm_params *params, int limit_mb)
+{
+	double		limit = (double) gh_budget_cap();
 	uint64_t	capacity;
 
-	if (gpuhash_device_memory_limit <= 0)
+	if (limit_mb > 0 && (limit == 0 || (double) limit_mb * 1024 * 1024 < limit))
+		limit = (double) limit_mb * 1024 * 1024;
+	if (limit == 0)
 		return true;
 	if (nrows >= (double) GH_MAX_ROWS)
 		return false;
-	table_params(&params);
-	return (double) gh_mm_bytes((uint32) Max(nrows, 1), &params, &capacity) +
-		nrows * sizeof(uint64) <=
-		(double) gpuhash_device_memory_limit * 1024 * 1024;
+	return (double) gh_mm_bytes((uint32) Max(nrows, 1), params, &capacity) +
+		nrows * sizeof(uint64) <= limit;
 }
 
 /*

@@ -46,6 +46,8 @@ typedef struct GhTableWhere
 } GhTableWhere;
 
 extern bool gh_table_fits_device(double nrows);
+extern bool gh_table_fits(double nrows, const gh_mm_params *params,
+						  int limit_mb);
 extern void gh_table_where(bool parallel_aware, GhTableWhere *where);
 extern GhTable *gh_table_build(GhTarget target, const uint64 *hashes,
 							   uint32 nrows);

@@ -23,6 +23,12 @@
  * The service never raises an ERROR for a request: a failure goes back in
  * the slot as a gh_status and the CUDA names, and the backend reports it
  * through gpuhash_report as it would its own.
+ *
+ * The service reserves its device memory from the server-wide budget
+ * (device_budget.c) as a backend does, its CUDA context included, and
+ * applies the gpuhash.device_memory_limit that the backend sends with a
+ * BUILD; it never waits for room, since it serves the very backends that
+ * would give some back: a table it has no room for goes to the CPU twin.
  *-------------------------------------------------------------------------
  */
 #ifndef GPUHASH_SERVICE_H
@@ -65,6 +71,7 @@ typedef struct GhSvcSlot
 	double		load_factor;
 	int			group_size;
 	int			scheme;
+	int			mem_limit_mb;	/* BUILD: the session's device_memory_limit */
 	/* reply */
 	gh_status	status;
 	uint32		out_table;		/* BUILD */

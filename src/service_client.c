@@ -26,6 +26,7 @@
 #include "storage/latch.h"
 #include "storage/proc.h"
 
+#include "gpuhash_join.h"		/* gpuhash.device_memory_limit */
 #include "service.h"
 
 /* how long a backend waits awake for an answer before it sleeps (svc_wait) */
@@ -325,6 +326,7 @@ svc_make_table(SvcOp op, uint32 src_id, const uint64 *hashes, uint32 n,
 	slot->load_factor = params->load_factor;
 	slot->group_size = params->group_size;
 	slot->scheme = (int) params->scheme;
+	slot->mem_limit_mb = gpuhash_device_memory_limit;
 	st = svc_call(slot, err);
 	if (st != GH_OK)
 	{

@@ -15,7 +15,12 @@
  * The service uses the GPU unless gpuhash.device = cpu in its configuration.
  * Finding no GPU, it stops for good under gpu_service = parallel and uses
  * the CPU twin under "on" (its LOG says why).  A table that does not fit on
- * the GPU is built on the CPU twin in the service.
+ * the GPU is built on the CPU twin in the service: one larger than the
+ * gpuhash.device_memory_limit of the session it is built for, or than what
+ * the server-wide budget (gpuhash.server_device_memory) has room for now,
+ * or than the GPU has free.  The service reserves every device allocation
+ * from that budget, its CUDA context's share from its start, and gives it
+ * back as it frees them (and at exit); it never waits for room.
  *
  * The service never raises an ERROR for a request: failures go back to the
  * backend in its slot (service.h).  Its tables live across transactions in
@@ -70,6 +75,23 @@ static uint32 svc_next_id = 1;
 static SvcMapping *svc_maps = NULL;
 
 /*
+ * The service's device allocations and the budget each reserved, so that
+ * svc_free gives back what svc_alloc took: a few per table.
+ */
+typedef struct SvcReservation
+{
+	void	   *ptr;
+	uint64		bytes;
+} SvcReservation;
+static SvcReservation *svc_reservations = NULL;
+static int	svc_nreservations = 0;
+static int	svc_reservations_cap = 0;
+
+/* the BUILD being served: its parameters and its session's limit */
+static gh_mm_params svc_build_params;
+static int	svc_build_limit_mb = 0;
+
+/*
  * The service's streams: builds use the first; the probes waiting together
  * use one each, up to SVC_STREAMS at a time.
  */
@@ -80,6 +102,8 @@ static void *svc_streams[SVC_STREAMS];
 static gh_status svc_alloc(GhTarget target, size_t bytes, bool oom_ok,
 						   void **ptr, gh_error *err);
 static void svc_free(GhTarget target, void *ptr);
+static bool svc_gpu_allows(uint32 nrows);
+static bool svc_remember(void *ptr, uint64 bytes);
 static void svc_set_error(GhSvcSlot *slot, gh_status st, const gh_error *err,
 						  const char *where);
 static void svc_fail(GhSvcSlot *slot, gh_status st, const char *where,
@@ -107,13 +131,14 @@ static void svc_refuse_stale(void);
 
 /*
  * The service's tables (hashtable.h): memory of its own, kept across
- * transactions.  No report: a failure goes back to the backend.  No
- * gpu_allows: the service does not apply gpuhash.device_memory_limit; only
- * a GPU out of memory sends a table to the CPU twin.
+ * transactions.  No report: a failure goes back to the backend.  A table
+ * goes to the CPU twin when the session's gpuhash.device_memory_limit or
+ * the server's budget is too small for it, or the GPU is out of memory.
  */
 static const GhTableEnv svc_env = {
 	.alloc = svc_alloc,
 	.free = svc_free,
+	.gpu_allows = svc_gpu_allows,
 };
 
 /*
@@ -230,28 +255,84 @@ svc_fail(GhSvcSlot *slot, gh_status st, const char *where, const char *what)
 	svc_set_error(slot, st, &err, where);
 }
 
+/* svc_gpu_allows applies the limits of the session whose BUILD is served. */
+static bool
+svc_gpu_allows(uint32 nrows)
+{
+	return gh_table_fits((double) nrows, &svc_build_params, svc_build_limit_mb);
+}
+
+/* svc_remember notes that ptr holds bytes of the budget; false if it cannot. */
+static bool
+svc_remember(void *ptr, uint64 bytes)
+{
+	if (svc_nreservations == svc_reservations_cap)
+	{
+		int			cap = svc_reservations_cap * 2 + 16;
+		SvcReservation *r = realloc(svc_reservations, sizeof(SvcReservation) * cap);
+
+		if (r == NULL)
+			return false;
+		svc_reservations = r;
+		svc_reservations_cap = cap;
+	}
+	svc_reservations[svc_nreservations].ptr = ptr;
+	svc_reservations[svc_nreservations].bytes = bytes;
+	svc_nreservations++;
+	return true;
+}
+
 /*
  * svc_alloc allocates the service's own memory: device memory for the GPU,
- * malloc'd for the CPU twin and the service's bookkeeping.  No room is
- * GH_ERR_OOM either way (the caller's oom_ok only decides what it does).
+ * reserved from the server's budget first, or malloc'd for the CPU twin
+ * (reserved only under gpuhash.budget_cpu_twin; see device_budget.c).  No
+ * room, in the budget or on the device, is GH_ERR_OOM either way (the
+ * caller's oom_ok only decides what it does).
  */
 static gh_status
 svc_alloc(GhTarget target, size_t bytes, bool oom_ok, void **ptr,
 		  gh_error *err)
 {
+	bool		counted = (target == GH_TARGET_GPU || gpuhash_budget_cpu_twin);
+	uint64		reserved = 0;
+	gh_status	st = GH_OK;
+
 	*ptr = NULL;
+	if (counted && gh_budget_reserve(bytes, false))
+		reserved = bytes;
+	else if (target == GH_TARGET_GPU)
+	{
+		err->status = GH_ERR_OOM;
+		err->where = "the GPU service";
+		err->cuda_name = "no room in gpuhash.server_device_memory";
+		return GH_ERR_OOM;
+	}
 	if (target == GH_TARGET_GPU)
-		return gh_cuda_malloc(ptr, bytes, err);
-	*ptr = malloc(bytes);
-	if (*ptr != NULL)
-		return GH_OK;
-	err->status = GH_ERR_OOM;
-	err->where = "malloc";
-	err->cuda_name = "ENOMEM";
-	return GH_ERR_OOM;
+		st = gh_cuda_malloc(ptr, bytes, err);
+	else
+	{
+		*ptr = malloc(bytes);
+		if (*ptr == NULL)
+		{
+			err->status = st = GH_ERR_OOM;
+			err->where = "malloc";
+			err->cuda_name = "ENOMEM";
+		}
+	}
+	if (st == GH_OK && reserved > 0 && !svc_remember(*ptr, reserved))
+	{
+		svc_free(target, *ptr);
+		*ptr = NULL;
+		err->status = st = GH_ERR_OOM;
+		err->where = "malloc";
+		err->cuda_name = "ENOMEM";
+	}
+	if (st != GH_OK)
+		gh_budget_release(reserved);
+	return st;
 }
 
-/* svc_free frees memory of svc_alloc. */
+/* svc_free frees memory of svc_alloc and gives back its reservation. */
 static void
 svc_free(GhTarget target, void *ptr)
 {
@@ -261,6 +342,13 @@ svc_free(GhTarget target, void *ptr)
 		(void) gh_cuda_free(ptr, &err);
 	else
 		free(ptr);
+	for (int i = 0; i < svc_nreservations; i++)
+		if (svc_reservations[i].ptr == ptr)
+		{
+			gh_budget_release(svc_reservations[i].bytes);
+			svc_reservations[i] = svc_reservations[--svc_nreservations];
+			break;
+		}
 }
 
 /* svc_attach_area maps the probe area of the request in slot into t. */
@@ -345,6 +433,8 @@ svc_build(int i, GhSvcSlot *slot, char *x)
 	params.load_factor = slot->load_factor;
 	params.group_size = slot->group_size;
 	params.scheme = (gh_probe_scheme) slot->scheme;
+	svc_build_params = params;
+	svc_build_limit_mb = slot->mem_limit_mb;
 	memset(&err, 0, sizeof(err));
 	st = gh_table_place(&t->table, gh_svc->on_gpu ? GH_TARGET_GPU : GH_TARGET_CPU,
 						(const uint64 *) x, slot->n, &params, &svc_env,
@@ -352,9 +442,12 @@ svc_build(int i, GhSvcSlot *slot, char *x)
 	if (st == GH_OK && !t->table.rows_identity)
 		st = gh_table_copy_rows(&t->table, (uint32 *) x, &svc_env, svc_stream,
 								&err);
-	if (st == GH_OK)
-		st = svc_alloc(GH_TARGET_CPU, sizeof(int), false, (void **) &t->refs,
-					   &err);
+	if (st == GH_OK && (t->refs = malloc(sizeof(int))) == NULL)
+	{
+		st = GH_ERR_OOM;
+		err.where = "malloc";
+		err.cuda_name = "ENOMEM";
+	}
 	if (st != GH_OK)
 	{
 		svc_set_error(slot, st, &err, "building the table");
@@ -599,6 +692,8 @@ svc_open_device(void)
 		st = gh_cuda_stream_create(&svc_streams[k], &err);
 	if (st == GH_OK)
 	{
+		/* the context is made: counted whatever the budget says */
+		gh_budget_count(GH_CONTEXT_BUDGET_BYTES);
 		gh_svc->on_gpu = true;
 		return;
 	}

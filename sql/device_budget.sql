@@ -1,0 +1,175 @@
+-- device_budget: gpuhash.server_device_memory, the server-wide device memory
+-- budget.  Only a superuser or the configuration sets it; a plain role can
+-- lower its own tables' share (gpuhash.device_memory_limit) but not lift the
+-- server's; reservations come back after a join's end, an ERROR, a cancel and
+-- a subtransaction's rollback; a reservation the budget has no room for waits
+-- gpuhash.device_memory_wait and then falls back, with native's rows.
+--
+-- The CPU twin reserves nothing unless gpuhash.budget_cpu_twin (test-only,
+-- superuser) asks it to reserve as the GPU does; this suite runs on the twin
+-- so that it tests the same accounting with and without a GPU.  Backend exit
+-- and the GPU service are checked by test/service.sh; concurrent sessions by
+-- test/isolation/specs/gpuhash_budget.spec.
+SET gpuhash.device = cpu;
+SET max_parallel_workers_per_gather = 0;
+CREATE TABLE db_o AS SELECT g AS id, g % 4000 AS k FROM generate_series(1, 50000) g;
+CREATE TABLE db_i AS SELECT g AS k, g * 3 AS v FROM generate_series(0, 99999) g;
+ANALYZE db_o, db_i;
+
+-- db_budget: whether this backend holds nothing of the budget, and whether
+-- the budget is the server's (other processes may hold some: on a GPU host
+-- the GPU service holds its CUDA context's share)
+CREATE FUNCTION db_budget(OUT nothing_held bool, OUT server_wide bool)
+LANGUAGE sql AS $$
+  SELECT NOT EXISTS (SELECT FROM gpuhash_device_reservations() WHERE pid = pg_backend_pid()),
+         server_wide
+    FROM gpuhash_device_budget()
+$$;
+-- db_others_mb: the MB (rounded up) that processes other than this backend
+-- hold, once those that are ending (an earlier suite's backend) have given
+-- back theirs: what is left is the GPU service's, which keeps it
+CREATE FUNCTION db_others_mb() RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  service int := (SELECT pid FROM pg_stat_activity WHERE backend_type = 'gpuhash GPU service');
+BEGIN
+  FOR i IN 1..100 LOOP
+    EXIT WHEN NOT EXISTS (SELECT FROM gpuhash_device_reservations()
+                           WHERE pid <> pg_backend_pid() AND pid IS DISTINCT FROM service);
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+  RETURN (SELECT coalesce(ceil(sum(reserved_bytes) / 1048576.0), 0)::bigint
+            FROM gpuhash_device_reservations() WHERE pid <> pg_backend_pid());
+END $$;
+CREATE TEMP TABLE db_seen (what text PRIMARY KEY, waits bigint, refusals bigint);
+-- db_mark(what): remembers the counters now
+CREATE FUNCTION db_mark(what text) RETURNS void LANGUAGE sql AS $$
+  INSERT INTO db_seen SELECT what, waits, refusals FROM gpuhash_device_budget()
+$$;
+-- db_since(what): how many reservations waited and were refused since db_mark(what)
+CREATE FUNCTION db_since(what text, OUT waited bigint, OUT refused bigint)
+LANGUAGE sql AS $$
+  SELECT b.waits - s.waits, b.refusals - s.refusals
+    FROM gpuhash_device_budget() b, db_seen s WHERE s.what = db_since.what
+$$;
+
+-- the settings: the server's budget is the configuration's (reloaded), the
+-- wait the session's, the twin's accounting a superuser's
+SELECT name, boot_val, context, unit FROM pg_settings
+ WHERE name IN ('gpuhash.server_device_memory', 'gpuhash.device_memory_wait',
+                'gpuhash.budget_cpu_twin', 'gpuhash.device_memory_limit')
+ ORDER BY name;
+SELECT * FROM db_budget();
+SET gpuhash.server_device_memory = '1GB';
+CREATE ROLE gpuhash_budget_plain;
+GRANT SELECT ON db_o, db_i TO gpuhash_budget_plain;
+SET ROLE gpuhash_budget_plain;
+SET gpuhash.server_device_memory = '1GB';
+ALTER SYSTEM SET gpuhash.server_device_memory = '1GB';
+SET gpuhash.budget_cpu_twin = on;
+SET gpuhash.device_memory_limit = 1;
+SET gpuhash.device_memory_wait = 0;
+-- anyone sees the budget's totals; which processes hold what is for
+-- pg_read_all_stats
+SELECT reserved_bytes >= 0 AS sees_totals FROM gpuhash_device_budget();
+SELECT count(*) FROM gpuhash_device_reservations();
+RESET ROLE;
+GRANT pg_read_all_stats TO gpuhash_budget_plain;
+SET ROLE gpuhash_budget_plain;
+SELECT count(*) >= 0 AS sees_holders FROM gpuhash_device_reservations();
+RESET ROLE;
+
+-- the twin reserves as the GPU does: while a join's table is held, the
+-- reservation is this backend's; it comes back when the join ends
+SET gpuhash.budget_cpu_twin = on;
+SET gpuhash.force_join = on;
+BEGIN;
+DECLARE c CURSOR FOR SELECT o.id, i.v FROM db_o o JOIN db_i i ON o.k = i.k;
+FETCH 2 FROM c;
+SELECT NOT nothing_held AS held_while_open FROM db_budget();
+SELECT reserved_bytes <= gpuhash_device_memory() AS within_what_it_holds
+  FROM gpuhash_device_reservations() WHERE pid = pg_backend_pid();
+CLOSE c;
+SELECT * FROM db_budget();
+COMMIT;
+
+-- an ERROR in the middle of the join: given back
+SELECT sum(1 / (o.id - 20000)) FROM db_o o JOIN db_i i ON o.k = i.k;
+SELECT nothing_held FROM db_budget();
+-- a cancel (statement_timeout) in the middle of the join: given back
+SET statement_timeout = '300ms';
+SELECT count(*) FROM db_o o JOIN db_i i ON o.k = i.k WHERE pg_sleep(0.001) IS NOT NULL;
+RESET statement_timeout;
+SELECT nothing_held FROM db_budget();
+-- a subtransaction rolled back with a cursor open: given back
+BEGIN;
+SAVEPOINT s;
+DECLARE c CURSOR FOR SELECT o.id, i.v FROM db_o o JOIN db_i i ON o.k = i.k;
+FETCH 1 FROM c;
+SELECT NOT nothing_held AS held_in_savepoint FROM db_budget();
+ROLLBACK TO s;
+SELECT nothing_held FROM db_budget();
+COMMIT;
+-- gpuhash_aggregate's device memory too
+SELECT * FROM gpuhash_aggregate('SELECT k % 5 AS g, count(*), sum(v) FROM db_i GROUP BY 1')
+  AS t(g int, n bigint, s bigint) ORDER BY g;
+SELECT nothing_held FROM db_budget();
+
+-- the planner: a table larger than the server's budget is not planned on the
+-- GPU, and a plain role's gpuhash.device_memory_limit cannot lift that; it
+-- can lower it (EXPLAIN only: no GPU is needed to plan for one)
+ALTER SYSTEM SET gpuhash.server_device_memory = '1MB';
+SELECT pg_reload_conf();
+SELECT pg_sleep(0.5);
+SHOW gpuhash.server_device_memory;
+SET gpuhash.device = gpu;
+SELECT gh_plan_count('SELECT * FROM db_o o JOIN db_i i ON o.k = i.k', 'gpuhash') AS gpu_joins_over_budget;
+SELECT gh_plan_count('SELECT * FROM db_o o JOIN db_i i ON o.k = i.k AND i.k < 100', 'gpuhash') AS gpu_joins_small;
+SET ROLE gpuhash_budget_plain;
+SET gpuhash.device_memory_limit = 2147483647;
+SELECT gh_plan_count('SELECT * FROM db_o o JOIN db_i i ON o.k = i.k', 'gpuhash') AS gpu_joins_limit_raised;
+RESET ROLE;
+ALTER SYSTEM RESET gpuhash.server_device_memory;
+SELECT pg_reload_conf();
+SELECT pg_sleep(0.5);
+SHOW gpuhash.server_device_memory;
+SET ROLE gpuhash_budget_plain;
+SELECT gh_plan_count('SELECT * FROM db_o o JOIN db_i i ON o.k = i.k', 'gpuhash') AS gpu_joins_no_budget;
+SET gpuhash.device_memory_limit = 1;
+SELECT gh_plan_count('SELECT * FROM db_o o JOIN db_i i ON o.k = i.k', 'gpuhash') AS gpu_joins_limit_lowered;
+RESET ROLE;
+RESET gpuhash.device;
+
+-- a budget with room for a small table but not for db_i's (about 4 MB): the
+-- reservation waits, is refused, and the join finishes where the GPU's
+-- fall-back puts it, with native's rows
+SELECT 'gpuhash.server_device_memory = ''' || (db_others_mb() + 2) || 'MB''' AS budget \gset
+ALTER SYSTEM SET :budget;
+SELECT pg_reload_conf();
+SELECT pg_sleep(0.5);
+SELECT current_setting('gpuhash.server_device_memory') = substring(:'budget' FROM '''(.*)''') AS budget_reloaded;
+SELECT db_mark('small budget, no wait');
+SET gpuhash.device_memory_wait = 0;
+SELECT gh_check('SELECT o.id, i.v FROM db_o o JOIN db_i i ON o.k = i.k');
+SELECT waited = 0 AS did_not_wait, refused > 0 AS refused FROM db_since('small budget, no wait');
+SELECT db_mark('small budget, 200 ms');
+SET gpuhash.device_memory_wait = '200ms';
+SELECT gh_check('SELECT o.id, i.v FROM db_o o LEFT JOIN db_i i ON o.k = i.k');
+SELECT waited > 0 AS waited, refused > 0 AS refused FROM db_since('small budget, 200 ms');
+SELECT nothing_held FROM db_budget();
+-- a table that fits is not refused
+SELECT db_mark('small table');
+SELECT gh_check('SELECT o.id, i.v FROM db_o o JOIN db_i i ON o.k = i.k AND i.k < 100');
+SELECT waited, refused FROM db_since('small table');
+RESET gpuhash.device_memory_wait;
+ALTER SYSTEM RESET gpuhash.server_device_memory;
+SELECT pg_reload_conf();
+SELECT pg_sleep(0.5);
+SHOW gpuhash.server_device_memory;
+
+SELECT * FROM db_budget();
+RESET gpuhash.budget_cpu_twin;
+RESET gpuhash.force_join;
+DROP TABLE db_o, db_i;
+DROP FUNCTION db_budget(), db_others_mb(), db_mark(text), db_since(text);
+DROP OWNED BY gpuhash_budget_plain;
+DROP ROLE gpuhash_budget_plain;
