@@ -7,9 +7,8 @@
 --
 -- The CPU twin reserves nothing unless gpuhash.budget_cpu_twin (test-only,
 -- superuser) asks it to reserve as the GPU does; this suite runs on the twin
--- so that it tests the same accounting with and without a GPU.  Backend exit
--- and the GPU service are checked by test/service.sh; concurrent sessions by
--- test/isolation/specs/gpuhash_budget.spec.
+-- so that it tests the same accounting with and without a GPU.  Backend exit,
+-- the GPU service and concurrent sessions are checked by test/service.sh.
 SET gpuhash.device = cpu;
 SET max_parallel_workers_per_gather = 0;
 CREATE TABLE db_o AS SELECT g AS id, g % 4000 AS k FROM generate_series(1, 50000) g;

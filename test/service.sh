@@ -12,7 +12,12 @@
 # it runs; a reload reaches it; gpuhash.device = gpu never runs on a service
 # that is on the CPU twin.  Then the
 # default, gpu_service = parallel: serial joins in the backend, parallel ones
-# in the service; with device = auto and no GPU the service stops for good.
+# in the service.  The server-wide device memory budget: the service's and the
+# backends' reservations come back (a join's end, a terminated backend, a
+# disconnect); a session that finds no room waits for another to give back,
+# or falls back after gpuhash.device_memory_wait, with native's rows; a
+# cancel ends the wait.  Last, with device = auto and no GPU the service
+# stops for good.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -215,6 +220,86 @@ for mode in serial parallel; do
   check "$(digest "SET gpuhash.force_join = on; $set_" "${queries[1]}")" "$(digest "SET gpuhash.enabled = off" "${queries[1]}")" \
     "parallel, a $mode join: native's rows"
 done
+
+# the server-wide device memory budget (gpuhash.server_device_memory,
+# src/device_budget.c), with the CPU twin reserving as the GPU does
+# (gpuhash.budget_cpu_twin): the service's and the backends' reservations come
+# back after a join, a terminated backend and a disconnect; a session whose
+# reservation finds no room waits for another to give back, or falls back to
+# the twin's host memory after gpuhash.device_memory_wait, with native's rows;
+# a cancel ends the wait.  The budget is what the service holds for good (its
+# CUDA context's share on a GPU) plus 6 MB: room for one bd_i table (about
+# 4.6 MB on the twin), not two.  The joins here run on the CPU twin.
+restart "gpuhash.budget_cpu_twin = on"
+for _ in $(seq 1 50); do [ -n "$(svc_pid)" ] && break; sleep 0.1; done
+q >/dev/null <<'SQL'
+CREATE TABLE bd_i AS SELECT g AS k, g * 3 AS v FROM generate_series(0, 99999) g;
+CREATE TABLE bd_o AS SELECT g AS id, g % 5000 AS k FROM generate_series(1, 20000) g;
+ANALYZE bd_i, bd_o;
+SQL
+bq() { q -c "SELECT $1 FROM gpuhash_device_budget()"; }
+others_bytes() { q -c "SELECT coalesce(sum(reserved_bytes), 0) FROM gpuhash_device_reservations() WHERE pid <> pg_backend_pid()"; }
+svc_bytes() { q -c "SELECT coalesce(sum(reserved_bytes), 0) FROM gpuhash_device_reservations() WHERE pid = '$(svc_pid)'"; }
+# wait_reserved BYTES: until the server's reservations are BYTES again (5 s at most)
+wait_reserved() { for _ in $(seq 1 50); do [ "$(bq reserved_bytes)" = "$1" ] && return 0; sleep 0.1; done; return 1; }
+base=$(others_bytes)
+bjoin="SELECT o.id, i.v FROM bd_o o JOIN bd_i i ON o.k = i.k"
+bset="SET gpuhash.device = cpu; SET gpuhash.force_join = on; SET max_parallel_workers_per_gather = 0"
+bnat=$(digest "SET gpuhash.enabled = off" "$bjoin")
+
+# a parallel join's table in the service: reserved by the service while it
+# runs, given back when it ends
+slowpar="SELECT count(*) FROM sv_o o JOIN sv_i i ON o.k = i.k WHERE o.id <= 3000 AND pg_sleep(0.0003) IS NOT NULL"
+(q -c "SET gpuhash.force_join = on; $parallel" -c "$slowpar" >/dev/null 2>&1 &)
+held=0
+for _ in $(seq 1 40); do
+  [ "$(svc_bytes)" -gt "$base" ] 2>/dev/null && { held=1; break; }
+  sleep 0.1
+done
+if [ $held = 1 ]; then ok "budget: the service reserves a parallel join's table"; else notok "budget: the service reserves a parallel join's table" "service holds $(svc_bytes), base $base"; fi
+if wait_reserved "$base"; then ok "budget: the service gives it back when the join ends"
+else notok "budget: the service gives it back when the join ends" "reserved $(bq reserved_bytes), base $base"; fi
+
+# a backend terminated while its cursor holds a table, and one that
+# disconnects in the middle of a transaction: both give back
+hold() {  # hold NAME SECONDS: a session that holds bd_i's table for SECONDS
+  q -c "$bset; SET application_name = '$1'" -c "BEGIN" -c "DECLARE c CURSOR FOR $bjoin" -c "FETCH 1 FROM c" \
+    -c "SELECT pg_sleep($2)" -c "COMMIT" >/dev/null 2>&1
+}
+(hold bd_victim 30 &)
+held=0
+for _ in $(seq 1 50); do [ "$(bq reserved_bytes)" -gt "$base" ] && { held=1; break; }; sleep 0.1; done
+q -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'bd_victim'" >/dev/null
+if [ $held = 1 ] && wait_reserved "$base"; then ok "budget: a backend terminated while it holds a table gives it back"
+else notok "budget: a backend terminated while it holds a table gives it back" "held $held; reserved $(bq reserved_bytes), base $base"; fi
+q -c "$bset" -c "BEGIN" -c "DECLARE c CURSOR FOR $bjoin" -c "FETCH 1 FROM c" >/dev/null
+if wait_reserved "$base"; then ok "budget: a backend that disconnects in a transaction gives back"
+else notok "budget: a backend that disconnects in a transaction gives back" "reserved $(bq reserved_bytes), base $base"; fi
+
+printf '%s\n' "gpuhash.server_device_memory = '$(( (base + 1048575) / 1048576 + 6 ))MB'" >>"$cl/data/postgresql.conf"
+q -c "SELECT pg_reload_conf()" >/dev/null
+sleep 0.5
+# ... and a session that needs room while another holds it
+(hold bd_a1 1.5 &)
+for _ in $(seq 1 50); do [ "$(bq reserved_bytes)" -gt "$base" ] && break; sleep 0.1; done
+w0=$(bq waits) r0=$(bq refusals) t0=$(date +%s%N)
+got=$(digest "$bset; SET gpuhash.device_memory_wait = '20s'" "$bjoin")
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+check "$got $(( $(bq waits) - w0 )) $(( $(bq refusals) - r0 ))" "$bnat 1 0" \
+  "budget: a session waits for another to give back, then reserves: native's rows, one wait, no refusal (${ms} ms)"
+wait_reserved "$base"
+(hold bd_a2 4 &)
+for _ in $(seq 1 50); do [ "$(bq reserved_bytes)" -gt "$base" ] && break; sleep 0.1; done
+w0=$(bq waits) r0=$(bq refusals)
+got=$(digest "$bset; SET gpuhash.device_memory_wait = '300ms'" "$bjoin")
+check "$got $(( $(bq waits) - w0 )) $(( $(bq refusals) - r0 ))" "$bnat 1 1" \
+  "budget: past gpuhash.device_memory_wait the join falls back: native's rows, one wait, one refusal"
+out=$(q0 -c "$bset; SET gpuhash.device_memory_wait = '20s'; SET statement_timeout = '500ms'" -c "$bjoin" 2>&1 >/dev/null)
+if grep -q 'canceling statement due to statement timeout' <<<"$out"; then ok "budget: a cancel ends the wait"
+else notok "budget: a cancel ends the wait" "$out"; fi
+if wait_reserved "$base"; then ok "budget: everything given back at the end"
+else notok "budget: everything given back at the end" "reserved $(bq reserved_bytes), base $base"; fi
+check "$(q -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'gpuhash GPU service'")" 1 "budget: the service still runs"
 
 # under the default with gpuhash.device = auto, the service stays only where
 # there is a GPU (on a host without one it stops for good and frees its slot)
