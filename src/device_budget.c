@@ -244,8 +244,12 @@ gh_budget_reserve(uint64 bytes, bool may_wait)
 	if (budget_take(bytes))
 		return true;
 
-	/* only other processes give back, and only with shared memory */
-	if (may_wait && gh_budget != NULL && gpuhash_device_memory_wait > 0)
+	/*
+	 * Only other processes give back, and only with shared memory; what is
+	 * larger than the whole budget never fits.
+	 */
+	if (may_wait && gh_budget != NULL && gpuhash_device_memory_wait > 0 &&
+		bytes <= gh_budget_cap())
 	{
 		pg_atomic_add_fetch_u64(&gh_budget->waits, 1);
 		my_waits++;

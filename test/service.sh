@@ -297,6 +297,26 @@ check "$got $(( $(bq waits) - w0 )) $(( $(bq refusals) - r0 ))" "$bnat 1 1" \
 out=$(q0 -c "$bset; SET gpuhash.device_memory_wait = '20s'; SET statement_timeout = '500ms'" -c "$bjoin" 2>&1 >/dev/null)
 if grep -q 'canceling statement due to statement timeout' <<<"$out"; then ok "budget: a cancel ends the wait"
 else notok "budget: a cancel ends the wait" "$out"; fi
+if [ "$device" = gpu ]; then
+  # on a GPU a backend's CUDA context counts 520 MB, which this budget (the
+  # service's share and 6 MB) has no room for: device = auto stays on the CPU
+  # twin, device = gpu is an ERROR that says why
+  gset="SET gpuhash.force_join = on; SET max_parallel_workers_per_gather = 0; SET gpuhash.device_memory_wait = 0"
+  plan=$(q -c "$gset; SET gpuhash.device = auto" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $bjoin")
+  if grep -q 'Device: cpu' <<<"$plan"; then ok "budget: device = auto without room for a CUDA context runs on the CPU twin"
+  else notok "budget: device = auto without room for a CUDA context runs on the CPU twin" "$(grep -E 'GpuHashJoin|Device' <<<"$plan")"; fi
+  out=$(q0 -c "$gset; SET gpuhash.device = gpu" -c "SELECT count(*) FROM ($bjoin) x" 2>&1)
+  if grep -q "has no room for this backend's CUDA context" <<<"$out"; then ok "budget: device = gpu without room for a CUDA context: an ERROR"
+  else notok "budget: device = gpu without room for a CUDA context: an ERROR" "$out"; fi
+  # with room for a context and the table the join runs on the GPU; the
+  # context's share stays with the backend until it exits
+  printf '%s\n' "gpuhash.server_device_memory = '$(( (base + 1048575) / 1048576 + 600 ))MB'" >>"$cl/data/postgresql.conf"
+  q -c "SELECT pg_reload_conf()" >/dev/null
+  sleep 0.5
+  out=$(q -c "$gset; SET gpuhash.device = gpu" -c "SELECT md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM ($bjoin) x" \
+          -c "SELECT reserved_bytes FROM gpuhash_device_reservations() WHERE pid = pg_backend_pid()" | tail -2 | tr '\n' ' ')
+  check "$out" "$bnat $((520 * 1024 * 1024)) " "budget: a GPU join under the budget: native's rows, and the backend keeps its context's 520 MB after it"
+fi
 if wait_reserved "$base"; then ok "budget: everything given back at the end"
 else notok "budget: everything given back at the end" "reserved $(bq reserved_bytes), base $base"; fi
 check "$(q -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'gpuhash GPU service'")" 1 "budget: the service still runs"
