@@ -13,13 +13,14 @@
  * service_client.c), and then probes, describes and frees it the same way.
  *
  * Building a table goes in this order: on the GPU if the table may go there
- * (gpuhash.device_memory_limit and gpuhash.server_device_memory allow it) and the device memory for
- * the table and the staging copy of its hashes can be had; else on the CPU
- * twin.  When the GPU has no room for a table (a wrong estimate, or other
- * work holding the memory), the join finishes on the CPU twin with the same
- * rows: slower, never wrong.  Then, when some hash repeats, the row array
- * comes back to the host.  A probe grows the table's device buffers to the
- * batch, copies the hashes in, and the candidate ranges out.
+ * (gpuhash.device_memory_limit and gpuhash.server_device_memory allow it)
+ * and the device memory for the table and the staging copy of its hashes
+ * can be had; else on the CPU twin.  When the GPU has no room for a table
+ * (a wrong estimate, or other work holding the memory or the budget), the
+ * join finishes on the CPU twin with the same rows: slower, never wrong.
+ * Then, when some hash repeats, the row array comes back to the host.  A
+ * probe grows the table's device buffers to the batch, copies the hashes
+ * in, and the candidate ranges out.
  *
  * The GPU service builds and probes its tables with the very same functions
  * (gh_table_place, gh_table_copy_rows, gh_table_probe_launch,
