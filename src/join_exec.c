@@ -47,6 +47,8 @@ static void ghj_begin(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *ghj_exec(CustomScanState *node);
 static void ghj_end(CustomScanState *node);
 static void ghj_rescan(CustomScanState *node);
+static void explain_build_phases(double load_ms, double store_ms,
+								 double table_ms, ExplainState *es);
 static void ghj_explain(CustomScanState *node, List *ancestors,
 						ExplainState *es);
 static Size ghj_estimate_dsm(CustomScanState *node, ParallelContext *pcxt);
@@ -693,6 +695,26 @@ jointype_name(JoinType jointype)
 }
 
 /*
+ * explain_build_phases shows where a shared build's time went: reading the
+ * inner side, making the store (waits for the others included), the table.
+ */
+static void
+explain_build_phases(double load_ms, double store_ms, double table_ms,
+					 ExplainState *es)
+{
+	if (es->format == EXPLAIN_FORMAT_TEXT)
+	{
+		appendStringInfoSpaces(es->str, es->indent * 2);
+		appendStringInfo(es->str, "Build Phases: load %.3f ms, store %.3f ms, table %.3f ms\n",
+						 load_ms, store_ms, table_ms);
+		return;
+	}
+	ExplainPropertyFloat("Build Load Time", "ms", load_ms, 3, es);
+	ExplainPropertyFloat("Build Store Time", "ms", store_ms, 3, es);
+	ExplainPropertyFloat("Build Table Time", "ms", table_ms, 3, es);
+}
+
+/*
  * ghj_explain adds the join's properties to EXPLAIN, and with ANALYZE what
  * the build and the probe did, in this process and in each worker.
  */
@@ -724,6 +746,8 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyUInteger("Candidates", NULL, s->n_candidates, es);
 		ExplainPropertyUInteger("Verified Matches", NULL, s->n_matches, es);
 		ExplainPropertyFloat("Build Time", "ms", s->build_ms, 3, es);
+		if (s->store_shared)
+			explain_build_phases(s->load_ms, s->store_ms, s->table_ms, es);
 		if (s->table)
 		{
 			double		lf = s->table->mm.capacity ?
@@ -755,10 +779,14 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			snprintf(label, sizeof(label), "Worker %d", w);
 			text = psprintf("Inner Rows: " UINT64_FORMAT ", Batches: " UINT64_FORMAT
 							", Candidates: " UINT64_FORMAT ", Verified Matches: " UINT64_FORMAT
-							", Build Time: %.3f ms, Context Wait: %.3f ms, Device Time: %.3f ms"
+							", Build Time: %.3f ms%s, Context Wait: %.3f ms, Device Time: %.3f ms"
 							", Batches Before GPU: " UINT64_FORMAT "%s",
 							st->inner_rows, st->batches, st->candidates, st->matches,
-							st->build_ms, st->context_ms, st->device_ms, st->cpu_batches,
+							st->build_ms,
+							s->shared_build ?
+							psprintf(" (load %.3f, store %.3f, table %.3f)",
+									 st->load_ms, st->store_ms, st->table_ms) : "",
+							st->context_ms, st->device_ms, st->cpu_batches,
 							st->shared_table ? ", Table: one for all participants" : "");
 			ExplainPropertyText(label, text, es);
 		}

@@ -53,6 +53,9 @@ typedef struct GhjStats
 	uint64		candidates;
 	uint64		matches;
 	double		build_ms;
+	double		load_ms;		/* a shared build's phases (GhjState's) */
+	double		store_ms;
+	double		table_ms;
 	double		context_ms;
 	double		device_ms;
 	uint64		cpu_batches;
@@ -255,6 +258,9 @@ typedef struct GhjState
 	uint64		n_matches;
 	uint64		n_builds;
 	double		build_ms;
+	double		load_ms;		/* shared build: reading the inner side */
+	double		store_ms;		/* shared build: the store, waits included */
+	double		table_ms;		/* shared build: the table */
 	double		context_ms;		/* waiting for the device to be ready */
 	bool		gpu_later;		/* on the CPU twin until the context is made */
 	uint64		n_cpu_batches;	/* batches probed on the CPU twin meanwhile */

@@ -646,6 +646,9 @@ ghj_publish_stats(GhjState *s)
 	st->candidates = s->n_candidates;
 	st->matches = s->n_matches;
 	st->build_ms = s->build_ms;
+	st->load_ms = s->load_ms;
+	st->store_ms = s->store_ms;
+	st->table_ms = s->table_ms;
 	st->context_ms = s->context_ms;
 	st->device_ms = s->table ? s->table->device_ms : 0;
 	st->cpu_batches = s->n_cpu_batches;
