@@ -13,6 +13,12 @@
  * order, so that the probe (join_probe.c) reads a probe row's candidates as
  * consecutive records.
  *
+ * The store holds at most the join's budget, work_mem *
+ * hash_mem_multiplier (join_batch.c): past it, the rows are split into
+ * batches by hash bits, the store keeps those of the current batch and the
+ * others go to temp files, each batch later built the same way.  With a
+ * single batch nothing of that runs per row beyond a budget check.
+ *
  * The inner side is read by this process alone (ghj_build_private), or,
  * in a parallel join whose plan asks for it, together with the other
  * participants through shared chunks (ghj_build_shared; see
@@ -43,7 +49,9 @@ static inline Datum arena_copy(char *arena, Size *used, Datum v, int16 typlen);
 static void ghj_regroup(GhjState *s);
 static GhTable *ghj_service_table(GhjState *s, uint64 *hashes, bool grouped);
 static void ghj_make_table(GhjState *s, uint64 *hashes, bool grouped);
-static void ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys);
+static void ghj_store_grow(GhjState *s);
+static void ghj_route_inner(GhjState *s, ExprContext *econtext,
+							TupleTableSlot *slot, bool keep_nullkeys);
 static TupleTableSlot *ghj_next_inner(GhjState *s, ExprContext *econtext);
 static void too_many_inner_rows(void) pg_attribute_noreturn();
 static void ghj_load_shared(GhjState *s);
@@ -191,6 +199,7 @@ ghj_regroup(GhjState *s)
 	}
 	Assert(used <= s->byref_bytes);
 	s->inner_recs = recs;
+	ghj_batch_note_peak(s, 0);	/* both copies of the store */
 	MemoryContextReset(s->build_tmp_cxt);
 	gh_table_drop_rows(s->table);
 }
@@ -281,14 +290,25 @@ ghj_make_table(GhjState *s, uint64 *hashes, bool grouped)
  * ghj_finish_build builds the table of a private row store's hashes
  * (freeing them) and regroups the store.
  */
-static void
+void
 ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys)
 {
 	MemoryContext old;
 
+	/*
+	 * Growing stopped (see join_batch.c): this batch of a private build is
+	 * as large as its rows' shared hash bits make it, whatever the budget.
+	 */
+	if (s->store_cap > 0 && !s->grow_enabled &&
+		ghj_batch_store_bytes(s, s->store_cap) > s->store_limit)
+		s->over_budget = true;
+
 	ghj_make_table(s, hashes, false);
+	s->dev_peak = Max(s->dev_peak, s->table->mem_bytes);
+	ghj_batch_note_peak(s, 0);
 	old = MemoryContextSwitchTo(s->build_cxt);
 	pfree(hashes);
+	s->store_hashes = NULL;
 	ghj_regroup(s);
 	if (keep_nullkeys)
 		s->matched = palloc_extended(sizeof(uint32) * ((s->ninner + 31) / 32 + 1),
@@ -296,6 +316,55 @@ ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys)
 	MemoryContextSwitchTo(old);
 	s->built = true;
 	s->n_builds++;
+}
+
+/*
+ * ghj_free_table frees the table, the inner store and the outer batch's
+ * arrays: at the end of each of the join's batches, and at its end.
+ */
+void
+ghj_free_table(GhjState *s)
+{
+	if (s->table)
+	{
+		s->dev_ms_done += s->table->device_ms;
+		gh_table_free(s->table);
+	}
+	s->table = NULL;
+	if (s->batch_hashes && !s->batch_in_table)
+	{
+		gh_dev_free(s->batch_hashes);
+		gh_dev_free(s->batch_first);
+		gh_dev_free(s->batch_count);
+	}
+	s->batch_in_table = false;
+	s->batch_hashes = NULL;
+	s->batch_first = NULL;
+	s->batch_count = NULL;
+	s->batch_vals = NULL;
+	s->batch_isnull = NULL;
+	s->batch_keys = NULL;
+	s->batch_null = NULL;
+	s->batch_order = NULL;
+	s->visit_first = NULL;
+	s->visit_count = NULL;
+	s->sort_tmp = NULL;
+	s->inner_recs = NULL;
+	if (s->store_shared)
+		memset(s->rec_base, 0, sizeof(Datum) * (s->nkeys + s->ninner_cols));
+	s->store_shared = false;
+	s->order_provider = false;
+	s->store_hashes = NULL;
+	s->store_cap = 0;
+	s->nullkey_recs = NULL;
+	s->matched = NULL;
+	s->ninner = 0;
+	s->n_nullkey = 0;
+	s->byref_bytes = 0;
+	s->built = false;
+	MemoryContextReset(s->batch_cxt);
+	MemoryContextReset(s->build_tmp_cxt);
+	MemoryContextReset(s->build_cxt);
 }
 
 /*
@@ -466,7 +535,129 @@ ghj_build_shared(GhjState *s)
 	s->n_builds++;
 }
 
-/* ghj_build_private is the build of a process reading the whole inner side. */
+/*
+ * ghj_store_grow makes room for more records in the inner store: twice as
+ * many, or as many as the budget still allows.  When the budget allows too
+ * few more, the join's batches double instead (join_batch.c), which moves
+ * rows out; arrays grow past the budget only once growing batches stopped
+ * splitting the rows (skew).
+ */
+static void
+ghj_store_grow(GhjState *s)
+{
+	uint32		cap = s->store_cap;
+	uint32		newcap;
+
+	if (cap >= GH_MAX_ROWS)
+		too_many_inner_rows();
+	newcap = (uint32) Min((uint64) Max(cap, 32) * 2, (uint64) GH_MAX_ROWS);
+	if (s->grow_enabled)
+	{
+		/* no more than the budget and the device allow, in steps of cap / 8 */
+		while (newcap - cap > cap / 8 &&
+			   (ghj_batch_store_bytes(s, newcap) > s->store_limit ||
+				(!s->table_on_host && !gh_table_fits_device(newcap))))
+			newcap = cap + (newcap - cap) / 2;
+		if (newcap - cap <= cap / 8)
+		{
+			ghj_batch_increase(s);
+			if (s->ninner < s->store_cap)
+				return;
+			newcap = (uint32) Min((uint64) cap * 2, (uint64) GH_MAX_ROWS);
+		}
+	}
+	s->inner_recs = repalloc_huge(s->inner_recs,
+								  sizeof(Datum) * newcap * s->stride);
+	s->store_hashes = repalloc_huge(s->store_hashes, sizeof(uint64) * newcap);
+	s->store_cap = newcap;
+}
+
+/*
+ * ghj_store_row adds the record rec of hash hash to the inner store,
+ * copying its by-reference values into the store's context (rec may be
+ * anywhere else).  Used once the join has batches; a single batch stores
+ * rows in place (ghj_build_private).
+ */
+void
+ghj_store_row(GhjState *s, const Datum *rec, uint64 hash)
+{
+	Datum	   *dst;
+
+	if (s->ninner == s->store_cap)
+	{
+		int			was = s->nbatch;
+
+		ghj_store_grow(s);
+		/* more batches: the row may now belong to a later one */
+		if (s->nbatch != was && ghj_batch_of(s, hash) != s->curbatch)
+		{
+			ghj_batch_save_inner(s, ghj_batch_of(s, hash), rec, hash);
+			return;
+		}
+	}
+	dst = &s->inner_recs[(size_t) s->ninner * s->stride];
+	memcpy(dst, rec, sizeof(Datum) * s->stride);
+	if (s->inner_has_byref)
+	{
+		MemoryContext old = MemoryContextSwitchTo(s->build_tmp_cxt);
+
+		for (int k = 0; k < s->nkeys + s->ninner_cols; k++)
+		{
+			int16		typlen;
+
+			if (byref_attr(s, k, &typlen) && !byref_null(s, dst, k))
+			{
+				dst[k] = datumCopy(dst[k], false, typlen);
+				s->byref_bytes += byref_size(dst[k], typlen);
+			}
+		}
+		MemoryContextSwitchTo(old);
+	}
+	s->store_hashes[s->ninner++] = hash;
+
+	/* by-reference data too can take the store past its limit */
+	if (s->grow_enabled && (s->ninner & 15) == 0 &&
+		ghj_batch_store_bytes(s, s->store_cap) > s->store_limit)
+		ghj_batch_increase(s);
+}
+
+/*
+ * ghj_route_inner sends the inner row in slot, once the join has batches,
+ * to the store if it belongs to the current batch, else to its batch's
+ * file; a row with a NULL key to the NULL-key file if the join emits it.
+ */
+static void
+ghj_route_inner(GhjState *s, ExprContext *econtext, TupleTableSlot *slot,
+				bool keep_nullkeys)
+{
+	Datum	   *rec = s->spill_rec;
+	bool		hasnull;
+	uint64		h;
+
+	/* evaluated into scratch, by-reference values in per-tuple memory */
+	h = gh_key_hash_row(&s->inner_keys, econtext, slot, rec,
+						econtext->ecxt_per_tuple_memory, &hasnull);
+	if (hasnull && !keep_nullkeys)
+		return;
+	s->n_inner_read++;
+	if (hasnull)
+		memset(rec, 0, sizeof(Datum) * s->nkeys);
+	store_columns(s, slot, rec, econtext->ecxt_per_tuple_memory);
+	if (hasnull)
+		ghj_batch_save_nullkey(s, rec);
+	else if (ghj_batch_of(s, h) != s->curbatch)
+		ghj_batch_save_inner(s, ghj_batch_of(s, h), rec, h);
+	else
+		ghj_store_row(s, rec, h);
+}
+
+/*
+ * ghj_build_private is the build of a process reading the whole inner side.
+ * While the join has one batch, rows are stored in place as they are read;
+ * once it has more (from the start, for a large estimate, or when the store
+ * passes its limit), each row goes to the store or to its batch's file
+ * (join_batch.c).  The table is built for batch 0.
+ */
 static void
 ghj_build_private(GhjState *s)
 {
@@ -474,26 +665,34 @@ ghj_build_private(GhjState *s)
 	Plan	   *inner_plan = s->inner_ps->plan;
 	uint32		cap;
 	uint32		nullcap = 0;
-	uint64	   *hashes;
 	bool		keep_nullkeys = (s->jointype == JOIN_RIGHT ||
 								 s->jointype == JOIN_FULL);
 	MemoryContext old;
 
+	ghj_batch_init(s);
+
 	/*
 	 * Size the arrays for the planner's estimate, to spare most regrowing,
-	 * but no more than 4M rows ahead of seeing them: estimates can be far off.
-	 * Records are regrouped into build_cxt once the table exists (unless the
-	 * table leaves them in place: see ghj_regroup).
+	 * but no more than 4M rows ahead of seeing them (estimates can be far
+	 * off), and no more than the budget allows.  Records are regrouped into
+	 * build_cxt once the table exists (unless the table leaves them in
+	 * place: see ghj_regroup).
 	 */
 	cap = (uint32) Min(Max(inner_plan->plan_rows * 1.1, 1024.0), 4194304.0);
+	s->store_cap = 0;
+	while (cap > 64 && (ghj_batch_store_bytes(s, cap) > s->store_limit ||
+						(!s->table_on_host && !gh_table_fits_device(cap))))
+		cap /= 2;
 	old = MemoryContextSwitchTo(s->build_tmp_cxt);
 	s->inner_recs = palloc_extended(sizeof(Datum) * cap * s->stride, MCXT_ALLOC_HUGE);
 	advise_huge(s->inner_recs, sizeof(Datum) * cap * s->stride);
-	hashes = palloc_extended(sizeof(uint64) * cap, MCXT_ALLOC_HUGE);
+	s->store_hashes = palloc_extended(sizeof(uint64) * cap, MCXT_ALLOC_HUGE);
 	MemoryContextSwitchTo(old);
+	s->store_cap = cap;
 	s->ninner = 0;
 	s->n_nullkey = 0;
 	s->byref_bytes = 0;
+	s->n_inner_read = 0;
 
 	for (;;)
 	{
@@ -504,17 +703,15 @@ ghj_build_private(GhjState *s)
 
 		if ((slot = ghj_next_inner(s, econtext)) == NULL)
 			break;
-		if (s->ninner == cap)
+		slot_getallattrs(slot);
+		if (s->nbatch == 1 && s->ninner == s->store_cap)
+			ghj_store_grow(s);
+		if (s->nbatch > 1)
 		{
-			if (cap >= GH_MAX_ROWS)
-				too_many_inner_rows();
-			cap = (uint32) Min((uint64) cap * 2, (uint64) GH_MAX_ROWS);
-			s->inner_recs = repalloc_huge(s->inner_recs,
-										  sizeof(Datum) * cap * s->stride);
-			hashes = repalloc_huge(hashes, sizeof(uint64) * cap);
+			ghj_route_inner(s, econtext, slot, keep_nullkeys);
+			continue;
 		}
 		rec = &s->inner_recs[(size_t) s->ninner * s->stride];
-		slot_getallattrs(slot);
 		h = gh_key_hash_row(&s->inner_keys, econtext, slot, rec,
 							s->build_tmp_cxt, &hasnull);
 		if (!hasnull)
@@ -522,7 +719,7 @@ ghj_build_private(GhjState *s)
 			store_columns(s, slot, rec, s->build_tmp_cxt);
 			if (s->inner_has_byref)
 				s->byref_bytes += record_byref_size(s, rec);
-			hashes[s->ninner++] = h;
+			s->store_hashes[s->ninner++] = h;
 		}
 		else if (keep_nullkeys)
 		{
@@ -540,9 +737,22 @@ ghj_build_private(GhjState *s)
 			memset(rec, 0, sizeof(Datum) * s->nkeys);
 			store_columns(s, slot, rec, s->build_cxt);
 		}
+		else
+			continue;
+		s->n_inner_read++;
+
+		/* one batch so far: is the store still within its limit? */
+		if ((s->n_inner_read & 15) == 0 && s->grow_enabled &&
+			ghj_batch_store_bytes(s, s->store_cap) > s->store_limit)
+		{
+			ghj_batch_increase(s);
+			nullcap = 0;
+		}
 	}
 	ghj_reset(econtext);
-	ghj_finish_build(s, hashes, keep_nullkeys);
+	s->nbatch_outstart = s->nbatch;
+	ghj_batch_note_peak(s, 0);
+	ghj_finish_build(s, s->store_hashes, keep_nullkeys);
 }
 
 /*

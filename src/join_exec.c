@@ -16,9 +16,13 @@
  * outer columns a batch keeps.  ghj_exec is an explicit state machine, in
  * the manner of nodeHashjoin.c's HJ_* states: GHJ_BUILD_TABLE on the first
  * call, then GHJ_NEXT_BATCH and GHJ_PROBE_BATCH in turn until the outer
- * side is done, then, for right and full joins, GHJ_UNMATCHED_INNER, and
- * GHJ_DONE.  A rescan keeps the table unless the inner side may have
- * changed, and reads the outer side again.  The DSM callbacks set up and
+ * side is done, then, for right and full joins, GHJ_UNMATCHED_INNER; then
+ * GHJ_NEED_NEW_BATCH, which, when the inner side was split into batches
+ * (join_batch.c), loads the next batch and starts again at GHJ_NEXT_BATCH
+ * with that batch's outer rows, and otherwise ends in GHJ_DONE.  A rescan
+ * keeps the table when there is one batch and the inner side cannot have
+ * changed, and reads the outer side again; batch files are closed at the
+ * end of their batch, at the end and at a rescan.  The DSM callbacks set up and
  * reset the join's part of the parallel segment (join_parallel.c) and bring
  * the workers' counters back for EXPLAIN ANALYZE.
  *
@@ -72,6 +76,7 @@ static void describe_columns(TupleDesc desc, int16 **attlen, bool **attbyval,
 static void init_key(GhKeySet *keys, int i, Expr *expr, int varno, Oid hashfn,
 					 PlanState *ps);
 static void ghj_release(GhjState *s);
+static void ghj_publish(GhjState *s);
 static const char *jointype_name(JoinType jointype);
 
 static CustomExecMethods ghj_exec_methods = {
@@ -430,9 +435,12 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 	s->build_tmp_cxt = AllocSetContextCreate(CurrentMemoryContext,
 											 "GpuHashJoin build copies",
 											 ALLOCSET_DEFAULT_SIZES);
+	/* small blocks: what it holds counts against the budget (join_batch.c) */
 	s->batch_cxt = AllocSetContextCreate(CurrentMemoryContext,
 										 "GpuHashJoin batch",
-										 ALLOCSET_DEFAULT_SIZES);
+										 ALLOCSET_DEFAULT_MINSIZE,
+										 ALLOCSET_DEFAULT_INITSIZE,
+										 64 * 1024);
 	/*
 	 * A batch never needs to hold much more than the outer side is expected
 	 * to return: a large gpuhash.batch_rows does not make a small join
@@ -443,6 +451,9 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 		Min((double) gpuhash_batch_rows,
 			Max((double) GPUHASH_BATCH_ROWS_DEFAULT,
 				2.0 * ((Plan *) linitial(cscan->custom_plans))->plan_rows));
+	ghj_batch_setup(s);
+	ghj_batch_descs(s, ExecGetResultType(s->inner_ps),
+					ExecGetResultType(s->outer_ps));
 
 	/* a GPU join's context can be made while the inner side is read */
 	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
@@ -468,8 +479,12 @@ ghj_exec(CustomScanState *node)
 		{
 			case GHJ_BUILD_TABLE:
 				ghj_build(s);
-				/* no inner row can match: inner, semi and right joins are done */
-				if (s->ninner == 0 &&
+
+				/*
+				 * No inner row can match: inner and semi joins are done,
+				 * unless later batches hold inner rows.
+				 */
+				if (s->ninner == 0 && s->nbatch == 1 &&
 					(s->jointype == JOIN_INNER || s->jointype == JOIN_SEMI))
 					s->outer_done = true;
 				s->state = GHJ_NEXT_BATCH;
@@ -487,9 +502,8 @@ ghj_exec(CustomScanState *node)
 					s->inner_pos = 0;
 					break;
 				}
-				ghj_publish_stats(s);
-				s->state = GHJ_DONE;
-				return NULL;
+				s->state = GHJ_NEED_NEW_BATCH;
+				break;
 
 			case GHJ_PROBE_BATCH:
 				result = ghj_probe_batch(s, econtext);
@@ -499,7 +513,22 @@ ghj_exec(CustomScanState *node)
 				break;
 
 			case GHJ_UNMATCHED_INNER:
-				return ghj_next_unmatched_inner(s, econtext);
+				result = ghj_next_unmatched_inner(s, econtext);
+				if (result)
+					return result;
+				s->state = GHJ_NEED_NEW_BATCH;
+				break;
+
+			case GHJ_NEED_NEW_BATCH:
+				if (ghj_batch_advance(s))
+				{
+					ghj_reset_probe(s);
+					s->state = GHJ_NEXT_BATCH;
+					break;
+				}
+				ghj_publish(s);
+				s->state = GHJ_DONE;
+				return NULL;
 
 			case GHJ_DONE:
 				return NULL;
@@ -507,45 +536,38 @@ ghj_exec(CustomScanState *node)
 	}
 }
 
-/* ghj_release frees the table and everything the build made. */
+/*
+ * ghj_release frees the table and everything the build made, and closes
+ * the batches' files.
+ */
 static void
 ghj_release(GhjState *s)
 {
-	if (s->table)
-		gh_table_free(s->table);
-	s->table = NULL;
-	if (s->batch_hashes && !s->batch_in_table)
-	{
-		gh_dev_free(s->batch_hashes);
-		gh_dev_free(s->batch_first);
-		gh_dev_free(s->batch_count);
-	}
-	s->batch_in_table = false;
-	s->batch_hashes = NULL;
-	s->batch_first = NULL;
-	s->batch_count = NULL;
-	s->batch_vals = NULL;
-	s->batch_isnull = NULL;
-	s->batch_keys = NULL;
-	s->batch_null = NULL;
-	s->batch_order = NULL;
-	s->visit_first = NULL;
-	s->visit_count = NULL;
-	s->sort_tmp = NULL;
-	s->inner_recs = NULL;
-	if (s->store_shared)
-		memset(s->rec_base, 0, sizeof(Datum) * (s->nkeys + s->ninner_cols));
-	s->store_shared = false;
-	s->order_provider = false;
-	s->nullkey_recs = NULL;
-	s->matched = NULL;
-	s->ninner = 0;
-	s->n_nullkey = 0;
-	s->byref_bytes = 0;
-	s->built = false;
-	MemoryContextReset(s->batch_cxt);
-	MemoryContextReset(s->build_tmp_cxt);
-	MemoryContextReset(s->build_cxt);
+	ghj_free_table(s);
+	ghj_batch_end(s);
+}
+
+/*
+ * ghj_publish puts a parallel worker's counters into shared memory: those
+ * of join_parallel.c, then the batches'.
+ */
+static void
+ghj_publish(GhjState *s)
+{
+	GhjStats   *st;
+
+	ghj_publish_stats(s);
+	if (s->shared == NULL || !IsParallelWorker() ||
+		ParallelWorkerNumber < 0 || ParallelWorkerNumber >= s->shared->nworkers)
+		return;
+	st = &s->shared->stats[ParallelWorkerNumber];
+	st->inner_rows = Max(st->inner_rows, s->n_inner_read);
+	st->nbatch = Max(s->nbatch, s->nbatch_original);
+	st->nbatch_original = s->nbatch_original;
+	st->mem_peak = s->mem_peak;
+	st->dev_peak = s->dev_peak;
+	st->over_budget = s->over_budget;
+	st->device_ms += s->dev_ms_done;
 }
 
 /* ghj_end frees what the join holds and ends its children. */
@@ -561,7 +583,8 @@ ghj_end(CustomScanState *node)
 
 /*
  * ghj_rescan keeps the table unless the inner side depends on a changed
- * parameter, as nodeHashjoin.c does; the outer side is always read again.
+ * parameter or the join has more than one batch, as nodeHashjoin.c does;
+ * the outer side is always read again.
  */
 static void
 ghj_rescan(CustomScanState *node)
@@ -574,7 +597,14 @@ ghj_rescan(CustomScanState *node)
 		UpdateChangedParamSet(s->outer_ps, chg);
 		UpdateChangedParamSet(s->inner_ps, chg);
 	}
-	if (s->built && s->shared_build)
+	if (s->nbatch > 1)
+	{
+		/* the table holds one batch of several: build them again */
+		ghj_release(s);
+		if (s->inner_ps->chgParam == NULL)
+			ExecReScan(s->inner_ps);
+	}
+	else if (s->built && s->shared_build)
 	{
 		/* a shared build's chunks go with the parallel segment: read again */
 		ghj_release(s);
@@ -661,7 +691,7 @@ ghj_shutdown(CustomScanState *node)
 		return;
 	if (IsParallelWorker())
 	{
-		ghj_publish_stats(s);
+		ghj_publish(s);
 		return;
 	}
 	size = ghj_shared_size(s->shared->nworkers);
@@ -740,8 +770,31 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 											   context, useprefix, false), es);
 	if (es->analyze && s->n_builds > 0)
 	{
+		int			nbatch = Max(s->nbatch, s->nbatch_original);
+		int			nbatch_original = s->nbatch_original;
+		Size		mem_peak = s->mem_peak;
+		Size		dev_peak = s->dev_peak;
+		bool		over_budget = s->over_budget;
+
+		/* the batches and memory of the participant that had the most */
+		for (int w = 0; s->shared_copy && w < s->shared_copy->nworkers; w++)
+		{
+			GhjStats   *st = &s->shared_copy->stats[w];
+
+			if (!st->valid)
+				continue;
+			nbatch = Max(nbatch, st->nbatch);
+			nbatch_original = Max(nbatch_original, st->nbatch_original);
+			mem_peak = Max(mem_peak, st->mem_peak);
+			dev_peak = Max(dev_peak, st->dev_peak);
+			over_budget |= st->over_budget;
+		}
+
 		ExplainPropertyText("Device", gpuhash_target_name(s->target), es);
-		ExplainPropertyUInteger("Inner Rows", NULL, s->ninner + s->n_nullkey, es);
+		/* with batches, the store holds one batch: count what was read */
+		ExplainPropertyUInteger("Inner Rows", NULL,
+								s->nbatch > 1 ? s->n_inner_read : s->ninner + s->n_nullkey,
+								es);
 		ExplainPropertyUInteger("Batches", NULL, s->n_batches, es);
 		ExplainPropertyUInteger("Candidates", NULL, s->n_candidates, es);
 		ExplainPropertyUInteger("Verified Matches", NULL, s->n_matches, es);
@@ -753,10 +806,11 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			double		lf = s->table->mm.capacity ?
 				(double) s->table->mm.ndistinct / s->table->mm.capacity : 0;
 
-			ExplainPropertyFloat("Device Time", "ms", s->table->device_ms, 3, es);
+			ExplainPropertyFloat("Device Time", "ms",
+								 s->dev_ms_done + s->table->device_ms, 3, es);
 			ExplainPropertyFloat("Load Factor", NULL, lf, 3, es);
 			ExplainPropertyUInteger("Device Memory", "kB",
-									(s->table->mem_bytes + 1023) / 1024, es);
+									(dev_peak + 1023) / 1024, es);
 		}
 		if (s->context_ms >= 1.0)
 			ExplainPropertyFloat("Context Wait", "ms", s->context_ms, 3, es);
@@ -765,6 +819,25 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		holder = s->table ? gh_table_holder(s->table) : NULL;
 		if (holder != NULL)
 			ExplainPropertyText("Table Held By", holder, es);
+
+		/* the join's batches, as Hash shows its own */
+		if (es->format != EXPLAIN_FORMAT_TEXT)
+		{
+			ExplainPropertyInteger("Hash Batches", NULL, nbatch, es);
+			ExplainPropertyInteger("Original Hash Batches", NULL,
+								   nbatch_original, es);
+		}
+		else if (nbatch != nbatch_original)
+			ExplainPropertyText("Hash Batches",
+								psprintf("%d (originally %d)", nbatch,
+										 nbatch_original), es);
+		else
+			ExplainPropertyInteger("Hash Batches", NULL, nbatch, es);
+		ExplainPropertyUInteger("Memory Usage", "kB", (mem_peak + 1023) / 1024, es);
+		if (over_budget)
+			ExplainPropertyText("Over Budget",
+								"a batch whose rows share their hash bits could not be split",
+								es);
 	}
 	if (es->analyze && s->shared_copy != NULL)
 	{

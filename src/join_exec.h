@@ -1,14 +1,18 @@
 /*-------------------------------------------------------------------------
  * join_exec.h
- *	  The executor state of GpuHashJoin, private to its four files: the node
+ *	  The executor state of GpuHashJoin, private to its five files: the node
  *	  (join_exec.c), the build of the inner row store and the table
- *	  (join_build.c), the shared memory of a parallel build (join_parallel.c)
- *	  and the probe of outer batches (join_probe.c).
+ *	  (join_build.c), the batches of a build larger than its budget
+ *	  (join_batch.c), the shared memory of a parallel build
+ *	  (join_parallel.c) and the probe of outer batches (join_probe.c).
  *
- * Calls go one way: join_exec.c calls the other three; join_probe.c calls
- * join_build.c (a table's move to the GPU); join_build.c calls
- * join_parallel.c; join_parallel.c calls none of them.  All four use the
- * in-line helpers at the end of this file.
+ * Calls go one way: join_exec.c calls the others; join_probe.c calls
+ * join_build.c (a table's move to the GPU) and join_batch.c (outer rows
+ * from and to batch files); join_build.c and join_batch.c call each other
+ * (a store that grows past its budget splits into more batches, a loaded
+ * batch is built like the first) and join_build.c calls join_parallel.c;
+ * join_parallel.c calls none of them.  All use the in-line helpers at the
+ * end of this file.
  *-------------------------------------------------------------------------
  */
 #ifndef GPUHASH_JOIN_EXEC_H
@@ -16,6 +20,7 @@
 
 #include "nodes/execnodes.h"
 #include "port/atomics.h"
+#include "storage/buffile.h"
 #include "storage/barrier.h"
 #include "storage/condition_variable.h"
 #include "storage/spin.h"
@@ -28,14 +33,18 @@
 /*
  * The states of ExecCustomScan (ghj_exec), in the order a join goes through
  * them; a rescan goes back to GHJ_NEXT_BATCH, or to GHJ_BUILD_TABLE when the
- * table has to be built again.
+ * table has to be built again.  Two kinds of batch: an outer batch is up to
+ * batch_cap outer rows probed together (GHJ_NEXT_BATCH); a batch of the
+ * join, as Hash Join's, is the share of both sides whose hashes fall in one
+ * of nbatch partitions (join_batch.c), all of the join when nbatch is 1.
  */
 typedef enum GhjExecState
 {
-	GHJ_BUILD_TABLE = 0,		/* read the inner side, build the table */
+	GHJ_BUILD_TABLE = 0,		/* read the inner side, build batch 0's table */
 	GHJ_NEXT_BATCH,				/* pull, hash and probe the next outer batch */
 	GHJ_PROBE_BATCH,			/* verify the batch's candidates and emit */
 	GHJ_UNMATCHED_INNER,		/* right and full joins: emit unmatched inner */
+	GHJ_NEED_NEW_BATCH,			/* load the next batch of the join's inner side */
 	GHJ_DONE
 } GhjExecState;
 
@@ -60,6 +69,12 @@ typedef struct GhjStats
 	double		device_ms;
 	uint64		cpu_batches;
 	bool		shared_table;	/* a service table shared by the participants */
+	/* filled by join_exec.c after ghj_publish_stats */
+	int			nbatch;			/* the join's batches (join_batch.c) */
+	int			nbatch_original;
+	Size		mem_peak;		/* host bytes, counted as join_batch.c does */
+	Size		dev_peak;		/* the largest table */
+	bool		over_budget;	/* a batch built over the budget (skew) */
 } GhjStats;
 
 /*
@@ -252,6 +267,38 @@ typedef struct GhjState
 	struct GhjChunk *chunk;		/* shared build: the chunk being filled */
 	dsa_pointer chunk_dp;
 
+	/*
+	 * batches (join_batch.c): the inner side partitioned by hash bits into
+	 * nbatch batches when it does not fit mem_budget, the rows of batches
+	 * other than curbatch in temp files, as Hash Join's; see join_batch.c.
+	 */
+	Size		mem_budget;		/* get_hash_memory_limit() */
+	Size		store_limit;	/* of it, what the inner store may take */
+	bool		table_on_host;	/* the table counts as host memory (CPU twin) */
+	int			nbatch;
+	int			nbatch_original;	/* when the build began */
+	int			nbatch_outstart;	/* when the outer side began */
+	int			curbatch;
+	bool		grow_enabled;	/* false once doubling stopped splitting rows */
+	bool		over_budget;	/* a batch was built over the budget (skew) */
+	uint32		store_cap;		/* records inner_recs has room for */
+	uint64	   *store_hashes;	/* their hashes, while the store fills */
+	MemoryContext spill_cxt;	/* the files and their buffers */
+	BufFile   **inner_files;	/* nbatch each; NULL: no rows */
+	BufFile   **outer_files;
+	BufFile    *nullkey_file;	/* right/full: NULL-key inner rows, nbatch > 1 */
+	bool		nullkey_reading;	/* ghj_next_unmatched_inner reads it */
+	TupleDesc	rec_desc;		/* a spilled inner row: keys, then columns */
+	TupleDesc	outer_desc;		/* a spilled outer row: keys, then stored */
+	Datum	   *spill_vals;		/* scratch for forming and deforming them */
+	bool	   *spill_null;
+	Datum	   *spill_rec;		/* one record read back from nullkey_file */
+	uint32		batch_byref_limit;	/* by-reference bytes of one outer batch */
+	Size		mem_peak;		/* host bytes, the largest counted */
+	Size		dev_peak;		/* the largest table */
+	double		dev_ms_done;	/* device time of tables already freed */
+	uint64		n_inner_read;	/* inner rows kept (stored or spilled) */
+
 	/* for EXPLAIN ANALYZE */
 	uint64		n_batches;
 	uint64		n_candidates;
@@ -269,6 +316,28 @@ typedef struct GhjState
 /* join_build.c */
 extern void ghj_build(GhjState *s);
 extern void ghj_move_to_gpu(GhjState *s);
+extern void ghj_store_row(GhjState *s, const Datum *rec, uint64 hash);
+extern void ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys);
+extern void ghj_free_table(GhjState *s);
+
+/* join_batch.c */
+extern void ghj_batch_setup(GhjState *s);
+extern void ghj_batch_descs(GhjState *s, TupleDesc inner_desc,
+							TupleDesc outer_desc);
+extern void ghj_batch_init(GhjState *s);
+extern Size ghj_batch_store_bytes(GhjState *s, uint32 cap);
+extern void ghj_batch_note_peak(GhjState *s, Size extra);
+extern int	ghj_batch_of(GhjState *s, uint64 hash);
+extern void ghj_batch_increase(GhjState *s);
+extern void ghj_batch_save_inner(GhjState *s, int batchno, const Datum *rec,
+								 uint64 hash);
+extern void ghj_batch_save_nullkey(GhjState *s, const Datum *rec);
+extern void ghj_batch_save_outer(GhjState *s, int batchno, uint64 hash,
+								 const Datum *keys, TupleTableSlot *slot);
+extern bool ghj_batch_read_outer(GhjState *s, uint32 n);
+extern const Datum *ghj_batch_read_nullkey(GhjState *s);
+extern bool ghj_batch_advance(GhjState *s);
+extern void ghj_batch_end(GhjState *s);
 
 /* join_parallel.c */
 extern Size ghj_shared_size(int nworkers);

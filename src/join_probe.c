@@ -5,7 +5,9 @@
  *
  * PROBE: outer rows are pulled in batches of gpuhash.batch_rows, kept as
  * Datum arrays and hashed (keys.c); the device returns, per outer row, the
- * range of records holding its candidates (ghj_next_batch).  The batch is
+ * range of records holding its candidates (ghj_next_batch); when the join
+ * has batches (join_batch.c), outer rows of other batches go to their files
+ * as they are read, and later batches read theirs back.  The batch is
  * visited in the order of the first candidates, so the inner records are
  * read front to back (ghj_probe_batch).  Every candidate is verified on the
  * CPU with the join operators' own equality functions (a shared 64-bit hash
@@ -44,6 +46,7 @@
 #define GHJ_PREFETCH 32
 
 static inline void store_outer(GhjState *s, TupleTableSlot *slot, uint32 n);
+static uint32 fill_partitioned(GhjState *s, ExprContext *econtext);
 static void sort_by_first(uint32 *order, uint32 *tmp, const uint32 *first,
 						  uint32 n, uint32 limit);
 static inline bool ghj_verify(GhjState *s, uint32 i, const Datum *ik);
@@ -136,6 +139,79 @@ sort_by_first(uint32 *order, uint32 *tmp, const uint32 *first, uint32 n,
 }
 
 /*
+ * fill_partitioned fills an outer batch when the join has more than one
+ * batch (join_batch.c): in batch 0 from the outer child, whose rows of
+ * other batches go to their files as they come, later from the current
+ * batch's file.  Rows with a NULL key stay in the batch that reads them if
+ * the join emits them (left, full, anti), and are dropped otherwise: they
+ * never match.  The batch also ends when the by-reference values it holds
+ * reach their share of the budget.  Returns the rows filled.
+ */
+static uint32
+fill_partitioned(GhjState *s, ExprContext *econtext)
+{
+	bool		emit_null = (s->jointype == JOIN_LEFT || s->jointype == JOIN_FULL ||
+							 s->jointype == JOIN_ANTI);
+	uint32		n = 0;
+
+	while (n < s->batch_cap &&
+		   s->batch_cxt->mem_allocated < s->batch_byref_limit)
+	{
+		TupleTableSlot *slot;
+		Datum	   *keys = &s->batch_keys[(size_t) n * s->nkeys];
+		uint64		h;
+		int			b;
+
+		CHECK_FOR_INTERRUPTS();
+		if (s->curbatch > 0)
+		{
+			if (!ghj_batch_read_outer(s, n))
+			{
+				s->outer_done = true;
+				break;
+			}
+			n++;
+			continue;
+		}
+		slot = ExecProcNode(s->outer_ps);
+		if (TupIsNull(slot))
+		{
+			s->outer_done = true;
+			break;
+		}
+		ghj_reset(econtext);
+		econtext->ecxt_outertuple = slot;
+		slot_getsomeattrs(slot, s->outer_deform);
+		h = gh_key_hash_row(&s->outer_keys, econtext, slot, keys,
+							econtext->ecxt_per_tuple_memory, &s->batch_null[n]);
+		if (s->batch_null[n])
+		{
+			if (!emit_null)
+				continue;
+		}
+		else if ((b = ghj_batch_of(s, h)) != s->curbatch)
+		{
+			ghj_batch_save_outer(s, b, h, keys, slot);
+			continue;
+		}
+		store_outer(s, slot, n);
+		for (int k = 0; k < s->nkeys && !s->batch_null[n]; k++)
+		{
+			if (!s->outer_keys.byval[k])
+			{
+				MemoryContext old = MemoryContextSwitchTo(s->batch_cxt);
+
+				keys[k] = datumCopy(keys[k], false, s->outer_keys.typlen[k]);
+				MemoryContextSwitchTo(old);
+			}
+		}
+		s->batch_hashes[n] = h;
+		n++;
+	}
+	return n;
+}
+
+/*
  * ghj_next_batch pulls, copies and hashes the next batch of outer rows,
  * probes the table with it, and lists the rows to visit: those with
  * candidates in the order of their first candidate (so the inner records are
@@ -149,6 +225,7 @@ ghj_next_batch(GhjState *s)
 	MemoryContext old;
 	uint32		n = 0;
 	uint32		m = 0;
+	uint32		cap;
 
 	MemoryContextReset(s->batch_cxt);
 	if (s->batch_vals == NULL)
@@ -179,7 +256,11 @@ ghj_next_batch(GhjState *s)
 		}
 	}
 
-	while (n < s->batch_cap)
+	/* with batches the rows are sorted into them as they come */
+	if (s->nbatch > 1)
+		n = fill_partitioned(s, econtext);
+	cap = s->nbatch > 1 ? 0 : s->batch_cap;
+	while (n < cap)
 	{
 		TupleTableSlot *slot;
 
@@ -210,8 +291,11 @@ ghj_next_batch(GhjState *s)
 												 &s->batch_keys[(size_t) n * s->nkeys],
 												 s->batch_cxt, &s->batch_null[n]);
 		n++;
+		/* by-reference values count against the budget too */
+		if (s->batch_cxt->mem_allocated >= s->batch_byref_limit)
+			break;
 	}
-	if (s->outer_keys_plain)
+	if (s->outer_keys_plain && s->nbatch == 1)
 	{
 		/* one tight loop: the multiplications of many rows overlap */
 		for (uint32 r = 0; r < n; r++)
@@ -226,6 +310,7 @@ ghj_next_batch(GhjState *s)
 	s->cur_cand = 0;
 	s->cur_loaded = false;
 	s->cur_matched = false;
+	ghj_batch_note_peak(s, 0);
 	if (n == 0)
 		return false;
 
@@ -386,6 +471,26 @@ ghj_next_unmatched_inner(GhjState *s, ExprContext *econtext)
 		result = ghj_emit(s, econtext);
 		if (result)
 			return result;
+	}
+
+	/* with batches, the NULL-key rows are emitted after the last batch's */
+	if (s->nullkey_file != NULL && s->curbatch == s->nbatch - 1)
+	{
+		const Datum *rec;
+
+		while ((rec = ghj_batch_read_nullkey(s)) != NULL)
+		{
+			TupleTableSlot *result;
+
+			CHECK_FOR_INTERRUPTS();
+			ghj_reset(econtext);
+			ghj_load_inner(s, rec);
+			econtext->ecxt_outertuple = s->null_outer;
+			econtext->ecxt_innertuple = s->inner_slot;
+			result = ghj_emit(s, econtext);
+			if (result)
+				return result;
+		}
 	}
 	return NULL;
 }

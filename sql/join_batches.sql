@@ -1,0 +1,161 @@
+-- join_batches: GpuHashJoin under small work_mem, where the inner side does
+-- not fit work_mem * hash_mem_multiplier and both sides are split into
+-- batches in temp files.  Each line is gh_check's "gpu_joins=N rows=R
+-- diff=D" (see join_setup): D must be 0; R comes from the native run, which
+-- runs under the same work_mem.  bb_batched says whether a query's
+-- GpuHashJoin really ran with more than one batch, so the checks are not
+-- vacuous; the numbers of batches themselves vary with the platform and
+-- are not printed.
+SET jit = off;
+
+-- inner side: 10 rows per key, a hot key (0) of 3000 rows, larger than the
+-- smallest budget on its own; text, numeric and two-column keys; NULL keys
+CREATE TABLE bb_i AS
+  SELECT CASE WHEN g % 997 = 0 THEN NULL WHEN g <= 3000 THEN 0 ELSE g % 2500 END AS k,
+         (g % 2500)::text AS kt, (g % 2500)::numeric / 4 AS kn, g % 7 AS k2,
+         g AS v, md5(g::text) AS pad
+    FROM generate_series(1, 28000) g;
+-- outer side: 2 rows per key, many keys with no partner, up to 1000 rows of
+-- one key (7), NULL keys
+CREATE TABLE bb_o AS
+  SELECT CASE WHEN g % 501 = 0 THEN NULL WHEN g <= 1000 THEN 7 ELSE g % 4000 END AS k,
+         (g % 4000)::text AS kt, (g % 4000)::numeric / 4 AS kn, g % 7 AS k2,
+         g AS w
+    FROM generate_series(1, 9000) g;
+CREATE TABLE bb_empty (k int, kt text, kn numeric, k2 int, w int);
+CREATE TABLE bb_few AS SELECT g AS x FROM generate_series(0, 5) g;
+ANALYZE bb_i;
+ANALYZE bb_o;
+ANALYZE bb_empty;
+ANALYZE bb_few;
+
+-- bb_batched(query): whether the query's GpuHashJoins ran with more than
+-- one batch (the largest "Hash Batches" of its EXPLAIN ANALYZE, forced)
+CREATE FUNCTION bb_batched(q text) RETURNS bool LANGUAGE plpgsql AS $$
+DECLARE
+  saved_enabled text := current_setting('gpuhash.enabled');
+  saved_force text := current_setting('gpuhash.force_join');
+  l text;
+  n int := 0;
+BEGIN
+  PERFORM gh_set_mode('gpuhash');
+  FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+    IF l ~ 'Hash Batches: \d+' THEN
+      n := greatest(n, substring(l FROM 'Hash Batches: (\d+)')::int);
+    END IF;
+  END LOOP;
+  PERFORM set_config('gpuhash.enabled', saved_enabled, false);
+  PERFORM set_config('gpuhash.force_join', saved_force, false);
+  RETURN n > 1;
+END $$;
+
+-- the queries: every join type on each kind of key
+CREATE TABLE bb_q (name text, q text);
+INSERT INTO bb_q VALUES
+  ('inner int', 'SELECT o.w, i.v, i.pad FROM bb_o o JOIN bb_i i ON o.k = i.k'),
+  ('left int', 'SELECT o.w, i.v FROM bb_o o LEFT JOIN bb_i i ON o.k = i.k'),
+  ('right int', 'SELECT o.w, i.v, i.pad FROM bb_o o RIGHT JOIN bb_i i ON o.k = i.k'),
+  ('full int', 'SELECT o.w, i.v FROM bb_o o FULL JOIN bb_i i ON o.k = i.k'),
+  ('semi int', 'SELECT o.w FROM bb_o o WHERE EXISTS (SELECT 1 FROM bb_i i WHERE i.k = o.k)'),
+  ('anti int', 'SELECT o.w FROM bb_o o WHERE NOT EXISTS (SELECT 1 FROM bb_i i WHERE i.k = o.k)'),
+  ('inner text', 'SELECT o.w, i.v FROM bb_o o JOIN bb_i i ON o.kt = i.kt'),
+  ('full text', 'SELECT o.w, i.v, i.kt FROM bb_o o FULL JOIN bb_i i ON o.kt = i.kt'),
+  ('left numeric', 'SELECT o.w, i.v, i.kn FROM bb_o o LEFT JOIN bb_i i ON o.kn = i.kn'),
+  ('anti numeric', 'SELECT o.w FROM bb_o o WHERE NOT EXISTS (SELECT 1 FROM bb_i i WHERE i.kn = o.kn)'),
+  ('inner two keys', 'SELECT o.w, i.v FROM bb_o o JOIN bb_i i ON o.kt = i.kt AND o.k2 = i.k2'),
+  ('right two keys', 'SELECT o.w, i.v FROM bb_o o RIGHT JOIN bb_i i ON o.kt = i.kt AND o.k2 = i.k2'),
+  ('join filter', 'SELECT o.w, i.v FROM bb_o o LEFT JOIN bb_i i ON o.k = i.k AND i.v > o.w'),
+  -- bb_o inner, with its 1000-row key, and an outer side with no rows for
+  -- many batches: batches split again while others wait, and the rows of a
+  -- batch with no outer rows must still be passed on to later batches
+  ('left sparse outer', 'SELECT o.v, i.w FROM bb_i o LEFT JOIN bb_o i ON o.k = i.k WHERE o.v / 500 % 10 = 0'),
+  ('inner sparse outer', 'SELECT o.v, i.w FROM bb_i o JOIN bb_o i ON o.k = i.k WHERE o.v / 500 % 5 = 0');
+
+-- every query at 64kB, 256kB and 4MB (4MB: one batch, as before)
+SELECT wm, name, gh_check(q)
+  FROM (VALUES ('64kB'), ('256kB'), ('4MB')) w(wm) CROSS JOIN bb_q,
+       LATERAL (SELECT set_config('work_mem', wm, false)) s
+ ORDER BY wm, name;
+
+-- the small budgets did split the joins into batches
+SELECT wm, name, bb_batched(q) AS batched
+  FROM (VALUES ('64kB'), ('256kB')) w(wm) CROSS JOIN bb_q,
+       LATERAL (SELECT set_config('work_mem', wm, false)) s
+ WHERE name IN ('inner int', 'full text', 'right two keys')
+ ORDER BY wm, name;
+
+SET work_mem = '64kB';
+-- empty sides
+SELECT gh_check('SELECT o.w, i.v FROM bb_empty o FULL JOIN bb_i i ON o.k = i.k');
+SELECT gh_check('SELECT o.w, i.v FROM bb_empty o RIGHT JOIN bb_i i ON o.k = i.k');
+SELECT gh_check('SELECT o.w, i.w FROM bb_o o LEFT JOIN bb_empty i ON o.k = i.k');
+SELECT gh_check('SELECT o.w FROM bb_o o WHERE NOT EXISTS (SELECT 1 FROM bb_empty i WHERE i.k = o.k)');
+SELECT gh_check('SELECT o.w, i.v FROM bb_o o JOIN bb_i i ON o.k = i.k WHERE i.v < 0');
+
+-- the hot key alone: 3000 rows of one key, over the budget by itself; the
+-- batches stop growing (EXPLAIN says "Over Budget") and the rows are right
+SELECT gh_check('SELECT o.w, i.v FROM bb_o o FULL JOIN bb_i i ON o.k = i.k WHERE i.k = 0 OR i.k IS NULL');
+CREATE FUNCTION bb_over_budget(q text) RETURNS bool LANGUAGE plpgsql AS $$
+DECLARE l text; found bool := false;
+BEGIN
+  PERFORM gh_set_mode('gpuhash');
+  FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+    found := found OR l ~ 'Over Budget:';
+  END LOOP;
+  PERFORM gh_set_mode('native');
+  RETURN found;
+END $$;
+SELECT bb_over_budget('SELECT o.w, i.v FROM bb_o o JOIN bb_i i ON o.k = i.k') AS over_budget;
+RESET gpuhash.enabled;
+RESET gpuhash.force_join;
+
+-- rescans: the join under a correlated subquery, its outer side filtered by
+-- the parameter; with batches the table is built again for each rescan
+SELECT gh_check('SELECT f.x, (SELECT count(*) FROM bb_o o JOIN bb_i i ON o.k = i.k WHERE o.k2 = f.x) FROM bb_few f');
+SELECT gh_check('SELECT f.x, (SELECT count(*) FROM bb_o o RIGHT JOIN bb_i i ON o.k = i.k AND o.k2 = f.x) FROM bb_few f');
+SELECT gh_check('SELECT f.x, (SELECT count(*) FROM bb_o o WHERE NOT EXISTS (SELECT 1 FROM bb_i i WHERE i.k = o.k AND i.k2 = f.x)) FROM bb_few f');
+
+-- structured EXPLAIN: the batches as Hash names them
+CREATE FUNCTION bb_json(q text) RETURNS json LANGUAGE plpgsql AS $$
+DECLARE j json;
+BEGIN
+  PERFORM gh_set_mode('gpuhash');
+  EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q INTO j;
+  PERFORM gh_set_mode('native');
+  RETURN j;
+END $$;
+SELECT (p ->> 'Hash Batches')::int > 1 AS hash_batches,
+       (p ->> 'Original Hash Batches')::int >= 1 AS original,
+       (p ->> 'Memory Usage')::int > 0 AS memory_usage
+  FROM (SELECT bb_json('SELECT count(*) FROM bb_o o JOIN bb_i i ON o.k = i.k') -> 0 -> 'Plan' -> 'Plans' -> 0 AS p) x;
+RESET gpuhash.enabled;
+RESET gpuhash.force_join;
+
+-- parallel: each participant builds its own table of the whole inner side
+-- (shared_build off), each in batches
+SET gpuhash.shared_build = off;
+SET force_parallel_mode = regress;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SELECT gh_check('SELECT o.w, i.v FROM bb_o o JOIN bb_i i ON o.k = i.k');
+SELECT gh_check('SELECT o.w, i.v FROM bb_o o LEFT JOIN bb_i i ON o.kt = i.kt');
+SELECT gh_check('SELECT o.w FROM bb_o o WHERE NOT EXISTS (SELECT 1 FROM bb_i i WHERE i.k = o.k)');
+SELECT gh_check('SELECT o.w FROM bb_o o WHERE EXISTS (SELECT 1 FROM bb_i i WHERE i.kn = o.kn)');
+RESET force_parallel_mode;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET gpuhash.shared_build;
+
+-- gpuhash.device_memory_limit below the table's size: the planner still
+-- plans the join (in batches on the GPU; the CPU twin has no such limit)
+SET gpuhash.device_memory_limit = 1;
+SELECT gh_check('SELECT o.w, i.v FROM bb_o o FULL JOIN bb_i i ON o.k = i.k');
+RESET gpuhash.device_memory_limit;
+
+RESET work_mem;
+DROP FUNCTION bb_batched(text);
+DROP FUNCTION bb_over_budget(text);
+DROP FUNCTION bb_json(text);
+DROP TABLE bb_q, bb_i, bb_o, bb_empty, bb_few;
