@@ -30,7 +30,9 @@
 
 #include <math.h>
 
+#include "access/htup_details.h"
 #include "access/table.h"
+#include "executor/nodeHash.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/cost.h"
@@ -61,6 +63,10 @@ typedef struct HashKey
 	Oid			eqfunc;
 	Oid			collation;
 } HashKey;
+
+static double spill_pages(double rows, int width);
+static int	join_batches(Path *inner, GhTarget target);
+static bool shared_inner_fits(Path *inner, int parallel_workers);
 
 static set_join_pathlist_hook_type prev_join_pathlist_hook = NULL;
 static planner_hook_type prev_planner_hook = NULL;
@@ -223,6 +229,62 @@ native_hashjoin(PlannerInfo *root, RelOptInfo *joinrel, JoinType jointype,
 }
 
 /*
+ * spill_pages is how many pages rows rows of width bytes take in batch
+ * files, reckoned as costsize.c's page_size does for a hash join's.
+ */
+static double
+spill_pages(double rows, int width)
+{
+	return ceil(rows * (MAXALIGN(width) + MAXALIGN(SizeofHeapTupleHeader)) /
+				BLCKSZ);
+}
+
+/*
+ * join_batches is the number of batches the executor will start with for
+ * the inner path (join_batch.c): ExecChooseHashTableSize's for the host
+ * budget and, for a table on the GPU, doubled until a batch's table fits
+ * gpuhash.device_memory_limit.
+ */
+static int
+join_batches(Path *inner, GhTarget target)
+{
+	size_t		space;
+	int			nbuckets,
+				nbatch,
+				nskew;
+
+	ExecChooseHashTableSize(inner->rows, inner->pathtarget->width, false,
+							false, 0, &space, &nbuckets, &nbatch, &nskew);
+	if (target == GH_TARGET_GPU)
+	{
+		while (nbatch < (1 << 20) && !gh_table_fits_device(inner->rows / nbatch))
+			nbatch *= 2;
+	}
+	return nbatch;
+}
+
+/*
+ * shared_inner_fits says whether a partial inner path read by all the
+ * participants together fits in one batch of their combined budget,
+ * hash_mem * (parallel_workers + 1), as PostgreSQL's parallel hash counts
+ * it (try_combined_hash_mem): a shared build is not yet partitioned.
+ */
+static bool
+shared_inner_fits(Path *inner, int parallel_workers)
+{
+	size_t		space;
+	int			nbuckets,
+				nbatch,
+				nskew;
+
+	ExecChooseHashTableSize(inner->rows * parallel_divisor(inner),
+							inner->pathtarget->width, false, true,
+							parallel_workers, &space, &nbuckets, &nbatch,
+							&nskew);
+	return nbatch == 1;
+}
+
+/*
  * cost_gpu_join fills the path's costs, in PostgreSQL's units.  The inputs
  * cost what their paths say, and both scans are charged in full.
  *
@@ -248,6 +310,13 @@ native_hashjoin(PlannerInfo *root, RelOptInfo *joinrel, JoinType jointype,
  * tuple to copy it into a batch, half an operator per key to hash it and one
  * to probe; per candidate pair half an operator per key to verify it, the
  * other join quals, and a fifth of a tuple to emit it.
+ *
+ * An inner side larger than its budget (or, on the GPU, than
+ * gpuhash.device_memory_limit) is joined in batches, whose rows are written
+ * and read back as final_cost_hashjoin charges them: the inner rows once
+ * each way before the first row, the outer rows once each way while
+ * probing.  On the GPU, the part of that which PostgreSQL's own price
+ * already holds (scaled by the cost fraction) is topped up to the whole.
  */
 static void
 cost_gpu_join(PlannerInfo *root, CustomPath *path, RelOptInfo *joinrel,
@@ -263,6 +332,8 @@ cost_gpu_join(PlannerInfo *root, CustomPath *path, RelOptInfo *joinrel,
 	Cost		outer_run = outer->total_cost - outer->startup_cost;
 	Cost		startup,
 				run;
+	int			nbatch;
+	double		io_share = 1.0;
 
 	if (gpuhash_force_join)
 	{
@@ -290,6 +361,10 @@ cost_gpu_join(PlannerInfo *root, CustomPath *path, RelOptInfo *joinrel,
 		startup = inner->total_cost + outer->startup_cost + gpuhash_join_setup_cost +
 			gpuhash_gpu_join_cost_fraction * Max(build, 0);
 		run = outer_run + gpuhash_gpu_join_cost_fraction * Max(probe, 0);
+		nbatch = shared ? 1 : join_batches(inner, target);
+		if (nbatch > 1)
+			io_share = native->num_batches > 1 ?
+				1.0 - gpuhash_gpu_join_cost_fraction : 1.0;
 		pfree(native);
 
 		/*
@@ -314,6 +389,15 @@ cost_gpu_join(PlannerInfo *root, CustomPath *path, RelOptInfo *joinrel,
 		run = outer_run;
 		run += outer_rows * (0.05 * cpu_tuple_cost + (0.5 * nkeys + 1.0) * cpu_operator_cost);
 		run += rows * (0.5 * nkeys * cpu_operator_cost + jq.per_tuple + 0.2 * cpu_tuple_cost);
+		nbatch = shared ? 1 : join_batches(inner, target);
+	}
+	if (nbatch > 1)
+	{
+		double		inner_pages = spill_pages(inner_rows, inner->pathtarget->width);
+		double		outer_pages = spill_pages(outer_rows, outer->pathtarget->width);
+
+		startup += io_share * seq_page_cost * inner_pages;
+		run += io_share * seq_page_cost * (inner_pages + 2 * outer_pages);
 	}
 	if (shared)
 		startup += table_rows * 0.1 * cpu_operator_cost;	/* gathering all rows */
@@ -467,9 +551,10 @@ gpuhash_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 	if (outer == NULL || inner == NULL ||
 		outer->param_info != NULL || inner->param_info != NULL)
 		return;
-	/* the executor copes when this is wrong (it finishes on the CPU twin) */
-	if (target == GH_TARGET_GPU && !gh_table_fits_device(inner->rows))
-		return;
+	/*
+	 * An inner side larger than gpuhash.device_memory_limit is joined in
+	 * batches on the GPU (join_batch.c), costed with them.
+	 */
 
 	add_path(joinrel, (Path *) make_gpu_join_path(root, joinrel, jointype, extra,
 												  outer, inner, keys, joinquals,
@@ -499,14 +584,20 @@ gpuhash_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 		/*
 		 * A shared build: the participants read a partial inner path
 		 * together into shared memory, then each builds its table from all
-		 * of it.
+		 * of it.  It has no batches, so it is offered only where the inner
+		 * side fits the participants' combined budget and, on the GPU, the
+		 * device memory limit.
 		 */
 		if (gpuhash_shared_build && innerrel->partial_pathlist != NIL &&
 			pouter->param_info == NULL && pouter->parallel_safe)
 		{
 			Path	   *sinner = linitial(innerrel->partial_pathlist);
 
-			if (sinner->param_info == NULL && sinner->parallel_safe)
+			/* only where the participants' budgets hold it all */
+			if (sinner->param_info == NULL && sinner->parallel_safe &&
+				shared_inner_fits(sinner, pouter->parallel_workers) &&
+				(target != GH_TARGET_GPU ||
+				 gh_table_fits_device(sinner->rows * parallel_divisor(sinner))))
 				add_partial_path(joinrel,
 								 (Path *) make_gpu_join_path(root, joinrel, jointype,
 															 extra, pouter, sinner,
