@@ -13,7 +13,8 @@
 # pg_regress suites (sql/, expected/, in test/schedule's order) and the
 # isolation specs (test/isolation), each in a temporary preloaded instance,
 # and the pg_regress suites again under auto_explain; pgTAP (test/pgtap) via
-# pg_prove in a throwaway cluster; the GPU service (test/service.sh); the
+# pg_prove in a throwaway cluster; the GPU service (test/service.sh); memory
+# within work_mem (test/memory.sh); the
 # robustness suite (test/robust: cancels, kills, injected failures, pgbench,
 # sqlsmith) and a backend's GPU work in single-user mode.  Logs go to
 # $GPUHASH_TEST_LOGDIR (default: a temp dir).
@@ -156,6 +157,14 @@ count_tap "$logdir/service.tap"
 grep -E '^ *not ok' "$logdir/service.tap" | head -20
 if [ $rc -ne 0 ] && ! grep -qE '^ *not ok' "$logdir/service.tap"; then
   failed=$((failed + 1)); echo "service.sh exited $rc"; tail -20 "$logdir/service.tap"; fi
+
+note "memory within work_mem * hash_mem_multiplier (device = $device: test/memory.sh)"
+GPUHASH_TEST_DEVICE=$device GPUHASH_TEST_LOGDIR=$logdir bash test/memory.sh >"$logdir/memory.tap" 2>&1
+rc=$?
+count_tap "$logdir/memory.tap"
+grep -E '^ *not ok|^#' "$logdir/memory.tap" | head -20
+if [ $rc -ne 0 ] && ! grep -qE '^ *not ok' "$logdir/memory.tap"; then
+  failed=$((failed + 1)); echo "memory.sh exited $rc"; tail -20 "$logdir/memory.tap"; fi
 
 note "robustness (cancel, terminate, kill -9, injected OOM, savepoints, 10,000 joins, pgbench, lifecycle, sqlsmith)"
 if [ "$quick" = 1 ]; then
