@@ -74,6 +74,7 @@ static MinimalTuple read_tuple(BufFile *file, uint64 *hash, MemoryContext cxt);
 static void deform(TupleDesc desc, MinimalTuple tup, Datum *values,
 				   bool *isnull);
 static MinimalTuple form_record(GhjState *s, const Datum *rec);
+static Datum *deform_record(GhjState *s, MinimalTuple tup);
 static void close_file(BufFile **file);
 static void load_batch(GhjState *s);
 static bool batch_needed(GhjState *s, int batchno);
@@ -301,6 +302,26 @@ form_record(GhjState *s, const Datum *rec)
 	return heap_form_minimal_tuple(s->rec_desc, s->spill_vals, s->spill_null);
 }
 
+/*
+ * deform_record turns a spilled inner row back into a record, in spill_rec;
+ * its by-reference values point into tup.
+ */
+static Datum *
+deform_record(GhjState *s, MinimalTuple tup)
+{
+	uint64	   *nulls = (uint64 *) &s->spill_rec[s->nkeys + s->ninner_cols];
+
+	deform(s->rec_desc, tup, s->spill_vals, s->spill_null);
+	memset(nulls, 0, sizeof(uint64) * s->nullwords);
+	for (int k = 0; k < s->nkeys + s->ninner_cols; k++)
+	{
+		s->spill_rec[k] = s->spill_vals[k];
+		if (k >= s->nkeys && s->spill_null[k])
+			nulls[(k - s->nkeys) / 64] |= UINT64CONST(1) << ((k - s->nkeys) % 64);
+	}
+	return s->spill_rec;
+}
+
 /* ghj_batch_save_inner writes an inner record to batch batchno's file. */
 void
 ghj_batch_save_inner(GhjState *s, int batchno, const Datum *rec, uint64 hash)
@@ -409,7 +430,6 @@ ghj_batch_read_nullkey(GhjState *s)
 {
 	MinimalTuple tup;
 	uint64		hash;
-	uint64	   *nulls;
 
 	if (s->nullkey_file == NULL)
 		return NULL;
@@ -425,16 +445,7 @@ ghj_batch_read_nullkey(GhjState *s)
 	tup = read_tuple(s->nullkey_file, &hash, s->batch_cxt);
 	if (tup == NULL)
 		return NULL;
-	deform(s->rec_desc, tup, s->spill_vals, s->spill_null);
-	nulls = (uint64 *) &s->spill_rec[s->nkeys + s->ninner_cols];
-	memset(nulls, 0, sizeof(uint64) * s->nullwords);
-	for (int k = 0; k < s->nkeys + s->ninner_cols; k++)
-	{
-		s->spill_rec[k] = s->spill_vals[k];
-		if (k >= s->nkeys && s->spill_null[k])
-			nulls[(k - s->nkeys) / 64] |= UINT64CONST(1) << ((k - s->nkeys) % 64);
-	}
-	return s->spill_rec;
+	return deform_record(s, tup);
 }
 
 /*
@@ -617,20 +628,7 @@ load_batch(GhjState *s)
 			if (b != s->curbatch)
 				write_tuple(batch_file(s, s->inner_files, b), hash, tup);
 			else
-			{
-				uint64	   *nulls = (uint64 *) &s->spill_rec[s->nkeys + s->ninner_cols];
-
-				deform(s->rec_desc, tup, s->spill_vals, s->spill_null);
-				memset(nulls, 0, sizeof(uint64) * s->nullwords);
-				for (int k = 0; k < s->nkeys + s->ninner_cols; k++)
-				{
-					s->spill_rec[k] = s->spill_vals[k];
-					if (k >= s->nkeys && s->spill_null[k])
-						nulls[(k - s->nkeys) / 64] |=
-							UINT64CONST(1) << ((k - s->nkeys) % 64);
-				}
-				ghj_store_row(s, s->spill_rec, hash);
-			}
+				ghj_store_row(s, deform_record(s, tup), hash);
 			pfree(tup);
 		}
 		close_file(&s->inner_files[s->curbatch]);

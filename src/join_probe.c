@@ -46,6 +46,7 @@
 #define GHJ_PREFETCH 32
 
 static inline void store_outer(GhjState *s, TupleTableSlot *slot, uint32 n);
+static inline TupleTableSlot *next_outer(GhjState *s, ExprContext *econtext);
 static uint32 fill_partitioned(GhjState *s, ExprContext *econtext);
 static void sort_by_first(uint32 *order, uint32 *tmp, const uint32 *first,
 						  uint32 n, uint32 limit);
@@ -55,6 +56,7 @@ static inline void ghj_load_inner(GhjState *s, const Datum *rec);
 static inline TupleTableSlot *ghj_emit_direct(GhjState *s, uint32 i,
 											  const Datum *rec);
 static inline TupleTableSlot *ghj_emit(GhjState *s, ExprContext *econtext);
+static const Datum *next_unmatched(GhjState *s);
 
 /*
  * store_outer copies the stored columns of the outer row in slot into batch
@@ -139,6 +141,25 @@ sort_by_first(uint32 *order, uint32 *tmp, const uint32 *first, uint32 n,
 }
 
 /*
+ * next_outer pulls the next outer row and makes it econtext's outer tuple;
+ * NULL, with outer_done set, when the outer side has no more.
+ */
+static inline TupleTableSlot *
+next_outer(GhjState *s, ExprContext *econtext)
+{
+	TupleTableSlot *slot = ExecProcNode(s->outer_ps);
+
+	if (TupIsNull(slot))
+	{
+		s->outer_done = true;
+		return NULL;
+	}
+	ghj_reset(econtext);
+	econtext->ecxt_outertuple = slot;
+	return slot;
+}
+
+/*
  * fill_partitioned fills an outer batch when the join has more than one
  * batch (join_batch.c): in batch 0 from the outer child, whose rows of
  * other batches go to their files as they come, later from the current
@@ -173,14 +194,8 @@ fill_partitioned(GhjState *s, ExprContext *econtext)
 			n++;
 			continue;
 		}
-		slot = ExecProcNode(s->outer_ps);
-		if (TupIsNull(slot))
-		{
-			s->outer_done = true;
+		if ((slot = next_outer(s, econtext)) == NULL)
 			break;
-		}
-		ghj_reset(econtext);
-		econtext->ecxt_outertuple = slot;
 		slot_getsomeattrs(slot, s->outer_deform);
 		h = gh_key_hash_row(&s->outer_keys, econtext, slot, keys,
 							econtext->ecxt_per_tuple_memory, &s->batch_null[n]);
@@ -265,14 +280,8 @@ ghj_next_batch(GhjState *s)
 		TupleTableSlot *slot;
 
 		CHECK_FOR_INTERRUPTS();
-		slot = ExecProcNode(s->outer_ps);
-		if (TupIsNull(slot))
-		{
-			s->outer_done = true;
+		if ((slot = next_outer(s, econtext)) == NULL)
 			break;
-		}
-		ghj_reset(econtext);
-		econtext->ecxt_outertuple = slot;
 		store_outer(s, slot, n);	/* deforms the whole row */
 		if (s->outer_keys_plain)
 		{
@@ -445,25 +454,41 @@ ghj_emit(GhjState *s, ExprContext *econtext)
 	return NULL;
 }
 
-/* ghj_next_unmatched_inner emits inner rows no outer row matched. */
-TupleTableSlot *
-ghj_next_unmatched_inner(GhjState *s, ExprContext *econtext)
+/*
+ * next_unmatched returns the next inner record no outer row matched, a
+ * record with a NULL key (right and full joins), or NULL when there are no
+ * more.  With batches, the NULL-key rows are in a file of their own, read
+ * after the last batch's unmatched rows.
+ */
+static const Datum *
+next_unmatched(GhjState *s)
 {
 	while (s->inner_pos < s->ninner + s->n_nullkey)
 	{
 		uint32		p = s->inner_pos++;
-		const Datum *rec;
+
+		CHECK_FOR_INTERRUPTS();
+		if (p >= s->ninner)
+			return &s->nullkey_recs[(size_t) (p - s->ninner) * s->stride];
+		if ((s->matched[p / 32] & (1U << (p % 32))) == 0)
+			return &s->inner_recs[(size_t) p * s->stride];
+	}
+	if (s->nullkey_file != NULL && s->curbatch == s->nbatch - 1)
+		return ghj_batch_read_nullkey(s);
+	return NULL;
+}
+
+/* ghj_next_unmatched_inner emits inner rows no outer row matched. */
+TupleTableSlot *
+ghj_next_unmatched_inner(GhjState *s, ExprContext *econtext)
+{
+	const Datum *rec;
+
+	while ((rec = next_unmatched(s)) != NULL)
+	{
 		TupleTableSlot *result;
 
 		CHECK_FOR_INTERRUPTS();
-		if (p < s->ninner)
-		{
-			if (s->matched[p / 32] & (1U << (p % 32)))
-				continue;
-			rec = &s->inner_recs[(size_t) p * s->stride];
-		}
-		else
-			rec = &s->nullkey_recs[(size_t) (p - s->ninner) * s->stride];
 		ghj_reset(econtext);
 		ghj_load_inner(s, rec);
 		econtext->ecxt_outertuple = s->null_outer;
@@ -471,26 +496,6 @@ ghj_next_unmatched_inner(GhjState *s, ExprContext *econtext)
 		result = ghj_emit(s, econtext);
 		if (result)
 			return result;
-	}
-
-	/* with batches, the NULL-key rows are emitted after the last batch's */
-	if (s->nullkey_file != NULL && s->curbatch == s->nbatch - 1)
-	{
-		const Datum *rec;
-
-		while ((rec = ghj_batch_read_nullkey(s)) != NULL)
-		{
-			TupleTableSlot *result;
-
-			CHECK_FOR_INTERRUPTS();
-			ghj_reset(econtext);
-			ghj_load_inner(s, rec);
-			econtext->ecxt_outertuple = s->null_outer;
-			econtext->ecxt_innertuple = s->inner_slot;
-			result = ghj_emit(s, econtext);
-			if (result)
-				return result;
-		}
 	}
 	return NULL;
 }
