@@ -29,6 +29,11 @@
  * file (ghj_batch_advance); a loaded batch still too big doubles nbatch
  * again.
  *
+ * FILES: each batch has two BufFiles with a BLCKSZ buffer each, so batches
+ * do not come free: once doubling them would cost more memory than the
+ * store holds, the store's limit doubles instead, which keeps the sum of
+ * the two smallest (and EXPLAIN says the budget was exceeded).
+ *
  * SKEW: when doubling moves none of the store's rows, or all of them, the
  * rows share their hash bits (one hot key, or a few): growing further would
  * only make empty batches, so it stops, as nodeHash.c's growEnabled does,
@@ -153,7 +158,7 @@ ghj_batch_init(GhjState *s)
 	ghj_batch_end(s);
 	s->table_on_host = (gpuhash_exec_target() != GH_TARGET_GPU);
 	s->grow_enabled = true;
-	s->over_budget = false;
+	s->over_budget = 0;
 	s->curbatch = 0;
 	ExecChooseHashTableSize(inner_plan->plan_rows, inner_plan->plan_width,
 							false, false, 0, &space, &nbuckets, &nbatch, &nskew);
@@ -195,14 +200,16 @@ ghj_batch_store_bytes(GhjState *s, uint32 cap)
  * extra bytes that are about to be freed or not yet in a context, as the
  * peak if it is the largest so far.  It counts what is allocated: the
  * contexts of the store, the table and the batch, the table on the CPU
- * twin, and the batch's hash and candidate arrays.
+ * twin, the batch's hash and candidate arrays, and the batch files'
+ * buffers.
  */
 void
 ghj_batch_note_peak(GhjState *s, Size extra)
 {
 	Size		now = MemoryContextMemAllocated(s->build_tmp_cxt, true) +
 		MemoryContextMemAllocated(s->build_cxt, true) +
-		MemoryContextMemAllocated(s->batch_cxt, true) + extra;
+		MemoryContextMemAllocated(s->batch_cxt, true) +
+		MemoryContextMemAllocated(s->spill_cxt, true) + extra;
 
 	if (s->table && s->table->target == GH_TARGET_CPU && s->table->mem)
 		now += s->table->mem_bytes;
@@ -471,6 +478,19 @@ ghj_batch_increase(GhjState *s)
 	if (s->nbatch >= GHJ_MAX_NBATCH)
 	{
 		s->grow_enabled = false;
+		return;
+	}
+
+	/*
+	 * Every batch has two files, each with a buffer of BLCKSZ.  Once
+	 * doubling them would take more memory than the store itself, the store
+	 * is given twice the room instead (PostgreSQL 18's hash join does the
+	 * same): the two together stay smallest that way.
+	 */
+	if ((Size) s->nbatch * 2 * 2 * BLCKSZ > s->store_limit)
+	{
+		s->store_limit *= 2;
+		s->over_budget |= GHJ_OVER_FILES;
 		return;
 	}
 	s->nbatch *= 2;

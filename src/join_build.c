@@ -301,7 +301,7 @@ ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys)
 	 */
 	if (s->store_cap > 0 && !s->grow_enabled &&
 		ghj_batch_store_bytes(s, s->store_cap) > s->store_limit)
-		s->over_budget = true;
+		s->over_budget |= GHJ_OVER_SKEW;
 
 	ghj_make_table(s, hashes, false);
 	s->dev_peak = Max(s->dev_peak, s->table->mem_bytes);

@@ -774,7 +774,7 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		int			nbatch_original = s->nbatch_original;
 		Size		mem_peak = s->mem_peak;
 		Size		dev_peak = s->dev_peak;
-		bool		over_budget = s->over_budget;
+		uint8		over_budget = s->over_budget;
 
 		/* the batches and memory of the participant that had the most */
 		for (int w = 0; s->shared_copy && w < s->shared_copy->nworkers; w++)
@@ -836,7 +836,9 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyUInteger("Memory Usage", "kB", (mem_peak + 1023) / 1024, es);
 		if (over_budget)
 			ExplainPropertyText("Over Budget",
-								"a batch whose rows share their hash bits could not be split",
+								(over_budget & GHJ_OVER_SKEW) ?
+								"a batch whose rows share their hash bits could not be split" :
+								"more batches would have taken more memory in file buffers than the batch",
 								es);
 	}
 	if (es->analyze && s->shared_copy != NULL)

@@ -48,6 +48,10 @@ typedef enum GhjExecState
 	GHJ_DONE
 } GhjExecState;
 
+/* Why a batch of the join held more than its budget (join_batch.c). */
+#define GHJ_OVER_SKEW	0x01	/* its rows share their hash bits */
+#define GHJ_OVER_FILES	0x02	/* more batches' file buffers would cost more */
+
 /*
  * What one participant of a parallel GpuHashJoin did, for EXPLAIN ANALYZE.
  * Workers write theirs into dynamic shared memory when their outer side is
@@ -74,7 +78,7 @@ typedef struct GhjStats
 	int			nbatch_original;
 	Size		mem_peak;		/* host bytes, counted as join_batch.c does */
 	Size		dev_peak;		/* the largest table */
-	bool		over_budget;	/* a batch built over the budget (skew) */
+	uint8		over_budget;	/* GHJ_OVER_*: why a batch exceeded the budget */
 } GhjStats;
 
 /*
@@ -280,7 +284,7 @@ typedef struct GhjState
 	int			nbatch_outstart;	/* when the outer side began */
 	int			curbatch;
 	bool		grow_enabled;	/* false once doubling stopped splitting rows */
-	bool		over_budget;	/* a batch was built over the budget (skew) */
+	uint8		over_budget;	/* GHJ_OVER_*: why a batch exceeded the budget */
 	uint32		store_cap;		/* records inner_recs has room for */
 	uint64	   *store_hashes;	/* their hashes, while the store fills */
 	MemoryContext spill_cxt;	/* the files and their buffers */

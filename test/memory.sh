@@ -76,7 +76,9 @@ kb_of() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status" 2>/dev/null ||
 # run_sessions NSESSIONS SQL [BODY]: runs SQL (settings) and then BODY (the
 # query, by default) in NSESSIONS sessions at once, sampling them and their
 # workers; sets peak_kb (largest VmHWM), anon_kb (largest RssAnon), results
-# (the distinct result lines) and temp_kb
+# (the distinct result lines) and temp_kb.  Each session waits 0.2 s before
+# it ends, so that its VmHWM (a peak) is read even when it ran faster than
+# the sampling.
 run_sessions() {
   local ns=$1 sql=$2 body=${3:-"SELECT 'RESULT', * FROM ($query) q"} i p w h r t0 t1 out
   t0=$(psqlq -At -c "SELECT temp_bytes FROM pg_stat_database WHERE datname = current_database()")
@@ -85,7 +87,7 @@ run_sessions() {
     out=$cl/out.$i
     : >"$out"; chmod a+w "$out"
     ( psqlq -At -c "SELECT pg_backend_pid()" -c "$sql" -c "$body" \
-        -c "SELECT pg_stat_force_next_flush()" -c "SELECT 'DONE'" >"$out" 2>&1 ) &
+        -c "SELECT pg_stat_force_next_flush()" -c "SELECT pg_sleep(0.2)" -c "SELECT 'DONE'" >"$out" 2>&1 ) &
   done
   local running=1
   while [ "$running" = 1 ]; do
