@@ -113,36 +113,57 @@ SELECT * FROM gpuhash_aggregate('SELECT k % 5 AS g, count(*), sum(v) FROM db_i G
   AS t(g int, n bigint, s bigint) ORDER BY g;
 SELECT nothing_held FROM db_budget();
 
--- the planner: a table larger than the server's budget is not planned on the
--- GPU, and a plain role's gpuhash.device_memory_limit cannot lift that; it
--- can lower it (EXPLAIN only: no GPU is needed to plan for one)
+-- the planner: a table larger than the server's budget is planned on the
+-- GPU in batches that each fit it (join_batch.c), so it costs more than
+-- with no budget; a plain role's gpuhash.device_memory_limit cannot lift
+-- the budget (the cost stays), it can lower it (the cost rises).  EXPLAIN
+-- only: no GPU is needed to plan for one.  work_mem is large, so that only
+-- the device makes batches.
+CREATE FUNCTION db_cost(q text) RETURNS float8 LANGUAGE plpgsql AS $$
+DECLARE
+    j json;
+BEGIN
+    EXECUTE 'EXPLAIN (FORMAT JSON) ' || q INTO j;
+    RETURN (j->0->'Plan'->>'Total Cost')::float8;
+END $$;
+GRANT EXECUTE ON FUNCTION db_cost(text) TO gpuhash_budget_plain;
+SET work_mem = '1GB';
+SET gpuhash.device = gpu;
+SELECT db_cost('SELECT * FROM db_o o JOIN db_i i ON o.k = i.k') AS cost_unbounded \gset
 ALTER SYSTEM SET gpuhash.server_device_memory = '1MB';
 SELECT pg_reload_conf();
 SELECT pg_sleep(0.5);
 SHOW gpuhash.server_device_memory;
-SET gpuhash.device = gpu;
 SELECT gh_plan_count('SELECT * FROM db_o o JOIN db_i i ON o.k = i.k', 'gpuhash') AS gpu_joins_over_budget;
+SELECT db_cost('SELECT * FROM db_o o JOIN db_i i ON o.k = i.k') AS cost_budget \gset
+SELECT :cost_budget > :cost_unbounded AS over_budget_costs_its_batches;
 SELECT gh_plan_count('SELECT * FROM db_o o JOIN db_i i ON o.k = i.k AND i.k < 100', 'gpuhash') AS gpu_joins_small;
 SET ROLE gpuhash_budget_plain;
+SET work_mem = '1GB';
 SET gpuhash.device_memory_limit = 2147483647;
-SELECT gh_plan_count('SELECT * FROM db_o o JOIN db_i i ON o.k = i.k', 'gpuhash') AS gpu_joins_limit_raised;
+SELECT db_cost('SELECT * FROM db_o o JOIN db_i i ON o.k = i.k') = :cost_budget AS limit_raised_lifts_nothing;
 RESET ROLE;
 ALTER SYSTEM RESET gpuhash.server_device_memory;
 SELECT pg_reload_conf();
 SELECT pg_sleep(0.5);
 SHOW gpuhash.server_device_memory;
 SET ROLE gpuhash_budget_plain;
-SELECT gh_plan_count('SELECT * FROM db_o o JOIN db_i i ON o.k = i.k', 'gpuhash') AS gpu_joins_no_budget;
+SET work_mem = '1GB';
+SELECT db_cost('SELECT * FROM db_o o JOIN db_i i ON o.k = i.k') = :cost_unbounded AS no_budget_no_batches;
 SET gpuhash.device_memory_limit = 1;
-SELECT gh_plan_count('SELECT * FROM db_o o JOIN db_i i ON o.k = i.k', 'gpuhash') AS gpu_joins_limit_lowered;
+SELECT db_cost('SELECT * FROM db_o o JOIN db_i i ON o.k = i.k') > :cost_unbounded AS limit_lowered_makes_batches;
 RESET ROLE;
 RESET gpuhash.device;
+DROP FUNCTION db_cost(text);
 
+-- work_mem stays large, so that db_i's table is one batch: the budget, not
+-- work_mem, decides what follows.
 -- a budget with room for one of db_i's tables (about 4.6 MB on the twin),
 -- not two: while a cursor holds one, the reservation of another waits,
 -- is refused, and the join finishes where the GPU's fall-back puts it, with
 -- native's rows (only other processes could give back: the wait ends in a
 -- refusal)
+SET work_mem = '1GB';
 SELECT 'gpuhash.server_device_memory = ''' || (db_others_mb() + 6) || 'MB''' AS budget \gset
 ALTER SYSTEM SET :budget;
 SELECT pg_reload_conf();
@@ -182,6 +203,7 @@ SELECT pg_sleep(0.5);
 SHOW gpuhash.server_device_memory;
 
 SELECT * FROM db_budget();
+RESET work_mem;
 RESET gpuhash.budget_cpu_twin;
 RESET gpuhash.force_join;
 DROP TABLE db_o, db_i;

@@ -244,7 +244,8 @@ svc_bytes() { q -c "SELECT coalesce(sum(reserved_bytes), 0) FROM gpuhash_device_
 wait_reserved() { for _ in $(seq 1 50); do [ "$(bq reserved_bytes)" = "$1" ] && return 0; sleep 0.1; done; return 1; }
 base=$(others_bytes)
 bjoin="SELECT o.id, i.v FROM bd_o o JOIN bd_i i ON o.k = i.k"
-bset="SET gpuhash.device = cpu; SET gpuhash.force_join = on; SET max_parallel_workers_per_gather = 0"
+# work_mem large: bd_i's table is one batch, whose reservation is what waits
+bset="SET gpuhash.device = cpu; SET gpuhash.force_join = on; SET max_parallel_workers_per_gather = 0; SET work_mem = '1GB'"
 bnat=$(digest "SET gpuhash.enabled = off" "$bjoin")
 
 # a parallel join's table in the service: reserved by the service while it
