@@ -12,6 +12,8 @@
  *							the device's hash table, grown as groups come
  *	aggregate_fallback.c	keys checked on the host: representatives, and the
  *							exact set for keys whose hash collides
+ *	aggregate_spill.c		the memory budget: past it, rows of groups not
+ *							in memory go to partitions on temporary tapes
  *	aggregate_batch.c		a run: rows staged in device batches, each batch
  *							run through the device
  *	aggregate_result.c		the groups as result rows
@@ -39,6 +41,7 @@
 #include "nodes/plannodes.h"
 #include "portability/instr_time.h"
 #include "utils/hsearch.h"
+#include "utils/logtape.h"
 #include "utils/tuplestore.h"
 
 #include "gpuhash.h"
@@ -312,6 +315,7 @@ typedef struct GhAggBatch
 	uint32	   *fb_ids;
 	int64	   *fb_vals[GH_AGG_MAX_COLS];
 	uint8	   *fb_valid[GH_AGG_MAX_COLS];
+	Size		key_bytes;		/* by-reference keys the last batch copied */
 } GhAggBatch;
 
 /* NUMERIC state of a run that outlives its batches. */
@@ -349,6 +353,62 @@ typedef struct GhAggStats
 } GhAggStats;
 
 /*
+ * A partition of spilled input rows, waiting for its pass: the rows whose
+ * group hashes agree in their top used_bits bits.
+ */
+typedef struct GhAggPart
+{
+	LogicalTape *tape;
+	int			used_bits;
+	uint64		rows;
+} GhAggPart;
+
+/*
+ * The memory budget and the spill (aggregate_spill.c).  A pass aggregates
+ * rows in memory until its groups reach the budget; from then on (active)
+ * it takes no new group, and rows of groups it does not hold go to out[],
+ * split by the next bits of their hash.  Each partition is a later pass.
+ */
+typedef struct GhAggSpill
+{
+	Size		budget;			/* bytes of group memory */
+	bool		active;			/* this pass takes no new groups */
+	int			used_bits;		/* hash bits shared by this pass's rows */
+	int			bits;			/* log2 of the partitions of a split */
+	const uint64 *lookup;		/* the main table's stored hashes, on the host */
+	uint64		lookup_cap;
+	LogicalTapeSet *tapes;		/* NULL until a row is spilled */
+	LogicalTape **out;			/* this pass's partitions, NULL until written */
+	uint64	   *out_rows;
+	List	   *pending;		/* GhAggPart, waiting for their pass */
+	TupleDesc	desc;			/* a spilled row: keys, then input columns */
+	TupleTableSlot *read_slot;	/* a row read back from a partition */
+	Datum	   *kv;				/* scratch keys of a looked-up row */
+	bool	   *kn;
+	MemoryContext cxt;			/* per-row scratch */
+	MemoryContext read_cxt;		/* the row read back last */
+	/* counters, over all passes */
+	uint64		rows;			/* rows written to partitions */
+	uint64		partitions;		/* partitions written */
+	uint64		passes;			/* passes after the first */
+	uint64		groups;			/* groups of the finished passes */
+	Size		peak;			/* largest group memory measured */
+	Size		staging;		/* bytes of the batch buffers */
+	long		disk_kb;		/* largest size of the tapes */
+} GhAggSpill;
+
+/* What EXPLAIN ANALYZE shows of a run's memory (gh_agg_run_memory). */
+typedef struct GhAggMemory
+{
+	Size		budget;
+	Size		peak;
+	Size		staging;
+	uint64		passes;			/* 1 + partitions aggregated */
+	uint64		spilled_rows;
+	long		disk_kb;
+} GhAggMemory;
+
+/*
  * The result rows: a cursor over the main set, the fallback set, then (no
  * GROUP BY, no group) the one row of an empty input.
  */
@@ -374,12 +434,14 @@ struct GhAggRun
 	int			ncols;
 	bool		exact;			/* keys grouped exactly on the device */
 	MemoryContext cxt;
+	MemoryContext set_cxt;		/* the group sets' host memory: one pass */
 	MemoryContext rep_cxt;		/* representatives' by-reference keys */
 	GhAggBatch	batch;
 	GhGroupSet	main;
 	GhGroupSet	fb;
 	GhAggNumeric num;
 	GhAggStats	stats;
+	GhAggSpill	spill;
 	GhAggCursor out;
 };
 
@@ -401,13 +463,28 @@ extern void gh_agg_ensure_groups(GhAggRun *run, GhGroupSet *s, uint64 need);
 extern void gh_agg_ensure_table(GhGroupSet *s, uint32 n);
 extern void gh_agg_set_fetch(GhAggRun *run, GhGroupSet *s);
 extern void gh_agg_set_release(GhGroupSet *s);
+extern void gh_agg_sets_reset(GhAggRun *run);
+extern Size gh_agg_set_device_bytes(GhGroupSet *s);
 
 /* in aggregate_fallback.c */
 extern uint32 gh_agg_check_keys(GhAggRun *run, GhGroupSet *s, uint64 ngroups);
 extern void gh_agg_to_fallback(GhAggRun *run, uint32 nbad);
 
+/* in aggregate_spill.c */
+extern void gh_agg_spill_init(GhAggRun *run);
+extern Size gh_agg_group_memory(GhAggRun *run);
+extern void gh_agg_spill_check(GhAggRun *run);
+extern bool gh_agg_spill_keep(GhAggRun *run, TupleTableSlot *slot);
+extern uint32 gh_agg_spill_filter_staged(GhAggRun *run, uint32 first, uint32 n);
+extern void gh_agg_spill_end_pass(GhAggRun *run);
+extern GhAggPart *gh_agg_spill_pop(GhAggRun *run);
+extern TupleTableSlot *gh_agg_spill_read(GhAggRun *run, GhAggPart *part);
+extern void gh_agg_spill_end(GhAggRun *run);
+
 /* in aggregate_batch.c */
 extern GhAggRun *gh_agg_run_begin(GhAggPlan *plan, GhTarget target);
+extern void gh_agg_staging_alloc(GhAggRun *run);
+extern void gh_agg_staging_free(GhAggRun *run);
 extern void gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot);
 extern void gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt);
 extern void gh_agg_run_note_input(GhAggRun *run, int workers_planned,
@@ -418,7 +495,8 @@ extern void gh_agg_run_end(GhAggRun *run);
 /* in aggregate_result.c */
 extern void gh_agg_run_complete(GhAggRun *run);
 extern bool gh_agg_run_next(GhAggRun *run, Datum *values, bool *nulls);
-extern void gh_agg_run_rewind(GhAggRun *run);
+extern bool gh_agg_run_rewind(GhAggRun *run);
+extern void gh_agg_run_memory(GhAggRun *run, GhAggMemory *mem);
 extern void gh_agg_run_finish(GhAggRun *run, Tuplestorestate *store,
 							  TupleDesc desc);
 extern void gh_agg_run_report(GhAggRun *run);

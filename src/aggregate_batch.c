@@ -37,7 +37,11 @@
  * Memory: the batch arrays are one host allocation (pinned for the GPU) and
  * one on the target, through the device layer (freed by the resource owner
  * on ERROR); keys and representatives in memory contexts under the
- * caller's; the batch context is reset after every batch.
+ * caller's; the batch context is reset after every batch.  After every
+ * batch the spill (aggregate_spill.c) measures the groups and, past the
+ * memory budget, the next rows of groups not in memory go to partitions
+ * instead of a batch.  A run that fits its budget does no more than that
+ * measurement.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -66,8 +70,8 @@ static void read_ctrl(GhAggRun *run, gh_agg_ctrl *ctrl);
 static int	cmp_uint32(const void *a, const void *b);
 
 /*
- * gh_agg_run_begin allocates the batch buffers and the two group sets of
- * one gpuhash_aggregate() call.
+ * gh_agg_run_begin prepares one gpuhash_aggregate() call: its memory
+ * budget, the batch buffers and the two group sets.
  */
 GhAggRun *
 gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
@@ -77,12 +81,6 @@ gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
 											  ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(cxt);
 	GhAggRun   *run = palloc0(sizeof(GhAggRun));
-	size_t		hbytes;
-	size_t		dbytes;
-	char	   *h;
-	char	   *d;
-	uint32		cap;
-	int			nk;
 
 	INSTR_TIME_SET_CURRENT(run->stats.t_begin);
 	run->plan = plan;
@@ -92,25 +90,70 @@ gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
 	run->cxt = cxt;
 	run->batch.cxt = AllocSetContextCreate(cxt, "gpuhash_aggregate batch",
 										   ALLOCSET_DEFAULT_SIZES);
-	run->rep_cxt = AllocSetContextCreate(cxt, "gpuhash_aggregate keys",
+	run->set_cxt = AllocSetContextCreate(cxt, "gpuhash_aggregate groups",
 										 ALLOCSET_DEFAULT_SIZES);
-	run->num.cxt = AllocSetContextCreate(cxt, "gpuhash_aggregate numeric",
+	run->rep_cxt = AllocSetContextCreate(run->set_cxt, "gpuhash_aggregate keys",
+										 ALLOCSET_DEFAULT_SIZES);
+	run->num.cxt = AllocSetContextCreate(run->set_cxt, "gpuhash_aggregate numeric",
 										 ALLOCSET_DEFAULT_SIZES);
 	run->exact = plan->device_keys;
-	cap = (uint32) Min((int64) Max(gpuhash_batch_rows, 1) * GH_AGG_BATCH_PACKETS,
-					   GH_AGG_MAX_BATCH);
-	run->batch.cap = cap;
-	nk = run->exact ? run->nkeys : 0;
+	gh_agg_spill_init(run);
 
 	/*
-	 * One host and one target allocation for all the batch arrays: hashes
-	 * (or, exact, key Datums and NULL masks), values, ids, bad rows, valid
-	 * flags; the target also holds the exact path's scratch.
+	 * The batch is what gpuhash.batch_rows asks for, whatever the budget: a
+	 * smaller one would make an aggregation that fits slower on the GPU.
+	 * It is the run's fixed overhead, with the groups its first batch
+	 * makes (aggregate_spill.c).
+	 */
+	run->batch.cap = (uint32) Min((int64) Max(gpuhash_batch_rows, 1) * GH_AGG_BATCH_PACKETS,
+								  GH_AGG_MAX_BATCH);
+	gh_agg_staging_alloc(run);
+
+	run->num.nan = DirectFunctionCall3(numeric_in, CStringGetDatum("NaN"),
+									   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+	run->num.pinf = DirectFunctionCall3(numeric_in, CStringGetDatum("Infinity"),
+										ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+	run->num.ninf = DirectFunctionCall3(numeric_in, CStringGetDatum("-Infinity"),
+										ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+	for (int c = 0; c < plan->ncols; c++)
+		run->num.scale[c] = -1;
+
+	gh_agg_set_init(run, &run->main, false, target);
+	gh_agg_set_init(run, &run->fb, true, GH_TARGET_CPU);
+	MemoryContextSwitchTo(old);
+	return run;
+}
+
+/*
+ * gh_agg_staging_alloc allocates the batch buffers, unless they are there:
+ * one host allocation (pinned for the GPU) and one on the target for all
+ * the batch arrays, and the host's key arrays.  A spilled run keeps them
+ * for its later passes.
+ */
+void
+gh_agg_staging_alloc(GhAggRun *run)
+{
+	GhAggPlan  *plan = run->plan;
+	GhTarget	target = run->target;
+	uint32		cap = run->batch.cap;
+	int			nk = run->exact ? run->nkeys : 0;
+	size_t		hbytes;
+	size_t		dbytes;
+	char	   *h;
+	char	   *d;
+
+	if (run->batch.h_hashes != NULL)
+		return;
+
+	/*
+	 * Hashes (or, exact, key Datums and NULL masks), values, ids, bad rows,
+	 * valid flags; the target also holds the exact path's scratch.
 	 */
 	hbytes = (size_t) cap * (8 + 4 + 4 + (size_t) plan->ncols * 9 + (size_t) nk * 8 + 1);
 	dbytes = hbytes + (run->exact ? (size_t) cap * 8 : 0);
 	h = gh_host_alloc(target, hbytes);
 	d = gh_dev_alloc(target, dbytes);
+	run->spill.staging = hbytes + dbytes;
 	run->batch.h_hashes = (uint64 *) h;
 	run->batch.d_hashes = (uint64 *) d;
 	h += (size_t) cap * 8;
@@ -148,30 +191,35 @@ gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
 		run->batch.d_valid[c] = (uint8 *) d;
 		h += cap;
 		d += cap;
-		run->num.scale[c] = -1;
 		run->batch.max_dscale[c] = -1;
-		if (plan->cols[c].kind == GH_AGG_KIND_NUMERIC)
-			run->batch.h_ds[c] = palloc(cap);
+		if (plan->cols[c].kind == GH_AGG_KIND_NUMERIC && run->batch.h_ds[c] == NULL)
+			run->batch.h_ds[c] = MemoryContextAlloc(run->cxt, cap);
 	}
 	run->batch.h_knull = (uint8 *) h;
 	run->batch.d_knull = (uint8 *) d;
-	run->batch.keys = palloc(sizeof(Datum) * cap * Max(run->nkeys, 1));
-	run->batch.knulls = palloc(sizeof(bool) * cap * Max(run->nkeys, 1));
-
-	run->num.nan = DirectFunctionCall3(numeric_in, CStringGetDatum("NaN"),
-									   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
-	run->num.pinf = DirectFunctionCall3(numeric_in, CStringGetDatum("Infinity"),
-										ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
-	run->num.ninf = DirectFunctionCall3(numeric_in, CStringGetDatum("-Infinity"),
-										ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
-
-	gh_agg_set_init(run, &run->main, false, target);
-	gh_agg_set_init(run, &run->fb, true, GH_TARGET_CPU);
-	MemoryContextSwitchTo(old);
-	return run;
+	if (run->batch.keys == NULL)
+	{
+		run->batch.keys = MemoryContextAlloc(run->cxt,
+											 sizeof(Datum) * cap * Max(run->nkeys, 1));
+		run->batch.knulls = MemoryContextAlloc(run->cxt,
+											   sizeof(bool) * cap * Max(run->nkeys, 1));
+	}
 }
 
-/* gh_agg_run_end gives back the device memory and the run's memory. */
+/*
+ * gh_agg_staging_free gives back the batch buffers of the device layer once
+ * no batch is to come.
+ */
+void
+gh_agg_staging_free(GhAggRun *run)
+{
+	gh_dev_free(run->batch.h_hashes);
+	run->batch.h_hashes = NULL;
+	gh_dev_free(run->batch.d_hashes);
+	run->batch.d_hashes = NULL;
+}
+
+/* gh_agg_run_end gives back the device memory, the tapes and the run's memory. */
 void
 gh_agg_run_end(GhAggRun *run)
 {
@@ -186,8 +234,8 @@ gh_agg_run_end(GhAggRun *run)
 		if (s->table)
 			gh_dev_free(s->table);
 	}
-	gh_dev_free(run->batch.h_hashes);
-	gh_dev_free(run->batch.d_hashes);
+	gh_agg_staging_free(run);
+	gh_agg_spill_end(run);
 	MemoryContextDelete(run->cxt);
 }
 
@@ -254,16 +302,20 @@ stage_values(GhAggRun *run, uint32 i, Datum *values, bool *isnull)
 /*
  * gh_agg_run_add stages one input row: its keys (as Datums for the exact
  * device path; otherwise a copy, and the group hash of the keys' hash
- * functions) and its aggregate arguments; flushes the batch when full.
+ * functions) and its aggregate arguments; flushes the batch when full.  Past
+ * the budget, a row of a group not in memory goes to its partition instead.
  */
 void
 gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot)
 {
 	GhAggPlan  *plan = run->plan;
-	MemoryContext old = MemoryContextSwitchTo(run->batch.cxt);
+	MemoryContext old;
 	uint32		i = run->batch.n;
 
 	slot_getallattrs(slot);
+	if (run->spill.active && !gh_agg_spill_keep(run, slot))
+		return;
+	old = MemoryContextSwitchTo(run->batch.cxt);
 	if (run->exact)
 	{
 		uint8		mask = 0;
@@ -325,7 +377,8 @@ widen32(int64 *dst, const char *src, uint32 n)
 /*
  * gh_agg_run_add_packet stages a packet of rows that a parallel worker
  * already put in the device's form (exact keys; no NUMERIC columns), widening
- * its 4-byte arrays and filling in the NULL arrays it left out.
+ * its 4-byte arrays and filling in the NULL arrays it left out.  Past the
+ * budget, its rows of groups not in memory go on to their partitions.
  */
 void
 gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
@@ -391,6 +444,8 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 		else
 			memset(run->batch.h_valid[c] + run->batch.n, 1, n);
 	}
+	if (run->spill.active)
+		n = gh_agg_spill_filter_staged(run, run->batch.n, n);
 	run->batch.n += n;
 	run->stats.rows += n;
 	run->stats.packets++;
@@ -440,6 +495,8 @@ device_generic(GhAggRun *run)
 	send_values(run, &b);
 	gh_copy_dtoh(run->target, run->batch.h_ids, run->batch.d_ids, (size_t) n * 4);
 	read_ctrl(run, &ctrl);
+	if (run->spill.active && ctrl.ngroups != s->ngroups)
+		elog(ERROR, "gpuhash_aggregate: a group was created past the memory budget");
 	INSTR_TIME_SET_CURRENT(t1);
 	run->stats.ms_device += INSTR_TIME_GET_MILLISEC(t1) - INSTR_TIME_GET_MILLISEC(t0);
 	gh_agg_ensure_groups(run, s, ctrl.ngroups);
@@ -530,8 +587,9 @@ device_exact(GhAggRun *run)
 	gh_agg_keys keys;
 	instr_time	t0;
 
-	/* room for every group this batch could create */
-	gh_agg_ensure_groups(run, s, s->ngroups + n);
+	/* room for every group this batch could create; past the budget, none */
+	if (!run->spill.active)
+		gh_agg_ensure_groups(run, s, s->ngroups + n);
 
 	INSTR_TIME_SET_CURRENT(t0);
 	memset(&keys, 0, sizeof(keys));
@@ -549,6 +607,8 @@ device_exact(GhAggRun *run)
 					   s->table, s->table_cap, s->acc, &s->layout, &keys, n,
 					   run->batch.d_ids, run->batch.d_scratch, run->batch.d_bad);
 	read_ctrl(run, &ctrl);
+	if (run->spill.active && ctrl.ngroups != s->ngroups)
+		elog(ERROR, "gpuhash_aggregate: a group was created past the memory budget");
 	s->ngroups = ctrl.ngroups;
 	nbad = ctrl.nbad;
 
@@ -596,7 +656,8 @@ gh_agg_flush(GhAggRun *run)
 	INSTR_TIME_SET_CURRENT(t0);
 	old = MemoryContextSwitchTo(run->batch.cxt);
 	gh_agg_prepare_numeric(run);
-	gh_agg_ensure_table(&run->main, run->batch.n);
+	if (!run->spill.active)
+		gh_agg_ensure_table(&run->main, run->batch.n);
 	nbad = run->exact ? device_exact(run) : device_generic(run);
 	if (nbad > 0)
 		gh_agg_to_fallback(run, nbad);
@@ -610,6 +671,9 @@ gh_agg_flush(GhAggRun *run)
 	for (int c = 0; c < run->ncols; c++)
 		run->batch.max_dscale[c] = -1;
 	MemoryContextSwitchTo(old);
+	run->batch.key_bytes = MemoryContextMemAllocated(run->batch.cxt, true);
 	MemoryContextReset(run->batch.cxt);
+	if (!run->spill.active)
+		gh_agg_spill_check(run);
 	run->stats.ms_flush += gh_agg_ms_since(t0);
 }

@@ -118,8 +118,8 @@ exact_find(GhAggRun *run, GhGroupSet *s, uint32 row, uint64 h)
 	if ((s->ngroups + 1) * 2 > s->ex_cap)
 	{
 		uint64		ncap = Max(s->ex_cap * 2, 64);
-		uint64	   *nh = MemoryContextAllocHuge(run->cxt, sizeof(uint64) * ncap);
-		uint32	   *ni = MemoryContextAllocHuge(run->cxt, sizeof(uint32) * ncap);
+		uint64	   *nh = MemoryContextAllocHuge(run->set_cxt, sizeof(uint64) * ncap);
+		uint32	   *ni = MemoryContextAllocHuge(run->set_cxt, sizeof(uint32) * ncap);
 
 		memset(ni, 0, sizeof(uint32) * ncap);
 		for (uint64 o = 0; o < s->ex_cap; o++)

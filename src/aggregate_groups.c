@@ -18,8 +18,11 @@
  * memory only.
  *
  * Device memory is allocated through the device layer, which frees it with
- * the resource owner on ERROR; the representatives live in the run's
- * memory context.
+ * the resource owner on ERROR; the representatives and every other host
+ * structure of the sets live in the run's set context, so that a pass of a
+ * spilled run (aggregate_spill.c) gives all of it back at once
+ * (gh_agg_sets_reset).  The exact device-key main set keeps its keys in its
+ * accumulators and has no representatives on the host.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -85,16 +88,16 @@ gh_agg_ensure_groups(GhAggRun *run, GhGroupSet *s, uint64 need)
 		s->acc = nacc;
 		s->layout = nl;
 	}
-	if (need > s->rep_cap)
+	if (need > s->rep_cap && (s->fallback || !run->exact))
 	{
 		uint64		newcap = Max(need, Max(s->rep_cap * 2, 1024));
 		size_t		nk = Max(run->nkeys, 1);
 
 		if (s->rep_vals == NULL)
 		{
-			s->rep_vals = MemoryContextAllocHuge(run->cxt, sizeof(Datum) * nk * newcap);
-			s->rep_nulls = MemoryContextAllocHuge(run->cxt, sizeof(bool) * nk * newcap);
-			s->rep_set = MemoryContextAllocHuge(run->cxt, sizeof(bool) * newcap);
+			s->rep_vals = MemoryContextAllocHuge(run->set_cxt, sizeof(Datum) * nk * newcap);
+			s->rep_nulls = MemoryContextAllocHuge(run->set_cxt, sizeof(bool) * nk * newcap);
+			s->rep_set = MemoryContextAllocHuge(run->set_cxt, sizeof(bool) * newcap);
 		}
 		else
 		{
@@ -156,7 +159,7 @@ gh_agg_set_fetch(GhAggRun *run, GhGroupSet *s)
 		return;
 	}
 	gh_agg_layout_init(hl, l->ncols, l->kind, l->ops, l->nkeys, Max(s->ngroups, 1));
-	h = s->host_acc = MemoryContextAllocHuge(run->cxt, hl->bytes);
+	h = s->host_acc = MemoryContextAllocHuge(run->set_cxt, hl->bytes);
 #define BACK(field, bytes) \
 	gh_copy_dtoh(s->target, h + hl->field, d + l->field, (bytes))
 	BACK(rows_off, n8);
@@ -200,4 +203,51 @@ gh_agg_set_release(GhGroupSet *s)
 		gh_dev_free(s->acc);
 		s->acc = NULL;
 	}
+}
+
+/*
+ * gh_agg_set_device_bytes returns what set s holds through the device layer:
+ * its accumulators and its table (device memory on the GPU, host memory on
+ * the CPU twin).
+ */
+Size
+gh_agg_set_device_bytes(GhGroupSet *s)
+{
+	Size		bytes = 0;
+
+	if (s->acc)
+		bytes += s->layout.bytes;
+	if (s->table)
+		bytes += gh_agg_table_bytes(s->table_cap);
+	return bytes;
+}
+
+/*
+ * gh_agg_sets_reset gives back everything both group sets hold, on the
+ * device and on the host, and starts them empty, for the next pass of a
+ * spilled run: NUMERIC column scales start again too, since they describe
+ * only the accumulators of the sets.
+ */
+void
+gh_agg_sets_reset(GhAggRun *run)
+{
+	GhGroupSet *sets[2] = {&run->main, &run->fb};
+
+	for (int i = 0; i < 2; i++)
+	{
+		gh_dev_free(sets[i]->acc);
+		gh_dev_free(sets[i]->table);
+		sets[i]->acc = NULL;
+		sets[i]->table = NULL;
+	}
+	/* the representatives' keys and the NUMERIC state are children */
+	MemoryContextReset(run->set_cxt);
+	run->rep_cxt = AllocSetContextCreate(run->set_cxt, "gpuhash_aggregate keys",
+										 ALLOCSET_DEFAULT_SIZES);
+	run->num.cxt = AllocSetContextCreate(run->set_cxt, "gpuhash_aggregate numeric",
+										 ALLOCSET_DEFAULT_SIZES);
+	for (int c = 0; c < run->ncols; c++)
+		run->num.scale[c] = -1;
+	gh_agg_set_init(run, &run->main, false, run->target);
+	gh_agg_set_init(run, &run->fb, true, GH_TARGET_CPU);
 }

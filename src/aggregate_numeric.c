@@ -586,7 +586,7 @@ side_entry(GhAggRun *run, GhGroupSet *s, uint64 g, int c)
 
 		ctl.keysize = sizeof(uint64);
 		ctl.entrysize = sizeof(GhNumSide);
-		ctl.hcxt = run->cxt;
+		ctl.hcxt = run->set_cxt;
 		s->side = hash_create("gpuhash_aggregate numeric", 64, &ctl,
 							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}

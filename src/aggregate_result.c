@@ -8,7 +8,9 @@
  * goes back: from then on the run only reads host memory.  A cursor then
  * makes one row per group, the main set's groups first, then the fallback
  * set's, then (no GROUP BY and no group at all) the one row SQL gives over
- * no rows.  Rows are made on demand (gh_agg_run_next), for the
+ * no rows.  A run that spilled (aggregate_spill.c) aggregates its next
+ * partition when the cursor has made the rows of the groups in memory, in
+ * their place, so that one pass's groups are in memory at a time.  Rows are made on demand (gh_agg_run_next), for the
  * GpuHashAggregate scan, or all into a tuplestore (gh_agg_run_finish), for
  * the set-returning function; the column definition list's type modifiers
  * are applied to each row.
@@ -38,14 +40,16 @@ static Datum call_value(GhAggRun *run, GhGroupSet *s, int64 g, GhAggCall *call,
 static void build_row(GhAggRun *run, GhGroupSet *s, int64 g, Datum *values,
 					  bool *nulls);
 static void coerce_row(GhAggPlan *plan, Datum *values, bool *nulls);
+static void finish_pass(GhAggRun *run);
+static bool next_pass(GhAggRun *run);
 
 /*
- * gh_agg_run_complete flushes the last batch, brings the accumulators of
- * both sets to the host and gives back the device memory: from here on the
- * run only makes result rows (gh_agg_run_next).
+ * finish_pass flushes the pass's last batch, brings the accumulators of
+ * both sets to the host and gives back their device memory; the pass's
+ * partitions, if it spilled, are made ready to be read.
  */
-void
-gh_agg_run_complete(GhAggRun *run)
+static void
+finish_pass(GhAggRun *run)
 {
 	instr_time	t0;
 
@@ -56,23 +60,86 @@ gh_agg_run_complete(GhAggRun *run)
 	gh_agg_set_fetch(run, &run->fb);
 	gh_agg_set_release(&run->main);
 	gh_agg_set_release(&run->fb);
-	gh_dev_free(run->batch.h_hashes);
-	run->batch.h_hashes = NULL;
-	gh_dev_free(run->batch.d_hashes);
-	run->batch.d_hashes = NULL;
-	run->out.cxt = AllocSetContextCreate(run->cxt, "gpuhash_aggregate row",
-										 ALLOCSET_DEFAULT_SIZES);
-	run->stats.ms_fetch = gh_agg_ms_since(t0);
-	gh_agg_run_rewind(run);
+	gh_agg_spill_end_pass(run);
+	run->spill.peak = Max(run->spill.peak, gh_agg_group_memory(run));
+	if (run->spill.pending == NIL)
+		gh_agg_staging_free(run);
+	run->stats.ms_fetch += gh_agg_ms_since(t0);
 }
 
-/* gh_agg_run_rewind starts the result rows again from the first. */
-void
-gh_agg_run_rewind(GhAggRun *run)
+/*
+ * next_pass aggregates the next partition of a spilled run as a pass of its
+ * own, in place of the groups whose rows were made: returns false when no
+ * partition is left.
+ */
+static bool
+next_pass(GhAggRun *run)
 {
+	GhAggPart  *part = gh_agg_spill_pop(run);
+	TupleTableSlot *slot;
+	uint64		n = 0;
+
+	if (part == NULL)
+		return false;
+	run->spill.groups += run->main.ngroups + run->fb.ngroups;
+	run->spill.passes++;
+	gh_agg_sets_reset(run);
+	gh_agg_staging_alloc(run);
+	while ((slot = gh_agg_spill_read(run, part)) != NULL)
+	{
+		gh_agg_run_add(run, slot);
+		if ((++n & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	finish_pass(run);
+	return true;
+}
+
+/*
+ * gh_agg_run_complete finishes the first pass (the input query's rows):
+ * from here on the run makes result rows (gh_agg_run_next), and aggregates
+ * the partitions of a spilled run one after another as it goes.
+ */
+void
+gh_agg_run_complete(GhAggRun *run)
+{
+	finish_pass(run);
+	run->out.cxt = AllocSetContextCreate(run->cxt, "gpuhash_aggregate row",
+										 ALLOCSET_DEFAULT_SIZES);
 	run->out.set = 0;
 	run->out.next = 0;
 	run->out.rows = 0;
+}
+
+/*
+ * gh_agg_run_rewind starts the result rows again from the first and
+ * returns true; a run that spilled has given back the groups of its
+ * earlier passes, and returns false: the caller runs the query again.
+ */
+bool
+gh_agg_run_rewind(GhAggRun *run)
+{
+	if (run->spill.partitions > 0)
+		return false;
+	run->out.set = 0;
+	run->out.next = 0;
+	run->out.rows = 0;
+	return true;
+}
+
+/*
+ * gh_agg_run_memory tells what the run's memory budget was and what it
+ * took: for EXPLAIN ANALYZE.
+ */
+void
+gh_agg_run_memory(GhAggRun *run, GhAggMemory *mem)
+{
+	mem->budget = run->spill.budget;
+	mem->peak = run->spill.peak;
+	mem->staging = run->spill.staging;
+	mem->passes = 1 + run->spill.passes;
+	mem->spilled_rows = run->spill.rows;
+	mem->disk_kb = run->spill.disk_kb;
 }
 
 /*
@@ -98,6 +165,13 @@ gh_agg_run_next(GhAggRun *run, Datum *values, bool *nulls)
 		}
 		if (run->out.set == 2)
 		{
+			/* the groups of the next partition, if the run spilled */
+			if (next_pass(run))
+			{
+				run->out.set = 0;
+				run->out.next = 0;
+				continue;
+			}
 			/* no GROUP BY: one group even over no rows, as in SQL */
 			run->out.set = 3;
 			if (run->nkeys != 0 || run->main.ngroups != 0 || run->fb.ngroups != 0)
@@ -167,8 +241,16 @@ gh_agg_run_report(GhAggRun *run)
 	/* counts that do not depend on the device, then where the time went */
 	elog(DEBUG1, "gpuhash_aggregate: %llu input rows, %llu groups on the device, "
 		 "%llu colliding keys in the fallback set",
-		 (unsigned long long) st->rows, (unsigned long long) run->main.ngroups,
+		 (unsigned long long) st->rows,
+		 (unsigned long long) (run->main.ngroups + run->spill.groups),
 		 (unsigned long long) run->fb.ngroups);
+	if (run->spill.partitions > 0)
+		elog(DEBUG1, "gpuhash_aggregate: memory budget %zu kB, peak %zu kB of groups; "
+			 "%llu rows spilled to %llu partitions, %llu passes, %ld kB of temporary files",
+			 run->spill.budget / 1024, run->spill.peak / 1024,
+			 (unsigned long long) run->spill.rows,
+			 (unsigned long long) run->spill.partitions,
+			 (unsigned long long) (1 + run->spill.passes), run->spill.disk_kb);
 	elog(DEBUG2, "gpuhash_aggregate on %s, %s keys: %llu packets from parallel workers, "
 		 "%llu batches, %llu rows in the fallback set, "
 		 "%llu numeric values on the host, %llu rescales; "

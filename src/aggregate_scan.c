@@ -40,12 +40,20 @@
  * This file is the top of the aggregate's files: it calls aggregate.c (the
  * function, gh_agg_start) and the run, none of them calls it.  The module's
  * set-up, gpuhash_init_aggregate, is here, beside the hook it installs.
+ *
+ * EXPLAIN ANALYZE shows the run's memory as HashAggregate shows its own:
+ * Batches (passes: 1, or 1 + the partitions a spilled run aggregated),
+ * Memory Usage (the peak of the group sets, host and device), Disk Usage
+ * (the temporary files' largest size), with the budget, the rows spilled and
+ * the batch buffers.  A rescan of a run that spilled runs the query again:
+ * the groups of its passes are gone by then.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "catalog/objectaccess.h"
 #include "access/htup_details.h"
+#include "commands/explain.h"
 #include "executor/executor.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -90,6 +98,7 @@ static void agg_begin(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *agg_exec(CustomScanState *node);
 static void agg_end(CustomScanState *node);
 static void agg_rescan(CustomScanState *node);
+static void agg_explain(CustomScanState *node, List *ancestors, ExplainState *es);
 static bool is_gpuhash_aggregate(Oid funcid);
 static void agg_start(AggScanState *st);
 static TupleTableSlot *agg_next(ScanState *ss);
@@ -113,6 +122,7 @@ static CustomExecMethods agg_exec_methods = {
 	.ExecCustomScan = agg_exec,
 	.EndCustomScan = agg_end,
 	.ReScanCustomScan = agg_rescan,
+	.ExplainCustomScan = agg_explain,
 };
 
 /*
@@ -413,7 +423,33 @@ agg_rescan(CustomScanState *node)
 		agg_end(node);
 		st->started = false;
 	}
-	else if (st->run != NULL)
-		gh_agg_run_rewind(st->run);
+	else if (st->run != NULL && !gh_agg_run_rewind(st->run))
+	{
+		/* a spilled run kept no groups to start again from: run it again */
+		agg_end(node);
+		st->started = false;
+	}
 	ExecScanReScan(&node->ss);
+}
+
+/*
+ * agg_explain shows, under EXPLAIN ANALYZE, the run's memory budget and
+ * what it took, in the manner of HashAggregate's Batches, Memory Usage and
+ * Disk Usage.
+ */
+static void
+agg_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	AggScanState *st = (AggScanState *) node;
+	GhAggMemory mem;
+
+	if (!es->analyze || st->run == NULL)
+		return;
+	gh_agg_run_memory(st->run, &mem);
+	ExplainPropertyUInteger("Batches", NULL, mem.passes, es);
+	ExplainPropertyUInteger("Memory Usage", "kB", (mem.peak + 1023) / 1024, es);
+	ExplainPropertyInteger("Disk Usage", "kB", mem.disk_kb, es);
+	ExplainPropertyUInteger("Spilled Rows", NULL, mem.spilled_rows, es);
+	ExplainPropertyUInteger("Memory Budget", "kB", mem.budget / 1024, es);
+	ExplainPropertyUInteger("Staging Memory", "kB", (mem.staging + 1023) / 1024, es);
 }

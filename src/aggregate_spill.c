@@ -1,0 +1,507 @@
+/*-------------------------------------------------------------------------
+ * aggregate_spill.c
+ *	  The memory budget of gpuhash_aggregate(): past it, input rows of groups
+ *	  not in memory go to partitions on temporary tapes, each aggregated in a
+ *	  pass of its own.
+ *
+ * The budget is PostgreSQL's own for a hash aggregate, work_mem *
+ * hash_mem_multiplier (get_hash_memory_limit), and it bounds the memory of
+ * the group sets: accumulators and table (on the GPU, or in host memory on
+ * the CPU twin; their host copy when the rows are made), representatives and
+ * their by-reference keys, NUMERIC side state and the fallback set.  The
+ * batch buffers are not in it: their size is gpuhash.batch_rows's (16
+ * packets), whatever the groups, and a smaller batch would slow down on the
+ * GPU an aggregation that fits.  The first batch of a pass is never split,
+ * so a pass may hold the groups of one batch beyond the budget: with the
+ * batch buffers, that is the fixed overhead of a run.
+ *
+ * In the manner of nodeAgg.c's hash spill:
+ *
+ * 1. After every batch, gh_agg_spill_check measures the group sets and adds
+ *	  what the next batch could make them grow by if each of its rows started
+ *	  a group (the accumulators and the table double; the keys the last batch
+ *	  copied).  Past the budget, the pass takes no new group from then on.
+ * 2. Each later row is looked up by its group hash in the main table (the
+ *	  CPU twin's own table, or a host copy of the GPU's, taken once): a row
+ *	  whose hash is there is staged as before, and the device finds its group
+ *	  (a row whose key only shares the hash goes to the fallback set, as
+ *	  always: such collisions are the only groups a pass can still add).  Any
+ *	  other row is written to one of 2^bits partitions by the next bits of its
+ *	  hash, as a MinimalTuple of its keys and arguments (count-only arguments
+ *	  as a boolean).  Packets are staged first and then filtered the same way.
+ * 3. When the input ends the pass's groups are finished and returned; then
+ *	  each partition is read back as the input of a fresh pass, which may
+ *	  split again with the following bits of the hash.
+ *
+ * Every pass aggregates at least one batch before it can stop taking
+ * groups, so every pass takes rows and the recursion ends; a single group
+ * never spills (its rows all find it), nor does an aggregation without
+ * GROUP BY.  When the hash has no bits left for another split the pass
+ * keeps every group in memory.
+ *
+ * The tapes are one LogicalTapeSet (PostgreSQL's temporary files, under
+ * temp_file_limit, removed on ERROR by the resource owner); a partition is
+ * read with one block of buffer and its blocks are reused as it is read.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/detoast.h"
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "executor/nodeHash.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "utils/memutils.h"
+
+#include "aggregate.h"
+
+/* Partitions of a split: as nodeAgg.c, enough write buffers for a quarter */
+#define SPILL_MIN_BITS	2
+#define SPILL_MAX_BITS	8
+
+static bool table_has(GhAggRun *run, uint64 h);
+static void take_lookup(GhAggRun *run);
+static uint64 exact_hash(GhAggRun *run, const uint64 *words, uint8 mask);
+static void write_row(GhAggRun *run, uint64 h, Datum *values, bool *nulls);
+
+/*
+ * gh_agg_spill_init sets run's budget and prepares what a spill needs but
+ * does not create the tapes: a run that fits never touches a file.
+ */
+void
+gh_agg_spill_init(GhAggRun *run)
+{
+	GhAggSpill *sp = &run->spill;
+	GhAggPlan  *plan = run->plan;
+	int			natts = run->nkeys + run->ncols;
+
+	sp->budget = get_hash_memory_limit();
+	sp->bits = SPILL_MIN_BITS;
+	while (sp->bits < SPILL_MAX_BITS &&
+		   ((Size) BLCKSZ << (sp->bits + 1)) <= sp->budget / 4)
+		sp->bits++;
+	sp->cxt = AllocSetContextCreate(run->cxt, "gpuhash_aggregate spill",
+									ALLOCSET_SMALL_SIZES);
+	sp->desc = CreateTemplateTupleDesc(Max(natts, 1));
+	for (int k = 0; k < run->nkeys; k++)
+		TupleDescInitEntry(sp->desc, k + 1, NULL, plan->keys[k].type, -1, 0);
+	for (int c = 0; c < run->ncols; c++)
+		TupleDescInitEntry(sp->desc, run->nkeys + c + 1, NULL,
+						   plan->cols[c].kind == GH_AGG_KIND_NONE ? BOOLOID : plan->cols[c].type,
+						   -1, 0);
+	if (natts == 0)
+		TupleDescInitEntry(sp->desc, 1, NULL, BOOLOID, -1, 0);
+	sp->kv = palloc(sizeof(Datum) * Max(run->nkeys, 1));
+	sp->kn = palloc(sizeof(bool) * Max(run->nkeys, 1));
+	sp->out = palloc0(sizeof(LogicalTape *) << sp->bits);
+	sp->out_rows = palloc0(sizeof(uint64) << sp->bits);
+}
+
+/*
+ * gh_agg_group_memory returns the bytes the group sets hold now: through the
+ * device layer (accumulators, tables) and in the set context (everything
+ * else on the host, including the lookup copy of a GPU table).
+ */
+Size
+gh_agg_group_memory(GhAggRun *run)
+{
+	return gh_agg_set_device_bytes(&run->main) + gh_agg_set_device_bytes(&run->fb) +
+		MemoryContextMemAllocated(run->set_cxt, true);
+}
+
+/*
+ * gh_agg_spill_check, after a batch, stops the pass from taking new groups
+ * when the next batch could take the group sets past the budget.  The
+ * lookup copy of the table is taken only when a row needs it, so a check at
+ * the end of the input costs nothing more.
+ */
+void
+gh_agg_spill_check(GhAggRun *run)
+{
+	GhAggSpill *sp = &run->spill;
+	GhGroupSet *s = &run->main;
+	Size		now = gh_agg_group_memory(run);
+	Size		more = run->batch.key_bytes;
+	uint64		need = s->ngroups + run->batch.cap;
+	double		slots = (double) need / gpuhash_load_factor;
+
+	sp->peak = Max(sp->peak, now);
+	if (sp->active || run->nkeys == 0 || s->ngroups == 0 ||
+		sp->used_bits + sp->bits > 64)
+		return;
+	if (need > s->layout.group_cap)
+	{
+		gh_agg_layout nl;
+
+		gh_agg_layout_init(&nl, s->layout.ncols, s->layout.kind, s->layout.ops,
+						   s->layout.nkeys, Max(need, s->layout.group_cap * 2));
+		more += nl.bytes;
+	}
+	if (slots > (double) s->table_cap)
+	{
+		uint64		cap = s->table_cap;
+
+		while ((double) cap < slots)
+			cap <<= 1;
+		more += gh_agg_table_bytes(cap);
+	}
+	if (!run->exact && need > s->rep_cap)
+		more += (Size) Max(need, s->rep_cap * 2) * (Max(run->nkeys, 1) * 9 + 1);
+	if (now + more > sp->budget)
+	{
+		sp->active = true;
+		sp->lookup = NULL;
+	}
+}
+
+/*
+ * take_lookup makes the main table's hashes readable on the host: the CPU
+ * twin's table is; a GPU table is copied once (no group comes after it).
+ */
+static void
+take_lookup(GhAggRun *run)
+{
+	GhGroupSet *s = &run->main;
+	GhAggSpill *sp = &run->spill;
+
+	sp->lookup_cap = s->table_cap;
+	if (s->target != GH_TARGET_GPU)
+	{
+		sp->lookup = (const uint64 *) s->table;
+		return;
+	}
+	sp->lookup = MemoryContextAllocHuge(run->set_cxt, (Size) s->table_cap * 8);
+	gh_copy_dtoh(s->target, (void *) sp->lookup, s->table, (Size) s->table_cap * 8);
+	gh_sync(s->target);
+}
+
+/*
+ * table_has says whether the main table holds group hash h: its probe, read
+ * from the host (linear from gh_mix64 of the stored hash, to the first empty
+ * slot; the table is never full).
+ */
+static bool
+table_has(GhAggRun *run, uint64 h)
+{
+	GhAggSpill *sp = &run->spill;
+	uint64		stored = gh_agg_stored_hash(h);
+	uint64		mask;
+	uint64		slot;
+
+	if (sp->lookup == NULL)
+		take_lookup(run);
+	mask = sp->lookup_cap - 1;
+	slot = gh_mix64(stored) & mask;
+	for (;;)
+	{
+		uint64		k = sp->lookup[slot];
+
+		if (k == stored)
+			return true;
+		if (k == GH_AGG_EMPTY)
+			return false;
+		slot = (slot + 1) & mask;
+	}
+}
+
+/* exact_hash is the device's group hash of exact keys (gh_aggregate.h). */
+static uint64
+exact_hash(GhAggRun *run, const uint64 *words, uint8 mask)
+{
+	uint64		h = gh_agg_key_hash_init(mask);
+
+	for (int k = 0; k < run->nkeys; k++)
+		h = gh_agg_key_hash_step(h, words[k]);
+	return h;
+}
+
+/*
+ * write_row writes one row (keys, then input columns, as the spill's tuple
+ * descriptor has them) to the partition the next bits of hash h choose.
+ */
+static void
+write_row(GhAggRun *run, uint64 h, Datum *values, bool *nulls)
+{
+	GhAggSpill *sp = &run->spill;
+	uint64		part = (h << sp->used_bits) >> (64 - sp->bits);
+	MemoryContext old = MemoryContextSwitchTo(sp->cxt);
+	MinimalTuple tuple;
+
+	/* out-of-line values are read now: the file must hold the row itself */
+	for (int a = 0; a < sp->desc->natts; a++)
+	{
+		if (!nulls[a] && TupleDescAttr(sp->desc, a)->attlen == -1 &&
+			VARATT_IS_EXTERNAL(DatumGetPointer(values[a])))
+			values[a] = PointerGetDatum(detoast_external_attr((struct varlena *)
+															  DatumGetPointer(values[a])));
+	}
+	tuple = heap_form_minimal_tuple(sp->desc, values, nulls);
+
+	/* the tapes and their buffers live as long as the run */
+	MemoryContextSwitchTo(run->cxt);
+	if (sp->out[part] == NULL)
+	{
+		if (sp->tapes == NULL)
+			sp->tapes = LogicalTapeSetCreate(false, NULL, -1);
+		sp->out[part] = LogicalTapeCreate(sp->tapes);
+		sp->partitions++;
+	}
+	LogicalTapeWrite(sp->out[part], tuple, tuple->t_len);
+	MemoryContextSwitchTo(old);
+	sp->out_rows[part]++;
+	sp->rows++;
+	if ((sp->rows & 1023) == 0)
+		CHECK_FOR_INTERRUPTS();
+}
+
+/*
+ * gh_agg_spill_keep, for a pass that takes no new groups, says whether the
+ * row in slot (all attributes deformed) belongs to a group in memory;
+ * otherwise it writes the row to its partition and returns false.
+ */
+bool
+gh_agg_spill_keep(GhAggRun *run, TupleTableSlot *slot)
+{
+	GhAggSpill *sp = &run->spill;
+	Datum	   *values = sp->kv;
+	bool	   *nulls = sp->kn;
+	uint64		h;
+	bool		keep;
+
+	if (run->exact)
+	{
+		uint64		words[GH_AGG_MAX_KEYS];
+		uint8		mask = 0;
+
+		for (int k = 0; k < run->nkeys; k++)
+		{
+			words[k] = slot->tts_isnull[k] ? 0 : (uint64) slot->tts_values[k];
+			if (slot->tts_isnull[k])
+				mask |= 1 << k;
+		}
+		h = exact_hash(run, words, mask);
+	}
+	else
+		h = gh_key_hash_group(&run->plan->group_keys, slot, values, nulls, sp->cxt);
+	keep = table_has(run, h);
+	if (!keep)
+	{
+		int			natts = run->nkeys + run->ncols;
+		Datum	   *v = MemoryContextAlloc(sp->cxt, sizeof(Datum) * Max(natts, 1));
+		bool	   *n = MemoryContextAlloc(sp->cxt, sizeof(bool) * Max(natts, 1));
+
+		memcpy(v, slot->tts_values, sizeof(Datum) * natts);
+		memcpy(n, slot->tts_isnull, sizeof(bool) * natts);
+		for (int c = 0; c < run->ncols; c++)
+		{
+			if (run->plan->cols[c].kind == GH_AGG_KIND_NONE && !n[run->nkeys + c])
+				v[run->nkeys + c] = BoolGetDatum(true);
+		}
+		write_row(run, h, v, n);
+	}
+	MemoryContextReset(sp->cxt);
+	return keep;
+}
+
+/*
+ * gh_agg_spill_filter_staged, for a pass that takes no new groups, goes
+ * through the n rows staged from a packet at first (exact keys as words,
+ * values as the device takes them, no NUMERIC): rows of groups in memory
+ * move up to stay staged, the others go to their partitions.  Returns how
+ * many stay.
+ */
+uint32
+gh_agg_spill_filter_staged(GhAggRun *run, uint32 first, uint32 n)
+{
+	GhAggBatch *b = &run->batch;
+	GhAggSpill *sp = &run->spill;
+	int			natts = run->nkeys + run->ncols;
+	Datum		values[GH_AGG_MAX_KEYS + GH_AGG_MAX_COLS];
+	bool		nulls[GH_AGG_MAX_KEYS + GH_AGG_MAX_COLS];
+	uint32		kept = first;
+
+	for (uint32 i = first; i < first + n; i++)
+	{
+		uint64		words[GH_AGG_MAX_KEYS];
+		uint64		h;
+
+		for (int k = 0; k < run->nkeys; k++)
+			words[k] = b->h_keys[k][i];
+		h = exact_hash(run, words, b->h_knull[i]);
+		if (table_has(run, h))
+		{
+			if (kept != i)
+			{
+				for (int k = 0; k < run->nkeys; k++)
+					b->h_keys[k][kept] = b->h_keys[k][i];
+				b->h_knull[kept] = b->h_knull[i];
+				for (int c = 0; c < run->ncols; c++)
+				{
+					b->h_vals[c][kept] = b->h_vals[c][i];
+					b->h_valid[c][kept] = b->h_valid[c][i];
+				}
+			}
+			kept++;
+			continue;
+		}
+		for (int k = 0; k < run->nkeys; k++)
+		{
+			nulls[k] = (b->h_knull[i] >> k) & 1;
+			values[k] = nulls[k] ? (Datum) 0 : (Datum) words[k];
+		}
+		for (int c = 0; c < run->ncols; c++)
+		{
+			int64		v = b->h_vals[c][i];
+			double		d;
+
+			memcpy(&d, &b->h_vals[c][i], sizeof(d));
+			nulls[run->nkeys + c] = !b->h_valid[c][i];
+			if (run->plan->cols[c].kind == GH_AGG_KIND_NONE)
+			{
+				values[run->nkeys + c] = BoolGetDatum(true);
+				continue;
+			}
+			switch (run->plan->cols[c].vtype)
+			{
+				case GHV_INT2:
+					values[run->nkeys + c] = Int16GetDatum((int16) v);
+					break;
+				case GHV_INT4:
+					values[run->nkeys + c] = Int32GetDatum((int32) v);
+					break;
+				case GHV_INT8:
+					values[run->nkeys + c] = Int64GetDatum(v);
+					break;
+				case GHV_FLOAT4:
+					values[run->nkeys + c] = Float4GetDatum((float4) d);
+					break;
+				case GHV_FLOAT8:
+					values[run->nkeys + c] = Float8GetDatum(d);
+					break;
+				default:
+					elog(ERROR, "gpuhash_aggregate: unexpected packed column %d", c);
+			}
+		}
+		if (natts == 0)
+			nulls[0] = true;
+		write_row(run, h, values, nulls);
+		MemoryContextReset(sp->cxt);
+	}
+	return kept - first;
+}
+
+/*
+ * gh_agg_spill_end_pass, when a pass's input has ended, makes its
+ * partitions ready to be read and lists them for their passes; the next
+ * pass starts taking groups again.
+ */
+void
+gh_agg_spill_end_pass(GhAggRun *run)
+{
+	GhAggSpill *sp = &run->spill;
+	MemoryContext old = MemoryContextSwitchTo(run->cxt);
+
+	for (int p = 0; p < (1 << sp->bits); p++)
+	{
+		GhAggPart  *part;
+
+		if (sp->out[p] == NULL)
+			continue;
+		LogicalTapeRewindForRead(sp->out[p], BLCKSZ);
+		part = palloc(sizeof(GhAggPart));
+		part->tape = sp->out[p];
+		part->used_bits = sp->used_bits + sp->bits;
+		part->rows = sp->out_rows[p];
+		sp->pending = lappend(sp->pending, part);
+		sp->out[p] = NULL;
+		sp->out_rows[p] = 0;
+	}
+	MemoryContextSwitchTo(old);
+	if (sp->tapes)
+		sp->disk_kb = Max(sp->disk_kb, LogicalTapeSetBlocks(sp->tapes) * (BLCKSZ / 1024));
+	sp->active = false;
+	sp->lookup = NULL;
+}
+
+/*
+ * gh_agg_spill_pop returns the next partition to aggregate (the last one
+ * listed: the tapes' blocks are reused soonest), or NULL when none is left,
+ * and makes its hash bits those of the pass.
+ */
+GhAggPart *
+gh_agg_spill_pop(GhAggRun *run)
+{
+	GhAggSpill *sp = &run->spill;
+	GhAggPart  *part;
+
+	if (sp->pending == NIL)
+		return NULL;
+	part = llast(sp->pending);
+	sp->pending = list_delete_last(sp->pending);
+	sp->used_bits = part->used_bits;
+	return part;
+}
+
+/*
+ * gh_agg_spill_read returns the next row of partition part in a slot of
+ * the spill's tuple descriptor (valid until the next call), or NULL at its
+ * end, when the partition is closed and freed.
+ */
+TupleTableSlot *
+gh_agg_spill_read(GhAggRun *run, GhAggPart *part)
+{
+	GhAggSpill *sp = &run->spill;
+	uint32		len;
+	MinimalTuple tuple;
+	size_t		got;
+
+	MemoryContext old = MemoryContextSwitchTo(run->cxt);
+
+	if (sp->read_slot == NULL)
+	{
+		sp->read_slot = MakeSingleTupleTableSlot(sp->desc, &TTSOpsMinimalTuple);
+		sp->read_cxt = AllocSetContextCreate(run->cxt, "gpuhash_aggregate spill read",
+											 ALLOCSET_SMALL_SIZES);
+	}
+	ExecClearTuple(sp->read_slot);
+	MemoryContextReset(sp->read_cxt);
+	got = LogicalTapeRead(part->tape, &len, sizeof(len));
+	if (got == 0)
+	{
+		LogicalTapeClose(part->tape);
+		pfree(part);
+		MemoryContextSwitchTo(old);
+		return NULL;
+	}
+	if (got != sizeof(len) || len < SizeofMinimalTupleHeader)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("gpuhash_aggregate: unexpected end of a temporary file")));
+	tuple = MemoryContextAlloc(sp->read_cxt, len);
+	tuple->t_len = len;
+	if (LogicalTapeRead(part->tape, (char *) tuple + sizeof(len), len - sizeof(len)) !=
+		len - sizeof(len))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("gpuhash_aggregate: unexpected end of a temporary file")));
+	MemoryContextSwitchTo(old);
+	ExecStoreMinimalTuple(tuple, sp->read_slot, false);
+	slot_getallattrs(sp->read_slot);
+	return sp->read_slot;
+}
+
+/* gh_agg_spill_end closes the tapes, which removes their file. */
+void
+gh_agg_spill_end(GhAggRun *run)
+{
+	GhAggSpill *sp = &run->spill;
+
+	if (sp->read_slot)
+		ExecDropSingleTupleTableSlot(sp->read_slot);
+	sp->read_slot = NULL;
+	if (sp->tapes)
+		LogicalTapeSetClose(sp->tapes);
+	sp->tapes = NULL;
+	sp->pending = NIL;
+}
