@@ -213,6 +213,30 @@ RESET enable_material;
 -- a LIMIT stops early: the tapes go with the run
 SELECT count(*) FROM (SELECT * FROM gpuhash_aggregate('SELECT k100k, count(*) FROM sp_t GROUP BY k100k')
                       AS t(k int, c bigint) LIMIT 10) x;
+
+-- an ERROR in any pass (an allocation made to fail, the first, second, ...)
+-- leaves no temporary file and no device memory behind
+DO $$
+DECLARE
+  c bigint;
+  errors int := 0;
+BEGIN
+  FOR n IN 1..40 LOOP
+    BEGIN
+      PERFORM set_config('gpuhash.inject_alloc_failure', n::text, true);
+      SELECT count(*) INTO c
+        FROM gpuhash_aggregate('SELECT tk, count(*), sum(i4) FROM sp_t WHERE id <= 40000 GROUP BY tk')
+             AS t(tk text, c bigint, s bigint);
+    EXCEPTION WHEN out_of_memory THEN
+      errors := errors + 1;
+    END;
+  END LOOP;
+  RAISE NOTICE 'failed runs: %', CASE WHEN errors > 10 THEN 'more than 10' ELSE errors::text END;
+END
+$$;
+RESET gpuhash.inject_alloc_failure;
+SELECT count(*) AS temp_files FROM pg_ls_tmpdir();
+SELECT gpuhash_device_memory() AS device_bytes;
 RESET work_mem;
 RESET max_parallel_workers_per_gather;
 RESET gpuhash.batch_rows;
