@@ -350,6 +350,7 @@ typedef struct GhAggStats
 	double		ms_verify;
 	double		ms_fetch;		/* accumulators to the host */
 	double		ms_finish;		/* ms_fetch and the result rows */
+	double		ms_passes;		/* partitions aggregated while rows were made */
 } GhAggStats;
 
 /*

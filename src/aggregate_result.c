@@ -10,10 +10,10 @@
  * set's, then (no GROUP BY and no group at all) the one row SQL gives over
  * no rows.  A run that spilled (aggregate_spill.c) aggregates its next
  * partition when the cursor has made the rows of the groups in memory, in
- * their place, so that one pass's groups are in memory at a time.  Rows are made on demand (gh_agg_run_next), for the
- * GpuHashAggregate scan, or all into a tuplestore (gh_agg_run_finish), for
- * the set-returning function; the column definition list's type modifiers
- * are applied to each row.
+ * their place, so that one pass's groups are in memory at a time.  Rows are
+ * made on demand (gh_agg_run_next), for the GpuHashAggregate scan, or all
+ * into a tuplestore (gh_agg_run_finish), for the set-returning function; the
+ * column definition list's type modifiers are applied to each row.
  *
  * Values are what PostgreSQL's aggregates return, byte for byte: integer
  * sums as bigint or NUMERIC, float sums with PostgreSQL's overflow check,
@@ -64,7 +64,8 @@ finish_pass(GhAggRun *run)
 	run->spill.peak = Max(run->spill.peak, gh_agg_group_memory(run));
 	if (run->spill.pending == NIL)
 		gh_agg_staging_free(run);
-	run->stats.ms_fetch += gh_agg_ms_since(t0);
+	if (run->spill.passes == 0)
+		run->stats.ms_fetch = gh_agg_ms_since(t0);
 }
 
 /*
@@ -78,9 +79,12 @@ next_pass(GhAggRun *run)
 	GhAggPart  *part = gh_agg_spill_pop(run);
 	TupleTableSlot *slot;
 	uint64		n = 0;
+	GhAggStats	before = run->stats;
+	instr_time	t0;
 
 	if (part == NULL)
 		return false;
+	INSTR_TIME_SET_CURRENT(t0);
 	run->spill.groups += run->main.ngroups + run->fb.ngroups;
 	run->spill.passes++;
 	gh_agg_sets_reset(run);
@@ -92,6 +96,12 @@ next_pass(GhAggRun *run)
 			CHECK_FOR_INTERRUPTS();
 	}
 	finish_pass(run);
+
+	/* the account of the first pass stays its own; later ones are summed */
+	run->stats.ms_flush = before.ms_flush;
+	run->stats.ms_device = before.ms_device;
+	run->stats.ms_verify = before.ms_verify;
+	run->stats.ms_passes += gh_agg_ms_since(t0);
 	return true;
 }
 
@@ -255,7 +265,8 @@ gh_agg_run_report(GhAggRun *run)
 		 "%llu batches, %llu rows in the fallback set, "
 		 "%llu numeric values on the host, %llu rescales; "
 		 "ms: total %.1f, input and staging %.1f, device %.1f, key checks %.1f, "
-		 "other batch work %.1f, result rows %.1f (of which accumulators to the host %.1f)",
+		 "other batch work %.1f, result rows %.1f (of which accumulators to the host %.1f, "
+		 "partitions' passes %.1f)",
 		 gpuhash_target_name(run->target), run->exact ? "device" : "host-checked",
 		 (unsigned long long) st->packets, (unsigned long long) st->batches,
 		 (unsigned long long) st->bad_rows,
@@ -264,7 +275,7 @@ gh_agg_run_report(GhAggRun *run)
 		 gh_agg_ms_since(st->t_begin) - st->ms_flush - st->ms_finish,
 		 st->ms_device, st->ms_verify,
 		 st->ms_flush - st->ms_device - st->ms_verify, st->ms_finish,
-		 st->ms_fetch);
+		 st->ms_fetch, st->ms_passes);
 
 	/*
 	 * The input in detail: the executor's wall time splits into packets
