@@ -14,7 +14,7 @@
 # isolation specs (test/isolation), each in a temporary preloaded instance,
 # and the pg_regress suites again under auto_explain; pgTAP (test/pgtap) via
 # pg_prove in a throwaway cluster; the GPU service (test/service.sh); memory
-# within work_mem (test/memory.sh); the
+# within work_mem (test/memory.sh, test/memory_agg.sh); the
 # robustness suite (test/robust: cancels, kills, injected failures, pgbench,
 # sqlsmith) and a backend's GPU work in single-user mode.  Logs go to
 # $GPUHASH_TEST_LOGDIR (default: a temp dir).
@@ -165,6 +165,14 @@ count_tap "$logdir/memory.tap"
 grep -E '^ *not ok|^#' "$logdir/memory.tap" | head -20
 if [ $rc -ne 0 ] && ! grep -qE '^ *not ok' "$logdir/memory.tap"; then
   failed=$((failed + 1)); echo "memory.sh exited $rc"; tail -20 "$logdir/memory.tap"; fi
+
+note "gpuhash_aggregate within its budget: 10^7 groups, int keys (device = $device: test/memory_agg.sh)"
+GPUHASH_TEST_LOGDIR=$logdir MEMAGG_DEVICE=$device MEMAGG_KEYS=int bash test/memory_agg.sh 10000000 >"$logdir/memory_agg.tap" 2>&1
+rc=$?
+count_tap "$logdir/memory_agg.tap"
+grep -E '^ *not ok|^#' "$logdir/memory_agg.tap" | head -20
+if [ $rc -ne 0 ] && ! grep -qE '^ *not ok' "$logdir/memory_agg.tap"; then
+  failed=$((failed + 1)); echo "memory_agg.sh exited $rc"; tail -20 "$logdir/memory_agg.tap"; fi
 
 note "robustness (cancel, terminate, kill -9, injected OOM, savepoints, 10,000 joins, pgbench, lifecycle, sqlsmith)"
 if [ "$quick" = 1 ]; then
