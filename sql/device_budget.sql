@@ -118,7 +118,8 @@ SELECT nothing_held FROM db_budget();
 -- with no budget; a plain role's gpuhash.device_memory_limit cannot lift
 -- the budget (the cost stays), it can lower it (the cost rises).  EXPLAIN
 -- only: no GPU is needed to plan for one.  work_mem is large, so that only
--- the device makes batches.
+-- the device makes batches; force_join is off (it prices every GPU join
+-- alike) and PostgreSQL's own joins are disabled instead.
 CREATE FUNCTION db_cost(q text) RETURNS float8 LANGUAGE plpgsql AS $$
 DECLARE
     j json;
@@ -128,6 +129,11 @@ BEGIN
 END $$;
 GRANT EXECUTE ON FUNCTION db_cost(text) TO gpuhash_budget_plain;
 SET work_mem = '1GB';
+RESET gpuhash.device_memory_limit;
+SET gpuhash.force_join = off;
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_nestloop = off;
 SET gpuhash.device = gpu;
 SELECT db_cost('SELECT * FROM db_o o JOIN db_i i ON o.k = i.k') AS cost_unbounded \gset
 ALTER SYSTEM SET gpuhash.server_device_memory = '1MB';
@@ -154,6 +160,11 @@ SET gpuhash.device_memory_limit = 1;
 SELECT db_cost('SELECT * FROM db_o o JOIN db_i i ON o.k = i.k') > :cost_unbounded AS limit_lowered_makes_batches;
 RESET ROLE;
 RESET gpuhash.device;
+RESET gpuhash.device_memory_limit;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_nestloop;
+SET gpuhash.force_join = on;
 DROP FUNCTION db_cost(text);
 
 -- work_mem stays large, so that db_i's table is one batch: the budget, not

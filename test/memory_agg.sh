@@ -51,8 +51,8 @@ jit = off" >/dev/null || { echo "cluster did not start" >&2; echo "0 passed, 1 f
 psqlq() { gh_as_pg psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 
 check() { # check NAME CONDITION-TEXT: count a result
-  if [ "$2" = ok ]; then passed=$((passed + 1)); echo "ok - $1"
-  else failed=$((failed + 1)); echo "not ok - $1: $2"; fi
+  if [ "$2" = ok ]; then passed=$((passed + 1)); echo "ok $((passed + failed)) - $1"
+  else failed=$((failed + 1)); echo "not ok $((passed + failed)) - $1: $2"; fi
 }
 
 t0=$(date +%s)
