@@ -152,6 +152,14 @@ RESET gpuhash.shared_build;
 -- plans the join (in batches on the GPU; the CPU twin has no such limit)
 SET gpuhash.device_memory_limit = 1;
 SELECT gh_check('SELECT o.w, i.v FROM bb_o o FULL JOIN bb_i i ON o.k = i.k');
+-- on a GPU host (gpuhash_test.gpu) with work_mem large enough for one host
+-- batch: partitioned passes on the GPU, each batch's table within the limit
+SET work_mem = '1GB';
+SELECT NOT current_setting('gpuhash_test.gpu')::bool OR
+       (p ->> 'Device' = 'gpu' AND (p ->> 'Hash Batches')::int > 1 AND
+        (p ->> 'Device Memory')::int <= 1024) AS gpu_passes_within_limit
+  FROM (SELECT bb_json('SELECT count(*), sum(i.v) FROM bb_o o JOIN bb_i i ON o.k = i.k') -> 0 -> 'Plan' -> 'Plans' -> 0 AS p) x;
+SELECT gh_check('SELECT count(*), sum(i.v) FROM bb_o o JOIN bb_i i ON o.k = i.k');
 RESET gpuhash.device_memory_limit;
 
 RESET work_mem;
