@@ -24,9 +24,10 @@ LANGUAGE sql AS $$
          server_wide
     FROM gpuhash_device_budget()
 $$;
--- db_others_mb: the MB (rounded up) that processes other than this backend
--- hold, once those that are ending (an earlier suite's backend) have given
--- back theirs: what is left is the GPU service's, which keeps it
+-- db_others_mb: the MB (rounded up) held apart from the tables to come, once
+-- other processes that are ending (an earlier suite's backend) have given
+-- back theirs: what is left is the GPU service's, which keeps it, and this
+-- backend's CUDA context's share on a GPU
 CREATE FUNCTION db_others_mb() RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
   service int := (SELECT pid FROM pg_stat_activity WHERE backend_type = 'gpuhash GPU service');
@@ -36,8 +37,9 @@ BEGIN
                            WHERE pid <> pg_backend_pid() AND pid IS DISTINCT FROM service);
     PERFORM pg_sleep(0.1);
   END LOOP;
+  -- this backend's own too: on a GPU, its CUDA context's share
   RETURN (SELECT coalesce(ceil(sum(reserved_bytes) / 1048576.0), 0)::bigint
-            FROM gpuhash_device_reservations() WHERE pid <> pg_backend_pid());
+            FROM gpuhash_device_reservations());
 END $$;
 CREATE TEMP TABLE db_seen (what text PRIMARY KEY, waits bigint, refusals bigint);
 -- db_mark(what): remembers the counters now
@@ -175,6 +177,9 @@ DROP FUNCTION db_cost(text);
 -- native's rows (only other processes could give back: the wait ends in a
 -- refusal)
 SET work_mem = '1GB';
+-- (a join first: on a GPU it makes this backend's context, whose share the
+-- budget then holds already)
+SELECT count(*) > 0 AS joined FROM db_o o JOIN db_i i ON o.k = i.k;
 SELECT 'gpuhash.server_device_memory = ''' || (db_others_mb() + 6) || 'MB''' AS budget \gset
 ALTER SYSTEM SET :budget;
 SELECT pg_reload_conf();
