@@ -246,10 +246,12 @@ gh_budget_reserve(uint64 bytes, bool may_wait)
 
 	/*
 	 * Only other processes give back, and only with shared memory; what is
-	 * larger than the whole budget never fits.
+	 * larger than the budget less what this process holds (its CUDA
+	 * context's share, its other tables: none of it comes back while it
+	 * waits) never fits.
 	 */
 	if (may_wait && gh_budget != NULL && gpuhash_device_memory_wait > 0 &&
-		bytes <= gh_budget_cap())
+		my_held <= gh_budget_cap() && bytes <= gh_budget_cap() - my_held)
 	{
 		pg_atomic_add_fetch_u64(&gh_budget->waits, 1);
 		my_waits++;
