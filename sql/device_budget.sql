@@ -177,9 +177,11 @@ DROP FUNCTION db_cost(text);
 -- a budget with room for one of db_i's tables (about 4.6 MB on the twin),
 -- not two: while a cursor holds one, the reservation of another is
 -- refused, and the join finishes where the GPU's fall-back puts it, with
--- native's rows.  It does not wait, even when it may: only other processes
--- could give back, and what this one holds leaves too little of the budget
--- (test/service.sh waits on another session)
+-- native's rows.  Whether it waits first depends on who holds the rest: it
+-- does not where only this backend's holdings stand in the way (no wait
+-- could help), it does where another process holds some, as the GPU
+-- service's context on a GPU host (test/service.sh waits on another
+-- session)
 SET work_mem = '1GB';
 -- (a join first: on a GPU it makes this backend's context, whose share the
 -- budget then holds already)
@@ -202,14 +204,15 @@ SELECT waited = 0 AS did_not_wait, refused > 0 AS refused FROM db_since('held, n
 SELECT db_mark('held, 200 ms');
 SET LOCAL gpuhash.device_memory_wait = '200ms';
 SELECT gh_check('SELECT o.id, i.v FROM db_o o LEFT JOIN db_i i ON o.k = i.k');
-SELECT waited = 0 AS did_not_wait, refused > 0 AS refused FROM db_since('held, 200 ms');
+SELECT refused > 0 AS refused FROM db_since('held, 200 ms');
 COMMIT;
 SELECT nothing_held FROM db_budget();
 -- given back, there is room again
 SELECT db_mark('given back');
 SELECT gh_check('SELECT o.id, i.v FROM db_o o JOIN db_i i ON o.k = i.k');
 SELECT waited, refused FROM db_since('given back');
--- a table larger than the whole budget is refused at once: no wait could help
+-- a table larger than the whole budget is refused (at once where only this
+-- backend's holdings stand in the way)
 SELECT 'gpuhash.server_device_memory = ''' || (db_others_mb() + 2) || 'MB''' AS budget \gset
 ALTER SYSTEM SET :budget;
 SELECT pg_reload_conf();
@@ -218,7 +221,7 @@ SELECT current_setting('gpuhash.server_device_memory') = substring(:'budget' FRO
 SELECT db_mark('over budget');
 SET gpuhash.device_memory_wait = '10s';
 SELECT gh_check('SELECT o.id, i.v FROM db_o o JOIN db_i i ON o.k = i.k');
-SELECT waited = 0 AS did_not_wait, refused > 0 AS refused FROM db_since('over budget');
+SELECT refused > 0 AS refused FROM db_since('over budget');
 RESET gpuhash.device_memory_wait;
 ALTER SYSTEM RESET gpuhash.server_device_memory;
 SELECT pg_reload_conf();

@@ -156,7 +156,13 @@ ghj_batch_init(GhjState *s)
 				nskew;
 
 	ghj_batch_end(s);
-	s->table_on_host = (gpuhash_exec_target() != GH_TARGET_GPU);
+	/*
+	 * Where the table will go, without making the CUDA context here: that
+	 * would wait for it, which the build overlaps with the inner scan
+	 * (gh_table_where decides when the rows are in).
+	 */
+	s->table_on_host = (gpuhash_device == GPUHASH_DEVICE_CPU ||
+						gpuhash_gpu_count() == 0);
 	s->grow_enabled = true;
 	s->over_budget = 0;
 	s->curbatch = 0;
