@@ -224,9 +224,9 @@ k_starts(Table T, const uint64_t *__restrict__ hashes, uint64_t n,
 
 /*
  * Place row indices into their groups.  Every hash distinct, or grouped
- * input: rows[] is the identity, one sequential pass.  Otherwise a row of a group of one goes to
- * the group's start; bigger groups' offsets walk down from the end to the
- * start with one atomicSub per slot per warp.
+ * input: rows[] is the identity, one sequential pass.  Otherwise a row of a
+ * group of one goes to the group's start; bigger groups' offsets walk down
+ * from the end to the start with one atomicSub per slot per warp.
  */
 template <int G>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
