@@ -170,3 +170,25 @@ gh_build_install() {
     tail -40 "$log"; return 1
   fi
 }
+
+# TAP for the scripts that start a cluster of their own (test/service.sh,
+# test/memory.sh): gh_tap_start DIR NAME numbers the results from 1 and, at
+# exit, stops the cluster in DIR, keeps its log as NAME-server.log in
+# GPUHASH_TEST_LOGDIR, prints the plan and exits non-zero if any failed.
+# ok NAME, notok NAME [DIAGNOSTIC], check GOT WANT NAME count a result.
+gh_tap_start() {
+  gh_tap_dir=$1 gh_tap_name=$2 n=0 failed=0
+  trap gh_tap_finish EXIT
+}
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+notok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; [ -n "${2:-}" ] && echo "# $2"; }
+check() { if [ "$1" = "$2" ]; then ok "$3"; else notok "$3" "got '$1', expected '$2'"; fi; }
+gh_tap_finish() {
+  gh_cluster_stop "$gh_tap_dir"
+  [ -n "${GPUHASH_TEST_LOGDIR:-}" ] &&
+    cp "$gh_tap_dir/server.log" "$GPUHASH_TEST_LOGDIR/$gh_tap_name-server.log" 2>/dev/null
+  rm -rf "$gh_tap_dir"
+  echo "1..$n"
+  [ "$failed" -eq 0 ]
+  exit $?
+}

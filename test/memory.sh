@@ -30,18 +30,7 @@ inner_rows=${GPUHASH_MEM_INNER_ROWS:-800000}
 
 cl=$(gh_tmpdir)
 port=$(gh_free_port)
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; [ -n "${2:-}" ] && echo "# $2"; }
-finish() {
-  gh_cluster_stop "$cl"
-  [ -n "${GPUHASH_TEST_LOGDIR:-}" ] && cp "$cl/server.log" "$GPUHASH_TEST_LOGDIR/memory-server.log" 2>/dev/null
-  rm -rf "$cl"
-  echo "1..$n"
-  [ "$failed" -eq 0 ]
-  exit $?
-}
-trap finish EXIT
+gh_tap_start "$cl" memory
 
 if ! gh_cluster_start "$cl" "$port" "gpuhash.device = $device
 shared_buffers = 16MB

@@ -46,6 +46,20 @@ count_tap() {
   echo "$ok passed, $nok failed in $(basename "$1")"
 }
 
+# run_tap LOG CMD...: runs a script that prints TAP into LOG, counts it,
+# shows its failures and diagnostics, and counts a script that failed
+# without a "not ok" line as one failure
+run_tap() {
+  local log=$1 rc
+  shift
+  "$@" >"$log" 2>&1
+  rc=$?
+  count_tap "$log"
+  grep -E '^ *not ok|^#' "$log" | head -20
+  if [ $rc -ne 0 ] && ! grep -qE '^ *not ok' "$log"; then
+    failed=$((failed + 1)); echo "$(basename "$log" .tap) exited $rc"; tail -20 "$log"; fi
+}
+
 # part NAME: whether this run includes that part (GPUHASH_TEST_PARTS, a list
 # of cuda regress autoexplain pgtap service memory single; unset: all;
 # robust follows GPUHASH_TEST_SKIP_ROBUST).  For a GPU
@@ -174,32 +188,18 @@ fi
 
 note "the GPU service (gpuhash.gpu_service = on, device = $device: test/service.sh)"
 if part service; then
-GPUHASH_TEST_DEVICE=$device GPUHASH_TEST_LOGDIR=$logdir bash test/service.sh >"$logdir/service.tap" 2>&1
-rc=$?
-count_tap "$logdir/service.tap"
-grep -E '^ *not ok' "$logdir/service.tap" | head -20
-if [ $rc -ne 0 ] && ! grep -qE '^ *not ok' "$logdir/service.tap"; then
-  failed=$((failed + 1)); echo "service.sh exited $rc"; tail -20 "$logdir/service.tap"; fi
+run_tap "$logdir/service.tap" env GPUHASH_TEST_DEVICE=$device GPUHASH_TEST_LOGDIR=$logdir bash test/service.sh
 fi
 
 note "memory within work_mem * hash_mem_multiplier (device = $device: test/memory.sh)"
 if part memory; then
-GPUHASH_TEST_DEVICE=$device GPUHASH_TEST_LOGDIR=$logdir bash test/memory.sh >"$logdir/memory.tap" 2>&1
-rc=$?
-count_tap "$logdir/memory.tap"
-grep -E '^ *not ok|^#' "$logdir/memory.tap" | head -20
-if [ $rc -ne 0 ] && ! grep -qE '^ *not ok' "$logdir/memory.tap"; then
-  failed=$((failed + 1)); echo "memory.sh exited $rc"; tail -20 "$logdir/memory.tap"; fi
+run_tap "$logdir/memory.tap" env GPUHASH_TEST_DEVICE=$device GPUHASH_TEST_LOGDIR=$logdir bash test/memory.sh
 fi
 
 note "gpuhash_aggregate within its budget: 10^7 groups, int keys (device = $device: test/memory_agg.sh)"
 if part memory; then
-GPUHASH_TEST_LOGDIR=$logdir MEMAGG_DEVICE=$device MEMAGG_KEYS=int bash test/memory_agg.sh 10000000 >"$logdir/memory_agg.tap" 2>&1
-rc=$?
-count_tap "$logdir/memory_agg.tap"
-grep -E '^ *not ok|^#' "$logdir/memory_agg.tap" | head -20
-if [ $rc -ne 0 ] && ! grep -qE '^ *not ok' "$logdir/memory_agg.tap"; then
-  failed=$((failed + 1)); echo "memory_agg.sh exited $rc"; tail -20 "$logdir/memory_agg.tap"; fi
+run_tap "$logdir/memory_agg.tap" env GPUHASH_TEST_LOGDIR=$logdir MEMAGG_DEVICE=$device MEMAGG_KEYS=int \
+  bash test/memory_agg.sh 10000000
 fi
 
 note "robustness (cancel, terminate, kill -9, injected OOM, savepoints, 10,000 joins, pgbench, lifecycle, sqlsmith)"

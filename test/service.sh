@@ -27,19 +27,7 @@ case $device in cpu|gpu|auto) ;; *) echo "GPUHASH_TEST_DEVICE must be cpu, gpu o
 
 cl=$(gh_tmpdir)
 port=$(gh_free_port)
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; [ -n "${2:-}" ] && echo "# $2"; }
-check() { if [ "$1" = "$2" ]; then ok "$3"; else notok "$3" "got '$1', expected '$2'"; fi; }
-finish() {
-  gh_cluster_stop "$cl"
-  [ -n "${GPUHASH_TEST_LOGDIR:-}" ] && cp "$cl/server.log" "$GPUHASH_TEST_LOGDIR/service-server.log" 2>/dev/null
-  rm -rf "$cl"
-  echo "1..$n"
-  [ "$failed" -eq 0 ]
-  exit $?
-}
-trap finish EXIT
+gh_tap_start "$cl" service
 
 if ! gh_cluster_start "$cl" "$port" "gpuhash.device = $device
 gpuhash.gpu_service = on
