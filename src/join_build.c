@@ -243,8 +243,7 @@ ghj_service_table(GhjState *s, uint64 *hashes, bool grouped)
 	 * else only a grouped build promises them.  The service builds no
 	 * grouped tables, so this backend does.
 	 */
-	if (grouped && !t->rows_identity &&
-		!(gh_table_shared(t) && s->shared->order_svc))
+	if (grouped && !ghj_shared_in_order(s, t))
 	{
 		gh_table_free(t);
 		t = gh_table_build_grouped(gpuhash_exec_target(), hashes, s->ninner);
@@ -482,8 +481,7 @@ ghj_shared_table(GhjState *s)
 static void
 ghj_build_shared(GhjState *s)
 {
-	instr_time	t0,
-				t1;
+	instr_time	t0;
 
 	INSTR_TIME_SET_CURRENT(t0);
 	switch (ghj_shared_attach(s))
@@ -521,16 +519,14 @@ ghj_build_shared(GhjState *s)
 	elapsed_ms(&t0, &s->store_ms);
 
 	ghj_shared_map(s);
-	if (s->table != NULL && !ghj_shared_in_order(s))
+	if (s->table != NULL && !ghj_shared_in_order(s, s->table))
 	{
 		gh_table_free(s->table);
 		s->table = NULL;
 	}
 	if (s->table == NULL)
 		ghj_make_table(s, ghj_shared_hashes(s), s->shared->regroup);
-	INSTR_TIME_SET_CURRENT(t1);
-	INSTR_TIME_SUBTRACT(t1, t0);
-	s->table_ms += INSTR_TIME_GET_MILLISEC(t1);
+	elapsed_ms(&t0, &s->table_ms);
 	s->built = true;
 	s->n_builds++;
 }

@@ -358,7 +358,7 @@ extern uint64 ghj_shared_nrows(GhjState *s);
 extern uint64 *ghj_shared_hashes(GhjState *s);
 extern void ghj_shared_offer_order(GhjState *s, const uint32 *rows,
 								   bool service_shared);
-extern bool ghj_shared_in_order(GhjState *s);
+extern bool ghj_shared_in_order(GhjState *s, const GhTable *table);
 extern void ghj_shared_regroup(GhjState *s);
 extern void ghj_shared_regrouped(GhjState *s);
 extern void ghj_shared_detach(GhjState *s);

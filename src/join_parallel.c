@@ -453,20 +453,20 @@ ghj_shared_offer_order(GhjState *s, const uint32 *rows, bool service_shared)
 }
 
 /*
- * ghj_shared_in_order says whether this participant's table groups the rows
- * in the store's order (after GHJ_PH_REGROUP): its rows are the identity
- * (a grouped build, or no hash repeats), or they are the order itself: it
- * offered them, or it is a view of the service table that did.
+ * ghj_shared_in_order says whether table, this participant's, groups the
+ * rows in the store's order (after GHJ_PH_REGROUP): its rows are the
+ * identity (a grouped build, or no hash repeats), or they are the order
+ * itself: it offered them, or it is a view of the service table that did.
  */
 bool
-ghj_shared_in_order(GhjState *s)
+ghj_shared_in_order(GhjState *s, const GhTable *table)
 {
 	GhjShared  *sh = s->shared;
 
 	/* with repeated hashes only a grouped build has the identity */
-	if (!sh->regroup || s->order_provider || s->table->rows_identity)
+	if (!sh->regroup || s->order_provider || table->rows_identity)
 		return true;
-	return gh_table_shared(s->table) && sh->order_svc;
+	return gh_table_shared(table) && sh->order_svc;
 }
 
 /*
