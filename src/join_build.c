@@ -55,7 +55,6 @@ static void ghj_route_inner(GhjState *s, ExprContext *econtext,
 static TupleTableSlot *ghj_next_inner(GhjState *s, ExprContext *econtext);
 static void too_many_inner_rows(void) pg_attribute_noreturn();
 static void ghj_load_shared(GhjState *s);
-static void elapsed_ms(instr_time *start, double *ms);
 static void ghj_shared_table(GhjState *s);
 static void ghj_build_shared(GhjState *s);
 static void ghj_build_private(GhjState *s);
@@ -441,22 +440,6 @@ ghj_load_shared(GhjState *s)
 }
 
 /*
- * elapsed_ms adds the time since *start to *ms, and restarts *start.
- */
-static void
-elapsed_ms(instr_time *start, double *ms)
-{
-	instr_time	now;
-	instr_time	d;
-
-	INSTR_TIME_SET_CURRENT(now);
-	d = now;
-	INSTR_TIME_SUBTRACT(d, *start);
-	*ms += INSTR_TIME_GET_MILLISEC(d);
-	*start = now;
-}
-
-/*
  * ghj_shared_table builds this participant's table from the shared store's
  * hashes (GHJ_PH_TABLES); if some hash repeats, it offers its row array as
  * the store's order.
@@ -488,7 +471,7 @@ ghj_build_shared(GhjState *s)
 	{
 		case GHJ_PH_LOAD:
 			ghj_load_shared(s);
-			elapsed_ms(&t0, &s->load_ms);
+			ghj_elapsed_ms(&t0, &s->load_ms);
 			if (ghj_shared_loaded(s))
 				ghj_shared_allocate(s);
 			/* FALLTHROUGH */
@@ -500,11 +483,11 @@ ghj_build_shared(GhjState *s)
 				too_many_inner_rows();
 			ghj_shared_compact(s);
 			(void) ghj_shared_next_phase(s);
-			elapsed_ms(&t0, &s->store_ms);
+			ghj_elapsed_ms(&t0, &s->store_ms);
 			/* FALLTHROUGH */
 		case GHJ_PH_TABLES:
 			ghj_shared_table(s);
-			elapsed_ms(&t0, &s->table_ms);
+			ghj_elapsed_ms(&t0, &s->table_ms);
 			(void) ghj_shared_next_phase(s);
 			/* FALLTHROUGH */
 		case GHJ_PH_REGROUP:
@@ -516,7 +499,7 @@ ghj_build_shared(GhjState *s)
 			break;
 	}
 	ghj_shared_detach(s);
-	elapsed_ms(&t0, &s->store_ms);
+	ghj_elapsed_ms(&t0, &s->store_ms);
 
 	ghj_shared_map(s);
 	if (s->table != NULL && !ghj_shared_in_order(s, s->table))
@@ -526,7 +509,7 @@ ghj_build_shared(GhjState *s)
 	}
 	if (s->table == NULL)
 		ghj_make_table(s, ghj_shared_hashes(s), s->shared->regroup);
-	elapsed_ms(&t0, &s->table_ms);
+	ghj_elapsed_ms(&t0, &s->table_ms);
 	s->built = true;
 	s->n_builds++;
 }

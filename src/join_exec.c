@@ -53,6 +53,9 @@ static void ghj_end(CustomScanState *node);
 static void ghj_rescan(CustomScanState *node);
 static void explain_build_phases(double load_ms, double store_ms,
 								 double table_ms, ExplainState *es);
+static void explain_probe_phases(double outer_ms, double device_ms,
+								 double order_ms, double rows_ms,
+								 ExplainState *es);
 static void ghj_explain(CustomScanState *node, List *ancestors,
 						ExplainState *es);
 static Size ghj_estimate_dsm(CustomScanState *node, ParallelContext *pcxt);
@@ -745,6 +748,29 @@ explain_build_phases(double load_ms, double store_ms, double table_ms,
 }
 
 /*
+ * explain_probe_phases shows where the probe's time went: reading and
+ * hashing the outer batches (the outer plan included), the device's
+ * answers, ordering each batch's visits, and the batches' rows, verified
+ * and emitted, with the time the plan above spends on them.
+ */
+static void
+explain_probe_phases(double outer_ms, double device_ms, double order_ms,
+					 double rows_ms, ExplainState *es)
+{
+	if (es->format == EXPLAIN_FORMAT_TEXT)
+	{
+		appendStringInfoSpaces(es->str, es->indent * 2);
+		appendStringInfo(es->str, "Probe Phases: outer %.3f ms, device %.3f ms, order %.3f ms, rows %.3f ms\n",
+						 outer_ms, device_ms, order_ms, rows_ms);
+		return;
+	}
+	ExplainPropertyFloat("Probe Outer Time", "ms", outer_ms, 3, es);
+	ExplainPropertyFloat("Probe Device Time", "ms", device_ms, 3, es);
+	ExplainPropertyFloat("Probe Order Time", "ms", order_ms, 3, es);
+	ExplainPropertyFloat("Probe Rows Time", "ms", rows_ms, 3, es);
+}
+
+/*
  * ghj_explain adds the join's properties to EXPLAIN, and with ANALYZE what
  * the build and the probe did, in this process and in each worker.
  */
@@ -808,6 +834,8 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 
 			ExplainPropertyFloat("Device Time", "ms",
 								 s->dev_ms_done + s->table->device_ms, 3, es);
+			explain_probe_phases(s->outer_ms, s->dev_ms_done + s->table->device_ms,
+								 s->order_ms, s->rows_ms, es);
 			ExplainPropertyFloat("Load Factor", NULL, lf, 3, es);
 			ExplainPropertyUInteger("Device Memory", "kB",
 									(dev_peak + 1023) / 1024, es);
@@ -855,13 +883,15 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			text = psprintf("Inner Rows: " UINT64_FORMAT ", Batches: " UINT64_FORMAT
 							", Candidates: " UINT64_FORMAT ", Verified Matches: " UINT64_FORMAT
 							", Build Time: %.3f ms%s, Context Wait: %.3f ms, Device Time: %.3f ms"
+							", Probe Phases: (outer %.3f, order %.3f, rows %.3f)"
 							", Batches Before GPU: " UINT64_FORMAT "%s",
 							st->inner_rows, st->batches, st->candidates, st->matches,
 							st->build_ms,
 							s->shared_build ?
 							psprintf(" (load %.3f, store %.3f, table %.3f)",
 									 st->load_ms, st->store_ms, st->table_ms) : "",
-							st->context_ms, st->device_ms, st->cpu_batches,
+							st->context_ms, st->device_ms,
+							st->outer_ms, st->order_ms, st->rows_ms, st->cpu_batches,
 							st->shared_table ? ", Table: one for all participants" : "");
 			ExplainPropertyText(label, text, es);
 		}

@@ -19,6 +19,7 @@
 #define GPUHASH_JOIN_EXEC_H
 
 #include "nodes/execnodes.h"
+#include "portability/instr_time.h"
 #include "port/atomics.h"
 #include "storage/buffile.h"
 #include "storage/barrier.h"
@@ -69,6 +70,9 @@ typedef struct GhjStats
 	double		load_ms;		/* a shared build's phases (GhjState's) */
 	double		store_ms;
 	double		table_ms;
+	double		outer_ms;		/* the probe's phases (GhjState's) */
+	double		order_ms;
+	double		rows_ms;
 	double		context_ms;
 	double		device_ms;
 	uint64		cpu_batches;
@@ -312,10 +316,32 @@ typedef struct GhjState
 	double		load_ms;		/* shared build: reading the inner side */
 	double		store_ms;		/* shared build: the store, waits included */
 	double		table_ms;		/* shared build: the table */
+	double		outer_ms;		/* probe: reading and hashing outer batches */
+	double		order_ms;		/* probe: ordering a batch's visits */
+	double		rows_ms;		/* probe: a batch's rows, the plan above included */
+	instr_time	probe_mark;		/* the last of these phases ended here */
+	bool		probe_marked;
 	double		context_ms;		/* waiting for the device to be ready */
 	bool		gpu_later;		/* on the CPU twin until the context is made */
 	uint64		n_cpu_batches;	/* batches probed on the CPU twin meanwhile */
 } GhjState;
+
+/*
+ * ghj_elapsed_ms adds the time since *start to *ms and restarts *start: the
+ * phase timers of EXPLAIN ANALYZE, read a few times per batch.
+ */
+static inline void
+ghj_elapsed_ms(instr_time *start, double *ms)
+{
+	instr_time	now;
+	instr_time	d;
+
+	INSTR_TIME_SET_CURRENT(now);
+	d = now;
+	INSTR_TIME_SUBTRACT(d, *start);
+	*ms += INSTR_TIME_GET_MILLISEC(d);
+	*start = now;
+}
 
 /* join_build.c */
 extern void ghj_build(GhjState *s);

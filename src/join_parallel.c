@@ -649,6 +649,9 @@ ghj_publish_stats(GhjState *s)
 	st->load_ms = s->load_ms;
 	st->store_ms = s->store_ms;
 	st->table_ms = s->table_ms;
+	st->outer_ms = s->outer_ms;
+	st->order_ms = s->order_ms;
+	st->rows_ms = s->rows_ms;
 	st->context_ms = s->context_ms;
 	st->device_ms = s->table ? s->table->device_ms : 0;
 	st->cpu_batches = s->n_cpu_batches;

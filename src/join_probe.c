@@ -242,6 +242,12 @@ ghj_next_batch(GhjState *s)
 	uint32		m = 0;
 	uint32		cap;
 
+	/* the previous batch's rows end here (EXPLAIN ANALYZE's Probe Phases) */
+	if (s->probe_marked)
+		ghj_elapsed_ms(&s->probe_mark, &s->rows_ms);
+	else
+		INSTR_TIME_SET_CURRENT(s->probe_mark);
+	s->probe_marked = true;
 	MemoryContextReset(s->batch_cxt);
 	if (s->batch_vals == NULL)
 	{
@@ -320,14 +326,19 @@ ghj_next_batch(GhjState *s)
 	s->cur_loaded = false;
 	s->cur_matched = false;
 	ghj_batch_note_peak(s, 0);
+	ghj_elapsed_ms(&s->probe_mark, &s->outer_ms);
 	if (n == 0)
+	{
+		s->probe_marked = false;
 		return false;
+	}
 
 	if (s->gpu_later && !gpuhash_gpu_warming())
 		ghj_move_to_gpu(s);
 	if (s->gpu_later)
 		s->n_cpu_batches++;
 	gh_table_probe(s->table, s->batch_hashes, n, s->batch_first, s->batch_count);
+	INSTR_TIME_SET_CURRENT(s->probe_mark);	/* the table counts device time */
 	for (uint32 i = 0; i < n; i++)
 	{
 		if (s->batch_null[i])
@@ -350,6 +361,7 @@ ghj_next_batch(GhjState *s)
 		s->visit_count[p] = s->batch_count[s->batch_order[p]];
 	}
 	s->n_batches++;
+	ghj_elapsed_ms(&s->probe_mark, &s->order_ms);
 	return true;
 }
 
@@ -640,5 +652,6 @@ ghj_reset_probe(GhjState *s)
 	s->cur_matched = false;
 	s->outer_done = false;
 	s->inner_pos = 0;
+	s->probe_marked = false;
 }
 

@@ -6,6 +6,9 @@
 # JOINEXPLAIN=serial: the serial int4 GpuHashJoin alone, three times.
 # JOINEXPLAIN=quick: only the int4 GpuHashJoins (serial, then 8 workers with
 # VERBOSE), for a scale where native serial runs take a minute.
+# JOINEXPLAIN=phases: the int4 and text workloads with 16 workers at the
+# planner's choice, each join's build and probe phases (VERBOSE), the scan
+# floors, and the int4 join's time at three gpuhash.batch_rows.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../test/lib.sh"
@@ -28,6 +31,32 @@ EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) :q;
 \echo == gpuhash 16 workers (forced)
 SET max_parallel_workers_per_gather = 16;
 EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) :q;
+SQL
+    ;;
+  phases)
+    explain <<'SQL'
+RESET gpuhash.force_join;
+SET max_parallel_workers_per_gather = 16;
+\timing on
+\echo == floors: the scan alone, and with the key read
+SELECT count(*) FROM s;
+SELECT count(*) FROM s;
+SELECT count(*), sum(k) FROM s;
+\echo == int4, text: gpuhash at the planner's choice, twice each
+EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) :q;
+EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) :q;
+EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.t = r.t;
+EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.t = r.t;
+\echo == int4 without EXPLAIN at batch_rows 16384, 65536, 262144
+SET gpuhash.batch_rows = 16384;
+:q;
+:q;
+SET gpuhash.batch_rows = 65536;
+:q;
+:q;
+SET gpuhash.batch_rows = 262144;
+:q;
+:q;
 SQL
     ;;
   serial)
