@@ -87,14 +87,15 @@ static bool batch_needed(GhjState *s, int batchno);
 /*
  * outer_row_bytes is what one row of an outer batch takes in its arrays
  * (see ghj_next_batch): stored columns and their null flags, keys, the
- * NULL-key flag, the hash, the candidate range, and four visit arrays.
+ * NULL-key flag, the hash, the candidate range, three visit arrays and the
+ * copy of the visit's first record.
  */
 static Size
 outer_row_bytes(GhjState *s)
 {
 	return Max(s->nstored, 1) * (sizeof(Datum) + sizeof(bool)) +
 		s->nkeys * sizeof(Datum) + sizeof(bool) + sizeof(uint64) +
-		6 * sizeof(uint32);
+		5 * sizeof(uint32) + s->stride * sizeof(Datum);
 }
 
 /* table_host_bytes is the host memory a table of nrows takes (CPU twin). */

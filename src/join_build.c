@@ -346,7 +346,7 @@ ghj_free_table(GhjState *s)
 	s->batch_order = NULL;
 	s->visit_first = NULL;
 	s->visit_count = NULL;
-	s->sort_tmp = NULL;
+	s->visit_recs = NULL;
 	s->inner_recs = NULL;
 	if (s->store_shared)
 		memset(s->rec_base, 0, sizeof(Datum) * (s->nkeys + s->ninner_cols));

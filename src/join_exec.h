@@ -256,10 +256,10 @@ typedef struct GhjState
 	uint64	   *batch_hashes;	/* pinned for the GPU */
 	uint32	   *batch_first;
 	uint32	   *batch_count;
-	uint32	   *batch_order;	/* the rows to visit, by first candidate */
+	uint32	   *batch_order;	/* the rows to visit: matched first */
 	uint32	   *visit_first;	/* first and count of each visit, in order */
 	uint32	   *visit_count;
-	uint32	   *sort_tmp;
+	Datum	   *visit_recs;		/* each visit's first candidate, copied */
 	uint32		n_order;
 	uint32		cur;			/* position in batch_order */
 	uint32		cur_cand;

@@ -7,11 +7,13 @@
  * Datum arrays and hashed (keys.c); the device returns, per outer row, the
  * range of records holding its candidates (ghj_next_batch); when the join
  * has batches (join_batch.c), outer rows of other batches go to their files
- * as they are read, and later batches read theirs back.  The batch is
- * visited in the order of the first candidates, so the inner records are
- * read front to back (ghj_probe_batch).  Every candidate is verified on the
- * CPU with the join operators' own equality functions (a shared 64-bit hash
- * is only a hint), then the remaining join quals are evaluated, and the pair
+ * as they are read, and later batches read theirs back.  The first
+ * candidate record of every row is copied out of the store in one tight
+ * loop (gather_first), whose independent loads the processor overlaps, so
+ * the per-row work reads its records in order (ghj_probe_batch).  Every
+ * candidate is verified on the CPU with the join operators' own equality
+ * functions (a shared 64-bit hash is only a hint), then the remaining join
+ * quals are evaluated, and the pair
  * is filtered by the pushed-down quals and projected from two virtual
  * slots, or copied column by column where the projection allows (see
  * direct_proj).  Left, full and anti joins emit unmatched outer rows; right
@@ -39,17 +41,15 @@
 #include "join_exec.h"
 
 /*
- * How many visits ahead the probe loop prefetches inner records.  On a 10M x
- * 1M join with the CPU twin, 24 to 96 spent 0.15 s less CPU than 8 (whose
- * prefetches arrived too late) and 4; 32 sits in the flat middle.
+ * How many visits ahead the probe loop asks for the arena data of a
+ * by-reference key, and gather_first for a record.
  */
-#define GHJ_PREFETCH 32
+#define GHJ_PREFETCH 16
 
 static inline void store_outer(GhjState *s, TupleTableSlot *slot, uint32 n);
 static inline TupleTableSlot *next_outer(GhjState *s, ExprContext *econtext);
 static uint32 fill_partitioned(GhjState *s, ExprContext *econtext);
-static void sort_by_first(uint32 *order, uint32 *tmp, const uint32 *first,
-						  uint32 n, uint32 limit);
+static void gather_first(GhjState *s);
 static inline bool ghj_verify(GhjState *s, uint32 i, const Datum *ik);
 static inline void ghj_load_outer(GhjState *s, uint32 i);
 static inline void ghj_load_inner(GhjState *s, const Datum *rec);
@@ -89,55 +89,6 @@ store_outer(GhjState *s, TupleTableSlot *slot, uint32 n)
 		}
 		MemoryContextSwitchTo(old);
 	}
-}
-
-/*
- * sort_by_first orders the batch rows in order[0 .. n-1] by their first
- * candidate (a least-significant-digit radix sort; first < limit).
- */
-static void
-sort_by_first(uint32 *order, uint32 *tmp, const uint32 *first, uint32 n,
-			  uint32 limit)
-{
-	uint32		counts[4096];
-	int			nbits = limit > 1 ? 32 - __builtin_clz(limit - 1) : 0;
-	int			passes = (nbits + 11) / 12;
-	int			digit;
-	uint32		mask;
-	uint32	   *src = order,
-			   *dst = tmp;
-
-	if (n < 2 || passes == 0)
-		return;
-	digit = (nbits + passes - 1) / passes;
-	mask = (1U << digit) - 1;
-	for (int p = 0, shift = 0; p < passes; p++, shift += digit)
-	{
-		uint32		sum = 0;
-		uint32	   *swap;
-
-		memset(counts, 0, sizeof(uint32) * (mask + 1));
-		for (uint32 j = 0; j < n; j++)
-			counts[(first[src[j]] >> shift) & mask]++;
-		for (uint32 b = 0; b <= mask; b++)
-		{
-			uint32		c = counts[b];
-
-			counts[b] = sum;
-			sum += c;
-		}
-		for (uint32 j = 0; j < n; j++)
-		{
-			uint32		i = src[j];
-
-			dst[counts[(first[i] >> shift) & mask]++] = i;
-		}
-		swap = src;
-		src = dst;
-		dst = swap;
-	}
-	if (src != order)
-		memcpy(order, src, sizeof(uint32) * n);
 }
 
 /*
@@ -229,9 +180,9 @@ fill_partitioned(GhjState *s, ExprContext *econtext)
 /*
  * ghj_next_batch pulls, copies and hashes the next batch of outer rows,
  * probes the table with it, and lists the rows to visit: those with
- * candidates in the order of their first candidate (so the inner records are
- * read front to back, not at random), then, for joins that emit unmatched
- * outer rows, the others.  Returns false when the outer side is done.
+ * candidates, their first candidates copied beside them (gather_first),
+ * then, for joins that emit unmatched outer rows, the others.  Returns
+ * false when the outer side is done.
  */
 bool
 ghj_next_batch(GhjState *s)
@@ -263,7 +214,8 @@ ghj_next_batch(GhjState *s)
 		s->batch_order = palloc_extended(sizeof(uint32) * s->batch_cap, MCXT_ALLOC_HUGE);
 		s->visit_first = palloc_extended(sizeof(uint32) * s->batch_cap, MCXT_ALLOC_HUGE);
 		s->visit_count = palloc_extended(sizeof(uint32) * s->batch_cap, MCXT_ALLOC_HUGE);
-		s->sort_tmp = palloc_extended(sizeof(uint32) * s->batch_cap, MCXT_ALLOC_HUGE);
+		s->visit_recs = palloc_extended(sizeof(Datum) * s->stride * s->batch_cap,
+										MCXT_ALLOC_HUGE);
 		MemoryContextSwitchTo(old);
 		/* a table in the GPU service lends its probe area: nothing is copied */
 		s->batch_in_table = gh_table_probe_area(s->table, s->batch_cap,
@@ -346,7 +298,6 @@ ghj_next_batch(GhjState *s)
 		else if (s->batch_count[i] > 0)
 			s->batch_order[m++] = i;
 	}
-	sort_by_first(s->batch_order, s->sort_tmp, s->batch_first, m, s->ninner);
 	if (s->jointype == JOIN_LEFT || s->jointype == JOIN_FULL ||
 		s->jointype == JOIN_ANTI)
 	{
@@ -360,9 +311,41 @@ ghj_next_batch(GhjState *s)
 		s->visit_first[p] = s->batch_first[s->batch_order[p]];
 		s->visit_count[p] = s->batch_count[s->batch_order[p]];
 	}
+	gather_first(s);
 	s->n_batches++;
 	ghj_elapsed_ms(&s->probe_mark, &s->order_ms);
 	return true;
+}
+
+/*
+ * gather_first copies the first candidate record of every visit into
+ * visit_recs, in visit order: one tight loop of independent loads, which
+ * the processor overlaps far better than the same loads spread through the
+ * per-row work of ghj_probe_batch; the visits then read their records in
+ * order.
+ */
+static void
+gather_first(GhjState *s)
+{
+	const uint32 stride = s->stride;
+	const Datum *recs = s->inner_recs;
+	Datum	   *out = s->visit_recs;
+
+	for (uint32 p = 0; p < s->n_order && s->visit_count[p] > 0; p++)
+	{
+		const Datum *src;
+
+		if (p + GHJ_PREFETCH < s->n_order && s->visit_count[p + GHJ_PREFETCH] > 0)
+		{
+			const Datum *ahead = &recs[(size_t) s->visit_first[p + GHJ_PREFETCH] * stride];
+
+			__builtin_prefetch(ahead);
+			__builtin_prefetch(&ahead[stride - 1]);
+		}
+		src = &recs[(size_t) s->visit_first[p] * stride];
+		for (uint32 w = 0; w < stride; w++)
+			out[(size_t) p * stride + w] = src[w];
+	}
 }
 
 /* ghj_verify checks outer row i against inner record rec with the operators. */
@@ -531,37 +514,15 @@ ghj_probe_batch(GhjState *s, ExprContext *econtext)
 		if (!s->cur_loaded)
 		{
 			/*
-			 * Ask for the records of the row GHJ_PREFETCH visits ahead.
-			 * Visits go up the inner side in order, so this mostly runs
-			 * ahead of the hardware prefetcher across page boundaries.
-			 * (Written in line: GCC drops a static function holding only
-			 * prefetches.)
-			 */
-			if (s->cur + GHJ_PREFETCH < s->n_order)
-			{
-				uint32		ahead = s->cur + GHJ_PREFETCH;
-
-				if (s->visit_count[ahead] > 0)
-				{
-					const Datum *rec = &s->inner_recs[(size_t) s->visit_first[ahead] * s->stride];
-
-					__builtin_prefetch(rec);
-					__builtin_prefetch(&rec[s->stride - 1]);
-				}
-				__builtin_prefetch(&s->batch_vals[(size_t) s->batch_order[ahead] * s->nstored]);
-				__builtin_prefetch(&s->batch_keys[(size_t) s->batch_order[ahead] * s->nkeys]);
-			}
-
-			/*
 			 * A by-reference key (text, numeric, ...) is verified through
-			 * its pointer: half as far ahead, where the record asked for
-			 * above has arrived, ask for the data its keys point to.
+			 * its pointer into the arena: ask for the data of the visit
+			 * GHJ_PREFETCH ahead.  (Written in line: GCC drops a static
+			 * function holding only prefetches.)
 			 */
-			if (s->inner_key_byref && s->cur + GHJ_PREFETCH / 2 < s->n_order &&
-				s->visit_count[s->cur + GHJ_PREFETCH / 2] > 0)
+			if (s->inner_key_byref && s->cur + GHJ_PREFETCH < s->n_order &&
+				s->visit_count[s->cur + GHJ_PREFETCH] > 0)
 			{
-				const Datum *rec = &s->inner_recs[(size_t) s->visit_first[s->cur + GHJ_PREFETCH / 2] *
-												  s->stride];
+				const Datum *rec = &s->visit_recs[(size_t) (s->cur + GHJ_PREFETCH) * s->stride];
 
 				for (int k = 0; k < s->nkeys; k++)
 					if (!s->inner_keys.byval[k])
@@ -575,7 +536,9 @@ ghj_probe_batch(GhjState *s, ExprContext *econtext)
 		while (s->cur_cand < s->visit_count[s->cur])
 		{
 			uint32		r = s->visit_first[s->cur] + s->cur_cand;
-			const Datum *rec = &s->inner_recs[(size_t) r * s->stride];
+			const Datum *rec = s->cur_cand == 0 ?
+				&s->visit_recs[(size_t) s->cur * s->stride] :
+				&s->inner_recs[(size_t) r * s->stride];
 			MemoryContext old;
 			bool		ok;
 
