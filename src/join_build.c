@@ -21,11 +21,11 @@
  *
  * The inner side is read by this process alone (ghj_build_private), or,
  * in a parallel join whose plan asks for it, together with the other
- * participants through shared chunks (ghj_build_shared; see
- * join_parallel.c), each participant then copying all the rows into its own
- * store.  Either way the build ends in ghj_finish_build, which is where the
- * device is first needed: a GPU join's CUDA context has been in the making
- * since executor start-up, overlapping the inner scan.  A table built on
+ * participants into one shared store that all of them probe
+ * (ghj_build_shared; see join_parallel.c).  Either way the build ends in
+ * ghj_finish_build, which is where the device is first needed: a GPU join's
+ * CUDA context has been in the making since executor start-up, overlapping
+ * the inner scan.  A table built on
  * the CPU twin while the context was not ready yet moves to the GPU once it
  * is (ghj_move_to_gpu); one made by the GPU service lives in the service.
  *-------------------------------------------------------------------------
@@ -410,7 +410,7 @@ too_many_inner_rows(void)
 
 /*
  * ghj_load_shared reads this participant's share of the inner side into
- * shared chunks (GHJ_PH_LOAD).
+ * chunks (GHJ_PH_LOAD), which it later copies into the shared store.
  */
 static void
 ghj_load_shared(GhjState *s)

@@ -104,20 +104,18 @@ typedef struct GhjShared
 
 	/*
 	 * A shared build (GHJ_PRIV_SHARED): the participants read their shares
-	 * of the partial inner path into chunks in the query's DSA area, then
-	 * together copy them into one store that every participant probes in
-	 * place (the GHJ_PH_* phases of build_barrier).
+	 * of the partial inner path into chunks of their own memory, then each
+	 * copies its share into one store in the query's DSA area that every
+	 * participant probes in place (the GHJ_PH_* phases of build_barrier).
 	 */
 	Barrier		build_barrier;
 	slock_t		mutex;
-	dsa_pointer chunks;			/* the filled chunks, newest first */
 
 	/* the store, from GHJ_PH_ALLOCATE on */
-	uint64		nrows;			/* rows of all the chunks */
+	uint64		nrows;			/* rows the participants loaded */
 	Size		arena_bytes;	/* their by-reference data */
-	int			nchunks;
-	dsa_pointer chunk_dir;		/* GhjChunkRef[nchunks]: where each goes */
-	pg_atomic_uint32 next_chunk;	/* GHJ_PH_COMPACT: the next to copy */
+	pg_atomic_uint64 next_row;	/* GHJ_PH_COMPACT: where the next share goes */
+	pg_atomic_uint64 next_arena;
 	dsa_pointer store_hashes;	/* uint64[nrows] */
 	dsa_pointer store_recs;		/* Datum[nrows * stride] */
 	dsa_pointer store_arena;	/* by-reference values, as offsets in it */
@@ -273,7 +271,7 @@ typedef struct GhjState
 	GhjShared  *shared;			/* the parallel segment's part (DSM) */
 	GhjShared  *shared_copy;	/* leader: copied out at shutdown */
 	struct GhjChunk *chunk;		/* shared build: the chunk being filled */
-	dsa_pointer chunk_dp;
+	struct GhjChunk *chunks;	/* and those filled, in build_tmp_cxt */
 
 	/*
 	 * batches (join_batch.c): the inner side partitioned by hash bits into
