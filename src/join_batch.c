@@ -88,14 +88,15 @@ static bool batch_needed(GhjState *s, int batchno);
  * outer_row_bytes is what one row of an outer batch takes in its arrays
  * (see ghj_next_batch): stored columns and their null flags, keys, the
  * NULL-key flag, the hash, the candidate range, three visit arrays and the
- * copy of the visit's first record.
+ * copy of the visit's first record with its short by-reference keys.
  */
 static Size
 outer_row_bytes(GhjState *s)
 {
 	return Max(s->nstored, 1) * (sizeof(Datum) + sizeof(bool)) +
 		s->nkeys * sizeof(Datum) + sizeof(bool) + sizeof(uint64) +
-		5 * sizeof(uint32) + s->stride * sizeof(Datum);
+		5 * sizeof(uint32) + s->stride * sizeof(Datum) +
+		s->nbyref_keys * GHJ_KEY_COPY_MAX;
 }
 
 /* table_host_bytes is the host memory a table of nrows takes (CPU twin). */

@@ -347,6 +347,7 @@ ghj_free_table(GhjState *s)
 	s->visit_first = NULL;
 	s->visit_count = NULL;
 	s->visit_recs = NULL;
+	s->visit_bytes = NULL;
 	s->inner_recs = NULL;
 	if (s->store_shared)
 		memset(s->rec_base, 0, sizeof(Datum) * (s->nkeys + s->ninner_cols));

@@ -411,7 +411,10 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 										  s->inner_keys.fast[i]);
 		s->swapped[i] = list_nth_int(swapped, i) != 0;
 		if (!s->inner_keys.byval[i])
+		{
 			s->inner_has_byref = s->inner_key_byref = true;
+			s->nbyref_keys++;
+		}
 		i++;
 	}
 	s->outer_keys_plain = true;

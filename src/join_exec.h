@@ -211,6 +211,7 @@ typedef struct GhjState
 	bool	   *inner_attbyval;
 	bool		inner_has_byref;	/* a by-reference key or column */
 	bool		inner_key_byref;	/* a by-reference key */
+	int			nbyref_keys;	/* how many */
 	int			nullwords;		/* uint64 words of a record's null bitmap */
 	int			stride;			/* Datums per record: keys, columns, nulls */
 	uint32		ninner;
@@ -258,6 +259,7 @@ typedef struct GhjState
 	uint32	   *visit_first;	/* first and count of each visit, in order */
 	uint32	   *visit_count;
 	Datum	   *visit_recs;		/* each visit's first candidate, copied */
+	char	   *visit_bytes;	/* and its short by-reference keys */
 	uint32		n_order;
 	uint32		cur;			/* position in batch_order */
 	uint32		cur_cand;
@@ -435,6 +437,12 @@ byref_attr(GhjState *s, int k, int16 *typlen)
 	*typlen = s->inner_attlen[k - s->nkeys];
 	return !s->inner_attbyval[k - s->nkeys];
 }
+
+/*
+ * The by-reference keys of a visit's first candidate up to this size are
+ * copied beside it (join_probe.c, gather_first): one cache line.
+ */
+#define GHJ_KEY_COPY_MAX 64
 
 /* byref_null: is record position k a NULL column? (keys are never NULL) */
 static inline bool

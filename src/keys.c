@@ -24,6 +24,7 @@
 #include "access/hash.h"
 #include "access/nbtree.h"
 #include "catalog/pg_amop.h"
+#include "utils/builtins.h"
 #include "utils/catcache.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -32,6 +33,7 @@
 
 #include "keys.h"
 
+static uint8 gh_key_text_kind(FmgrInfo *fn, Oid coll);
 static uint8 gh_key_hash_kind(FmgrInfo *fn, Oid coll);
 
 /*
@@ -97,6 +99,33 @@ gh_key_set_hash(GhKeySet *keys, int i, Oid hashfn, Oid type)
 }
 
 /*
+ * gh_key_text_kind says whether text's hash function fn hashes the bytes of
+ * the value under collation coll, as it does for a deterministic one: then
+ * GH_HASH_TEXT, after checking on sample values that it does.
+ */
+static uint8
+gh_key_text_kind(FmgrInfo *fn, Oid coll)
+{
+	static const char *const samples[] = {"", "a", "key-1234567", "MiXeD Case",
+		"a string longer than one cache line, so that the hash runs over several blocks of its input"};
+
+	if (!OidIsValid(coll) || !get_collation_isdeterministic(coll))
+		return GH_HASH_CALL;
+	for (int i = 0; i < lengthof(samples); i++)
+	{
+		text	   *v = cstring_to_text(samples[i]);
+		uint64		h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(v),
+										   VARSIZE_ANY_EXHDR(v), 0);
+
+		if (DatumGetUInt64(FunctionCall2Coll(fn, coll, PointerGetDatum(v),
+											 UInt64GetDatum(0))) != h)
+			return GH_HASH_CALL;
+		pfree(v);
+	}
+	return GH_HASH_TEXT;
+}
+
+/*
  * gh_key_hash_kind says whether the hash function fn can be computed in
  * line (a GhKeyHashKind), after checking on sample values that the in-line
  * form equals it.
@@ -123,6 +152,8 @@ gh_key_hash_kind(FmgrInfo *fn, Oid coll)
 		case F_HASHOIDEXTENDED:
 			kind = GH_HASH_OID;
 			break;
+		case F_HASHTEXTEXTENDED:
+			return gh_key_text_kind(fn, coll);
 		default:
 			return GH_HASH_CALL;
 	}
@@ -152,7 +183,8 @@ gh_key_hash_kind(FmgrInfo *fn, Oid coll)
 bool
 gh_key_int_mix_ok(uint8 kind1, uint8 kind2)
 {
-	if (kind1 == GH_HASH_CALL || kind2 == GH_HASH_CALL)
+	if (kind1 == GH_HASH_CALL || kind2 == GH_HASH_CALL ||
+		kind1 == GH_HASH_TEXT || kind2 == GH_HASH_TEXT)
 		return false;
 	/* oid compares with oid only; int2, int4 and int8 with one another */
 	return (kind1 == GH_HASH_OID) == (kind2 == GH_HASH_OID);

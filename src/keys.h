@@ -59,7 +59,8 @@
 
 /*
  * The extended hash functions computed in line (gh_key_hash_kind): the
- * integer types', whose arithmetic is hash_uint32_extended of the value.
+ * integer types', whose arithmetic is hash_uint32_extended of the value,
+ * and text's under a deterministic collation, which hashes the bytes.
  */
 typedef enum GhKeyHashKind
 {
@@ -67,7 +68,8 @@ typedef enum GhKeyHashKind
 	GH_HASH_INT2,
 	GH_HASH_INT4,
 	GH_HASH_INT8,
-	GH_HASH_OID
+	GH_HASH_OID,
+	GH_HASH_TEXT				/* hashtextextended, deterministic collation */
 } GhKeyHashKind;
 
 /*
@@ -199,6 +201,20 @@ gh_key_hash_value(const GhKeySet *keys, int i, Datum *v, MemoryContext tmp)
 
 	if (keys->int_mix[i])
 		return gh_key_int_mix(fast, *v);
+	if (fast == GH_HASH_TEXT)
+	{
+		struct varlena *p = (struct varlena *) DatumGetPointer(*v);
+
+		if (VARATT_IS_EXTERNAL(p) || VARATT_IS_COMPRESSED(p))
+		{
+			old = MemoryContextSwitchTo(tmp);
+			p = PG_DETOAST_DATUM_PACKED(*v);
+			MemoryContextSwitchTo(old);
+			*v = PointerGetDatum(p);
+		}
+		return hash_bytes_extended((const unsigned char *) VARDATA_ANY(p),
+								   VARSIZE_ANY_EXHDR(p), 0);
+	}
 	if (fast != GH_HASH_CALL)
 		return gh_key_hash_fast(fast, *v);
 	old = MemoryContextSwitchTo(tmp);
