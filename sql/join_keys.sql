@@ -70,6 +70,27 @@ SELECT (SELECT count(*) FROM fa WHERE k IS NULL) > 0 AS fa_has_null_keys,
 SELECT j.jt, gh_check(gh_jq(j.jt, 'fa', 'fb', 'a.k = b.k')) AS nulls_both_sides
   FROM gh_join_types j ORDER BY j.n;
 
+-- text keys on both sides of the 64 bytes up to which the probe copies a
+-- candidate's key beside its record (lengths 56 to 72 and 300), some
+-- compressed (3000 repeated bytes): the copied and the uncopied ones
+-- verify alike; duplicates on both sides, and keys that differ only in
+-- their last byte or their length
+CREATE TEMP TABLE lk_a AS
+  SELECT id, CASE WHEN id % 50 = 0 THEN repeat('z', 3000) || (id % 7)
+                  ELSE rpad('k' || (id % 97), 56 + id % 17, 'x') END AS t
+    FROM generate_series(1, 3000) id;
+CREATE TEMP TABLE lk_b AS
+  SELECT id, CASE WHEN id % 40 = 0 THEN repeat('z', 3000) || (id % 9)
+                  WHEN id % 11 = 0 THEN rpad('k' || (id % 97), 300, 'x')
+                  ELSE rpad('k' || (id % 89), 56 + id % 19, 'x') END AS t
+    FROM generate_series(1, 2000) id;
+ANALYZE lk_a, lk_b;
+SELECT min(octet_length(t)) < 63 AND max(octet_length(t)) > 64 AS both_sides_of_64,
+       bool_or(pg_column_size(t) < octet_length(t)) AS some_compressed
+  FROM lk_b;
+SELECT j.jt, gh_check(gh_jq(j.jt, 'lk_a', 'lk_b', 'a.t = b.t')) AS long_text_keys
+  FROM gh_join_types j ORDER BY j.n;
+
 -- conditions that are not hash-joinable: gpuhash must not take them
 -- (gpu_joins=0 expected), and the results stay PostgreSQL's
 SELECT q, gh_check(gh_jq('inner', '(SELECT * FROM xt_a WHERE id BETWEEN 1001 AND 2000)',
