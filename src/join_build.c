@@ -436,6 +436,7 @@ ghj_load_shared(GhjState *s)
 		ghj_shared_add(s, tmp, h,
 					   s->inner_has_byref ? record_byref_size(s, tmp) : 0);
 	}
+	ghj_batch_note_peak(s, 0);	/* this participant's chunks */
 	pfree(tmp);
 	ghj_reset(econtext);
 }
