@@ -472,6 +472,7 @@ ghj_build_shared(GhjState *s)
 	switch (ghj_shared_attach(s))
 	{
 		case GHJ_PH_LOAD:
+			ghj_shared_preallocate(s);
 			ghj_load_shared(s);
 			ghj_elapsed_ms(&t0, &s->load_ms);
 			if (ghj_shared_loaded(s))

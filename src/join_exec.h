@@ -116,6 +116,8 @@ typedef struct GhjShared
 	Size		arena_bytes;	/* their by-reference data */
 	pg_atomic_uint64 next_row;	/* GHJ_PH_COMPACT: where the next share goes */
 	pg_atomic_uint64 next_arena;
+	bool		prealloc_claimed;	/* ghj_shared_preallocate's participant */
+	uint64		store_cap;		/* rows store_hashes and store_recs hold */
 	dsa_pointer store_hashes;	/* uint64[nrows] */
 	dsa_pointer store_recs;		/* Datum[nrows * stride] */
 	dsa_pointer store_arena;	/* by-reference values, as offsets in it */
@@ -376,6 +378,7 @@ extern void ghj_shared_reinit(GhjShared *sh, dsa_area *area);
 extern int	ghj_shared_attach(GhjState *s);
 extern void ghj_shared_add(GhjState *s, const Datum *rec, uint64 hash,
 						   Size byref_bytes);
+extern void ghj_shared_preallocate(GhjState *s);
 extern bool ghj_shared_loaded(GhjState *s);
 extern bool ghj_shared_next_phase(GhjState *s);
 extern void ghj_shared_allocate(GhjState *s);

@@ -23,7 +23,11 @@
  *	  barrier for one blocked on a full tuple queue.
  * ALLOCATE: one participant allocates the store from the totals: hashes,
  *	  records, and one arena for all by-reference data
- *	  (ghj_shared_allocate).
+ *	  (ghj_shared_allocate).  The hashes and records are usually there
+ *	  already: the first participant to start loading allocated them for
+ *	  the rows the planner expected while the others read their shares
+ *	  (ghj_shared_preallocate), since creating that much shared memory
+ *	  takes the kernel a while.
  * COMPACT: each participant that loaded rows takes a range of the store
  *	  for them and copies its chunks there, turning chunk offsets into
  *	  arena offsets (ghj_shared_compact).  Each row is copied once in all,
@@ -57,6 +61,7 @@
 
 #include "access/parallel.h"
 #include "miscadmin.h"
+#include "optimizer/optimizer.h"
 #include "utils/wait_event.h"
 
 #include "join_exec.h"
@@ -237,6 +242,70 @@ ghj_shared_add(GhjState *s, const Datum *tmp, uint64 hash, Size byref_bytes)
 }
 
 /*
+ * parallel_divisor is what PostgreSQL's planner divides a partial path's
+ * rows by for nworkers workers (costsize.c's get_parallel_divisor): the
+ * leader counts for less as the workers grow in number.
+ */
+static double
+parallel_divisor(int nworkers)
+{
+	double		divisor = nworkers;
+
+	if (parallel_leader_participation && 1.0 - 0.3 * nworkers > 0)
+		divisor += 1.0 - 0.3 * nworkers;
+	return Max(divisor, 1.0);
+}
+
+/*
+ * ghj_shared_preallocate has the first participant to start loading
+ * allocate the store's hashes and records for the rows the planner expects
+ * of the inner side (its partial plan's rows times the parallel divisor),
+ * within the participants' combined budget, while the others read their
+ * shares.  ghj_shared_allocate keeps them if the rows fit.  Nothing is
+ * allocated if the area has no room: ghj_shared_allocate then does it.
+ */
+void
+ghj_shared_preallocate(GhjState *s)
+{
+	GhjShared  *sh = s->shared;
+	dsa_area   *area = s->css.ss.ps.state->es_query_dsa;
+	double		est;
+	uint64		rows;
+	dsa_pointer h;
+	dsa_pointer r;
+	bool		mine;
+
+	SpinLockAcquire(&sh->mutex);
+	mine = !sh->prealloc_claimed;
+	sh->prealloc_claimed = true;
+	SpinLockRelease(&sh->mutex);
+	if (!mine)
+		return;
+	est = s->inner_ps->plan->plan_rows * parallel_divisor(sh->nworkers);
+	if (est < 1.0 || est > (double) GH_MAX_ROWS ||
+		est * (sizeof(uint64) + sizeof(Datum) * s->stride) >
+		(double) get_hash_memory_limit() * (sh->nworkers + 1))
+		return;
+	rows = (uint64) est;
+	h = dsa_allocate_extended(area, sizeof(uint64) * rows,
+							  DSA_ALLOC_HUGE | DSA_ALLOC_NO_OOM);
+	if (!DsaPointerIsValid(h))
+		return;
+	r = dsa_allocate_extended(area, sizeof(Datum) * s->stride * rows,
+							  DSA_ALLOC_HUGE | DSA_ALLOC_NO_OOM);
+	if (!DsaPointerIsValid(r))
+	{
+		dsa_free(area, h);
+		return;
+	}
+	SpinLockAcquire(&sh->mutex);
+	sh->store_hashes = h;
+	sh->store_recs = r;
+	sh->store_cap = rows;
+	SpinLockRelease(&sh->mutex);
+}
+
+/*
  * ghj_shared_loaded adds this participant's share to the shared totals and
  * waits for the other participants to finish theirs.  True for the one
  * participant that is then to allocate the store (ghj_shared_allocate).
@@ -279,7 +348,8 @@ ghj_shared_next_phase(GhjState *s)
 
 /*
  * ghj_shared_allocate allocates the store for the rows the participants
- * loaded (GHJ_PH_ALLOCATE, one participant).  An inner side too large for
+ * loaded (GHJ_PH_ALLOCATE, one participant), keeping the hashes and records
+ * ghj_shared_preallocate allocated if the rows fit in them.  An inner side too large for
  * the table gets no store: every participant reports it after the phase
  * (ghj_shared_nrows).
  */
@@ -290,13 +360,24 @@ ghj_shared_allocate(GhjState *s)
 	dsa_area   *area = s->css.ss.ps.state->es_query_dsa;
 	uint64		n = sh->nrows;
 
+	if (n > GH_MAX_ROWS || sh->store_cap < Max(n, 1))
+	{
+		/* none allocated before, or too small: the rows outran the estimate */
+		free_dp(area, &sh->store_hashes);
+		free_dp(area, &sh->store_recs);
+		sh->store_cap = 0;
+	}
 	if (n > GH_MAX_ROWS)
 		return;
-	sh->store_hashes = dsa_allocate_extended(area, sizeof(uint64) * Max(n, 1),
-											 DSA_ALLOC_HUGE);
-	sh->store_recs = dsa_allocate_extended(area,
-										   sizeof(Datum) * s->stride * Max(n, 1),
-										   DSA_ALLOC_HUGE);
+	if (sh->store_cap == 0)
+	{
+		sh->store_hashes = dsa_allocate_extended(area, sizeof(uint64) * Max(n, 1),
+												 DSA_ALLOC_HUGE);
+		sh->store_recs = dsa_allocate_extended(area,
+											   sizeof(Datum) * s->stride * Max(n, 1),
+											   DSA_ALLOC_HUGE);
+		sh->store_cap = Max(n, 1);
+	}
 	if (sh->arena_bytes > 0)
 		sh->store_arena = dsa_allocate_extended(area, sh->arena_bytes,
 												DSA_ALLOC_HUGE);
