@@ -10,7 +10,7 @@
 \pset tuples_only true
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS gpuhash;
-SELECT plan(60);
+SELECT plan(64);
 SET LOCAL jit = off;   -- some PostgreSQL builds (the GPU host's) have no LLVM
 
 SELECT current_setting('gpuhash_test.gpu')::bool AS gpu \gset
@@ -304,6 +304,28 @@ SELECT is(pg_temp.runs('SELECT count(*) || ''/'' || sum(r.v) FROM jp_l l JOIN jp
           repeat(:'native_par' || ';', 8),
           'a shared store of integer keys, five participants: native''s rows in eight runs');
 SELECT is(gpuhash_device_memory(), 0::bigint, 'nothing held after the five-participant shared builds');
+-- the store allocated early for the planner's estimate of the inner rows:
+-- far too few (k + 0 = k: 0.5 % expected, every row there), so it is
+-- allocated again once the rows are counted, and far too many (k + 0 < k:
+-- a third expected, a tenth there), so it is kept, larger than the rows
+SET LOCAL gpuhash.enabled = off;
+SELECT count(*) || '/' || sum(r.v) AS native_under
+  FROM jp_l l JOIN (SELECT * FROM jp_r WHERE k + 0 = k) r ON l.k = r.k \gset
+SELECT count(*) || '/' || sum(r.v) AS native_over
+  FROM jp_l l JOIN (SELECT * FROM jp_r WHERE k + 0 < k OR k % 10 = 0) r ON l.k = r.k \gset
+SET LOCAL gpuhash.enabled = on;
+SELECT ok(pg_temp.plan_text('SELECT count(*), sum(r.v) FROM jp_l l JOIN (SELECT * FROM jp_r WHERE k + 0 = k) r ON l.k = r.k')
+          ~ 'Inner Side: read by all participants together(.|\n)*Parallel Seq Scan on jp_r',
+          'a shared build whose inner rows the planner underestimates');
+SELECT is(pg_temp.runs('SELECT count(*) || ''/'' || sum(r.v) FROM jp_l l JOIN (SELECT * FROM jp_r WHERE k + 0 = k) r ON l.k = r.k', 4),
+          repeat(:'native_under' || ';', 4),
+          'more inner rows than estimated: native''s rows in four runs');
+SELECT ok(pg_temp.plan_text('SELECT count(*), sum(r.v) FROM jp_l l JOIN (SELECT * FROM jp_r WHERE k + 0 < k OR k % 10 = 0) r ON l.k = r.k')
+          ~ 'Inner Side: read by all participants together(.|\n)*Parallel Seq Scan on jp_r',
+          'a shared build whose inner rows the planner overestimates');
+SELECT is(pg_temp.runs('SELECT count(*) || ''/'' || sum(r.v) FROM jp_l l JOIN (SELECT * FROM jp_r WHERE k + 0 < k OR k % 10 = 0) r ON l.k = r.k', 4),
+          repeat(:'native_over' || ';', 4),
+          'fewer inner rows than estimated: native''s rows in four runs');
 SET LOCAL max_parallel_workers_per_gather = 2;
 SET LOCAL gpuhash.shared_build = off;
 SELECT ok(pg_temp.plan_text('SELECT count(*), sum(r.v) FROM jp_l l JOIN jp_r r ON l.k = r.k')
