@@ -96,6 +96,7 @@ typedef struct GhjChunk
 #define GHJ_REGROUP_RANGE 65536
 
 static void ghj_free_chunks(GhjState *s);
+static bool claim_first(GhjShared *sh, bool *claimed);
 static void free_dp(dsa_area *area, dsa_pointer *dp);
 static void *store_addr(GhjState *s, dsa_pointer dp);
 
@@ -241,6 +242,19 @@ ghj_shared_add(GhjState *s, const Datum *tmp, uint64 hash, Size byref_bytes)
 	chunk->hashes[chunk->nrows++] = hash;
 }
 
+/* claim_first sets *claimed; true for the one participant that set it. */
+static bool
+claim_first(GhjShared *sh, bool *claimed)
+{
+	bool		first;
+
+	SpinLockAcquire(&sh->mutex);
+	first = !*claimed;
+	*claimed = true;
+	SpinLockRelease(&sh->mutex);
+	return first;
+}
+
 /*
  * parallel_divisor is what PostgreSQL's planner divides a partial path's
  * rows by for nworkers workers (costsize.c's get_parallel_divisor): the
@@ -273,13 +287,8 @@ ghj_shared_preallocate(GhjState *s)
 	uint64		rows;
 	dsa_pointer h;
 	dsa_pointer r;
-	bool		mine;
 
-	SpinLockAcquire(&sh->mutex);
-	mine = !sh->prealloc_claimed;
-	sh->prealloc_claimed = true;
-	SpinLockRelease(&sh->mutex);
-	if (!mine)
+	if (!claim_first(sh, &sh->prealloc_claimed))
 		return;
 	est = s->inner_ps->plan->plan_rows * parallel_divisor(sh->nworkers);
 	if (est < 1.0 || est > (double) GH_MAX_ROWS ||
@@ -491,13 +500,8 @@ ghj_shared_offer_order(GhjState *s, const uint32 *rows, bool service_shared)
 	GhjShared  *sh = s->shared;
 	dsa_area   *area = s->css.ss.ps.state->es_query_dsa;
 	uint64		n = sh->nrows;
-	bool		taken;
 
-	SpinLockAcquire(&sh->mutex);
-	taken = !sh->order_claimed;
-	sh->order_claimed = true;
-	SpinLockRelease(&sh->mutex);
-	if (!taken)
+	if (!claim_first(sh, &sh->order_claimed))
 		return;
 
 	/* the others read these only after the barrier */

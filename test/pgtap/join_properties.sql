@@ -308,24 +308,23 @@ SELECT is(gpuhash_device_memory(), 0::bigint, 'nothing held after the five-parti
 -- far too few (k + 0 = k: 0.5 % expected, every row there), so it is
 -- allocated again once the rows are counted, and far too many (k + 0 < k:
 -- a third expected, a tenth there), so it is kept, larger than the rows
-SET LOCAL gpuhash.enabled = off;
-SELECT count(*) || '/' || sum(r.v) AS native_under
-  FROM jp_l l JOIN (SELECT * FROM jp_r WHERE k + 0 = k) r ON l.k = r.k \gset
-SELECT count(*) || '/' || sum(r.v) AS native_over
-  FROM jp_l l JOIN (SELECT * FROM jp_r WHERE k + 0 < k OR k % 10 = 0) r ON l.k = r.k \gset
-SET LOCAL gpuhash.enabled = on;
-SELECT ok(pg_temp.plan_text('SELECT count(*), sum(r.v) FROM jp_l l JOIN (SELECT * FROM jp_r WHERE k + 0 = k) r ON l.k = r.k')
+CREATE FUNCTION pg_temp.est_join(cond text) RETURNS text LANGUAGE sql AS $$
+  SELECT format('SELECT count(*) || ''/'' || sum(r.v) FROM jp_l l JOIN (SELECT * FROM jp_r WHERE %s) r ON l.k = r.k', cond)
+$$;
+CREATE FUNCTION pg_temp.native_runs(q text, n int) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('gpuhash.enabled', 'off', true);
+    q := pg_temp.runs(q, n);
+    PERFORM set_config('gpuhash.enabled', 'on', true);
+    RETURN q;
+END $$;
+SELECT ok(pg_temp.plan_text(pg_temp.est_join(cond))
           ~ 'Inner Side: read by all participants together(.|\n)*Parallel Seq Scan on jp_r',
-          'a shared build whose inner rows the planner underestimates');
-SELECT is(pg_temp.runs('SELECT count(*) || ''/'' || sum(r.v) FROM jp_l l JOIN (SELECT * FROM jp_r WHERE k + 0 = k) r ON l.k = r.k', 4),
-          repeat(:'native_under' || ';', 4),
-          'more inner rows than estimated: native''s rows in four runs');
-SELECT ok(pg_temp.plan_text('SELECT count(*), sum(r.v) FROM jp_l l JOIN (SELECT * FROM jp_r WHERE k + 0 < k OR k % 10 = 0) r ON l.k = r.k')
-          ~ 'Inner Side: read by all participants together(.|\n)*Parallel Seq Scan on jp_r',
-          'a shared build whose inner rows the planner overestimates');
-SELECT is(pg_temp.runs('SELECT count(*) || ''/'' || sum(r.v) FROM jp_l l JOIN (SELECT * FROM jp_r WHERE k + 0 < k OR k % 10 = 0) r ON l.k = r.k', 4),
-          repeat(:'native_over' || ';', 4),
-          'fewer inner rows than estimated: native''s rows in four runs');
+          'a shared build whose inner rows the planner ' || what)
+  FROM (VALUES ('k + 0 = k', 'underestimates'), ('k + 0 < k OR k % 10 = 0', 'overestimates')) v(cond, what);
+SELECT is(pg_temp.runs(pg_temp.est_join(cond), 4), pg_temp.native_runs(pg_temp.est_join(cond), 4),
+          what || ' inner rows than estimated: native''s rows in four runs')
+  FROM (VALUES ('k + 0 = k', 'more'), ('k + 0 < k OR k % 10 = 0', 'fewer')) v(cond, what);
 SET LOCAL max_parallel_workers_per_gather = 2;
 SET LOCAL gpuhash.shared_build = off;
 SELECT ok(pg_temp.plan_text('SELECT count(*), sum(r.v) FROM jp_l l JOIN jp_r r ON l.k = r.k')
