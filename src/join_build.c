@@ -25,9 +25,9 @@
  * (ghj_build_shared; see join_parallel.c).  Either way the build ends in
  * ghj_finish_build, which is where the device is first needed: a GPU join's
  * CUDA context has been in the making since executor start-up, overlapping
- * the inner scan.  A table built on
- * the CPU twin while the context was not ready yet moves to the GPU once it
- * is (ghj_move_to_gpu); one made by the GPU service lives in the service.
+ * the inner scan.  A table built on the CPU twin while the context was not
+ * ready yet moves to the GPU once it is (ghj_move_to_gpu); one made by the
+ * GPU service lives in the service.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

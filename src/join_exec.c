@@ -835,10 +835,10 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			double		lf = s->table->mm.capacity ?
 				(double) s->table->mm.ndistinct / s->table->mm.capacity : 0;
 
-			ExplainPropertyFloat("Device Time", "ms",
-								 s->dev_ms_done + s->table->device_ms, 3, es);
-			explain_probe_phases(s->outer_ms, s->dev_ms_done + s->table->device_ms,
-								 s->order_ms, s->rows_ms, es);
+			double		device_ms = s->dev_ms_done + s->table->device_ms;
+
+			ExplainPropertyFloat("Device Time", "ms", device_ms, 3, es);
+			explain_probe_phases(s->outer_ms, device_ms, s->order_ms, s->rows_ms, es);
 			ExplainPropertyFloat("Load Factor", NULL, lf, 3, es);
 			ExplainPropertyUInteger("Device Memory", "kB",
 									(dev_peak + 1023) / 1024, es);

@@ -95,6 +95,7 @@ typedef struct GhjChunk
 /* Store positions one participant regroups at a time. */
 #define GHJ_REGROUP_RANGE 65536
 
+static void chunks_done(GhjState *s, uint64 *nrows, Size *nbytes);
 static void ghj_free_chunks(GhjState *s);
 static bool claim_first(GhjShared *sh, bool *claimed);
 static void free_dp(dsa_area *area, dsa_pointer *dp);
@@ -173,9 +174,13 @@ ghj_shared_attach(GhjState *s)
 	return BarrierAttach(&s->shared->build_barrier);
 }
 
-/* ghj_free_chunks frees this participant's chunks. */
+/*
+ * chunks_done puts the chunk being filled on this participant's list of
+ * filled ones and, if asked (nrows not NULL), counts their rows and their
+ * by-reference bytes.
+ */
 static void
-ghj_free_chunks(GhjState *s)
+chunks_done(GhjState *s, uint64 *nrows, Size *nbytes)
 {
 	if (s->chunk)
 	{
@@ -183,6 +188,22 @@ ghj_free_chunks(GhjState *s)
 		s->chunks = s->chunk;
 		s->chunk = NULL;
 	}
+	if (nrows == NULL)
+		return;
+	*nrows = 0;
+	*nbytes = 0;
+	for (GhjChunk *c = s->chunks; c; c = c->next)
+	{
+		*nrows += c->nrows;
+		*nbytes += c->data_used;
+	}
+}
+
+/* ghj_free_chunks frees this participant's chunks. */
+static void
+ghj_free_chunks(GhjState *s)
+{
+	chunks_done(s, NULL, NULL);
 	while (s->chunks)
 	{
 		GhjChunk   *next = s->chunks->next;
@@ -211,11 +232,7 @@ ghj_shared_add(GhjState *s, const Datum *tmp, uint64 hash, Size byref_bytes)
 	{
 		Size		data_size = Max(GHJ_CHUNK_DATA, byref_bytes);
 
-		if (chunk)
-		{
-			chunk->next = s->chunks;
-			s->chunks = chunk;
-		}
+		chunks_done(s, NULL, NULL);
 		chunk = s->chunk = MemoryContextAllocHuge(s->build_tmp_cxt,
 												  MAXALIGN(sizeof(GhjChunk)) + recs_size +
 												  (s->inner_has_byref ? data_size : 0));
@@ -307,11 +324,10 @@ ghj_shared_preallocate(GhjState *s)
 		dsa_free(area, h);
 		return;
 	}
-	SpinLockAcquire(&sh->mutex);
+	/* ghj_shared_allocate reads these after the barrier */
 	sh->store_hashes = h;
 	sh->store_recs = r;
 	sh->store_cap = rows;
-	SpinLockRelease(&sh->mutex);
 }
 
 /*
@@ -323,20 +339,10 @@ bool
 ghj_shared_loaded(GhjState *s)
 {
 	GhjShared  *sh = s->shared;
-	uint64		n = 0;
-	Size		arena = 0;
+	uint64		n;
+	Size		arena;
 
-	if (s->chunk)
-	{
-		s->chunk->next = s->chunks;
-		s->chunks = s->chunk;
-		s->chunk = NULL;
-	}
-	for (GhjChunk *c = s->chunks; c; c = c->next)
-	{
-		n += c->nrows;
-		arena += c->data_used;
-	}
+	chunks_done(s, &n, &arena);
 	SpinLockAcquire(&sh->mutex);
 	sh->nrows += n;
 	sh->arena_bytes += arena;
@@ -358,9 +364,9 @@ ghj_shared_next_phase(GhjState *s)
 /*
  * ghj_shared_allocate allocates the store for the rows the participants
  * loaded (GHJ_PH_ALLOCATE, one participant), keeping the hashes and records
- * ghj_shared_preallocate allocated if the rows fit in them.  An inner side too large for
- * the table gets no store: every participant reports it after the phase
- * (ghj_shared_nrows).
+ * ghj_shared_preallocate allocated if the rows fit in them.  An inner side
+ * too large for the table gets no store: every participant reports it after
+ * the phase (ghj_shared_nrows).
  */
 void
 ghj_shared_allocate(GhjState *s)
@@ -408,8 +414,8 @@ ghj_shared_compact(GhjState *s)
 	GhjShared  *sh = s->shared;
 	dsa_area   *area = s->css.ss.ps.state->es_query_dsa;
 	int			nfields = s->nkeys + s->ninner_cols;
-	uint64		nrows = 0;
-	Size		nbytes = 0;
+	uint64		nrows;
+	Size		nbytes;
 	uint64		row;
 	Size		base;
 	uint64	   *hashes;
@@ -421,11 +427,7 @@ ghj_shared_compact(GhjState *s)
 		ghj_free_chunks(s);
 		return;
 	}
-	for (GhjChunk *c = s->chunks; c; c = c->next)
-	{
-		nrows += c->nrows;
-		nbytes += c->data_used;
-	}
+	chunks_done(s, &nrows, &nbytes);
 	row = pg_atomic_fetch_add_u64(&sh->next_row, nrows);
 	base = (Size) pg_atomic_fetch_add_u64(&sh->next_arena, nbytes);
 	Assert(row + nrows <= sh->nrows && base + nbytes <= sh->arena_bytes);

@@ -13,10 +13,9 @@
  * the per-row work reads its records in order (ghj_probe_batch).  Every
  * candidate is verified on the CPU with the join operators' own equality
  * functions (a shared 64-bit hash is only a hint), then the remaining join
- * quals are evaluated, and the pair
- * is filtered by the pushed-down quals and projected from two virtual
- * slots, or copied column by column where the projection allows (see
- * direct_proj).  Left, full and anti joins emit unmatched outer rows; right
+ * quals are evaluated, and the pair is filtered by the pushed-down quals
+ * and projected from two virtual slots, or copied column by column where
+ * the projection allows (see direct_proj).  Left, full and anti joins emit unmatched outer rows; right
  * and full joins mark matched inner rows and emit the others at the end
  * (ghj_next_unmatched_inner).
  *

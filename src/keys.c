@@ -114,13 +114,14 @@ gh_key_text_kind(FmgrInfo *fn, Oid coll)
 	for (int i = 0; i < lengthof(samples); i++)
 	{
 		text	   *v = cstring_to_text(samples[i]);
-		uint64		h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(v),
-										   VARSIZE_ANY_EXHDR(v), 0);
+		bool		same = DatumGetUInt64(FunctionCall2Coll(fn, coll, PointerGetDatum(v),
+															UInt64GetDatum(0))) ==
+			hash_bytes_extended((const unsigned char *) VARDATA_ANY(v),
+								VARSIZE_ANY_EXHDR(v), 0);
 
-		if (DatumGetUInt64(FunctionCall2Coll(fn, coll, PointerGetDatum(v),
-											 UInt64GetDatum(0))) != h)
-			return GH_HASH_CALL;
 		pfree(v);
+		if (!same)
+			return GH_HASH_CALL;
 	}
 	return GH_HASH_TEXT;
 }
@@ -183,10 +184,10 @@ gh_key_hash_kind(FmgrInfo *fn, Oid coll)
 bool
 gh_key_int_mix_ok(uint8 kind1, uint8 kind2)
 {
-	if (kind1 == GH_HASH_CALL || kind2 == GH_HASH_CALL ||
-		kind1 == GH_HASH_TEXT || kind2 == GH_HASH_TEXT)
+	/* both integer kinds: oid with oid only; int2, int4 and int8 together */
+	if (kind1 < GH_HASH_INT2 || kind1 > GH_HASH_OID ||
+		kind2 < GH_HASH_INT2 || kind2 > GH_HASH_OID)
 		return false;
-	/* oid compares with oid only; int2, int4 and int8 with one another */
 	return (kind1 == GH_HASH_OID) == (kind2 == GH_HASH_OID);
 }
 

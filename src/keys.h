@@ -65,6 +65,7 @@
 typedef enum GhKeyHashKind
 {
 	GH_HASH_CALL = 0,			/* call the function */
+	/* the integer kinds, INT2 to OID together (gh_key_int_mix_ok) */
 	GH_HASH_INT2,
 	GH_HASH_INT4,
 	GH_HASH_INT8,
@@ -188,9 +189,9 @@ gh_key_int_mix(uint8 kind, Datum v)
 
 /*
  * gh_key_hash_value returns the hash of key i of keys, whose value *v is not
- * NULL: gh_key_int_mix, the in-line form of its hash function, or a call of
- * that function in memory context tmp, where a varlena *v is detoasted first
- * (*v is then the detoasted value, in tmp).
+ * NULL: gh_key_int_mix, the in-line form of its hash function, or, in
+ * memory context tmp, where a varlena *v is detoasted first (*v is then the
+ * detoasted value, in tmp), a call of that function or text's bytes hashed.
  */
 static inline uint64
 gh_key_hash_value(const GhKeySet *keys, int i, Datum *v, MemoryContext tmp)
@@ -201,27 +202,17 @@ gh_key_hash_value(const GhKeySet *keys, int i, Datum *v, MemoryContext tmp)
 
 	if (keys->int_mix[i])
 		return gh_key_int_mix(fast, *v);
-	if (fast == GH_HASH_TEXT)
-	{
-		struct varlena *p = (struct varlena *) DatumGetPointer(*v);
-
-		if (VARATT_IS_EXTERNAL(p) || VARATT_IS_COMPRESSED(p))
-		{
-			old = MemoryContextSwitchTo(tmp);
-			p = PG_DETOAST_DATUM_PACKED(*v);
-			MemoryContextSwitchTo(old);
-			*v = PointerGetDatum(p);
-		}
-		return hash_bytes_extended((const unsigned char *) VARDATA_ANY(p),
-								   VARSIZE_ANY_EXHDR(p), 0);
-	}
-	if (fast != GH_HASH_CALL)
+	if (fast != GH_HASH_CALL && fast != GH_HASH_TEXT)
 		return gh_key_hash_fast(fast, *v);
 	old = MemoryContextSwitchTo(tmp);
 	if (keys->typlen[i] == -1)
 		*v = PointerGetDatum(PG_DETOAST_DATUM_PACKED(*v));
-	h = DatumGetUInt64(FunctionCall2Coll(&keys->hash[i], keys->coll[i], *v,
-										 UInt64GetDatum(0)));
+	if (fast == GH_HASH_TEXT)
+		h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(DatumGetPointer(*v)),
+								VARSIZE_ANY_EXHDR(DatumGetPointer(*v)), 0);
+	else
+		h = DatumGetUInt64(FunctionCall2Coll(&keys->hash[i], keys->coll[i], *v,
+											 UInt64GetDatum(0)));
 	MemoryContextSwitchTo(old);
 	return h;
 }
