@@ -223,12 +223,8 @@ if [ "$quick" = 1 ]; then
 elif ! part single; then
   :
 else
-GPUHASH_TEST_DEVICE=${device/auto/gpu} GPUHASH_TEST_LOGDIR=$logdir/single bash test/robust/sanitize_backend.sh --no-sanitizer >"$logdir/single.tap" 2>&1
-rc=$?
-count_tap "$logdir/single.tap"
-grep -E '^ *not ok' "$logdir/single.tap" | head -20
-if [ $rc -ne 0 ] && ! grep -qE '^ *not ok' "$logdir/single.tap"; then
-  failed=$((failed + 1)); echo "sanitize_backend.sh exited $rc"; tail -20 "$logdir/single.tap"; fi
+run_tap "$logdir/single.tap" env GPUHASH_TEST_DEVICE=${device/auto/gpu} GPUHASH_TEST_LOGDIR=$logdir/single \
+  bash test/robust/sanitize_backend.sh --no-sanitizer
 fi
 
 echo
