@@ -29,15 +29,28 @@ ANALYZE bb_o;
 ANALYZE bb_empty;
 ANALYZE bb_few;
 
--- bb_batched(query): whether the query's GpuHashJoins ran with more than
--- one batch (the largest "Hash Batches" of its EXPLAIN ANALYZE, forced)
-CREATE FUNCTION bb_batched(q text) RETURNS bool LANGUAGE plpgsql AS $$
+-- bb_at(wm, plp, query): gh_check(query) under work_mem wm and
+-- parallel_leader_participation plp, set here: a set_config beside the
+-- check in a query may run at another time than the check (volatile target
+-- list entries run after an ORDER BY's sort)
+CREATE FUNCTION bb_at(wm text, plp text, q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM set_config('work_mem', wm, false);
+  PERFORM set_config('parallel_leader_participation', plp, false);
+  RETURN gh_check(q);
+END $$;
+
+-- bb_batched(wm, query): whether the query's GpuHashJoins ran with more
+-- than one batch under work_mem wm (the largest "Hash Batches" of its
+-- EXPLAIN ANALYZE, forced)
+CREATE FUNCTION bb_batched(wm text, q text) RETURNS bool LANGUAGE plpgsql AS $$
 DECLARE
   saved_enabled text := current_setting('gpuhash.enabled');
   saved_force text := current_setting('gpuhash.force_join');
   l text;
   n int := 0;
 BEGIN
+  PERFORM set_config('work_mem', wm, false);
   PERFORM gh_set_mode('gpuhash');
   FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
     IF l ~ 'Hash Batches: \d+' THEN
@@ -72,15 +85,13 @@ INSERT INTO bb_q VALUES
   ('inner sparse outer', 'SELECT o.v, i.w FROM bb_i o JOIN bb_o i ON o.k = i.k WHERE o.v / 500 % 5 = 0');
 
 -- every query at 64kB, 256kB and 4MB (4MB: one batch, as before)
-SELECT wm, name, gh_check(q)
-  FROM (VALUES ('64kB'), ('256kB'), ('4MB')) w(wm) CROSS JOIN bb_q,
-       LATERAL (SELECT set_config('work_mem', wm, false)) s
+SELECT wm, name, bb_at(wm, 'on', q)
+  FROM (VALUES ('64kB'), ('256kB'), ('4MB')) w(wm) CROSS JOIN bb_q
  ORDER BY wm, name;
 
 -- the small budgets did split the joins into batches
-SELECT wm, name, bb_batched(q) AS batched
-  FROM (VALUES ('64kB'), ('256kB')) w(wm) CROSS JOIN bb_q,
-       LATERAL (SELECT set_config('work_mem', wm, false)) s
+SELECT wm, name, bb_batched(wm, q) AS batched
+  FROM (VALUES ('64kB'), ('256kB')) w(wm) CROSS JOIN bb_q
  WHERE name IN ('inner int', 'full text', 'right two keys')
  ORDER BY wm, name;
 
@@ -142,11 +153,65 @@ SELECT gh_check('SELECT o.w, i.v FROM bb_o o JOIN bb_i i ON o.k = i.k');
 SELECT gh_check('SELECT o.w, i.v FROM bb_o o LEFT JOIN bb_i i ON o.kt = i.kt');
 SELECT gh_check('SELECT o.w FROM bb_o o WHERE NOT EXISTS (SELECT 1 FROM bb_i i WHERE i.k = o.k)');
 SELECT gh_check('SELECT o.w FROM bb_o o WHERE EXISTS (SELECT 1 FROM bb_i i WHERE i.kn = o.kn)');
+RESET gpuhash.shared_build;
+
+-- parallel with a shared build whose inner side the planner underestimates
+-- (k + 0 = k: 0.5 % of the rows expected, all there): the participants'
+-- chunks pass their combined budget, both sides go to shared partitions,
+-- and each partition is joined by one participant, in batches of its own
+-- where the partition is still too big (the hot key's is)
+CREATE TABLE bb_pq (name text, q text);
+INSERT INTO bb_pq VALUES
+  ('inner int', 'SELECT o.w, i.v, i.pad FROM bb_o o JOIN (SELECT * FROM bb_i WHERE k + 0 = k) i ON o.k = i.k'),
+  ('left int', 'SELECT o.w, i.v FROM bb_o o LEFT JOIN (SELECT * FROM bb_i WHERE k + 0 = k) i ON o.k = i.k'),
+  ('semi int', 'SELECT o.w FROM bb_o o WHERE EXISTS (SELECT 1 FROM bb_i i WHERE i.k + 0 = i.k AND i.k = o.k)'),
+  ('anti int', 'SELECT o.w FROM bb_o o WHERE NOT EXISTS (SELECT 1 FROM bb_i i WHERE i.k + 0 = i.k AND i.k = o.k)'),
+  ('inner text', 'SELECT o.w, i.v FROM bb_o o JOIN (SELECT * FROM bb_i WHERE k + 0 = k) i ON o.kt = i.kt'),
+  ('left numeric', 'SELECT o.w, i.v, i.kn FROM bb_o o LEFT JOIN (SELECT * FROM bb_i WHERE k + 0 = k) i ON o.kn = i.kn'),
+  ('anti two keys', 'SELECT o.w FROM bb_o o WHERE NOT EXISTS (SELECT 1 FROM bb_i i WHERE i.k + 0 = i.k AND i.kt = o.kt AND i.k2 = o.k2)'),
+  ('join filter', 'SELECT o.w, i.v FROM bb_o o LEFT JOIN (SELECT * FROM bb_i WHERE k + 0 = k) i ON o.k = i.k AND i.v > o.w');
+-- bb_spilled(wm, query): whether the query's GpuHashJoin was a shared
+-- build that went to partitions under work_mem wm (EXPLAIN ANALYZE's
+-- "Shared Partitions", forced)
+CREATE FUNCTION bb_spilled(wm text, q text) RETURNS bool LANGUAGE plpgsql AS $$
+DECLARE
+  saved_enabled text := current_setting('gpuhash.enabled');
+  saved_force text := current_setting('gpuhash.force_join');
+  l text;
+  shared bool := false;
+  parts bool := false;
+BEGIN
+  PERFORM set_config('work_mem', wm, false);
+  PERFORM gh_set_mode('gpuhash');
+  FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+    shared := shared OR l ~ 'Inner Side: read by all participants together';
+    parts := parts OR l ~ 'Shared Partitions: \d+';
+  END LOOP;
+  PERFORM set_config('gpuhash.enabled', saved_enabled, false);
+  PERFORM set_config('gpuhash.force_join', saved_force, false);
+  RETURN shared AND parts;
+END $$;
+SET max_parallel_workers_per_gather = 2;
+SELECT wm, plp, name, bb_at(wm, plp, q)
+  FROM (VALUES ('64kB'), ('1MB')) w(wm) CROSS JOIN (VALUES ('on'), ('off')) p(plp)
+       CROSS JOIN bb_pq
+ ORDER BY wm, plp, name;
+RESET parallel_leader_participation;
+SELECT name, bb_spilled('64kB', q) AS spilled
+  FROM bb_pq
+ WHERE name IN ('inner int', 'anti int', 'inner text')
+ ORDER BY name;
+-- a rescan of the Gather (a correlated subquery) empties the partitions'
+-- files and runs the shared build again
+SET work_mem = '64kB';
+SELECT gh_check('SELECT f.x, (SELECT count(*) || ''/'' || sum(i.v) FROM bb_o o JOIN (SELECT * FROM bb_i WHERE k + 0 = k) i ON o.k = i.k WHERE i.k2 <> f.x) FROM bb_few f');
+RESET max_parallel_workers_per_gather;
+DROP FUNCTION bb_spilled(text, text);
+DROP TABLE bb_pq;
 RESET force_parallel_mode;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
-RESET gpuhash.shared_build;
 
 -- gpuhash.device_memory_limit below the table's size: the planner still
 -- plans the join (in batches on the GPU; the CPU twin has no such limit)
@@ -163,7 +228,8 @@ SELECT gh_check('SELECT count(*), sum(i.v) FROM bb_o o JOIN bb_i i ON o.k = i.k'
 RESET gpuhash.device_memory_limit;
 
 RESET work_mem;
-DROP FUNCTION bb_batched(text);
+DROP FUNCTION bb_at(text, text, text);
+DROP FUNCTION bb_batched(text, text);
 DROP FUNCTION bb_over_budget(text);
 DROP FUNCTION bb_json(text);
 DROP TABLE bb_q, bb_i, bb_o, bb_empty, bb_few;

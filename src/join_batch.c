@@ -151,7 +151,8 @@ ghj_batch_setup(GhjState *s)
 void
 ghj_batch_init(GhjState *s)
 {
-	Plan	   *inner_plan = s->inner_ps->plan;
+	double		rows;
+	int			width;
 	size_t		space;
 	int			nbuckets,
 				nbatch,
@@ -168,8 +169,9 @@ ghj_batch_init(GhjState *s)
 	s->grow_enabled = true;
 	s->over_budget = 0;
 	s->curbatch = 0;
-	ExecChooseHashTableSize(inner_plan->plan_rows, inner_plan->plan_width,
-							false, false, 0, &space, &nbuckets, &nbatch, &nskew);
+	ghj_inner_estimate(s, &rows, &width);
+	ExecChooseHashTableSize(rows, width, false, false, 0, &space, &nbuckets,
+							&nbatch, &nskew);
 	nbatch = Min(nbatch, GHJ_MAX_NBATCH);
 	s->nbatch = 1;
 	while (s->nbatch < nbatch)
@@ -183,6 +185,24 @@ ghj_batch_init(GhjState *s)
 		s->outer_files = palloc0(sizeof(BufFile *) * s->nbatch);
 		MemoryContextSwitchTo(old);
 	}
+}
+
+/*
+ * ghj_inner_estimate is how many inner rows a private build expects, and
+ * how wide: the planner's estimate, or for a partition of a shared build
+ * that spilled (join_parts.c) what its rows came to.
+ */
+void
+ghj_inner_estimate(GhjState *s, double *rows, int *width)
+{
+	if (s->curpart >= 0)
+	{
+		*rows = s->part_est_rows;
+		*width = s->part_est_width;
+		return;
+	}
+	*rows = s->inner_ps->plan->plan_rows;
+	*width = s->inner_ps->plan->plan_width;
 }
 
 /*
@@ -209,7 +229,7 @@ ghj_batch_store_bytes(GhjState *s, uint32 cap)
  * peak if it is the largest so far.  It counts what is allocated: the
  * contexts of the store, the table and the batch, the table on the CPU
  * twin, the batch's hash and candidate arrays, and the batch files'
- * buffers.
+ * buffers (a spilled shared build's partitions' too).
  */
 void
 ghj_batch_note_peak(GhjState *s, Size extra)
@@ -218,6 +238,9 @@ ghj_batch_note_peak(GhjState *s, Size extra)
 		MemoryContextMemAllocated(s->build_cxt, true) +
 		MemoryContextMemAllocated(s->batch_cxt, true) +
 		MemoryContextMemAllocated(s->spill_cxt, true) + extra;
+
+	if (s->part_cxt != NULL)
+		now += MemoryContextMemAllocated(s->part_cxt, true);
 
 	if (s->table && s->table->target == GH_TARGET_CPU && s->table->mem)
 		now += s->table->mem_bytes;

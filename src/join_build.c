@@ -56,6 +56,7 @@ static TupleTableSlot *ghj_next_inner(GhjState *s, ExprContext *econtext);
 static void too_many_inner_rows(void) pg_attribute_noreturn();
 static void ghj_load_shared(GhjState *s);
 static void ghj_shared_table(GhjState *s);
+static void ghj_build_parts(GhjState *s, int phase);
 static void ghj_build_shared(GhjState *s);
 static void ghj_build_private(GhjState *s);
 
@@ -387,7 +388,8 @@ ghj_next_inner(GhjState *s, ExprContext *econtext)
 	TupleTableSlot *slot;
 
 	CHECK_FOR_INTERRUPTS();
-	slot = ExecProcNode(s->inner_ps);
+	slot = s->curpart >= 0 ? ghj_parts_next_tuple(s, true) :
+		ExecProcNode(s->inner_ps);
 	if (TupIsNull(slot))
 		return NULL;
 	ghj_reset(econtext);
@@ -411,19 +413,22 @@ too_many_inner_rows(void)
 
 /*
  * ghj_load_shared reads this participant's share of the inner side into
- * chunks (GHJ_PH_LOAD), which it later copies into the shared store.
+ * chunks (GHJ_PH_LOAD), which it later copies into the shared store; or,
+ * once the participants' chunks pass their budget, into partitions.
  */
 static void
 ghj_load_shared(GhjState *s)
 {
 	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
 	Datum	   *tmp = palloc(sizeof(Datum) * s->stride);
+	bool		spilling = false;
 
 	for (;;)
 	{
 		TupleTableSlot *slot;
 		bool		hasnull;
 		uint64		h;
+		Size		grown;
 
 		if ((slot = ghj_next_inner(s, econtext)) == NULL)
 			break;
@@ -432,9 +437,17 @@ ghj_load_shared(GhjState *s)
 							econtext->ecxt_per_tuple_memory, &hasnull);
 		if (hasnull)
 			continue;			/* never matches; no right or full join here */
+		if (spilling)
+		{
+			ghj_parts_put_inner(s, slot, h);
+			continue;
+		}
 		store_columns(s, slot, tmp, econtext->ecxt_per_tuple_memory);
-		ghj_shared_add(s, tmp, h,
-					   s->inner_has_byref ? record_byref_size(s, tmp) : 0);
+		grown = ghj_shared_add(s, tmp, h,
+							   s->inner_has_byref ? record_byref_size(s, tmp) : 0);
+		/* past the participants' budget: partitions (join_parts.c) */
+		if (grown > 0)
+			spilling = ghj_parts_check(s, grown);
 	}
 	ghj_batch_note_peak(s, 0);	/* this participant's chunks */
 	pfree(tmp);
@@ -457,6 +470,34 @@ ghj_shared_table(GhjState *s)
 }
 
 /*
+ * ghj_build_parts goes on with a shared build that spilled to partitions
+ * (join_parts.c), from phase on: a participant attached in time writes its
+ * share of the outer side and waits for the others; then each claims a
+ * partition and builds its private table from the partition's inner rows.
+ * With none left to claim, this participant's join has no rows.
+ */
+static void
+ghj_build_parts(GhjState *s, int phase)
+{
+	instr_time	t0;
+
+	INSTR_TIME_SET_CURRENT(t0);
+	ghj_parts_write_outer(s, phase == GHJ_PH_ALLOCATE);
+	if (phase == GHJ_PH_ALLOCATE)
+		(void) ghj_shared_next_phase(s);
+	ghj_shared_detach(s);
+	ghj_elapsed_ms(&t0, &s->store_ms);
+	s->n_builds++;
+	if (ghj_parts_next(s))
+		ghj_build_private(s);
+	else
+	{
+		s->built = true;
+		s->outer_done = true;
+	}
+}
+
+/*
  * ghj_build_shared is the build of a parallel join whose participants read
  * the inner side together into one shared store (join_parallel.c walks
  * through the phases).  A participant joins the phase it finds; at the end
@@ -467,17 +508,26 @@ static void
 ghj_build_shared(GhjState *s)
 {
 	instr_time	t0;
+	int			phase;
 
 	INSTR_TIME_SET_CURRENT(t0);
-	switch (ghj_shared_attach(s))
+	phase = ghj_shared_attach(s);
+	if (phase == GHJ_PH_LOAD)
 	{
-		case GHJ_PH_LOAD:
-			ghj_shared_preallocate(s);
-			ghj_load_shared(s);
-			ghj_elapsed_ms(&t0, &s->load_ms);
-			if (ghj_shared_loaded(s))
-				ghj_shared_allocate(s);
-			/* FALLTHROUGH */
+		ghj_shared_preallocate(s);
+		ghj_load_shared(s);
+		ghj_elapsed_ms(&t0, &s->load_ms);
+		if (ghj_shared_loaded(s))
+			ghj_shared_allocate(s);
+		phase = GHJ_PH_ALLOCATE;
+	}
+	if (ghj_parts_spilling(s))
+	{
+		ghj_build_parts(s, phase);
+		return;
+	}
+	switch (phase)
+	{
 		case GHJ_PH_ALLOCATE:
 			(void) ghj_shared_next_phase(s);
 			/* FALLTHROUGH */
@@ -644,7 +694,8 @@ static void
 ghj_build_private(GhjState *s)
 {
 	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
-	Plan	   *inner_plan = s->inner_ps->plan;
+	double		est_rows;
+	int			est_width;
 	uint32		cap;
 	uint32		nullcap = 0;
 	bool		keep_nullkeys = (s->jointype == JOIN_RIGHT ||
@@ -660,7 +711,8 @@ ghj_build_private(GhjState *s)
 	 * build_cxt once the table exists (unless the table leaves them in
 	 * place: see ghj_regroup).
 	 */
-	cap = (uint32) Min(Max(inner_plan->plan_rows * 1.1, 1024.0), 4194304.0);
+	ghj_inner_estimate(s, &est_rows, &est_width);
+	cap = (uint32) Min(Max(est_rows * 1.1, 1024.0), 4194304.0);
 	s->store_cap = 0;
 	while (cap > 64 && (ghj_batch_store_bytes(s, cap) > s->store_limit ||
 						(!s->table_on_host && !gh_table_fits_device(cap))))
@@ -750,8 +802,10 @@ ghj_build(GhjState *s)
 				end;
 
 	INSTR_TIME_SET_CURRENT(start);
-	if (s->shared_build && s->shared != NULL &&
-		s->css.ss.ps.state->es_query_dsa != NULL)
+	if (s->curpart >= 0)
+		ghj_build_private(s);	/* a partition of a spilled shared build */
+	else if (s->shared_build && s->shared != NULL &&
+			 s->css.ss.ps.state->es_query_dsa != NULL)
 		ghj_build_shared(s);
 	else
 		ghj_build_private(s);

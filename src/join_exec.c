@@ -458,6 +458,7 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 			Max((double) GPUHASH_BATCH_ROWS_DEFAULT,
 				2.0 * ((Plan *) linitial(cscan->custom_plans))->plan_rows));
 	ghj_batch_setup(s);
+	ghj_parts_begin(s);
 	ghj_batch_descs(s, ExecGetResultType(s->inner_ps),
 					ExecGetResultType(s->outer_ps));
 
@@ -532,6 +533,13 @@ ghj_exec(CustomScanState *node)
 					s->state = GHJ_NEXT_BATCH;
 					break;
 				}
+				/* a spilled shared build: the next partition (join_parts.c) */
+				if (s->curpart >= 0 && ghj_parts_next(s))
+				{
+					ghj_reset_probe(s);
+					s->state = GHJ_BUILD_TABLE;
+					break;
+				}
 				ghj_publish(s);
 				s->state = GHJ_DONE;
 				return NULL;
@@ -544,11 +552,12 @@ ghj_exec(CustomScanState *node)
 
 /*
  * ghj_release frees the table and everything the build made, and closes
- * the batches' files.
+ * the batches' files and the partitions'.
  */
 static void
 ghj_release(GhjState *s)
 {
+	ghj_parts_end(s);
 	ghj_free_table(s);
 	ghj_batch_end(s);
 }
@@ -568,7 +577,7 @@ ghj_publish(GhjState *s)
 		return;
 	st = &s->shared->stats[ParallelWorkerNumber];
 	st->inner_rows = Max(st->inner_rows, s->n_inner_read);
-	st->nbatch = Max(s->nbatch, s->nbatch_original);
+	st->nbatch = Max(Max(s->nbatch, s->nbatch_original), s->nbatch_seen);
 	st->nbatch_original = s->nbatch_original;
 	st->mem_peak = s->mem_peak;
 	st->dev_peak = s->dev_peak;
@@ -658,6 +667,7 @@ ghj_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 	memset(coordinate, 0, ghj_estimate_dsm(node, pcxt));
 	s->shared = (GhjShared *) coordinate;
 	ghj_shared_init(s->shared, pcxt->nworkers);
+	ghj_parts_init(s->shared, pcxt->seg);
 }
 
 /*
@@ -799,7 +809,7 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 											   context, useprefix, false), es);
 	if (es->analyze && s->n_builds > 0)
 	{
-		int			nbatch = Max(s->nbatch, s->nbatch_original);
+		int			nbatch = Max(Max(s->nbatch, s->nbatch_original), s->nbatch_seen);
 		int			nbatch_original = s->nbatch_original;
 		Size		mem_peak = s->mem_peak;
 		Size		dev_peak = s->dev_peak;
@@ -874,6 +884,10 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	}
 	if (es->analyze && s->shared_copy != NULL)
 	{
+		/* a shared build that spilled (join_parts.c) */
+		if (s->shared_copy->nparts > 0)
+			ExplainPropertyInteger("Shared Partitions", NULL,
+								   s->shared_copy->nparts, es);
 		for (int w = 0; w < s->shared_copy->nworkers; w++)
 		{
 			GhjStats   *st = &s->shared_copy->stats[w];

@@ -1,10 +1,11 @@
 /*-------------------------------------------------------------------------
  * join_exec.h
- *	  The executor state of GpuHashJoin, private to its five files: the node
+ *	  The executor state of GpuHashJoin, private to its six files: the node
  *	  (join_exec.c), the build of the inner row store and the table
  *	  (join_build.c), the batches of a build larger than its budget
  *	  (join_batch.c), the shared memory of a parallel build
- *	  (join_parallel.c) and the probe of outer batches (join_probe.c).
+ *	  (join_parallel.c), the partitions of a shared build larger than its
+ *	  budget (join_parts.c) and the probe of outer batches (join_probe.c).
  *
  * Calls go one way: join_exec.c calls the others; join_probe.c calls
  * join_build.c (a table's move to the GPU) and join_batch.c (outer rows
@@ -24,6 +25,7 @@
 #include "storage/buffile.h"
 #include "storage/barrier.h"
 #include "storage/condition_variable.h"
+#include "storage/sharedfileset.h"
 #include "storage/spin.h"
 #include "utils/datum.h"
 #include "utils/dsa.h"
@@ -148,6 +150,21 @@ typedef struct GhjShared
 	int			svc_state;
 	uint32		svc_table;
 	ConditionVariable svc_cv;
+
+	/*
+	 * A shared build past the participants' combined budget (join_parts.c):
+	 * both sides partitioned by hash bits into shared tuplestores in
+	 * fileset, each partition then joined by one participant alone.
+	 * parts_ready is set once nparts and parts are.
+	 */
+	bool		can_spill;		/* fileset is set up (the segment is in DSM) */
+	SharedFileSet fileset;
+	pg_atomic_uint64 loaded_bytes;	/* the participants' chunks, allocated */
+	bool		spill_claimed;	/* a participant is setting up the parts */
+	pg_atomic_uint32 parts_ready;
+	int			nparts;
+	dsa_pointer parts;			/* 2 * nparts stores (inner, outer), counts */
+	pg_atomic_uint32 next_part; /* the next partition to claim */
 
 	GhjStats	stats[FLEXIBLE_ARRAY_MEMBER];
 } GhjShared;
@@ -278,6 +295,24 @@ typedef struct GhjState
 	struct GhjChunk *chunks;	/* and those filled, in build_tmp_cxt */
 
 	/*
+	 * A shared build that spilled (join_parts.c): this participant's
+	 * accessors of the partitions' stores, and the partition it is joining
+	 * (curpart, -1 for none), whose rows the children's places take
+	 * (ghj_next_inner, next_outer).
+	 */
+	MemoryContext part_cxt;
+	struct SharedTuplestoreAccessor **part_acc; /* 2 * nparts, NULL: none */
+	uint64	   *part_rows;		/* inner rows and bytes this one wrote */
+	uint64	   *part_bytes;
+	int			curpart;
+	int			nparts_joined;	/* partitions this participant joined */
+	Size		own_loaded;		/* bytes of chunks this participant made */
+	TupleTableSlot *part_inner_slot;
+	TupleTableSlot *part_outer_slot;
+	double		part_est_rows;	/* the partition's inner rows and width */
+	int			part_est_width;
+
+	/*
 	 * batches (join_batch.c): the inner side partitioned by hash bits into
 	 * nbatch batches when it does not fit mem_budget, the rows of batches
 	 * other than curbatch in temp files, as Hash Join's; see join_batch.c.
@@ -288,6 +323,7 @@ typedef struct GhjState
 	int			nbatch;
 	int			nbatch_original;	/* when the build began */
 	int			nbatch_outstart;	/* when the outer side began */
+	int			nbatch_seen;	/* the most of partitions already joined */
 	int			curbatch;
 	bool		grow_enabled;	/* false once doubling stopped splitting rows */
 	uint8		over_budget;	/* GHJ_OVER_*: why a batch exceeded the budget */
@@ -357,6 +393,7 @@ extern void ghj_batch_setup(GhjState *s);
 extern void ghj_batch_descs(GhjState *s, TupleDesc inner_desc,
 							TupleDesc outer_desc);
 extern void ghj_batch_init(GhjState *s);
+extern void ghj_inner_estimate(GhjState *s, double *rows, int *width);
 extern Size ghj_batch_store_bytes(GhjState *s, uint32 cap);
 extern void ghj_batch_note_peak(GhjState *s, Size extra);
 extern int	ghj_batch_of(GhjState *s, uint64 hash);
@@ -376,8 +413,11 @@ extern Size ghj_shared_size(int nworkers);
 extern void ghj_shared_init(GhjShared *sh, int nworkers);
 extern void ghj_shared_reinit(GhjShared *sh, dsa_area *area);
 extern int	ghj_shared_attach(GhjState *s);
-extern void ghj_shared_add(GhjState *s, const Datum *rec, uint64 hash,
+extern Size ghj_shared_add(GhjState *s, const Datum *rec, uint64 hash,
 						   Size byref_bytes);
+extern bool ghj_shared_claim(GhjShared *sh, bool *claimed);
+extern double ghj_parallel_divisor(int nworkers);
+extern void ghj_shared_spill_chunks(GhjState *s);
 extern void ghj_shared_preallocate(GhjState *s);
 extern bool ghj_shared_loaded(GhjState *s);
 extern bool ghj_shared_next_phase(GhjState *s);
@@ -397,6 +437,20 @@ extern void ghj_shared_table_built(GhjShared *sh, uint32 table_id);
 extern void ghj_shared_table_failed(GhjShared *sh);
 extern uint32 ghj_shared_table_wait(GhjShared *sh);
 extern void ghj_publish_stats(GhjState *s);
+
+/* join_parts.c */
+extern void ghj_parts_init(GhjShared *sh, dsm_segment *seg);
+extern void ghj_parts_reinit(GhjShared *sh, dsa_area *area);
+extern void ghj_parts_begin(GhjState *s);
+extern bool ghj_parts_check(GhjState *s, Size grown);
+extern bool ghj_parts_spilling(GhjState *s);
+extern void ghj_parts_put_inner(GhjState *s, TupleTableSlot *slot, uint64 hash);
+extern void ghj_parts_put_record(GhjState *s, const Datum *rec, const char *data,
+								 uint64 hash);
+extern void ghj_parts_write_outer(GhjState *s, bool in_time);
+extern bool ghj_parts_next(GhjState *s);
+extern void ghj_parts_end(GhjState *s);
+extern TupleTableSlot *ghj_parts_next_tuple(GhjState *s, bool inner);
 
 /* join_probe.c */
 extern bool ghj_next_batch(GhjState *s);

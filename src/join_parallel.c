@@ -76,28 +76,32 @@
  * A chunk of a participant's share of the inner side: hashes, records,
  * then the records' by-reference data.  In a chunk a by-reference value is
  * its offset in the chunk's data, which compaction turns into an offset in
- * the store's arena.
+ * the store's arena.  A chunk holds up to GHJ_CHUNK_ROWS rows and
+ * GHJ_CHUNK_DATA bytes of data, less under a small budget (chunk_rows):
+ * the participants count their chunks against the budget (join_parts.c).
  */
 #define GHJ_CHUNK_ROWS 16384
 #define GHJ_CHUNK_DATA (1024 * 1024)
 typedef struct GhjChunk
 {
 	struct GhjChunk *next;
+	uint32		cap;			/* rows it has room for */
 	uint32		nrows;
 	Size		data_size;
 	Size		data_used;
-	uint64		hashes[GHJ_CHUNK_ROWS];
+	uint64		hashes[FLEXIBLE_ARRAY_MEMBER];	/* cap of them */
 } GhjChunk;
-#define GhjChunkRecs(c) ((Datum *) ((char *) (c) + MAXALIGN(sizeof(GhjChunk))))
+#define GhjChunkRecs(c) \
+	((Datum *) ((char *) (c) + MAXALIGN(offsetof(GhjChunk, hashes) + \
+										sizeof(uint64) * (c)->cap)))
 #define GhjChunkData(c, stride) \
-	((char *) GhjChunkRecs(c) + sizeof(Datum) * GHJ_CHUNK_ROWS * (stride))
+	((char *) GhjChunkRecs(c) + sizeof(Datum) * (c)->cap * (stride))
 
 /* Store positions one participant regroups at a time. */
 #define GHJ_REGROUP_RANGE 65536
 
 static void chunks_done(GhjState *s, uint64 *nrows, Size *nbytes);
 static void ghj_free_chunks(GhjState *s);
-static bool claim_first(GhjShared *sh, bool *claimed);
 static void free_dp(dsa_area *area, dsa_pointer *dp);
 static void *store_addr(GhjState *s, dsa_pointer dp);
 
@@ -127,6 +131,10 @@ ghj_shared_init(GhjShared *sh, int nworkers)
 	pg_atomic_init_u32(&sh->next_range, 0);
 	sh->svc_state = GHJ_SVC_NONE;
 	ConditionVariableInit(&sh->svc_cv);
+	pg_atomic_init_u64(&sh->loaded_bytes, 0);
+	pg_atomic_init_u32(&sh->parts_ready, 0);
+	pg_atomic_init_u32(&sh->next_part, 0);
+	sh->parts = InvalidDsaPointer;
 }
 
 /* free_dp frees *dp if it is valid, and forgets it. */
@@ -147,7 +155,10 @@ void
 ghj_shared_reinit(GhjShared *sh, dsa_area *area)
 {
 	int			nworkers = sh->nworkers;
+	bool		can_spill = sh->can_spill;
+	SharedFileSet fileset = sh->fileset;
 
+	ghj_parts_reinit(sh, area);
 	if (area != NULL)
 	{
 		free_dp(area, &sh->store_hashes);
@@ -159,6 +170,9 @@ ghj_shared_reinit(GhjShared *sh, dsa_area *area)
 	}
 	memset(sh, 0, ghj_shared_size(nworkers));
 	ghj_shared_init(sh, nworkers);
+	/* the file set, emptied, stays attached to the segment */
+	sh->can_spill = can_spill;
+	sh->fileset = fileset;
 }
 
 /*
@@ -171,6 +185,7 @@ ghj_shared_attach(GhjState *s)
 {
 	s->chunk = NULL;
 	s->chunks = NULL;
+	s->own_loaded = 0;
 	return BarrierAttach(&s->shared->build_barrier);
 }
 
@@ -217,25 +232,33 @@ ghj_free_chunks(GhjState *s)
  * ghj_shared_add copies the record tmp with its hash into the chunk being
  * filled, its by-reference values (byref_bytes in the arena's measure)
  * into the chunk's data, and starts a new chunk when this one is full.
+ * Returns the bytes of the chunk it started, zero if none.
  */
-void
+Size
 ghj_shared_add(GhjState *s, const Datum *tmp, uint64 hash, Size byref_bytes)
 {
 	int			nfields = s->nkeys + s->ninner_cols;
-	Size		recs_size = sizeof(Datum) * GHJ_CHUNK_ROWS * s->stride;
 	GhjChunk   *chunk = s->chunk;
 	Datum	   *rec;
 	char	   *data;
+	Size		grown = 0;
 
-	if (chunk == NULL || chunk->nrows == GHJ_CHUNK_ROWS ||
+	if (chunk == NULL || chunk->nrows == chunk->cap ||
 		chunk->data_used + byref_bytes > chunk->data_size)
 	{
-		Size		data_size = Max(GHJ_CHUNK_DATA, byref_bytes);
+		/* a sixteenth of the budget, at least 64 rows and one row's data */
+		Size		part = s->mem_budget / 16;
+		uint32		cap = (uint32) Max(Min((Size) GHJ_CHUNK_ROWS,
+										   part / (sizeof(Datum) * s->stride + sizeof(uint64))),
+									   64);
+		Size		data_size = Max(Min((Size) GHJ_CHUNK_DATA, part), byref_bytes);
 
 		chunks_done(s, NULL, NULL);
-		chunk = s->chunk = MemoryContextAllocHuge(s->build_tmp_cxt,
-												  MAXALIGN(sizeof(GhjChunk)) + recs_size +
-												  (s->inner_has_byref ? data_size : 0));
+		grown = MAXALIGN(offsetof(GhjChunk, hashes) + sizeof(uint64) * cap) +
+			sizeof(Datum) * cap * s->stride +
+			(s->inner_has_byref ? data_size : 0);
+		chunk = s->chunk = MemoryContextAllocHuge(s->build_tmp_cxt, grown);
+		chunk->cap = cap;
 		chunk->next = NULL;
 		chunk->nrows = 0;
 		chunk->data_size = s->inner_has_byref ? data_size : 0;
@@ -257,11 +280,36 @@ ghj_shared_add(GhjState *s, const Datum *tmp, uint64 hash, Size byref_bytes)
 		chunk->data_used += MAXALIGN(len);
 	}
 	chunk->hashes[chunk->nrows++] = hash;
+	return grown;
 }
 
-/* claim_first sets *claimed; true for the one participant that set it. */
-static bool
-claim_first(GhjShared *sh, bool *claimed)
+/*
+ * ghj_shared_spill_chunks writes the rows of this participant's chunks to
+ * the partitions of a shared build that spilled (join_parts.c), and frees
+ * the chunks.
+ */
+void
+ghj_shared_spill_chunks(GhjState *s)
+{
+	chunks_done(s, NULL, NULL);
+	for (GhjChunk *c = s->chunks; c; c = c->next)
+	{
+		const char *data = GhjChunkData(c, s->stride);
+
+		for (uint32 j = 0; j < c->nrows; j++)
+		{
+			if ((j & 0xfff) == 0)
+				CHECK_FOR_INTERRUPTS();
+			ghj_parts_put_record(s, GhjChunkRecs(c) + (size_t) j * s->stride,
+								 data, c->hashes[j]);
+		}
+	}
+	ghj_free_chunks(s);
+}
+
+/* ghj_shared_claim sets *claimed; true for the one participant that set it. */
+bool
+ghj_shared_claim(GhjShared *sh, bool *claimed)
 {
 	bool		first;
 
@@ -273,12 +321,12 @@ claim_first(GhjShared *sh, bool *claimed)
 }
 
 /*
- * parallel_divisor is what PostgreSQL's planner divides a partial path's
+ * ghj_parallel_divisor is what PostgreSQL's planner divides a partial path's
  * rows by for nworkers workers (costsize.c's get_parallel_divisor): the
  * leader counts for less as the workers grow in number.
  */
-static double
-parallel_divisor(int nworkers)
+double
+ghj_parallel_divisor(int nworkers)
 {
 	double		divisor = nworkers;
 
@@ -305,9 +353,9 @@ ghj_shared_preallocate(GhjState *s)
 	dsa_pointer h;
 	dsa_pointer r;
 
-	if (!claim_first(sh, &sh->prealloc_claimed))
+	if (!ghj_shared_claim(sh, &sh->prealloc_claimed))
 		return;
-	est = s->inner_ps->plan->plan_rows * parallel_divisor(sh->nworkers);
+	est = s->inner_ps->plan->plan_rows * ghj_parallel_divisor(sh->nworkers);
 	if (est < 1.0 || est > (double) GH_MAX_ROWS ||
 		est * (sizeof(uint64) + sizeof(Datum) * s->stride) >
 		(double) get_hash_memory_limit() * (sh->nworkers + 1))
@@ -375,6 +423,14 @@ ghj_shared_allocate(GhjState *s)
 	dsa_area   *area = s->css.ss.ps.state->es_query_dsa;
 	uint64		n = sh->nrows;
 
+	if (ghj_parts_spilling(s))
+	{
+		/* the rows went to partitions: no store */
+		free_dp(area, &sh->store_hashes);
+		free_dp(area, &sh->store_recs);
+		sh->store_cap = 0;
+		return;
+	}
 	if (n > GH_MAX_ROWS || sh->store_cap < Max(n, 1))
 	{
 		/* none allocated before, or too small: the rows outran the estimate */
@@ -503,7 +559,7 @@ ghj_shared_offer_order(GhjState *s, const uint32 *rows, bool service_shared)
 	dsa_area   *area = s->css.ss.ps.state->es_query_dsa;
 	uint64		n = sh->nrows;
 
-	if (!claim_first(sh, &sh->order_claimed))
+	if (!ghj_shared_claim(sh, &sh->order_claimed))
 		return;
 
 	/* the others read these only after the barrier */

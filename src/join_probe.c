@@ -91,13 +91,15 @@ store_outer(GhjState *s, TupleTableSlot *slot, uint32 n)
 }
 
 /*
- * next_outer pulls the next outer row and makes it econtext's outer tuple;
- * NULL, with outer_done set, when the outer side has no more.
+ * next_outer pulls the next outer row (of the partition being joined, in a
+ * shared build that spilled) and makes it econtext's outer tuple; NULL,
+ * with outer_done set, when the outer side has no more.
  */
 static inline TupleTableSlot *
 next_outer(GhjState *s, ExprContext *econtext)
 {
-	TupleTableSlot *slot = ExecProcNode(s->outer_ps);
+	TupleTableSlot *slot = s->curpart >= 0 ? ghj_parts_next_tuple(s, false) :
+		ExecProcNode(s->outer_ps);
 
 	if (TupIsNull(slot))
 	{

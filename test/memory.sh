@@ -4,7 +4,8 @@
 # the shared memory a backend maps stays small), a join whose inner side is
 # about 20 times work_mem (4MB: an 80 MB inner side) runs serial, with 4
 # parallel workers (each building its own table: gpuhash.shared_build off),
-# and in 4 sessions at once.  Every backend and worker is sampled every
+# in 4 sessions at once, and with 4 workers sharing a build whose inner
+# side the planner underestimates (it goes to shared partitions).  Every backend and worker is sampled every
 # 20 ms: RssAnon (its private memory) and VmHWM (the kernel's own peak of
 # its resident memory).  With budget the join's work_mem *
 # hash_mem_multiplier (8 MB here), each process must stay within
@@ -142,6 +143,25 @@ run_sessions 1 "SET gpuhash.force_join = on; SET max_parallel_workers_per_gather
 check_run "4 workers"
 run_sessions 4 "SET gpuhash.force_join = on; SET max_parallel_workers_per_gather = 0;"
 check_run "4 sessions at once"
+
+# a shared build (the participants read the inner side together) whose
+# inner side the planner expects to be 0.5 % of what it is (k + 0 = k):
+# its participants' chunks pass their budget, both sides go to shared
+# partitions, and each participant joins partitions within its own budget
+shared_query="SELECT count(*), sum(length(r.pad)), sum(s.w) FROM s JOIN (SELECT * FROM r WHERE k + 0 = k) r USING (k)"
+run_sessions 1 "SET gpuhash.force_join = on; SET max_parallel_workers_per_gather = 4;
+  SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0;" \
+  "SELECT 'RESULT', * FROM ($shared_query) q"
+check_run "4 workers, a shared build past its budget"
+plan=$(psqlq -At -c "SET gpuhash.force_join = on" -c "SET max_parallel_workers_per_gather = 4" \
+  -c "SET parallel_setup_cost = 0" -c "SET parallel_tuple_cost = 0" -c "SET min_parallel_table_scan_size = 0" \
+  -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $shared_query" |
+  grep -E 'Inner Side|Shared Partitions' | tr -s ' ' | tr '\n' ';')
+if echo "$plan" | grep -q 'read by all participants together' && echo "$plan" | grep -qE 'Shared Partitions: [0-9]+'; then
+  ok "that join is a shared build that went to partitions ($plan)"
+else
+  notok "that join is a shared build that went to partitions" "$plan"
+fi
 
 # the plans were GpuHashJoins, in batches
 plan=$(psqlq -At -c "SET gpuhash.force_join = on" -c "SET max_parallel_workers_per_gather = 0" \
