@@ -299,7 +299,10 @@ svc_make_table(SvcOp op, uint32 src_id, const uint64 *hashes, uint32 n,
 			   GhSvcTableInfo *info, uint32 *rows, gh_error *err)
 {
 	GhSvcSlot  *slot = svc_begin();
-	char	   *x = svc_exchange_for(Max((size_t) n, 1) * sizeof(uint64));
+	/* a build sends its hashes; an attach only gets the row array back */
+	size_t		xbytes = Max((size_t) n, 1) *
+		(op == SVC_OP_BUILD ? sizeof(uint64) : sizeof(uint32));
+	char	   *x = svc_exchange_for(xbytes);
 	gh_status	st;
 	dsm_segment *area;
 
@@ -317,7 +320,10 @@ svc_make_table(SvcOp op, uint32 src_id, const uint64 *hashes, uint32 n,
 	info->probe_cap = probe_cap;
 
 	if (hashes)
+	{
+		svc_populate(x, (size_t) n * sizeof(uint64));
 		memcpy(x, hashes, (size_t) n * sizeof(uint64));
+	}
 	slot->probe_seg = dsm_segment_handle(area);
 	slot->probe_cap = probe_cap;
 	slot->op = op;
