@@ -33,7 +33,10 @@ and pass the path: bench/tpch/build.sh PATH (or set TPCH_DBGEN_SRC).
 EOF
   exit 1
 fi
-for tool in gcc make; do
+tools="gcc make"
+# a bare git directory (a mirror) is read with git archive
+[ -f "$src/HEAD" ] && [ -d "$src/objects" ] && tools="$tools git"
+for tool in $tools; do
   command -v $tool >/dev/null 2>&1 || { echo "$tool is missing (Debian: apt-get install $tool)" >&2; exit 1; }
 done
 

@@ -121,8 +121,14 @@ else
   fi
   port=$(gh_free_port)
   # max_parallel_workers_per_gather is set per session; the pool is large
-  # enough for any --workers up to 32.  Without the gpuhash variant the
-  # library is not preloaded, so the native numbers need no gpuhash install.
+  # enough for any --workers up to 32.  gpuhash is preloaded wherever it is
+  # installed, so that native numbers are always taken with the library
+  # loaded and off; where it is not, native runs still work.
+  preload=1
+  if [ ! -f "$(pg_config --pkglibdir)/gpuhash.so" ]; then
+    [ "$with_gpuhash" -eq 1 ] && { echo "gpuhash is not installed (make && make install), or run --variants native" >&2; exit 1; }
+    preload=0
+  fi
   conf="max_worker_processes = 40
 max_parallel_workers = 32
 shared_buffers = ${BENCH_SHARED_BUFFERS:-$(awk '/^MemTotal/ { m = int($2 / 4 / 1024); if (m > 16384) m = 16384; print m "MB" }' /proc/meminfo)}
@@ -130,7 +136,7 @@ huge_pages = try
 checkpoint_timeout = 30min
 max_wal_size = 20GB
 jit = off
-$( [ "$with_gpuhash" -eq 1 ] && echo "gpuhash.device = $device" || echo "shared_preload_libraries = ''")
+$( [ "$preload" -eq 1 ] && echo "gpuhash.device = $device" || echo "shared_preload_libraries = ''")
 $extra_conf"
   say "cluster in $cl (port $port)"
   gh_cluster_start "$cl" "$port" "$conf" >>"$log" 2>&1 || { cat "$log" >&2; exit 1; }
@@ -147,7 +153,9 @@ cleanup() {
 trap cleanup EXIT
 
 psqlq() { gh_as_pg psql -X -q -v ON_ERROR_STOP=1 "$@"; }
-[ "$with_gpuhash" -eq 1 ] && psqlq -c "CREATE EXTENSION IF NOT EXISTS gpuhash" >>"$log" 2>&1
+if [ "$with_gpuhash" -eq 1 ] && ! psqlq -c "CREATE EXTENSION IF NOT EXISTS gpuhash" >>"$log" 2>&1; then
+  say "CREATE EXTENSION gpuhash failed (see $log)"; exit 1
+fi
 
 # ---------------------------------------------------------------- data
 have=$(psqlq -At -c "SELECT scale FROM tpch_meta WHERE done" 2>/dev/null || true)
