@@ -66,7 +66,7 @@ typedef struct HashKey
 
 static double spill_pages(double rows, int width);
 static int	join_batches(Path *inner, GhTarget target);
-static bool shared_inner_fits(Path *inner, int parallel_workers);
+static bool shared_inner_fits(Path *inner, int nkeys, int parallel_workers);
 
 static set_join_pathlist_hook_type prev_join_pathlist_hook = NULL;
 static planner_hook_type prev_planner_hook = NULL;
@@ -274,15 +274,27 @@ join_batches(Path *inner, GhTarget target)
  * remain the executor's answer to an estimate that was too low.
  */
 static bool
-shared_inner_fits(Path *inner, int parallel_workers)
+shared_inner_fits(Path *inner, int nkeys, int parallel_workers)
 {
 	size_t		space;
 	int			nbuckets,
 				nbatch,
 				nskew;
+	int			ncols = list_length(inner->pathtarget->exprs);
+
+	/*
+	 * A row of the store is a record of Datums (the keys, every column, a
+	 * null bitmap: join_exec.h) and its hash, beside its by-reference data,
+	 * which the planner's width counts: wider than PostgreSQL's own tuple
+	 * of narrow columns (TPC-H Q9's inner side at scale 1 passed the budget
+	 * so, where Parallel Hash kept it in one batch).
+	 */
+	int			width = inner->pathtarget->width +
+		(int) sizeof(Datum) * (nkeys + ncols + (ncols + 63) / 64) +
+		(int) sizeof(uint64);
 
 	ExecChooseHashTableSize(inner->rows * parallel_divisor(inner),
-							inner->pathtarget->width, false, true,
+							width, false, true,
 							parallel_workers, &space, &nbuckets, &nbatch,
 							&nskew);
 	return nbatch == 1;
@@ -599,7 +611,7 @@ gpuhash_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 			Path	   *sinner = linitial(innerrel->partial_pathlist);
 
 			if (sinner->param_info == NULL && sinner->parallel_safe &&
-				shared_inner_fits(sinner, pouter->parallel_workers) &&
+				shared_inner_fits(sinner, list_length(keys), pouter->parallel_workers) &&
 				(target != GH_TARGET_GPU ||
 				 gh_table_fits_device(sinner->rows * parallel_divisor(sinner))))
 				add_partial_path(joinrel,
