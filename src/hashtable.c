@@ -489,13 +489,15 @@ table_build(GhTarget target, const uint64 *hashes, uint32 nrows, bool grouped)
  * keeps only the table's shape and, when some hash repeats, a copy of its
  * row array.  With peer_table, a table that a participant of the same
  * parallel join built from the same hashes (then hashes is not read), the
- * service gives this backend a view of it instead of a copy.  for_peers:
+ * service gives this backend a view of it instead of a copy; peer_identity
+ * says that table's rows are the identity, so that the view needs no copy
+ * of its row array (nor room in the exchange area for one).  for_peers:
  * the table is built for every participant of a parallel join (they take
  * views of it), which EXPLAIN says.
  */
 GhTable *
 gh_table_build_service(const uint64 *hashes, uint32 nrows, uint32 probe_cap,
-					   uint32 peer_table, bool for_peers)
+					   uint32 peer_table, bool for_peers, bool peer_identity)
 {
 	GhTable    *t = palloc0(sizeof(GhTable));
 	gh_mm_params params;
@@ -507,14 +509,20 @@ gh_table_build_service(const uint64 *hashes, uint32 nrows, uint32 probe_cap,
 
 	table_params(&params);
 	INSTR_TIME_SET_CURRENT(start);
-	rows = palloc_extended(Max(nrows, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
+	rows = (peer_table != 0 && peer_identity) ? NULL :
+		palloc_extended(Max(nrows, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
 	/* a peer's table that is gone already (its join ended) is built again */
 	attached = peer_table != 0 &&
 		gh_svc_attach(peer_table, nrows, &params, probe_cap, &info, rows, &err) == GH_OK;
+	if (attached && rows == NULL && info.ndistinct != nrows)
+		elog(ERROR, "GpuHashJoin: the GPU service's shared table has repeated hashes, its builder said none");
 	if (!attached)
 	{
-		gh_status	st = gh_svc_build(hashes, nrows, &params, probe_cap, &info,
-									  rows, &err);
+		gh_status	st;
+
+		if (rows == NULL)
+			rows = palloc_extended(Max(nrows, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
+		st = gh_svc_build(hashes, nrows, &params, probe_cap, &info, rows, &err);
 
 		gpuhash_report(st, &err, "building the hash table in the GPU service");
 	}
@@ -529,7 +537,10 @@ gh_table_build_service(const uint64 *hashes, uint32 nrows, uint32 probe_cap,
 	t->mm.params = params;
 	t->rows_identity = (info.ndistinct == nrows);
 	if (t->rows_identity)
-		pfree(rows);
+	{
+		if (rows)
+			pfree(rows);
+	}
 	else
 	{
 		t->rows_copy = rows;

@@ -214,14 +214,19 @@ ghj_service_table(GhjState *s, uint64 *hashes, bool grouped)
 	GhjShared  *sh = s->shared;
 	GhTable    *t = NULL;
 
+	bool		identity = false;
+	uint32		peer;
+
 	if (!s->store_shared)
-		return gh_table_build_service(hashes, s->ninner, s->batch_cap, 0, false);
+		return gh_table_build_service(hashes, s->ninner, s->batch_cap, 0, false,
+									  false);
 
 	if (ghj_shared_table_claim(sh))
 	{
 		PG_TRY();
 		{
-			t = gh_table_build_service(hashes, s->ninner, s->batch_cap, 0, true);
+			t = gh_table_build_service(hashes, s->ninner, s->batch_cap, 0, true,
+									   false);
 		}
 		PG_CATCH();
 		{
@@ -229,13 +234,14 @@ ghj_service_table(GhjState *s, uint64 *hashes, bool grouped)
 			PG_RE_THROW();
 		}
 		PG_END_TRY();
-		ghj_shared_table_built(sh, gh_table_service_id(t));
+		ghj_shared_table_built(sh, gh_table_service_id(t), t->rows_identity);
 		return t;
 	}
 
 	/* a view of the peer's table; its own if that one is gone or failed */
-	t = gh_table_build_service(hashes, s->ninner, s->batch_cap,
-							   ghj_shared_table_wait(sh), false);
+	peer = ghj_shared_table_wait(sh, &identity);
+	t = gh_table_build_service(hashes, s->ninner, s->batch_cap, peer, false,
+							   identity);
 
 	/*
 	 * From regrouped hashes, the table's groups must be the store's: a view

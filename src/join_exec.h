@@ -149,6 +149,7 @@ typedef struct GhjShared
 	 */
 	int			svc_state;
 	uint32		svc_table;
+	bool		svc_identity;	/* its rows are the identity (no hash repeats) */
 	ConditionVariable svc_cv;
 
 	/*
@@ -433,9 +434,10 @@ extern void ghj_shared_regrouped(GhjState *s);
 extern void ghj_shared_detach(GhjState *s);
 extern void ghj_shared_map(GhjState *s);
 extern bool ghj_shared_table_claim(GhjShared *sh);
-extern void ghj_shared_table_built(GhjShared *sh, uint32 table_id);
+extern void ghj_shared_table_built(GhjShared *sh, uint32 table_id,
+								   bool identity);
 extern void ghj_shared_table_failed(GhjShared *sh);
-extern uint32 ghj_shared_table_wait(GhjShared *sh);
+extern uint32 ghj_shared_table_wait(GhjShared *sh, bool *identity);
 extern void ghj_publish_stats(GhjState *s);
 
 /* join_parts.c */

@@ -708,12 +708,17 @@ ghj_shared_table_claim(GhjShared *sh)
 	return builder;
 }
 
-/* ghj_shared_table_built announces the service table table_id to the others. */
+/*
+ * ghj_shared_table_built announces the service table table_id to the
+ * others, and whether its rows are the identity (then their views need no
+ * copy of its row array).
+ */
 void
-ghj_shared_table_built(GhjShared *sh, uint32 table_id)
+ghj_shared_table_built(GhjShared *sh, uint32 table_id, bool identity)
 {
 	SpinLockAcquire(&sh->mutex);
 	sh->svc_table = table_id;
+	sh->svc_identity = identity;
 	sh->svc_state = GHJ_SVC_BUILT;
 	SpinLockRelease(&sh->mutex);
 	ConditionVariableBroadcast(&sh->svc_cv);
@@ -731,10 +736,11 @@ ghj_shared_table_failed(GhjShared *sh)
 
 /*
  * ghj_shared_table_wait waits for the participant that claimed the shared
- * service table, and returns the table's id, or 0 if its build failed.
+ * service table, and returns the table's id, or 0 if its build failed;
+ * *identity says whether the table's rows are the identity.
  */
 uint32
-ghj_shared_table_wait(GhjShared *sh)
+ghj_shared_table_wait(GhjShared *sh, bool *identity)
 {
 	int			state;
 	uint32		peer;
@@ -745,6 +751,7 @@ ghj_shared_table_wait(GhjShared *sh)
 		SpinLockAcquire(&sh->mutex);
 		state = sh->svc_state;
 		peer = sh->svc_table;
+		*identity = sh->svc_identity;
 		SpinLockRelease(&sh->mutex);
 		if (state != GHJ_SVC_BUILDING)
 			break;

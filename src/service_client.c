@@ -299,9 +299,13 @@ svc_make_table(SvcOp op, uint32 src_id, const uint64 *hashes, uint32 n,
 			   GhSvcTableInfo *info, uint32 *rows, gh_error *err)
 {
 	GhSvcSlot  *slot = svc_begin();
-	/* a build sends its hashes; an attach only gets the row array back */
-	size_t		xbytes = Max((size_t) n, 1) *
-		(op == SVC_OP_BUILD ? sizeof(uint64) : sizeof(uint32));
+	/*
+	 * A build sends its hashes; an attach only gets the row array back, and
+	 * not even that when the caller knows the rows are the identity (rows
+	 * NULL): then the exchange area this backend has, however small, does.
+	 */
+	size_t		xbytes = op == SVC_OP_BUILD ? Max((size_t) n, 1) * sizeof(uint64) :
+		rows != NULL ? Max((size_t) n, 1) * sizeof(uint32) : 1;
 	char	   *x = svc_exchange_for(xbytes);
 	gh_status	st;
 	dsm_segment *area;

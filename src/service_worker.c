@@ -394,6 +394,12 @@ svc_attach(int i, GhSvcSlot *slot, char *x)
 		return;
 	}
 	if (!src->table.rows_identity &&
+		dsm_segment_map_length(svc_maps[i].seg) < (Size) slot->n * sizeof(uint32))
+	{
+		svc_fail(slot, GH_ERR_INVALID, "the GPU service", "no room for the row array");
+		return;
+	}
+	if (!src->table.rows_identity &&
 		(st = gh_table_copy_rows(&src->table, (uint32 *) x, &svc_env,
 								 svc_stream, &err)) != GH_OK)
 	{
