@@ -576,7 +576,8 @@ ghj_publish(GhjState *s)
 		ParallelWorkerNumber < 0 || ParallelWorkerNumber >= s->shared->nworkers)
 		return;
 	st = &s->shared->stats[ParallelWorkerNumber];
-	st->inner_rows = Max(st->inner_rows, s->n_inner_read);
+	st->inner_rows = s->nparts_joined > 0 ? s->part_inner_rows :
+		Max(st->inner_rows, s->n_inner_read);
 	st->nbatch = Max(Max(s->nbatch, s->nbatch_original), s->nbatch_seen);
 	st->nbatch_original = s->nbatch_original;
 	st->mem_peak = s->mem_peak;
@@ -830,8 +831,12 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		}
 
 		ExplainPropertyText("Device", gpuhash_target_name(s->target), es);
-		/* with batches, the store holds one batch: count what was read */
+		/*
+		 * With batches, the store holds one batch: count what was read; a
+		 * shared build's partitions (join_parts.c): those this one joined.
+		 */
 		ExplainPropertyUInteger("Inner Rows", NULL,
+								s->nparts_joined > 0 ? s->part_inner_rows :
 								s->nbatch > 1 ? s->n_inner_read : s->ninner + s->n_nullkey,
 								es);
 		ExplainPropertyUInteger("Batches", NULL, s->n_batches, es);

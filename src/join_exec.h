@@ -307,6 +307,7 @@ typedef struct GhjState
 	uint64	   *part_bytes;
 	int			curpart;
 	int			nparts_joined;	/* partitions this participant joined */
+	uint64		part_inner_rows;	/* and their inner rows */
 	Size		own_loaded;		/* bytes of chunks this participant made */
 	TupleTableSlot *part_inner_slot;
 	TupleTableSlot *part_outer_slot;

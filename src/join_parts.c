@@ -433,6 +433,7 @@ ghj_parts_next(GhjState *s)
 	{
 		sts_end_parallel_scan(s->part_acc[s->curpart]);
 		sts_end_parallel_scan(s->part_acc[sh->nparts + s->curpart]);
+		s->part_inner_rows += s->n_inner_read;
 		s->curpart = -1;
 	}
 	p = pg_atomic_fetch_add_u32(&sh->next_part, 1);
@@ -486,6 +487,8 @@ ghj_parts_end(GhjState *s)
 		sts_end_parallel_scan(s->part_acc[s->shared->nparts + s->curpart]);
 	}
 	s->curpart = -1;
+	s->nparts_joined = 0;
+	s->part_inner_rows = 0;
 	s->part_acc = NULL;
 	s->part_rows = NULL;
 	s->part_bytes = NULL;
