@@ -79,7 +79,8 @@ record_byref_size(GhjState *s, const Datum *rec)
 /*
  * store_columns copies the inner row in slot into a record: its column values
  * after the keys, then a null bitmap.  By-reference values are copied into
- * cxt.
+ * cxt, or with cxt NULL left pointing into the slot's row (valid until the
+ * slot's next row).
  */
 static void
 store_columns(GhjState *s, TupleTableSlot *slot, Datum *rec, MemoryContext cxt)
@@ -96,7 +97,7 @@ store_columns(GhjState *s, TupleTableSlot *slot, Datum *rec, MemoryContext cxt)
 			vals[c] = (Datum) 0;
 			nulls[c / 64] |= UINT64CONST(1) << (c % 64);
 		}
-		else if (s->inner_attbyval[c])
+		else if (s->inner_attbyval[c] || cxt == NULL)
 			vals[c] = slot->tts_values[c];
 		else
 		{
@@ -439,8 +440,13 @@ ghj_load_shared(GhjState *s)
 		if ((slot = ghj_next_inner(s, econtext)) == NULL)
 			break;
 		slot_getallattrs(slot);
-		h = gh_key_hash_row(&s->inner_keys, econtext, slot, tmp,
-							econtext->ecxt_per_tuple_memory, &hasnull);
+
+		/*
+		 * By-reference keys and columns stay where they are, in the slot's
+		 * row or the per-tuple memory, until ghj_shared_add copies them into
+		 * the chunk: one copy, not two.
+		 */
+		h = gh_key_hash_row(&s->inner_keys, econtext, slot, tmp, NULL, &hasnull);
 		if (hasnull)
 			continue;			/* never matches; no right or full join here */
 		if (spilling)
@@ -448,7 +454,7 @@ ghj_load_shared(GhjState *s)
 			ghj_parts_put_inner(s, slot, h);
 			continue;
 		}
-		store_columns(s, slot, tmp, econtext->ecxt_per_tuple_memory);
+		store_columns(s, slot, tmp, NULL);
 		grown = ghj_shared_add(s, tmp, h,
 							   s->inner_has_byref ? record_byref_size(s, tmp) : 0);
 		/* past the participants' budget: partitions (join_parts.c) */

@@ -230,7 +230,8 @@ gh_key_null_hash(int i)
 
 /*
  * gh_key_hash_keys is gh_key_hash_row and gh_key_hash_group: the keys of
- * the row into values[] (by-reference ones copied into cxt) and the row's
+ * the row into values[] (by-reference ones copied into cxt; with cxt NULL,
+ * and an econtext, left where they are: valid until the next row) and the row's
  * 64-bit hash, the keys' hashes combined in key order with hash_combine64.
  * With nulls == NULL a NULL key sets *hasnull and ends the row; otherwise
  * nulls[i] says whether key i is NULL, which hashes as gh_key_null_hash.
@@ -274,7 +275,7 @@ gh_key_hash_keys(const GhKeySet *keys, ExprContext *econtext,
 		if (nulls != NULL)
 			nulls[i] = false;
 		h = hash_combine64(h, gh_key_hash_value(keys, i, &v, tmp));
-		if (keys->byval[i])
+		if (keys->byval[i] || cxt == NULL)
 			values[i] = v;
 		else
 		{
