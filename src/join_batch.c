@@ -169,7 +169,7 @@ ghj_batch_init(GhjState *s)
 	s->grow_enabled = true;
 	s->over_budget = 0;
 	s->curbatch = 0;
-	ghj_inner_estimate(s, &rows, &width);
+	rows = ghj_inner_estimate(s, &width);
 	ExecChooseHashTableSize(rows, width, false, false, 0, &space, &nbuckets,
 							&nbatch, &nskew);
 	nbatch = Min(nbatch, GHJ_MAX_NBATCH);
@@ -189,20 +189,17 @@ ghj_batch_init(GhjState *s)
 
 /*
  * ghj_inner_estimate is how many inner rows a private build expects, and
- * how wide: the planner's estimate, or for a partition of a shared build
- * that spilled (join_parts.c) what its rows came to.
+ * how wide (width may be NULL): the planner's estimate, or for a partition
+ * of a shared build that spilled (join_parts.c) what its rows came to.
  */
-void
-ghj_inner_estimate(GhjState *s, double *rows, int *width)
+double
+ghj_inner_estimate(GhjState *s, int *width)
 {
-	if (s->curpart >= 0)
-	{
-		*rows = s->part_est_rows;
-		*width = s->part_est_width;
-		return;
-	}
-	*rows = s->inner_ps->plan->plan_rows;
-	*width = s->inner_ps->plan->plan_width;
+	bool		part = s->curpart >= 0;
+
+	if (width)
+		*width = part ? s->part_est_width : s->inner_ps->plan->plan_width;
+	return part ? s->part_est_rows : s->inner_ps->plan->plan_rows;
 }
 
 /*
@@ -250,14 +247,13 @@ ghj_batch_note_peak(GhjState *s, Size extra)
 }
 
 /*
- * ghj_batch_of is the batch of a row of hash h: the low bits of a second
- * mix of it, so that they are independent of the table's slot bits.
+ * ghj_batch_of is the batch of a row of hash h: the low bits of the upper
+ * half of its second mix (ghj_batch_mix).
  */
 int
 ghj_batch_of(GhjState *s, uint64 hash)
 {
-	return (int) ((gh_mix64(hash ^ UINT64CONST(0x2545f4914f6cdd1d)) >> 32) &
-				  (uint64) (s->nbatch - 1));
+	return (int) ((ghj_batch_mix(hash) >> 32) & (uint64) (s->nbatch - 1));
 }
 
 /* batch_file returns files[batchno], created on first use. */

@@ -214,7 +214,6 @@ ghj_service_table(GhjState *s, uint64 *hashes, bool grouped)
 {
 	GhjShared  *sh = s->shared;
 	GhTable    *t = NULL;
-
 	bool		identity = false;
 	uint32		peer;
 
@@ -706,8 +705,6 @@ static void
 ghj_build_private(GhjState *s)
 {
 	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
-	double		est_rows;
-	int			est_width;
 	uint32		cap;
 	uint32		nullcap = 0;
 	bool		keep_nullkeys = (s->jointype == JOIN_RIGHT ||
@@ -723,8 +720,7 @@ ghj_build_private(GhjState *s)
 	 * build_cxt once the table exists (unless the table leaves them in
 	 * place: see ghj_regroup).
 	 */
-	ghj_inner_estimate(s, &est_rows, &est_width);
-	cap = (uint32) Min(Max(est_rows * 1.1, 1024.0), 4194304.0);
+	cap = (uint32) Min(Max(ghj_inner_estimate(s, NULL) * 1.1, 1024.0), 4194304.0);
 	s->store_cap = 0;
 	while (cap > 64 && (ghj_batch_store_bytes(s, cap) > s->store_limit ||
 						(!s->table_on_host && !gh_table_fits_device(cap))))

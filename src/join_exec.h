@@ -30,6 +30,7 @@
 #include "utils/datum.h"
 #include "utils/dsa.h"
 
+#include "gh_hash.h"
 #include "gpuhash_join.h"
 #include "keys.h"
 
@@ -395,7 +396,7 @@ extern void ghj_batch_setup(GhjState *s);
 extern void ghj_batch_descs(GhjState *s, TupleDesc inner_desc,
 							TupleDesc outer_desc);
 extern void ghj_batch_init(GhjState *s);
-extern void ghj_inner_estimate(GhjState *s, double *rows, int *width);
+extern double ghj_inner_estimate(GhjState *s, int *width);
 extern Size ghj_batch_store_bytes(GhjState *s, uint32 cap);
 extern void ghj_batch_note_peak(GhjState *s, Size extra);
 extern int	ghj_batch_of(GhjState *s, uint64 hash);
@@ -496,6 +497,19 @@ byref_attr(GhjState *s, int k, int16 *typlen)
 	}
 	*typlen = s->inner_attlen[k - s->nkeys];
 	return !s->inner_attbyval[k - s->nkeys];
+}
+
+/*
+ * ghj_batch_mix is the second mix of a row's hash whose bits split the
+ * rows: bits 32 and up give join_batch.c's batches (ghj_batch_of), bits 16
+ * and up a spilled shared build's partitions (join_parts.c), so that a
+ * partition's rows still spread over its batches; both are independent of
+ * the bits the table uses (it starts from gh_mix64 of the hash itself).
+ */
+static inline uint64
+ghj_batch_mix(uint64 hash)
+{
+	return gh_mix64(hash ^ UINT64CONST(0x2545f4914f6cdd1d));
 }
 
 /*

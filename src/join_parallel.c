@@ -77,7 +77,7 @@
  * then the records' by-reference data.  In a chunk a by-reference value is
  * its offset in the chunk's data, which compaction turns into an offset in
  * the store's arena.  A chunk holds up to GHJ_CHUNK_ROWS rows and
- * GHJ_CHUNK_DATA bytes of data, less under a small budget (chunk_rows):
+ * GHJ_CHUNK_DATA bytes of data, less under a small budget (ghj_shared_add):
  * the participants count their chunks against the budget (join_parts.c).
  */
 #define GHJ_CHUNK_ROWS 16384
@@ -422,23 +422,17 @@ ghj_shared_allocate(GhjState *s)
 	GhjShared  *sh = s->shared;
 	dsa_area   *area = s->css.ss.ps.state->es_query_dsa;
 	uint64		n = sh->nrows;
+	/* the rows went to partitions, or are too many for a table: no store */
+	bool		no_store = ghj_parts_spilling(s) || n > GH_MAX_ROWS;
 
-	if (ghj_parts_spilling(s))
+	if (no_store || sh->store_cap < Max(n, 1))
 	{
-		/* the rows went to partitions: no store */
-		free_dp(area, &sh->store_hashes);
-		free_dp(area, &sh->store_recs);
-		sh->store_cap = 0;
-		return;
-	}
-	if (n > GH_MAX_ROWS || sh->store_cap < Max(n, 1))
-	{
-		/* none allocated before, or too small: the rows outran the estimate */
+		/* nor the early one, if it is too small: the rows outran the estimate */
 		free_dp(area, &sh->store_hashes);
 		free_dp(area, &sh->store_recs);
 		sh->store_cap = 0;
 	}
-	if (n > GH_MAX_ROWS)
+	if (no_store)
 		return;
 	if (sh->store_cap == 0)
 	{

@@ -52,7 +52,6 @@
 #include "utils/memutils.h"
 #include "utils/sharedtuplestore.h"
 
-#include "gh_hash.h"
 #include "join_exec.h"
 
 /* at most this many partitions: within them, join_batch.c's batches */
@@ -79,15 +78,13 @@ static void put_inner(GhjState *s, int p, MinimalTuple tup);
 static void end_inner_writes(GhjState *s);
 
 /*
- * part_of is the partition of a row of hash hash: bits 16 and up of the
- * mix whose bits 32 and up give join_batch.c's batches (ghj_batch_of), so
- * that a partition's rows still spread over its batches.
+ * part_of is the partition of a row of hash hash: bits 16 and up of its
+ * second mix, below those of join_batch.c's batches (ghj_batch_mix).
  */
 static int
 part_of(int nparts, uint64 hash)
 {
-	return (int) ((gh_mix64(hash ^ UINT64CONST(0x2545f4914f6cdd1d)) >> 16) &
-				  (uint64) (nparts - 1));
+	return (int) ((ghj_batch_mix(hash) >> 16) & (uint64) (nparts - 1));
 }
 
 /* participant is this process's number among the stores' writers. */
@@ -394,8 +391,8 @@ ghj_parts_write_outer(GhjState *s, bool in_time)
 		econtext->ecxt_outertuple = slot;
 		/* plain column keys are read from the deformed values */
 		slot_getsomeattrs(slot, s->outer_deform);
-		h = gh_key_hash_row(&s->outer_keys, econtext, slot, keys,
-							econtext->ecxt_per_tuple_memory, &isnull);
+		/* the keys are not kept: by-reference ones are not copied */
+		h = gh_key_hash_row(&s->outer_keys, econtext, slot, keys, NULL, &isnull);
 		if (isnull && !emit_null)
 			continue;			/* matches nothing, and is not emitted */
 		tup = ExecFetchSlotMinimalTuple(slot, &should_free);
