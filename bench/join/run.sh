@@ -41,6 +41,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../test/lib.sh"
+. "$here/../lib.sh"
 
 scale=1.0 repeats=3 out="" device=auto workers="8 16" workloads="" variants="native gpuhash"
 force=0 timeout=0 datadir="" keep=0 gen_only=0 serial=1 reuse="" gen_jobs=$(nproc) extra_conf="" work_mem=1GB
@@ -82,46 +83,9 @@ workloads=${workloads:-$all_workloads}
 for w in $workloads; do [ -n "${Q[$w]:-}" ] || { echo "unknown workload $w" >&2; exit 2; }; done
 
 # ---------------------------------------------------------------- cluster
-if [ -n "$reuse" ]; then
-  cl=$reuse
-  port=$(sed -n 's/^port = //p' "$cl/data/postgresql.conf" | tail -1)
-  if [ -n "$extra_conf" ]; then
-    # --conf with --reuse: the lines go after the cluster's own (later lines win), then a restart
-    printf '%s\n' "$extra_conf" >>"$cl/data/postgresql.conf"
-    gh_as_pg "$(gh_pg_bindir)/pg_ctl" -D "$cl/data" -m fast -w stop >/dev/null 2>&1 || true
-  fi
-  if ! gh_as_pg "$(gh_pg_bindir)/pg_ctl" -D "$cl/data" status >/dev/null 2>&1; then
-    gh_as_pg "$(gh_pg_bindir)/pg_ctl" -D "$cl/data" -l "$cl/server.log" -w start >/dev/null
-  fi
-  export PGHOST=$cl PGPORT=$port PGUSER=postgres PGDATABASE=postgres
-else
-  if [ -n "$datadir" ]; then
-    mkdir -p "$datadir"; cl=$(cd "$datadir" && pwd)
-    [ "$(id -u)" -eq 0 ] && chown "$GH_OSUSER" "$cl"
-  else
-    cl=$(gh_tmpdir)
-  fi
-  port=$(gh_free_port)
-  conf="max_worker_processes = 40
-max_parallel_workers = 32
-max_parallel_workers_per_gather = 0
-shared_buffers = ${BENCH_SHARED_BUFFERS:-$(awk '/^MemTotal/ { m = int($2 / 4 / 1024); if (m > 16384) m = 16384; print m "MB" }' /proc/meminfo)}
-huge_pages = try
-checkpoint_timeout = 30min
-max_wal_size = 20GB
-jit = off
-gpuhash.device = $device
-$extra_conf"
-  say "cluster in $cl (port $port)"
-  gh_cluster_start "$cl" "$port" "$conf" >>"$log" 2>&1 || { cat "$log" >&2; exit 1; }
-fi
-cleanup() {
-  if [ "$keep" -eq 0 ] && [ -z "$reuse" ]; then
-    gh_cluster_stop "$cl"; rm -rf "$cl"
-  else
-    say "cluster left running in $cl (port $port): --reuse $cl"
-  fi
-}
+bench_cluster "$reuse" "$datadir" "max_parallel_workers_per_gather = 0
+gpuhash.device = $device" "$extra_conf" "$log"
+cleanup() { bench_cluster_done "$keep" "$reuse"; }
 trap cleanup EXIT
 
 psqlq() { gh_as_pg psql -X -q -v ON_ERROR_STOP=1 "$@"; }

@@ -49,6 +49,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../test/lib.sh"
+. "$here/../lib.sh"
 
 scale=1 repeats=3 workers=16 queries="$(seq -s ' ' 1 22)" variants="native gpuhash" device=auto
 work_mem="" timeout=0 out="" extra_conf="" datadir="" keep=0 reuse="" load_only=0 jobs=$(nproc)
@@ -100,55 +101,22 @@ case " $variants " in *" gpuhash "*) with_gpuhash=1 ;; esac
 case " $variants " in *" native "*) [ "$with_gpuhash" -eq 1 ] && both=1 ;; esac
 
 # ---------------------------------------------------------------- cluster
-if [ -n "$reuse" ]; then
-  cl=$(cd "$reuse" && pwd)
-  port=$(sed -n 's/^port = //p' "$cl/data/postgresql.conf" | tail -1)
-  if [ -n "$extra_conf" ]; then
-    # --conf with --reuse: the lines go after the cluster's own (later lines win), then a restart
-    printf '%s\n' "$extra_conf" >>"$cl/data/postgresql.conf"
-    gh_as_pg "$(gh_pg_bindir)/pg_ctl" -D "$cl/data" -m fast -w stop >/dev/null 2>&1 || true
-  fi
-  if ! gh_as_pg "$(gh_pg_bindir)/pg_ctl" -D "$cl/data" status >/dev/null 2>&1; then
-    gh_as_pg "$(gh_pg_bindir)/pg_ctl" -D "$cl/data" -l "$cl/server.log" -w start >/dev/null
-  fi
-  export PGHOST=$cl PGPORT=$port PGUSER=postgres PGDATABASE=postgres
-else
-  if [ -n "$datadir" ]; then
-    mkdir -p "$datadir"; cl=$(cd "$datadir" && pwd)
-    [ "$(id -u)" -eq 0 ] && chown "$GH_OSUSER" "$cl"
-  else
-    cl=$(gh_tmpdir)
-  fi
-  port=$(gh_free_port)
-  # max_parallel_workers_per_gather is set per session; the pool is large
-  # enough for any --workers up to 32.  gpuhash is preloaded wherever it is
-  # installed, so that native numbers are always taken with the library
-  # loaded and off; where it is not, native runs still work.
-  preload=1
-  if [ ! -f "$(pg_config --pkglibdir)/gpuhash.so" ]; then
-    [ "$with_gpuhash" -eq 1 ] && { echo "gpuhash is not installed (make && make install), or run --variants native" >&2; exit 1; }
-    preload=0
-  fi
-  conf="max_worker_processes = 40
-max_parallel_workers = 32
-shared_buffers = ${BENCH_SHARED_BUFFERS:-$(awk '/^MemTotal/ { m = int($2 / 4 / 1024); if (m > 16384) m = 16384; print m "MB" }' /proc/meminfo)}
-huge_pages = try
-checkpoint_timeout = 30min
-max_wal_size = 20GB
-jit = off
-$( [ "$preload" -eq 1 ] && echo "gpuhash.device = $device" || echo "shared_preload_libraries = ''")
-$extra_conf"
-  say "cluster in $cl (port $port)"
-  gh_cluster_start "$cl" "$port" "$conf" >>"$log" 2>&1 || { cat "$log" >&2; exit 1; }
+# max_parallel_workers_per_gather is set per session; the pool is large
+# enough for any --workers up to 32.  gpuhash is preloaded wherever it is
+# installed, so that native numbers are always taken with the library
+# loaded and off; where it is not, native runs still work.
+preload=1
+if [ -z "$reuse" ] && [ ! -f "$(pg_config --pkglibdir)/gpuhash.so" ]; then
+  [ "$with_gpuhash" -eq 1 ] && { echo "gpuhash is not installed (make && make install), or run --variants native" >&2; exit 1; }
+  preload=0
 fi
+bench_cluster "$reuse" "$datadir" \
+  "$( [ "$preload" -eq 1 ] && echo "gpuhash.device = $device" || echo "shared_preload_libraries = ''")" \
+  "$extra_conf" "$log"
 work=$(gh_tmpdir)
 cleanup() {
   rm -rf "$work"
-  if [ "$keep" -eq 0 ] && [ -z "$reuse" ]; then
-    gh_cluster_stop "$cl"; rm -rf "$cl"
-  else
-    say "cluster left running in $cl (port $port): --reuse $cl"
-  fi
+  bench_cluster_done "$keep" "$reuse"
 }
 trap cleanup EXIT
 
