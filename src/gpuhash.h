@@ -101,9 +101,11 @@ typedef struct GhSvcTableInfo
 extern void gpuhash_init_service(void);
 extern bool gh_svc_available(bool parallel);
 extern GhTarget gh_svc_target(void);
+extern void gh_populate(const void *p, size_t bytes, bool write);
 extern gh_status gh_svc_build(const uint64 *hashes, uint32 n,
 							  const gh_mm_params *params, uint32 probe_cap,
-							  GhSvcTableInfo *info, uint32 *rows, gh_error *err);
+							  GhSvcTableInfo *info, uint32 *rows,
+							  struct dsm_segment *xchg, gh_error *err);
 extern gh_status gh_svc_attach(uint32 src_id, uint32 n,
 							   const gh_mm_params *params, uint32 probe_cap,
 							   GhSvcTableInfo *info, uint32 *rows, gh_error *err);

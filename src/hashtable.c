@@ -493,11 +493,13 @@ table_build(GhTarget target, const uint64 *hashes, uint32 nrows, bool grouped)
  * says that table's rows are the identity, so that the view needs no copy
  * of its row array (nor room in the exchange area for one).  for_peers:
  * the table is built for every participant of a parallel join (they take
- * views of it), which EXPLAIN says.
+ * views of it), which EXPLAIN says.  xchg: an exchange area that holds the
+ * hashes already (a shared build's, GhjShared.xchg), sent as it is.
  */
 GhTable *
 gh_table_build_service(const uint64 *hashes, uint32 nrows, uint32 probe_cap,
-					   uint32 peer_table, bool for_peers, bool peer_identity)
+					   uint32 peer_table, bool for_peers, bool peer_identity,
+					   dsm_segment *xchg)
 {
 	GhTable    *t = palloc0(sizeof(GhTable));
 	gh_mm_params params;
@@ -522,7 +524,8 @@ gh_table_build_service(const uint64 *hashes, uint32 nrows, uint32 probe_cap,
 
 		if (rows == NULL)
 			rows = palloc_extended(Max(nrows, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
-		st = gh_svc_build(hashes, nrows, &params, probe_cap, &info, rows, &err);
+		st = gh_svc_build(hashes, nrows, &params, probe_cap, &info, rows, xchg,
+						  &err);
 
 		gpuhash_report(st, &err, "building the hash table in the GPU service");
 	}

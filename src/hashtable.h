@@ -60,7 +60,8 @@ extern bool gh_table_probe_area(GhTable *table, uint32 cap, uint64 **hashes,
 								uint32 **first, uint32 **count);
 extern GhTable *gh_table_build_service(const uint64 *hashes, uint32 nrows,
 									   uint32 probe_cap, uint32 peer_table,
-									   bool for_peers, bool peer_identity);
+									   bool for_peers, bool peer_identity,
+									   struct dsm_segment *xchg);
 extern uint32 gh_table_service_id(const GhTable *table);
 extern bool gh_table_shared(const GhTable *table);
 extern const char *gh_table_holder(const GhTable *table);

@@ -219,14 +219,17 @@ ghj_service_table(GhjState *s, uint64 *hashes, bool grouped)
 
 	if (!s->store_shared)
 		return gh_table_build_service(hashes, s->ninner, s->batch_cap, 0, false,
-									  false);
+									  false, NULL);
 
 	if (ghj_shared_table_claim(sh))
 	{
+		bool		attached;
+		dsm_segment *xchg = ghj_shared_exchange(s, hashes, &attached);
+
 		PG_TRY();
 		{
 			t = gh_table_build_service(hashes, s->ninner, s->batch_cap, 0, true,
-									   false);
+									   false, xchg);
 		}
 		PG_CATCH();
 		{
@@ -234,14 +237,22 @@ ghj_service_table(GhjState *s, uint64 *hashes, bool grouped)
 			PG_RE_THROW();
 		}
 		PG_END_TRY();
+		if (attached)
+			dsm_detach(xchg);
 		ghj_shared_table_built(sh, gh_table_service_id(t), t->rows_identity);
+		ghj_shared_prefault(s);
 		return t;
 	}
 
-	/* a view of the peer's table; its own if that one is gone or failed */
+	/*
+	 * A view of the peer's table; its own if that one is gone or failed.
+	 * While the peer builds, this participant maps the store's pages, which
+	 * its probe would otherwise fault in one by one.
+	 */
+	ghj_shared_prefault(s);
 	peer = ghj_shared_table_wait(sh, &identity);
 	t = gh_table_build_service(hashes, s->ninner, s->batch_cap, peer, false,
-							   identity);
+							   identity, NULL);
 
 	/*
 	 * From regrouped hashes, the table's groups must be the store's: a view
@@ -475,6 +486,7 @@ ghj_shared_table(GhjState *s)
 {
 	ghj_shared_map(s);
 	ghj_make_table(s, ghj_shared_hashes(s), false);
+	ghj_shared_exchange_end(s);
 	if (!s->table->rows_identity)
 		ghj_shared_offer_order(s, s->table->rows, gh_table_shared(s->table));
 	gh_table_drop_rows(s->table);
@@ -493,6 +505,7 @@ ghj_build_parts(GhjState *s, int phase)
 	instr_time	t0;
 
 	INSTR_TIME_SET_CURRENT(t0);
+	ghj_shared_exchange_end(s);
 	ghj_parts_write_outer(s, phase == GHJ_PH_ALLOCATE);
 	if (phase == GHJ_PH_ALLOCATE)
 		(void) ghj_shared_next_phase(s);
@@ -562,6 +575,7 @@ ghj_build_shared(GhjState *s)
 		default:
 			break;
 	}
+	ghj_shared_exchange_end(s);
 	ghj_shared_detach(s);
 	ghj_elapsed_ms(&t0, &s->store_ms);
 

@@ -406,7 +406,7 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 				 list_nth_oid(inner_hash, i), &node->ss.ps);
 		collect_exec_params((Node *) ikey, &s->inner_key_params);
 		fmgr_info(list_nth_oid(eqfuncs, i), &s->eq[i]);
-		s->eq_fast[i] = gh_key_eq_kind(s->eq[i].fn_oid);
+		s->eq_fast[i] = gh_key_eq_kind(s->eq[i].fn_oid, s->coll[i]);
 		s->own_mix[i] = gh_key_int_mix_ok(s->outer_keys.fast[i],
 										  s->inner_keys.fast[i]);
 		s->swapped[i] = list_nth_int(swapped, i) != 0;
@@ -557,6 +557,7 @@ ghj_exec(CustomScanState *node)
 static void
 ghj_release(GhjState *s)
 {
+	ghj_shared_exchange_end(s);
 	ghj_parts_end(s);
 	ghj_free_table(s);
 	ghj_batch_end(s);

@@ -154,6 +154,17 @@ typedef struct GhjShared
 	ConditionVariable svc_cv;
 
 	/*
+	 * The exchange area that table's build sends to the service, made while
+	 * the participants load (ghj_shared_preallocate, DSM_HANDLE_INVALID if
+	 * none) and filled with the store's hashes as they compact, each its own
+	 * range: the builder then copies nothing.  It holds xchg_cap hashes;
+	 * xchg_broken: a participant could not write its range.
+	 */
+	dsm_handle	xchg;
+	uint64		xchg_cap;
+	bool		xchg_broken;
+
+	/*
 	 * A shared build past the participants' combined budget (join_parts.c):
 	 * both sides partitioned by hash bits into shared tuplestores in
 	 * fileset, each partition then joined by one participant alone.
@@ -252,6 +263,7 @@ typedef struct GhjState
 	 */
 	Datum	   *rec_base;
 	bool		store_shared;	/* inner_recs is the shared store */
+	dsm_segment *xchg_seg;		/* GhjShared.xchg, if this participant made it */
 	bool		order_provider; /* its table's rows are the store's order */
 
 	/* the outer batch and its probe (join_probe.c) */
@@ -428,6 +440,10 @@ extern void ghj_shared_allocate(GhjState *s);
 extern void ghj_shared_compact(GhjState *s);
 extern uint64 ghj_shared_nrows(GhjState *s);
 extern uint64 *ghj_shared_hashes(GhjState *s);
+extern void ghj_shared_prefault(GhjState *s);
+extern dsm_segment *ghj_shared_exchange(GhjState *s, const uint64 *hashes,
+										bool *attached);
+extern void ghj_shared_exchange_end(GhjState *s);
 extern void ghj_shared_offer_order(GhjState *s, const uint32 *rows,
 								   bool service_shared);
 extern bool ghj_shared_in_order(GhjState *s, const GhTable *table);

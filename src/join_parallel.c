@@ -376,6 +376,59 @@ ghj_shared_preallocate(GhjState *s)
 	sh->store_hashes = h;
 	sh->store_recs = r;
 	sh->store_cap = rows;
+
+	/*
+	 * With the GPU service, the exchange area of its one table's build too:
+	 * its pages cost the kernel as much to make as the store's, and the
+	 * participants then fill it as they compact (ghj_shared_compact).
+	 */
+	ghj_shared_exchange_end(s);
+	if (gh_svc_available(true))
+	{
+		s->xchg_seg = dsm_create(sizeof(uint64) * rows, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+		if (s->xchg_seg != NULL)
+		{
+			sh->xchg_cap = rows;
+			sh->xchg = dsm_segment_handle(s->xchg_seg);
+		}
+	}
+}
+
+/*
+ * ghj_shared_exchange is the exchange area holding the store's hashes for
+ * the GPU service's build of the shared table (see GhjShared.xchg), if
+ * hashes are those and every participant wrote its range; NULL if not.
+ * *attached: this participant attached it, and detaches it after the build.
+ */
+dsm_segment *
+ghj_shared_exchange(GhjState *s, const uint64 *hashes, bool *attached)
+{
+	GhjShared  *sh = s->shared;
+	dsm_segment *seg;
+
+	*attached = false;
+	if (sh->xchg == DSM_HANDLE_INVALID || sh->xchg_broken ||
+		sh->nrows > sh->xchg_cap || sh->regroup ||
+		hashes != store_addr(s, sh->store_hashes))
+		return NULL;
+	if (s->xchg_seg != NULL)
+		return s->xchg_seg;
+	seg = dsm_attach(sh->xchg);
+	*attached = (seg != NULL);
+	return seg;
+}
+
+/*
+ * ghj_shared_exchange_end detaches the exchange area this participant made,
+ * once the shared table is built (or the build starts over): a peer that
+ * still builds from it has attached it too.
+ */
+void
+ghj_shared_exchange_end(GhjState *s)
+{
+	if (s->xchg_seg != NULL)
+		dsm_detach(s->xchg_seg);
+	s->xchg_seg = NULL;
 }
 
 /*
@@ -452,6 +505,35 @@ ghj_shared_allocate(GhjState *s)
 }
 
 /*
+ * compact_exchange maps the shared table's exchange area (GhjShared.xchg)
+ * for ghj_shared_compact to write the hashes of rows [row, row + nrows)
+ * there too, its pages populated first; NULL, with *seg NULL, where there
+ * is none or it has no room (the builder then copies the store's hashes).
+ * *seg is the segment, which the caller detaches unless it is its own.
+ */
+static uint64 *
+compact_exchange(GhjState *s, uint64 row, uint64 nrows, dsm_segment **seg)
+{
+	GhjShared  *sh = s->shared;
+	uint64	   *x;
+
+	*seg = NULL;
+	if (sh->xchg == DSM_HANDLE_INVALID || sh->nrows > sh->xchg_cap)
+		return NULL;
+	*seg = s->xchg_seg ? s->xchg_seg : dsm_attach(sh->xchg);
+	if (*seg == NULL)
+	{
+		SpinLockAcquire(&sh->mutex);
+		sh->xchg_broken = true;
+		SpinLockRelease(&sh->mutex);
+		return NULL;
+	}
+	x = dsm_segment_address(*seg);
+	gh_populate(&x[row], sizeof(uint64) * nrows, true);
+	return x;
+}
+
+/*
  * ghj_shared_compact copies this participant's chunks into a range of the
  * store it takes for them (GHJ_PH_COMPACT, every participant): hashes and
  * records as they are, each chunk's by-reference data as one block into the
@@ -471,6 +553,8 @@ ghj_shared_compact(GhjState *s)
 	uint64	   *hashes;
 	Datum	   *recs;
 	char	   *arena;
+	uint64	   *xchg;
+	dsm_segment *xseg;
 
 	if (sh->nrows > GH_MAX_ROWS || s->chunks == NULL)
 	{
@@ -484,12 +568,15 @@ ghj_shared_compact(GhjState *s)
 	hashes = dsa_get_address(area, sh->store_hashes);
 	recs = dsa_get_address(area, sh->store_recs);
 	arena = sh->arena_bytes > 0 ? dsa_get_address(area, sh->store_arena) : NULL;
+	xchg = compact_exchange(s, row, nrows, &xseg);
 	for (GhjChunk *c = s->chunks; c; c = c->next)
 	{
 		Datum	   *dst = &recs[row * s->stride];
 
 		CHECK_FOR_INTERRUPTS();
 		memcpy(&hashes[row], c->hashes, sizeof(uint64) * c->nrows);
+		if (xchg)
+			memcpy(&xchg[row], c->hashes, sizeof(uint64) * c->nrows);
 		memcpy(dst, GhjChunkRecs(c), sizeof(Datum) * c->nrows * s->stride);
 		if (c->data_used > 0)
 		{
@@ -510,6 +597,8 @@ ghj_shared_compact(GhjState *s)
 		row += c->nrows;
 		base += c->data_used;
 	}
+	if (xseg != NULL && xseg != s->xchg_seg)
+		dsm_detach(xseg);
 	ghj_free_chunks(s);
 }
 
@@ -655,6 +744,20 @@ void
 ghj_shared_detach(GhjState *s)
 {
 	BarrierDetach(&s->shared->build_barrier);
+}
+
+/*
+ * ghj_shared_prefault maps the pages of the store's records and arena into
+ * this participant (ghj_shared_map set them up), as its probe will read
+ * them: at once, not by a page fault at the first touch of each page, of
+ * which a probe reading the records at random would take one per 4 kB.
+ */
+void
+ghj_shared_prefault(GhjState *s)
+{
+	gh_populate(s->inner_recs, sizeof(Datum) * s->stride * (Size) s->ninner, false);
+	if (s->byref_bytes > 0)
+		gh_populate(store_addr(s, s->shared->store_arena), s->byref_bytes, false);
 }
 
 /*

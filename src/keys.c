@@ -13,8 +13,8 @@
  * in key order with hash_combine64.
  *
  * A key's equality is its operator's function, except where it can be done
- * in line: a join's integer operators by their function (gh_key_eq_kind),
- * and GROUP BY's operators whose equality is that of the stored image
+ * in line: a join's integer operators by their function, and text's under
+ * a deterministic collation (gh_key_eq_kind), and GROUP BY's operators whose equality is that of the stored image
  * (gh_key_group_eq_kind), the same test that lets the aggregate group such
  * keys on the device.
  *-------------------------------------------------------------------------
@@ -191,12 +191,21 @@ gh_key_int_mix_ok(uint8 kind1, uint8 kind2)
 	return (kind1 == GH_HASH_OID) == (kind2 == GH_HASH_OID);
 }
 
-/* gh_key_eq_kind says how the equality function fn is done (GhKeyEqKind). */
+/*
+ * gh_key_eq_kind says how the equality function fn, under collation coll,
+ * is done (GhKeyEqKind).  texteq under a deterministic collation compares
+ * the values' bytes (it says so itself); under another it calls the
+ * collation's comparison.
+ */
 uint8
-gh_key_eq_kind(Oid fn)
+gh_key_eq_kind(Oid fn, Oid coll)
 {
 	switch (fn)
 	{
+		case F_TEXTEQ:
+			if (OidIsValid(coll) && get_collation_isdeterministic(coll))
+				return GH_EQ_TEXT;
+			return GH_EQ_CALL;
 		case F_INT2EQ:
 			return GH_EQ_INT2;
 		case F_INT4EQ:
@@ -238,5 +247,5 @@ gh_key_group_eq_kind(Oid type, Oid eqop, Oid collation)
 											  ObjectIdGetDatum(tc->btree_opintype))))
 			return get_typbyval(type) ? GH_EQ_DATUM : GH_EQ_IMAGE;
 	}
-	return gh_key_eq_kind(get_opcode(eqop));
+	return gh_key_eq_kind(get_opcode(eqop), collation);
 }

@@ -76,7 +76,8 @@ typedef enum GhKeyHashKind
 /*
  * How gh_key_equal compares two keys.  A join's operator (gh_key_eq_kind):
  * int2eq, int4eq, oideq and int8eq compare their arguments' values, int48eq
- * and int84eq the int4 one widened to int8.  GROUP BY's operator
+ * and int84eq the int4 one widened to int8, texteq under a deterministic
+ * collation the bytes.  GROUP BY's operator
  * (gh_key_group_eq_kind), whose two sides have one type: where that type's
  * equality is equality of the stored image, the Datums (by-value types) or
  * the bytes (by-reference ones) are compared.  Every other operator goes
@@ -91,7 +92,8 @@ typedef enum GhKeyEqKind
 	GH_EQ_INT48,
 	GH_EQ_INT84,
 	GH_EQ_DATUM,				/* equality of the Datums */
-	GH_EQ_IMAGE					/* equality of the bytes (datum_image_eq) */
+	GH_EQ_IMAGE,				/* equality of the bytes (datum_image_eq) */
+	GH_EQ_TEXT					/* texteq, deterministic collation */
 } GhKeyEqKind;
 
 /*
@@ -121,7 +123,7 @@ extern void gh_key_set_init(GhKeySet *keys, int nkeys, const Oid *coll,
 							const bool *int_mix);
 extern void gh_key_set_hash(GhKeySet *keys, int i, Oid hashfn, Oid type);
 extern bool gh_key_int_mix_ok(uint8 kind1, uint8 kind2);
-extern uint8 gh_key_eq_kind(Oid fn);
+extern uint8 gh_key_eq_kind(Oid fn, Oid coll);
 extern uint8 gh_key_group_eq_kind(Oid type, Oid eqop, Oid collation);
 
 /*
@@ -361,9 +363,22 @@ gh_key_equal(uint8 kind, FmgrInfo *eq, Oid coll, int16 typlen, Datum a,
 			return a == b;
 		case GH_EQ_IMAGE:
 			return datum_image_eq(a, b, false, typlen);
+		case GH_EQ_TEXT:
+			{
+				const struct varlena *x = (const struct varlena *) DatumGetPointer(a);
+				const struct varlena *y = (const struct varlena *) DatumGetPointer(b);
+
+				/* compressed or out-of-line values: texteq detoasts them */
+				if (VARATT_IS_COMPRESSED(x) || VARATT_IS_EXTERNAL(x) ||
+					VARATT_IS_COMPRESSED(y) || VARATT_IS_EXTERNAL(y))
+					break;
+				return VARSIZE_ANY_EXHDR(x) == VARSIZE_ANY_EXHDR(y) &&
+					memcmp(VARDATA_ANY(x), VARDATA_ANY(y), VARSIZE_ANY_EXHDR(x)) == 0;
+			}
 		default:
-			return DatumGetBool(FunctionCall2Coll(eq, coll, a, b));
+			break;
 	}
+	return DatumGetBool(FunctionCall2Coll(eq, coll, a, b));
 }
 
 #endif							/* GPUHASH_KEYS_H */

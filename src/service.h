@@ -99,7 +99,6 @@ extern GhSvcShared *gh_svc;
 /* the service process's entry point (service_worker.c) */
 extern PGDLLEXPORT void gpuhash_service_main(Datum arg);
 
-extern void svc_populate(void *p, size_t bytes);
 
 /* svc_probe_area_bytes is the size of a probe area for cap probe rows. */
 static inline Size

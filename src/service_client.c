@@ -37,6 +37,7 @@ static size_t my_xseg_size = 0;
 static uint32 my_seg_gen = 0;
 static bool my_build_pending = false;	/* a BUILD we stopped waiting for */
 static bool my_bye_hook = false;
+static bool my_sent_other = false;	/* the last request sent another area */
 static char my_err_name[64];
 static char my_err_where[64];
 static char my_err_text[128];
@@ -48,10 +49,11 @@ static bool svc_settle(GhSvcSlot *slot, bool interruptible);
 static bool svc_quiet_request(SvcOp op, uint32 table);
 static void svc_bye(int code, Datum arg);
 static char *svc_exchange_for(size_t bytes);
-static gh_status svc_call(GhSvcSlot *slot, gh_error *err);
+static gh_status svc_call(GhSvcSlot *slot, dsm_segment *xchg, gh_error *err);
 static GhSvcSlot *svc_begin(void);
-static gh_status svc_make_table(SvcOp op, uint32 src_id, const uint64 *hashes,
-								uint32 n, const gh_mm_params *params,
+static gh_status svc_make_table(SvcOp op, uint32 src_id, dsm_segment *xchg,
+								const uint64 *hashes, uint32 n,
+								const gh_mm_params *params,
 								uint32 probe_cap, GhSvcTableInfo *info,
 								uint32 *rows, gh_error *err);
 
@@ -239,11 +241,21 @@ svc_exchange_for(size_t bytes)
 	return dsm_segment_address(my_xseg);
 }
 
-/* svc_call sends the request in the slot and returns its reply's status. */
+/*
+ * svc_call sends the request in the slot and returns its reply's status.
+ * The request's exchange area is xchg if given (a segment of a shared
+ * build), else this backend's own.
+ */
 static gh_status
-svc_call(GhSvcSlot *slot, gh_error *err)
+svc_call(GhSvcSlot *slot, dsm_segment *xchg, gh_error *err)
 {
-	slot->seg = my_xseg ? dsm_segment_handle(my_xseg) : DSM_HANDLE_INVALID;
+	/* the service maps an area again when its generation changes */
+	if (xchg != NULL || my_sent_other)
+		my_seg_gen++;
+	my_sent_other = (xchg != NULL);
+	if (xchg == NULL)
+		xchg = my_xseg;
+	slot->seg = xchg ? dsm_segment_handle(xchg) : DSM_HANDLE_INVALID;
 	slot->seg_gen = my_seg_gen;
 	my_build_pending = (slot->op == SVC_OP_BUILD);
 	svc_post(slot);
@@ -290,11 +302,14 @@ svc_begin(void)
 /*
  * svc_make_table has the service make a table for this backend: BUILD from
  * hashes[0..n), or ATTACH (hashes NULL) a view of table src_id that a peer
- * built from the same n hashes.  On success fills *info; rows (n entries)
+ * built from the same n hashes.  xchg: an exchange area of a BUILD that
+ * holds the n hashes already (hashes is then not read), else this
+ * backend's own is used.  On success fills *info; rows (n entries)
  * receives the row array when some hash repeats.
  */
 static gh_status
-svc_make_table(SvcOp op, uint32 src_id, const uint64 *hashes, uint32 n,
+svc_make_table(SvcOp op, uint32 src_id, dsm_segment *xchg,
+			   const uint64 *hashes, uint32 n,
 			   const gh_mm_params *params, uint32 probe_cap,
 			   GhSvcTableInfo *info, uint32 *rows, gh_error *err)
 {
@@ -306,9 +321,13 @@ svc_make_table(SvcOp op, uint32 src_id, const uint64 *hashes, uint32 n,
 	 */
 	size_t		xbytes = op == SVC_OP_BUILD ? Max((size_t) n, 1) * sizeof(uint64) :
 		rows != NULL ? Max((size_t) n, 1) * sizeof(uint32) : 1;
-	char	   *x = svc_exchange_for(xbytes);
+	char	   *x;
 	gh_status	st;
 	dsm_segment *area;
+
+	if (xchg != NULL && dsm_segment_map_length(xchg) < xbytes)
+		elog(ERROR, "GpuHashJoin: the shared build's exchange area is too small");
+	x = xchg ? dsm_segment_address(xchg) : svc_exchange_for(xbytes);
 
 	/*
 	 * The table's probe area: the join writes each batch's hashes into it
@@ -323,9 +342,11 @@ svc_make_table(SvcOp op, uint32 src_id, const uint64 *hashes, uint32 n,
 						  &info->hashes, &info->first, &info->count);
 	info->probe_cap = probe_cap;
 
-	if (hashes)
+	if (hashes && xchg == NULL)
 	{
-		svc_populate(x, (size_t) n * sizeof(uint64));
+		/* the source too: a shared store's pages are mostly its peers' */
+		gh_populate(hashes, (size_t) n * sizeof(uint64), false);
+		gh_populate(x, (size_t) n * sizeof(uint64), true);
 		memcpy(x, hashes, (size_t) n * sizeof(uint64));
 	}
 	slot->probe_seg = dsm_segment_handle(area);
@@ -337,7 +358,7 @@ svc_make_table(SvcOp op, uint32 src_id, const uint64 *hashes, uint32 n,
 	slot->group_size = params->group_size;
 	slot->scheme = (int) params->scheme;
 	slot->mem_limit_mb = gpuhash_device_memory_limit;
-	st = svc_call(slot, err);
+	st = svc_call(slot, xchg, err);
 	if (st != GH_OK)
 	{
 		dsm_detach(area);
@@ -361,13 +382,17 @@ svc_make_table(SvcOp op, uint32 src_id, const uint64 *hashes, uint32 n,
 	return GH_OK;
 }
 
-/* gh_svc_build builds the table of hashes[0..n) in the service. */
+/*
+ * gh_svc_build builds the table of hashes[0..n) in the service, or of the n
+ * hashes already in exchange area xchg (hashes is then not read).
+ */
 gh_status
 gh_svc_build(const uint64 *hashes, uint32 n, const gh_mm_params *params,
-			 uint32 probe_cap, GhSvcTableInfo *info, uint32 *rows, gh_error *err)
+			 uint32 probe_cap, GhSvcTableInfo *info, uint32 *rows,
+			 dsm_segment *xchg, gh_error *err)
 {
-	return svc_make_table(SVC_OP_BUILD, 0, hashes, n, params, probe_cap, info,
-						  rows, err);
+	return svc_make_table(SVC_OP_BUILD, 0, xchg, hashes, n, params, probe_cap,
+						  info, rows, err);
 }
 
 /*
@@ -378,8 +403,8 @@ gh_status
 gh_svc_attach(uint32 src_id, uint32 n, const gh_mm_params *params,
 			  uint32 probe_cap, GhSvcTableInfo *info, uint32 *rows, gh_error *err)
 {
-	return svc_make_table(SVC_OP_ATTACH, src_id, NULL, n, params, probe_cap,
-						  info, rows, err);
+	return svc_make_table(SVC_OP_ATTACH, src_id, NULL, NULL, n, params,
+						  probe_cap, info, rows, err);
 }
 
 /*
@@ -394,7 +419,7 @@ gh_svc_probe(uint32 id, uint32 n, gh_error *err)
 	slot->op = SVC_OP_PROBE;
 	slot->table = id;
 	slot->n = n;
-	return svc_call(slot, err);
+	return svc_call(slot, NULL, err);
 }
 
 /*

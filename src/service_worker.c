@@ -393,18 +393,19 @@ svc_attach(int i, GhSvcSlot *slot, char *x)
 		svc_fail(slot, GH_ERR_INVALID, "the GPU service", "an unknown table");
 		return;
 	}
-	if (!src->table.rows_identity &&
-		dsm_segment_map_length(svc_maps[i].seg) < (Size) slot->n * sizeof(uint32))
+	if (!src->table.rows_identity)
 	{
-		svc_fail(slot, GH_ERR_INVALID, "the GPU service", "no room for the row array");
-		return;
-	}
-	if (!src->table.rows_identity &&
-		(st = gh_table_copy_rows(&src->table, (uint32 *) x, &svc_env,
-								 svc_stream, &err)) != GH_OK)
-	{
-		svc_set_error(slot, st, &err, "attach");
-		return;
+		if (dsm_segment_map_length(svc_maps[i].seg) < (Size) slot->n * sizeof(uint32))
+		{
+			svc_fail(slot, GH_ERR_INVALID, "the GPU service", "no room for the row array");
+			return;
+		}
+		st = gh_table_copy_rows(&src->table, (uint32 *) x, &svc_env, svc_stream, &err);
+		if (st != GH_OK)
+		{
+			svc_set_error(slot, st, &err, "attach");
+			return;
+		}
 	}
 	t = svc_new_table();
 	src = svc_find_any(slot->table);	/* svc_new_table may have moved it */
@@ -432,6 +433,12 @@ svc_build(int i, GhSvcSlot *slot, char *x)
 	gh_error	err;
 	gh_status	st;
 
+	if (dsm_segment_map_length(svc_maps[i].seg) < (Size) slot->n * sizeof(uint64))
+	{
+		/* t stays unused */
+		svc_fail(slot, GH_ERR_INVALID, "the GPU service", "fewer hashes than rows");
+		return;
+	}
 	if (!svc_attach_area(slot, t))
 		return;
 
