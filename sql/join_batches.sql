@@ -170,10 +170,11 @@ INSERT INTO bb_pq VALUES
   ('left numeric', 'SELECT o.w, i.v, i.kn FROM bb_o o LEFT JOIN (SELECT * FROM bb_i WHERE k + 0 = k) i ON o.kn = i.kn'),
   ('anti two keys', 'SELECT o.w FROM bb_o o WHERE NOT EXISTS (SELECT 1 FROM bb_i i WHERE i.k + 0 = i.k AND i.kt = o.kt AND i.k2 = o.k2)'),
   ('join filter', 'SELECT o.w, i.v FROM bb_o o LEFT JOIN (SELECT * FROM bb_i WHERE k + 0 = k) i ON o.k = i.k AND i.v > o.w');
--- bb_spilled(wm, query): whether the query's GpuHashJoin was a shared
--- build that went to partitions under work_mem wm (EXPLAIN ANALYZE's
--- "Shared Partitions", forced)
-CREATE FUNCTION bb_spilled(wm text, q text) RETURNS bool LANGUAGE plpgsql AS $$
+-- bb_shared_kind(wm, query): how the query's GpuHashJoin read its inner side
+-- under work_mem wm, forced: 'partitions' (a shared build that went to
+-- partitions: EXPLAIN ANALYZE's "Shared Partitions"), 'store' (a shared
+-- build, one store), or 'none'
+CREATE FUNCTION bb_shared_kind(wm text, q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
   saved_enabled text := current_setting('gpuhash.enabled');
   saved_force text := current_setting('gpuhash.force_join');
@@ -189,7 +190,7 @@ BEGIN
   END LOOP;
   PERFORM set_config('gpuhash.enabled', saved_enabled, false);
   PERFORM set_config('gpuhash.force_join', saved_force, false);
-  RETURN shared AND parts;
+  RETURN CASE WHEN shared AND parts THEN 'partitions' WHEN shared THEN 'store' ELSE 'none' END;
 END $$;
 SET max_parallel_workers_per_gather = 2;
 SELECT wm, plp, name, bb_at(wm, plp, q)
@@ -197,16 +198,23 @@ SELECT wm, plp, name, bb_at(wm, plp, q)
        CROSS JOIN bb_pq
  ORDER BY wm, plp, name;
 RESET parallel_leader_participation;
-SELECT name, bb_spilled('64kB', q) AS spilled
+SELECT name, bb_shared_kind('64kB', q) = 'partitions' AS spilled
   FROM bb_pq
  WHERE name IN ('inner int', 'anti int', 'inner text')
+ ORDER BY name;
+-- a shared store that fits, whose text key is also an inner column the
+-- join returns: the store keeps one copy of each such value, which both
+-- fields refer to; beside it a key computed from that column, copied apart
+SELECT name, bb_at('64MB', 'on', q) AS check, bb_shared_kind('64MB', q) AS kind
+  FROM (VALUES ('key returned', 'SELECT o.w, i.kt, i.v FROM bb_o o JOIN (SELECT * FROM bb_i WHERE k + 0 = k) i ON o.kt = i.kt'),
+               ('key expression', 'SELECT o.w, i.kt, i.pad FROM bb_o o LEFT JOIN (SELECT * FROM bb_i WHERE k + 0 = k) i ON upper(o.kt) = upper(i.kt)')) v(name, q)
  ORDER BY name;
 -- a rescan of the Gather (a correlated subquery) empties the partitions'
 -- files and runs the shared build again
 SET work_mem = '64kB';
 SELECT gh_check('SELECT f.x, (SELECT count(*) || ''/'' || sum(i.v) FROM bb_o o JOIN (SELECT * FROM bb_i WHERE k + 0 = k) i ON o.k = i.k WHERE i.k2 <> f.x) FROM bb_few f');
 RESET max_parallel_workers_per_gather;
-DROP FUNCTION bb_spilled(text, text);
+DROP FUNCTION bb_shared_kind(text, text);
 DROP TABLE bb_pq;
 RESET force_parallel_mode;
 RESET parallel_setup_cost;

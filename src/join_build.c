@@ -240,14 +240,12 @@ ghj_service_table(GhjState *s, uint64 *hashes, bool grouped)
 		if (attached)
 			dsm_detach(xchg);
 		ghj_shared_table_built(sh, gh_table_service_id(t), t->rows_identity);
-		ghj_shared_prefault(s);
 		return t;
 	}
 
 	/*
 	 * A view of the peer's table; its own if that one is gone or failed.
-	 * While the peer builds, this participant maps the store's pages, which
-	 * its probe would otherwise fault in one by one.
+	 * While the peer builds, this participant maps the store's pages.
 	 */
 	ghj_shared_prefault(s);
 	peer = ghj_shared_table_wait(sh, &identity);

@@ -120,7 +120,9 @@ typedef struct GhjShared
 	pg_atomic_uint64 next_row;	/* GHJ_PH_COMPACT: where the next share goes */
 	pg_atomic_uint64 next_arena;
 	bool		prealloc_claimed;	/* ghj_shared_preallocate's participant */
+	bool		xchg_claimed;	/* the one that makes xchg */
 	uint64		store_cap;		/* rows store_hashes and store_recs hold */
+	Size		arena_cap;		/* bytes store_arena holds */
 	dsa_pointer store_hashes;	/* uint64[nrows] */
 	dsa_pointer store_recs;		/* Datum[nrows * stride] */
 	dsa_pointer store_arena;	/* by-reference values, as offsets in it */

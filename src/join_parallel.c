@@ -104,6 +104,8 @@ static void chunks_done(GhjState *s, uint64 *nrows, Size *nbytes);
 static void ghj_free_chunks(GhjState *s);
 static void free_dp(dsa_area *area, dsa_pointer *dp);
 static void *store_addr(GhjState *s, dsa_pointer dp);
+static uint64 prealloc_rows(GhjState *s, Size *arena);
+static double prealloc_arena_row(GhjState *s);
 
 /* ghj_shared_size is the room GhjShared takes for nworkers workers. */
 Size
@@ -229,10 +231,36 @@ ghj_free_chunks(GhjState *s)
 }
 
 /*
+ * shared_value: if an earlier field of the record tmp holds the same value
+ * of the row as field k (the same pointer, a by-reference field of the same
+ * type length), field k of its copy rec takes that field's offset in the
+ * chunk, and true.
+ */
+static inline bool
+shared_value(GhjState *s, const Datum *tmp, Datum *rec, int k, int16 typlen)
+{
+	for (int j = 0; j < k; j++)
+	{
+		int16		jlen;
+
+		if (tmp[j] == tmp[k] && byref_attr(s, j, &jlen) && jlen == typlen &&
+			!byref_null(s, tmp, j))
+		{
+			rec[k] = rec[j];
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
  * ghj_shared_add copies the record tmp with its hash into the chunk being
- * filled, its by-reference values (byref_bytes in the arena's measure)
- * into the chunk's data, and starts a new chunk when this one is full.
- * Returns the bytes of the chunk it started, zero if none.
+ * filled, its by-reference values (byref_bytes in the arena's measure, at
+ * most) into the chunk's data, and starts a new chunk when this one is
+ * full.  A value that an earlier field of the record holds too (a key that
+ * is also a column: the same Datum of the row) is copied once, and both
+ * fields refer to the copy.  Returns the bytes of the chunk it started,
+ * zero if none.
  */
 Size
 ghj_shared_add(GhjState *s, const Datum *tmp, uint64 hash, Size byref_bytes)
@@ -273,6 +301,8 @@ ghj_shared_add(GhjState *s, const Datum *tmp, uint64 hash, Size byref_bytes)
 		Size		len;
 
 		if (!byref_attr(s, k, &typlen) || byref_null(s, rec, k))
+			continue;
+		if (shared_value(s, tmp, rec, k, typlen))
 			continue;
 		len = datumGetSize(rec[k], false, typlen);
 		memcpy(data + chunk->data_used, DatumGetPointer(rec[k]), len);
@@ -336,31 +366,104 @@ ghj_parallel_divisor(int nworkers)
 }
 
 /*
+ * prealloc_rows is the rows ghj_shared_preallocate makes room for: what the
+ * planner expects of the inner side (its partial plan's rows times the
+ * parallel divisor) and a tenth more, since that is an estimate: a store
+ * one row short is allocated again, serially, after the rows are loaded.
+ * Zero where that does not fit in the participants' combined budget
+ * (records, hashes and the arena's estimate, prealloc_arena) or in a table.
+ */
+static uint64
+prealloc_rows(GhjState *s, Size *arena)
+{
+	GhjShared  *sh = s->shared;
+	double		est = s->inner_ps->plan->plan_rows * ghj_parallel_divisor(sh->nworkers);
+	double		rows = est * 1.1 + 1024;
+
+	*arena = 0;
+	if (est < 1.0 || rows > (double) GH_MAX_ROWS)
+		return 0;
+	*arena = (Size) (rows * prealloc_arena_row(s));
+	if (rows * (sizeof(uint64) + sizeof(Datum) * s->stride) + (double) *arena >
+		(double) get_hash_memory_limit() * (sh->nworkers + 1))
+		return 0;
+	return (uint64) rows;
+}
+
+/*
+ * prealloc_arena_row is the arena bytes a row is expected to take: the
+ * inner plan's width less its by-value columns' (the planner keeps no width
+ * per column), shared evenly among the by-reference columns and the
+ * by-reference keys computed from expressions, each with a varlena header,
+ * rounded up as the arena rounds them, and a quarter more.  A key that is a
+ * column shares that column's copy (ghj_shared_add).
+ */
+static double
+prealloc_arena_row(GhjState *s)
+{
+	double		width = s->inner_ps->plan->plan_width;
+	int			nbyref = 0;
+
+	for (int c = 0; c < s->ninner_cols; c++)
+	{
+		if (s->inner_attbyval[c])
+			width -= s->inner_attlen[c];
+		else
+			nbyref++;
+	}
+	for (int k = 0; k < s->nkeys; k++)
+		if (!s->inner_keys.byval[k] && s->inner_keys.att[k] <= 0)
+			nbyref++;
+	if (nbyref == 0)
+		return 0;
+	width = Max(width, 0) / nbyref;
+	return 1.25 * nbyref * MAXALIGN((Size) width + VARHDRSZ);
+}
+
+/*
  * ghj_shared_preallocate has the first participant to start loading
- * allocate the store's hashes and records for the rows the planner expects
- * of the inner side (its partial plan's rows times the parallel divisor),
- * within the participants' combined budget, while the others read their
- * shares.  ghj_shared_allocate keeps them if the rows fit.  Nothing is
- * allocated if the area has no room: ghj_shared_allocate then does it.
+ * allocate the store's hashes, records and arena for the rows the planner
+ * expects of the inner side (prealloc_rows) while the others read their
+ * shares; ghj_shared_allocate keeps each if the rows fit in it.  Nothing
+ * is allocated if the area has no room: ghj_shared_allocate then does it.
+ * With the GPU service, the second participant makes the exchange area of
+ * its one table's build at the same time (a segment of its own, not the
+ * area's, whose lock the first holds while it allocates); the participants
+ * fill it as they compact (ghj_shared_compact).  Creating that much shared
+ * memory takes the kernel a while: on an H100 host, 76-105 ms for the store
+ * of 10M rows of the join benchmark, which the first participant spends
+ * while the workers start.
  */
 void
 ghj_shared_preallocate(GhjState *s)
 {
 	GhjShared  *sh = s->shared;
 	dsa_area   *area = s->css.ss.ps.state->es_query_dsa;
-	double		est;
 	uint64		rows;
+	Size		arena;
 	dsa_pointer h;
 	dsa_pointer r;
+	dsa_pointer a = InvalidDsaPointer;
 
 	if (!ghj_shared_claim(sh, &sh->prealloc_claimed))
+	{
+		ghj_shared_exchange_end(s);
+		if (ghj_shared_claim(sh, &sh->xchg_claimed) && gh_svc_available(true) &&
+			(rows = prealloc_rows(s, &arena)) > 0)
+		{
+			s->xchg_seg = dsm_create(sizeof(uint64) * rows,
+									 DSM_CREATE_NULL_IF_MAXSEGMENTS);
+			if (s->xchg_seg != NULL)
+			{
+				/* ghj_shared_compact reads these after the barrier */
+				sh->xchg_cap = rows;
+				sh->xchg = dsm_segment_handle(s->xchg_seg);
+			}
+		}
 		return;
-	est = s->inner_ps->plan->plan_rows * ghj_parallel_divisor(sh->nworkers);
-	if (est < 1.0 || est > (double) GH_MAX_ROWS ||
-		est * (sizeof(uint64) + sizeof(Datum) * s->stride) >
-		(double) get_hash_memory_limit() * (sh->nworkers + 1))
+	}
+	if ((rows = prealloc_rows(s, &arena)) == 0)
 		return;
-	rows = (uint64) est;
 	h = dsa_allocate_extended(area, sizeof(uint64) * rows,
 							  DSA_ALLOC_HUGE | DSA_ALLOC_NO_OOM);
 	if (!DsaPointerIsValid(h))
@@ -372,25 +475,16 @@ ghj_shared_preallocate(GhjState *s)
 		dsa_free(area, h);
 		return;
 	}
+	if (arena > 0)
+		a = dsa_allocate_extended(area, arena, DSA_ALLOC_HUGE | DSA_ALLOC_NO_OOM);
 	/* ghj_shared_allocate reads these after the barrier */
 	sh->store_hashes = h;
 	sh->store_recs = r;
 	sh->store_cap = rows;
-
-	/*
-	 * With the GPU service, the exchange area of its one table's build too:
-	 * its pages cost the kernel as much to make as the store's, and the
-	 * participants then fill it as they compact (ghj_shared_compact).
-	 */
-	ghj_shared_exchange_end(s);
-	if (gh_svc_available(true))
+	if (DsaPointerIsValid(a))
 	{
-		s->xchg_seg = dsm_create(sizeof(uint64) * rows, DSM_CREATE_NULL_IF_MAXSEGMENTS);
-		if (s->xchg_seg != NULL)
-		{
-			sh->xchg_cap = rows;
-			sh->xchg = dsm_segment_handle(s->xchg_seg);
-		}
+		sh->store_arena = a;
+		sh->arena_cap = arena;
 	}
 }
 
@@ -464,8 +558,8 @@ ghj_shared_next_phase(GhjState *s)
 
 /*
  * ghj_shared_allocate allocates the store for the rows the participants
- * loaded (GHJ_PH_ALLOCATE, one participant), keeping the hashes and records
- * ghj_shared_preallocate allocated if the rows fit in them.  An inner side
+ * loaded (GHJ_PH_ALLOCATE, one participant), keeping the hashes, records
+ * and arena ghj_shared_preallocate allocated where the rows fit in them.  An inner side
  * too large for the table gets no store: every participant reports it after
  * the phase (ghj_shared_nrows).
  */
@@ -485,6 +579,11 @@ ghj_shared_allocate(GhjState *s)
 		free_dp(area, &sh->store_recs);
 		sh->store_cap = 0;
 	}
+	if (no_store || sh->arena_cap < sh->arena_bytes || sh->arena_bytes == 0)
+	{
+		free_dp(area, &sh->store_arena);
+		sh->arena_cap = 0;
+	}
 	if (no_store)
 		return;
 	if (sh->store_cap == 0)
@@ -496,9 +595,12 @@ ghj_shared_allocate(GhjState *s)
 											   DSA_ALLOC_HUGE);
 		sh->store_cap = Max(n, 1);
 	}
-	if (sh->arena_bytes > 0)
+	if (sh->arena_bytes > 0 && sh->arena_cap == 0)
+	{
 		sh->store_arena = dsa_allocate_extended(area, sh->arena_bytes,
 												DSA_ALLOC_HUGE);
+		sh->arena_cap = sh->arena_bytes;
+	}
 	pg_atomic_write_u64(&sh->next_row, 0);
 	pg_atomic_write_u64(&sh->next_arena, 0);
 	pg_atomic_write_u32(&sh->next_range, 0);
@@ -747,17 +849,42 @@ ghj_shared_detach(GhjState *s)
 }
 
 /*
- * ghj_shared_prefault maps the pages of the store's records and arena into
- * this participant (ghj_shared_map set them up), as its probe will read
- * them: at once, not by a page fault at the first touch of each page, of
- * which a probe reading the records at random would take one per 4 kB.
+ * ghj_shared_prefault maps pages of the store's records and arena into this
+ * participant (ghj_shared_map set them up), as its probe will read them, in
+ * steps of GHJ_PREFAULT_STEP bytes for as long as the peer building the
+ * shared table has not announced it: time the participant would otherwise
+ * sleep through.  The probe then takes fewer page faults.  Only then: on an
+ * H100 host, mapping a 320 MB store so took 65-70 ms, longer than the
+ * table's build from a prepared exchange area, and page faults on shared
+ * memory map a page's neighbours too.
  */
+#define GHJ_PREFAULT_STEP ((Size) 8 << 20)
+
 void
 ghj_shared_prefault(GhjState *s)
 {
-	gh_populate(s->inner_recs, sizeof(Datum) * s->stride * (Size) s->ninner, false);
-	if (s->byref_bytes > 0)
-		gh_populate(store_addr(s, s->shared->store_arena), s->byref_bytes, false);
+	GhjShared  *sh = s->shared;
+	char	   *range[2];
+	Size		len[2];
+
+	range[0] = (char *) s->inner_recs;
+	len[0] = sizeof(Datum) * s->stride * (Size) s->ninner;
+	range[1] = s->byref_bytes > 0 ? store_addr(s, sh->store_arena) : NULL;
+	len[1] = s->byref_bytes;
+	for (int i = 0; i < 2; i++)
+	{
+		for (Size off = 0; range[i] != NULL && off < len[i]; off += GHJ_PREFAULT_STEP)
+		{
+			int			state;
+
+			SpinLockAcquire(&sh->mutex);
+			state = sh->svc_state;
+			SpinLockRelease(&sh->mutex);
+			if (state != GHJ_SVC_BUILDING)
+				return;
+			gh_populate(range[i] + off, Min(GHJ_PREFAULT_STEP, len[i] - off), false);
+		}
+	}
 }
 
 /*
