@@ -70,6 +70,7 @@ static void ghj_shutdown(CustomScanState *node);
 static Node *remap_index_vars(Node *node, void *context);
 static void *remap(void *node, int nouter);
 static void ghj_init_direct_proj(GhjState *s, List *tlist);
+static bool ghj_probe_direct_ok(GhjState *s);
 static void ghj_init_stored(GhjState *s, List *exprs);
 static bool collect_exec_params(Node *node, Bitmapset **ids);
 static bool collect_subplans(Node *node, List **subplans);
@@ -184,6 +185,24 @@ ghj_init_direct_proj(GhjState *s, List *tlist)
 			s->proj_col[c] = j;
 		}
 	}
+}
+
+/*
+ * ghj_probe_direct_ok says whether ghj_probe_batch_direct can serve the
+ * join: an inner or semi join projected directly, marking no inner rows,
+ * whose keys are compared in line without allocating (so that a candidate
+ * needs no per-tuple memory).
+ */
+static bool
+ghj_probe_direct_ok(GhjState *s)
+{
+	if (!s->direct_proj ||
+		(s->jointype != JOIN_INNER && s->jointype != JOIN_SEMI))
+		return false;
+	for (int k = 0; k < s->nkeys; k++)
+		if (s->eq_fast[k] == GH_EQ_CALL || s->eq_fast[k] == GH_EQ_IMAGE)
+			return false;
+	return true;
 }
 
 /*
@@ -433,6 +452,7 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 									  &node->ss.ps, NULL);
 	ghj_init_stored(s, list_make3(tlist, joinquals, otherquals));
 	ghj_init_direct_proj(s, tlist);
+	s->probe_direct = ghj_probe_direct_ok(s);
 	ghj_explainable_subplans(node, cscan);
 
 	s->build_cxt = AllocSetContextCreate(CurrentMemoryContext,
@@ -513,7 +533,8 @@ ghj_exec(CustomScanState *node)
 				break;
 
 			case GHJ_PROBE_BATCH:
-				result = ghj_probe_batch(s, econtext);
+				result = s->probe_direct ? ghj_probe_batch_direct(s) :
+					ghj_probe_batch(s, econtext);
 				if (result)
 					return result;
 				s->state = GHJ_NEXT_BATCH;

@@ -222,6 +222,7 @@ typedef struct GhjState
 	 * the expression interpreter.  Null-extended rows take the general way.
 	 */
 	bool		direct_proj;
+	bool		probe_direct;	/* ghj_probe_batch_direct serves the batches */
 	int			nproj;
 	bool	   *proj_inner;
 	int		   *proj_col;
@@ -477,6 +478,7 @@ extern TupleTableSlot *ghj_parts_next_tuple(GhjState *s, bool inner);
 /* join_probe.c */
 extern bool ghj_next_batch(GhjState *s);
 extern TupleTableSlot *ghj_probe_batch(GhjState *s, ExprContext *econtext);
+extern TupleTableSlot *ghj_probe_batch_direct(GhjState *s);
 extern TupleTableSlot *ghj_next_unmatched_inner(GhjState *s,
 												ExprContext *econtext);
 extern void ghj_reset_probe(GhjState *s);

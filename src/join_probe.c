@@ -656,6 +656,58 @@ ghj_probe_batch(GhjState *s, ExprContext *econtext)
 }
 
 /*
+ * ghj_probe_batch_direct is ghj_probe_batch for the joins that
+ * ghj_probe_direct_ok accepts: inner and semi joins projected directly,
+ * whose keys compare in line.  Every visit has candidates and nothing is
+ * evaluated, so the loop reads the batch and the records and fills the
+ * result slot, with no slot of either side, no memory context and no
+ * per-row bookkeeping for unmatched rows.  A GPU join's time per matched
+ * row is mostly this loop and the plan above it.
+ */
+TupleTableSlot *
+ghj_probe_batch_direct(GhjState *s)
+{
+	const uint32 stride = s->stride;
+
+	while (s->cur < s->n_order)
+	{
+		uint32		cur = s->cur;
+		uint32		count = s->visit_count[cur];
+		uint32		i = s->batch_order[cur];
+
+		/* a long key that gather_first did not copy: ask for it ahead */
+		if (s->inner_key_byref && s->cur_cand == 0 && cur + GHJ_PREFETCH < s->n_order)
+		{
+			const Datum *ahead = &s->visit_recs[(size_t) (cur + GHJ_PREFETCH) * stride];
+
+			for (int k = 0; k < s->nkeys; k++)
+				if (!s->inner_keys.byval[k])
+					__builtin_prefetch(DatumGetPointer(ahead[k] + s->rec_base[k]));
+		}
+		while (s->cur_cand < count)
+		{
+			uint32		cand = s->cur_cand++;
+			const Datum *rec = cand == 0 ?
+				&s->visit_recs[(size_t) cur * stride] :
+				&s->inner_recs[(size_t) (s->visit_first[cur] + cand) * stride];
+
+			s->n_candidates++;
+			if (!ghj_verify(s, i, rec))
+				continue;
+			s->n_matches++;
+			if (s->single_match)
+				s->cur_cand = count;
+			return ghj_emit_direct(s, i, rec);
+		}
+		s->cur++;
+		s->cur_cand = 0;
+		if ((s->cur & 0x3ff) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	return NULL;
+}
+
+/*
  * ghj_reset_probe forgets the current batch and the end of the outer side,
  * for a rescan: the next batch comes from the outer side read again.
  */
