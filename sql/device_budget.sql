@@ -86,8 +86,10 @@ RESET ROLE;
 -- reservation is this backend's; it comes back when the join ends
 SET gpuhash.budget_cpu_twin = on;
 SET gpuhash.force_join = on;
+-- (the join returns its rows in no set order: the cursors show whether each
+-- row fetched is a right match, not which rows came first)
 BEGIN;
-DECLARE c CURSOR FOR SELECT o.id, i.v FROM db_o o JOIN db_i i ON o.k = i.k;
+DECLARE c CURSOR FOR SELECT i.v = 3 * (o.id % 4000) AS matched FROM db_o o JOIN db_i i ON o.k = i.k;
 FETCH 2 FROM c;
 SELECT NOT nothing_held AS held_while_open FROM db_budget();
 SELECT reserved_bytes <= gpuhash_device_memory() AS within_what_it_holds
@@ -107,7 +109,7 @@ SELECT nothing_held FROM db_budget();
 -- a subtransaction rolled back with a cursor open: given back
 BEGIN;
 SAVEPOINT s;
-DECLARE c CURSOR FOR SELECT o.id, i.v FROM db_o o JOIN db_i i ON o.k = i.k;
+DECLARE c CURSOR FOR SELECT i.v = 3 * (o.id % 4000) AS matched FROM db_o o JOIN db_i i ON o.k = i.k;
 FETCH 1 FROM c;
 SELECT NOT nothing_held AS held_in_savepoint FROM db_budget();
 ROLLBACK TO s;
@@ -195,7 +197,7 @@ SELECT pg_reload_conf();
 SELECT pg_sleep(0.5);
 SELECT current_setting('gpuhash.server_device_memory') = substring(:'budget' FROM '''(.*)''') AS budget_reloaded;
 BEGIN;
-DECLARE c CURSOR FOR SELECT o.id, i.v FROM db_o o JOIN db_i i ON o.k = i.k;
+DECLARE c CURSOR FOR SELECT i.v = 3 * (o.id % 4000) AS matched FROM db_o o JOIN db_i i ON o.k = i.k;
 FETCH 1 FROM c;
 SELECT db_mark('held, no wait');
 SET LOCAL gpuhash.device_memory_wait = 0;

@@ -764,7 +764,8 @@ ghj_batch_descs(GhjState *s, TupleDesc inner_desc, TupleDesc outer_desc)
 						   exprType(lsecond(op->args)), -1, 0);
 	}
 	for (int c = 0; c < s->ninner_cols; c++)
-		TupleDescCopyEntry(s->rec_desc, s->nkeys + c + 1, inner_desc, c + 1);
+		TupleDescCopyEntry(s->rec_desc, s->nkeys + c + 1, inner_desc,
+						   s->inner_col[c] + 1);
 	for (int j = 0; j < s->nstored; j++)
 		TupleDescCopyEntry(s->outer_desc, s->nkeys + j + 1, outer_desc,
 						   s->stored_col[j] + 1);

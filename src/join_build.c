@@ -77,8 +77,8 @@ record_byref_size(GhjState *s, const Datum *rec)
 }
 
 /*
- * store_columns copies the inner row in slot into a record: its column values
- * after the keys, then a null bitmap.  By-reference values are copied into
+ * store_columns copies the inner row in slot into a record: the values of the
+ * columns the record keeps after the keys, then a null bitmap.  By-reference values are copied into
  * cxt, or with cxt NULL left pointing into the slot's row (valid until the
  * slot's next row).
  */
@@ -92,18 +92,20 @@ store_columns(GhjState *s, TupleTableSlot *slot, Datum *rec, MemoryContext cxt)
 	memset(nulls, 0, sizeof(uint64) * s->nullwords);
 	for (int c = 0; c < s->ninner_cols; c++)
 	{
-		if (slot->tts_isnull[c])
+		int			a = s->inner_col[c];
+
+		if (slot->tts_isnull[a])
 		{
 			vals[c] = (Datum) 0;
 			nulls[c / 64] |= UINT64CONST(1) << (c % 64);
 		}
 		else if (s->inner_attbyval[c] || cxt == NULL)
-			vals[c] = slot->tts_values[c];
+			vals[c] = slot->tts_values[a];
 		else
 		{
 			MemoryContext old = MemoryContextSwitchTo(cxt);
 
-			vals[c] = datumCopy(slot->tts_values[c], false, s->inner_attlen[c]);
+			vals[c] = datumCopy(slot->tts_values[a], false, s->inner_attlen[c]);
 			MemoryContextSwitchTo(old);
 		}
 	}

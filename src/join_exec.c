@@ -70,6 +70,7 @@ static void ghj_shutdown(CustomScanState *node);
 static Node *remap_index_vars(Node *node, void *context);
 static void *remap(void *node, int nouter);
 static void ghj_init_direct_proj(GhjState *s, List *tlist);
+static void ghj_init_inner_stored(GhjState *s, List *exprs);
 static bool ghj_probe_direct_ok(GhjState *s);
 static void ghj_init_stored(GhjState *s, List *exprs);
 static bool collect_exec_params(Node *node, Bitmapset **ids);
@@ -168,12 +169,23 @@ ghj_init_direct_proj(GhjState *s, List *tlist)
 		}
 		s->proj_inner[c] = (var->varno == INNER_VAR);
 		s->proj_col[c] = var->varattno - 1;
-		if (s->proj_col[c] >= (s->proj_inner[c] ? s->ninner_cols : s->nouter))
+		if (s->proj_inner[c])
+		{
+			/* an inner column is read from the record, where it is kept */
+			int			j = 0;
+
+			while (j < s->ninner_cols && s->inner_col[j] != s->proj_col[c])
+				j++;
+			if (j == s->ninner_cols)
+				s->direct_proj = false;
+			s->proj_col[c] = j;
+		}
+		else if (s->proj_col[c] >= s->nouter)
 		{
 			s->direct_proj = false;
 			break;
 		}
-		if (!s->proj_inner[c])
+		else
 		{
 			/* an outer column is read from the batch, where it is stored */
 			int			j = 0;
@@ -247,6 +259,76 @@ ghj_init_stored(GhjState *s, List *exprs)
 		s->outer_deform = Max(s->outer_deform, s->outer_keys.att[k]);
 	/* only ghj_load_outer fills outer_slot, and only the stored columns */
 	memset(s->outer_slot->tts_isnull, true, sizeof(bool) * s->nouter);
+}
+
+/*
+ * ghj_init_inner_stored chooses the inner columns a record keeps (after its
+ * keys): those that exprs (the target list and quals, with INNER_VAR
+ * references) read, and those that a key computed from an expression
+ * reads, since a shared build that spills evaluates the keys again from the
+ * rows it wrote (join_parts.c).  A key that is a column itself needs no
+ * copy of that column: the record's key is its value (inner_key_col).  A
+ * reference to a whole row or a system column keeps them all.  Sets
+ * inner_col, ninner_cols, the kept columns' lengths, nullwords and
+ * inner_has_byref.
+ */
+static void
+ghj_init_inner_stored(GhjState *s, List *exprs)
+{
+	TupleDesc	desc = ExecGetResultType(s->inner_ps);
+	Bitmapset  *need = NULL;
+	bool		all = false;
+	int			x = -1;
+	int16	   *attlen;
+	bool	   *attbyval;
+	bool		unused;
+
+	pull_varattnos((Node *) exprs, INNER_VAR, &need);
+	s->inner_key_col = palloc(sizeof(int) * Max(s->nkeys, 1));
+	for (int k = 0; k < s->nkeys; k++)
+	{
+		Expr	   *e = s->inner_keys.exprs[k]->expr;
+
+		if (IsA(e, Var) && ((Var *) e)->varno == INNER_VAR &&
+			((Var *) e)->varattno > 0 && ((Var *) e)->varattno <= desc->natts)
+			s->inner_key_col[k] = ((Var *) e)->varattno - 1;
+		else
+		{
+			s->inner_key_col[k] = -1;
+			pull_varattnos((Node *) e, INNER_VAR, &need);
+		}
+	}
+	describe_columns(desc, &attlen, &attbyval, &unused);
+	s->inner_col = palloc(sizeof(int) * Max(desc->natts, 1));
+	s->ninner_cols = 0;
+	while ((x = bms_next_member(need, x)) >= 0)
+	{
+		AttrNumber	att = x + FirstLowInvalidHeapAttributeNumber;
+
+		if (att <= 0 || att > desc->natts)
+			all = true;
+		else
+			s->inner_col[s->ninner_cols++] = att - 1;
+	}
+	if (all)
+	{
+		s->ninner_cols = desc->natts;
+		for (int c = 0; c < desc->natts; c++)
+			s->inner_col[c] = c;
+	}
+	s->inner_attlen = palloc(sizeof(int16) * Max(s->ninner_cols, 1));
+	s->inner_attbyval = palloc(sizeof(bool) * Max(s->ninner_cols, 1));
+	s->inner_has_byref = false;
+	for (int j = 0; j < s->ninner_cols; j++)
+	{
+		s->inner_attlen[j] = attlen[s->inner_col[j]];
+		s->inner_attbyval[j] = attbyval[s->inner_col[j]];
+		if (!s->inner_attbyval[j])
+			s->inner_has_byref = true;
+	}
+	s->nullwords = (s->ninner_cols + 63) / 64;
+	/* only ghj_load_inner fills inner_slot, and only the kept columns */
+	memset(s->inner_slot->tts_isnull, true, sizeof(bool) * desc->natts);
 }
 
 /* collect_exec_params adds the ids of the PARAM_EXEC Params in node. */
@@ -391,11 +473,7 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 										   &TTSOpsVirtual);
 	describe_columns(ExecGetResultType(s->outer_ps), &s->outer_attlen,
 					 &s->outer_attbyval, &s->outer_has_byref);
-	describe_columns(ExecGetResultType(s->inner_ps), &s->inner_attlen,
-					 &s->inner_attbyval, &s->inner_has_byref);
 	Assert(ExecGetResultType(s->outer_ps)->natts == s->nouter);
-	s->ninner_cols = ExecGetResultType(s->inner_ps)->natts;
-	s->nullwords = (s->ninner_cols + 63) / 64;
 	s->null_outer = ExecInitNullTupleSlot(estate, ExecGetResultType(s->outer_ps),
 										  &TTSOpsVirtual);
 	s->null_inner = ExecInitNullTupleSlot(estate, ExecGetResultType(s->inner_ps),
@@ -431,7 +509,7 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 		s->swapped[i] = list_nth_int(swapped, i) != 0;
 		if (!s->inner_keys.byval[i])
 		{
-			s->inner_has_byref = s->inner_key_byref = true;
+			s->inner_key_byref = true;
 			s->nbyref_keys++;
 		}
 		i++;
@@ -440,11 +518,14 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 	for (int k = 0; k < s->nkeys; k++)
 		if (s->outer_keys.att[k] <= 0 || !s->own_mix[k])
 			s->outer_keys_plain = false;
-	s->stride = s->nkeys + s->ninner_cols + s->nullwords;
-	s->rec_base = palloc0(sizeof(Datum) * (s->nkeys + s->ninner_cols));
 	tlist = remap(cscan->scan.plan.targetlist, s->nouter);
 	joinquals = remap(s->joinquals_expr, s->nouter);
 	otherquals = remap(cscan->scan.plan.qual, s->nouter);
+	ghj_init_inner_stored(s, list_make3(tlist, joinquals, otherquals));
+	if (s->inner_key_byref)
+		s->inner_has_byref = true;
+	s->stride = s->nkeys + s->ninner_cols + s->nullwords;
+	s->rec_base = palloc0(sizeof(Datum) * (s->nkeys + s->ninner_cols));
 	s->joinqual = ExecInitQual(joinquals, &node->ss.ps);
 	s->otherqual = ExecInitQual(otherquals, &node->ss.ps);
 	s->proj = ExecBuildProjectionInfo(tlist, node->ss.ps.ps_ExprContext,

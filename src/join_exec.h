@@ -236,13 +236,17 @@ typedef struct GhjState
 
 	/*
 	 * The inner row store and the table (join_build.c).  A record is stride
-	 * Datums: the row's key values, its column values, then a null bitmap of
-	 * nullwords uint64 words over the columns (keys are never NULL).
+	 * Datums: the row's key values, the values of the inner child's columns
+	 * it keeps (those the join reads: ghj_init_inner_stored), then a null
+	 * bitmap of nullwords uint64 words over those columns (keys are never
+	 * NULL).
 	 */
 	bool		built;
 	GhTarget	target;
-	int			ninner_cols;	/* columns of the inner child's rows */
-	int16	   *inner_attlen;
+	int			ninner_cols;	/* columns a record keeps */
+	int		   *inner_col;		/* record column j: the child's column */
+	int		   *inner_key_col;	/* key k: the child's column it is, or -1 */
+	int16	   *inner_attlen;	/* of the kept columns */
 	bool	   *inner_attbyval;
 	bool		inner_has_byref;	/* a by-reference key or column */
 	bool		inner_key_byref;	/* a by-reference key */
@@ -327,6 +331,8 @@ typedef struct GhjState
 	Size		own_loaded;		/* bytes of chunks this participant made */
 	TupleTableSlot *part_inner_slot;
 	TupleTableSlot *part_outer_slot;
+	Datum	   *part_vals;		/* an inner row written back (put_record) */
+	bool	   *part_null;
 	double		part_est_rows;	/* the partition's inner rows and width */
 	int			part_est_width;
 

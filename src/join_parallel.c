@@ -393,10 +393,11 @@ prealloc_rows(GhjState *s, Size *arena)
 /*
  * prealloc_arena_row is the arena bytes a row is expected to take: the
  * inner plan's width less its by-value columns' (the planner keeps no width
- * per column), shared evenly among the by-reference columns and the
- * by-reference keys computed from expressions, each with a varlena header,
+ * per column), shared evenly among the by-reference columns the record
+ * keeps and the by-reference keys that are not such a column, each with a
+ * varlena header,
  * rounded up as the arena rounds them, and a quarter more.  A key that is a
- * column shares that column's copy (ghj_shared_add).
+ * column the record keeps shares that column's copy (ghj_shared_add).
  */
 static double
 prealloc_arena_row(GhjState *s)
@@ -412,8 +413,14 @@ prealloc_arena_row(GhjState *s)
 			nbyref++;
 	}
 	for (int k = 0; k < s->nkeys; k++)
-		if (!s->inner_keys.byval[k] && s->inner_keys.att[k] <= 0)
+	{
+		bool		kept = false;
+
+		for (int c = 0; c < s->ninner_cols && s->inner_key_col[k] >= 0; c++)
+			kept |= (s->inner_col[c] == s->inner_key_col[k]);
+		if (!s->inner_keys.byval[k] && !kept)
 			nbyref++;
+	}
 	if (nbyref == 0)
 		return 0;
 	width = Max(width, 0) / nbyref;

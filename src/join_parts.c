@@ -167,6 +167,8 @@ ghj_parts_begin(GhjState *s)
 	s->part_inner_slot = ExecInitExtraTupleSlot(estate,
 												ExecGetResultType(s->inner_ps),
 												&TTSOpsMinimalTuple);
+	s->part_vals = palloc(sizeof(Datum) * Max(ExecGetResultType(s->inner_ps)->natts, 1));
+	s->part_null = palloc(sizeof(bool) * Max(ExecGetResultType(s->inner_ps)->natts, 1));
 	s->part_outer_slot = ExecInitExtraTupleSlot(estate,
 												ExecGetResultType(s->outer_ps),
 												&TTSOpsMinimalTuple);
@@ -314,25 +316,40 @@ ghj_parts_put_inner(GhjState *s, TupleTableSlot *slot, uint64 hash)
 
 /*
  * ghj_parts_put_record writes an inner row held as a chunk's record (its
- * by-reference values offsets into data) back as its child's tuple.
+ * by-reference values offsets into data) back as its child's tuple: the
+ * columns the record keeps, and those that are keys from the keys' values
+ * (the keys are evaluated again from the tuple when the partition is
+ * joined); the others, which nothing reads, NULL.
  */
 void
 ghj_parts_put_record(GhjState *s, const Datum *rec, const char *data,
 					 uint64 hash)
 {
-	Datum	   *vals = s->spill_vals;
-	bool	   *nulls = s->spill_null;
+	TupleDesc	desc = ExecGetResultType(s->inner_ps);
+	Datum	   *vals = s->part_vals;
+	bool	   *nulls = s->part_null;
 	MinimalTuple tup;
 
+	memset(nulls, true, sizeof(bool) * desc->natts);
+	for (int k = 0; k < s->nkeys; k++)
+	{
+		int			a = s->inner_key_col[k];
+
+		if (a < 0)
+			continue;
+		nulls[a] = false;
+		vals[a] = s->inner_keys.byval[k] ? rec[k] : PointerGetDatum(data + rec[k]);
+	}
 	for (int c = 0; c < s->ninner_cols; c++)
 	{
 		int			k = s->nkeys + c;
+		int			a = s->inner_col[c];
 
-		nulls[c] = byref_null(s, rec, k);
-		vals[c] = nulls[c] ? (Datum) 0 :
+		nulls[a] = byref_null(s, rec, k);
+		vals[a] = nulls[a] ? (Datum) 0 :
 			s->inner_attbyval[c] ? rec[k] : PointerGetDatum(data + rec[k]);
 	}
-	tup = heap_form_minimal_tuple(ExecGetResultType(s->inner_ps), vals, nulls);
+	tup = heap_form_minimal_tuple(desc, vals, nulls);
 	put_inner(s, part_of(s->shared->nparts, hash), tup);
 	pfree(tup);
 }

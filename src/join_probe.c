@@ -443,7 +443,11 @@ ghj_load_outer(GhjState *s, uint32 i)
 	ExecStoreVirtualTuple(slot);
 }
 
-/* ghj_load_inner puts the columns of inner record rec into inner_slot. */
+/*
+ * ghj_load_inner puts the columns of inner record rec into inner_slot.  The
+ * columns the record does not keep, which nothing reads, stay null
+ * (ghj_init_inner_stored).
+ */
 static inline void
 ghj_load_inner(GhjState *s, const Datum *rec)
 {
@@ -455,8 +459,10 @@ ghj_load_inner(GhjState *s, const Datum *rec)
 	ExecClearTuple(slot);
 	for (int c = 0; c < s->ninner_cols; c++)
 	{
-		slot->tts_values[c] = vals[c] + base[c];
-		slot->tts_isnull[c] = (nulls[c / 64] >> (c % 64)) & 1;
+		int			a = s->inner_col[c];
+
+		slot->tts_values[a] = vals[c] + base[c];
+		slot->tts_isnull[a] = (nulls[c / 64] >> (c % 64)) & 1;
 	}
 	ExecStoreVirtualTuple(slot);
 }
