@@ -78,9 +78,9 @@ record_byref_size(GhjState *s, const Datum *rec)
 
 /*
  * store_columns copies the inner row in slot into a record: the values of the
- * columns the record keeps after the keys, then a null bitmap.  By-reference values are copied into
- * cxt, or with cxt NULL left pointing into the slot's row (valid until the
- * slot's next row).
+ * columns the record keeps after the keys, then a null bitmap.  By-reference
+ * values are copied into cxt, or with cxt NULL left pointing into the slot's
+ * row (valid until the slot's next row).
  */
 static void
 store_columns(GhjState *s, TupleTableSlot *slot, Datum *rec, MemoryContext cxt)
@@ -575,7 +575,6 @@ ghj_build_shared(GhjState *s)
 		default:
 			break;
 	}
-	ghj_shared_exchange_end(s);
 	ghj_shared_detach(s);
 	ghj_elapsed_ms(&t0, &s->store_ms);
 

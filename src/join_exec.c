@@ -169,32 +169,17 @@ ghj_init_direct_proj(GhjState *s, List *tlist)
 		}
 		s->proj_inner[c] = (var->varno == INNER_VAR);
 		s->proj_col[c] = var->varattno - 1;
-		if (s->proj_inner[c])
-		{
-			/* an inner column is read from the record, where it is kept */
-			int			j = 0;
-
-			while (j < s->ninner_cols && s->inner_col[j] != s->proj_col[c])
-				j++;
-			if (j == s->ninner_cols)
-				s->direct_proj = false;
-			s->proj_col[c] = j;
-		}
-		else if (s->proj_col[c] >= s->nouter)
+		/*
+		 * An inner column is read from the record, where it is kept; an
+		 * outer one from the batch, where it is stored.
+		 */
+		s->proj_col[c] = s->proj_inner[c] ?
+			ghj_kept_index(s->inner_col, s->ninner_cols, s->proj_col[c]) :
+			ghj_kept_index(s->stored_col, s->nstored, s->proj_col[c]);
+		if (s->proj_col[c] < 0)
 		{
 			s->direct_proj = false;
 			break;
-		}
-		else
-		{
-			/* an outer column is read from the batch, where it is stored */
-			int			j = 0;
-
-			while (j < s->nstored && s->stored_col[j] != s->proj_col[c])
-				j++;
-			if (j == s->nstored)
-				s->direct_proj = false;
-			s->proj_col[c] = j;
 		}
 	}
 }
@@ -218,6 +203,32 @@ ghj_probe_direct_ok(GhjState *s)
 }
 
 /*
+ * kept_columns lists in cols the columns (0-based) of a row of natts whose
+ * attribute numbers are in need (pull_varattnos's offsets), all of them
+ * where need holds a whole row or a system column; returns how many.
+ */
+static int
+kept_columns(Bitmapset *need, int natts, int *cols)
+{
+	int			n = 0;
+	int			x = -1;
+
+	while ((x = bms_next_member(need, x)) >= 0)
+	{
+		AttrNumber	att = x + FirstLowInvalidHeapAttributeNumber;
+
+		if (att <= 0 || att > natts)
+		{
+			for (int c = 0; c < natts; c++)
+				cols[c] = c;
+			return natts;
+		}
+		cols[n++] = att - 1;
+	}
+	return n;
+}
+
+/*
  * ghj_init_stored chooses the outer columns a batch keeps: those that exprs
  * (the target list and quals, with OUTER_VAR references) read.  A reference
  * to a whole row or a system column keeps them all.
@@ -226,27 +237,10 @@ static void
 ghj_init_stored(GhjState *s, List *exprs)
 {
 	Bitmapset  *need = NULL;
-	bool		all = false;
-	int			x = -1;
 
 	pull_varattnos((Node *) exprs, OUTER_VAR, &need);
 	s->stored_col = palloc(sizeof(int) * Max(s->nouter, 1));
-	s->nstored = 0;
-	while ((x = bms_next_member(need, x)) >= 0)
-	{
-		AttrNumber	att = x + FirstLowInvalidHeapAttributeNumber;
-
-		if (att <= 0 || att > s->nouter)
-			all = true;
-		else
-			s->stored_col[s->nstored++] = att - 1;
-	}
-	if (all)
-	{
-		s->nstored = s->nouter;
-		for (int c = 0; c < s->nouter; c++)
-			s->stored_col[c] = c;
-	}
+	s->nstored = kept_columns(need, s->nouter, s->stored_col);
 	s->outer_has_byref = false;
 	s->outer_deform = 0;
 	for (int j = 0; j < s->nstored; j++)
@@ -270,15 +264,14 @@ ghj_init_stored(GhjState *s, List *exprs)
  * copy of that column: the record's key is its value (inner_key_col).  A
  * reference to a whole row or a system column keeps them all.  Sets
  * inner_col, ninner_cols, the kept columns' lengths, nullwords and
- * inner_has_byref.
+ * inner_has_byref (a kept column or a key by reference; the keys are set
+ * up first).
  */
 static void
 ghj_init_inner_stored(GhjState *s, List *exprs)
 {
 	TupleDesc	desc = ExecGetResultType(s->inner_ps);
 	Bitmapset  *need = NULL;
-	bool		all = false;
-	int			x = -1;
 	int16	   *attlen;
 	bool	   *attbyval;
 	bool		unused;
@@ -300,25 +293,10 @@ ghj_init_inner_stored(GhjState *s, List *exprs)
 	}
 	describe_columns(desc, &attlen, &attbyval, &unused);
 	s->inner_col = palloc(sizeof(int) * Max(desc->natts, 1));
-	s->ninner_cols = 0;
-	while ((x = bms_next_member(need, x)) >= 0)
-	{
-		AttrNumber	att = x + FirstLowInvalidHeapAttributeNumber;
-
-		if (att <= 0 || att > desc->natts)
-			all = true;
-		else
-			s->inner_col[s->ninner_cols++] = att - 1;
-	}
-	if (all)
-	{
-		s->ninner_cols = desc->natts;
-		for (int c = 0; c < desc->natts; c++)
-			s->inner_col[c] = c;
-	}
+	s->ninner_cols = kept_columns(need, desc->natts, s->inner_col);
 	s->inner_attlen = palloc(sizeof(int16) * Max(s->ninner_cols, 1));
 	s->inner_attbyval = palloc(sizeof(bool) * Max(s->ninner_cols, 1));
-	s->inner_has_byref = false;
+	s->inner_has_byref = s->inner_key_byref;
 	for (int j = 0; j < s->ninner_cols; j++)
 	{
 		s->inner_attlen[j] = attlen[s->inner_col[j]];
@@ -522,8 +500,6 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 	joinquals = remap(s->joinquals_expr, s->nouter);
 	otherquals = remap(cscan->scan.plan.qual, s->nouter);
 	ghj_init_inner_stored(s, list_make3(tlist, joinquals, otherquals));
-	if (s->inner_key_byref)
-		s->inner_has_byref = true;
 	s->stride = s->nkeys + s->ninner_cols + s->nullwords;
 	s->rec_base = palloc0(sizeof(Datum) * (s->nkeys + s->ninner_cols));
 	s->joinqual = ExecInitQual(joinquals, &node->ss.ps);

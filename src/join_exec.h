@@ -509,6 +509,16 @@ byref_size(Datum v, int16 typlen)
 	return MAXALIGN(datumGetSize(v, false, typlen));
 }
 
+/* ghj_kept_index is the position of col in cols[0..n), or -1. */
+static inline int
+ghj_kept_index(const int *cols, int n, int col)
+{
+	for (int j = 0; j < n; j++)
+		if (cols[j] == col)
+			return j;
+	return -1;
+}
+
 /*
  * byref_attr says whether record position k (keys, then columns) holds a
  * by-reference value, and gives its length.

@@ -106,6 +106,7 @@ static void free_dp(dsa_area *area, dsa_pointer *dp);
 static void *store_addr(GhjState *s, dsa_pointer dp);
 static uint64 prealloc_rows(GhjState *s, Size *arena);
 static double prealloc_arena_row(GhjState *s);
+static dsm_segment *exchange_map(GhjState *s);
 
 /* ghj_shared_size is the room GhjShared takes for nworkers workers. */
 Size
@@ -395,9 +396,9 @@ prealloc_rows(GhjState *s, Size *arena)
  * inner plan's width less its by-value columns' (the planner keeps no width
  * per column), shared evenly among the by-reference columns the record
  * keeps and the by-reference keys that are not such a column, each with a
- * varlena header,
- * rounded up as the arena rounds them, and a quarter more.  A key that is a
- * column the record keeps shares that column's copy (ghj_shared_add).
+ * varlena header, rounded up as the arena rounds them, and a quarter more.
+ * A key that is a column the record keeps shares that column's copy
+ * (ghj_shared_add).
  */
 static double
 prealloc_arena_row(GhjState *s)
@@ -413,14 +414,9 @@ prealloc_arena_row(GhjState *s)
 			nbyref++;
 	}
 	for (int k = 0; k < s->nkeys; k++)
-	{
-		bool		kept = false;
-
-		for (int c = 0; c < s->ninner_cols && s->inner_key_col[k] >= 0; c++)
-			kept |= (s->inner_col[c] == s->inner_key_col[k]);
-		if (!s->inner_keys.byval[k] && !kept)
+		if (!s->inner_keys.byval[k] &&
+			ghj_kept_index(s->inner_col, s->ninner_cols, s->inner_key_col[k]) < 0)
 			nbyref++;
-	}
 	if (nbyref == 0)
 		return 0;
 	width = Max(width, 0) / nbyref;
@@ -508,15 +504,27 @@ ghj_shared_exchange(GhjState *s, const uint64 *hashes, bool *attached)
 	dsm_segment *seg;
 
 	*attached = false;
-	if (sh->xchg == DSM_HANDLE_INVALID || sh->xchg_broken ||
-		sh->nrows > sh->xchg_cap || sh->regroup ||
-		hashes != store_addr(s, sh->store_hashes))
+	/* regrouped hashes are not the store's: the area holds the store's */
+	if (sh->xchg_broken || hashes != store_addr(s, sh->store_hashes) ||
+		(seg = exchange_map(s)) == NULL)
 		return NULL;
-	if (s->xchg_seg != NULL)
-		return s->xchg_seg;
-	seg = dsm_attach(sh->xchg);
-	*attached = (seg != NULL);
+	*attached = (seg != s->xchg_seg);
 	return seg;
+}
+
+/*
+ * exchange_map is this participant's mapping of the exchange area, its own
+ * or attached now (which the caller detaches); NULL if there is none, it
+ * has no room for the store's rows, or it is gone.
+ */
+static dsm_segment *
+exchange_map(GhjState *s)
+{
+	GhjShared  *sh = s->shared;
+
+	if (sh->xchg == DSM_HANDLE_INVALID || sh->nrows > sh->xchg_cap)
+		return NULL;
+	return s->xchg_seg ? s->xchg_seg : dsm_attach(sh->xchg);
 }
 
 /*
@@ -566,9 +574,9 @@ ghj_shared_next_phase(GhjState *s)
 /*
  * ghj_shared_allocate allocates the store for the rows the participants
  * loaded (GHJ_PH_ALLOCATE, one participant), keeping the hashes, records
- * and arena ghj_shared_preallocate allocated where the rows fit in them.  An inner side
- * too large for the table gets no store: every participant reports it after
- * the phase (ghj_shared_nrows).
+ * and arena ghj_shared_preallocate allocated where the rows fit in them.
+ * An inner side too large for the table gets no store: every participant
+ * reports it after the phase (ghj_shared_nrows).
  */
 void
 ghj_shared_allocate(GhjState *s)
@@ -626,11 +634,12 @@ compact_exchange(GhjState *s, uint64 row, uint64 nrows, dsm_segment **seg)
 	GhjShared  *sh = s->shared;
 	uint64	   *x;
 
-	*seg = NULL;
 	if (sh->xchg == DSM_HANDLE_INVALID || sh->nrows > sh->xchg_cap)
+	{
+		*seg = NULL;
 		return NULL;
-	*seg = s->xchg_seg ? s->xchg_seg : dsm_attach(sh->xchg);
-	if (*seg == NULL)
+	}
+	if ((*seg = exchange_map(s)) == NULL)
 	{
 		SpinLockAcquire(&sh->mutex);
 		sh->xchg_broken = true;

@@ -52,6 +52,17 @@
  */
 #define GHJ_GATHER_AHEAD 32
 
+/*
+ * PREFETCH_KEYS asks for the data of record rec's by-reference keys.  A
+ * macro: GCC drops a static function holding only prefetches.
+ */
+#define PREFETCH_KEYS(s, rec) \
+	do { \
+		for (int k_ = 0; k_ < (s)->nkeys; k_++) \
+			if (!(s)->inner_keys.byval[k_]) \
+				__builtin_prefetch(DatumGetPointer((rec)[k_] + (s)->rec_base[k_])); \
+	} while (0)
+
 static inline void store_outer(GhjState *s, TupleTableSlot *slot, uint32 n);
 static inline TupleTableSlot *next_outer(GhjState *s, ExprContext *econtext);
 static uint32 fill_partitioned(GhjState *s, ExprContext *econtext);
@@ -379,11 +390,7 @@ gather_first(GhjState *s)
 
 		if (p + GHJ_GATHER_AHEAD < n)
 		{
-			const Datum *ahead = &out[(size_t) (p + GHJ_GATHER_AHEAD) * stride];
-
-			for (int k = 0; k < s->nkeys; k++)
-				if (!s->inner_keys.byval[k])
-					__builtin_prefetch(DatumGetPointer(ahead[k] + s->rec_base[k]));
+			PREFETCH_KEYS(s, &out[(size_t) (p + GHJ_GATHER_AHEAD) * stride]);
 		}
 		for (int k = 0; k < s->nkeys; k++)
 		{
@@ -577,17 +584,12 @@ ghj_probe_batch(GhjState *s, ExprContext *econtext)
 			/*
 			 * A by-reference key (text, numeric, ...) is verified through
 			 * its pointer into the arena: ask for the data of the visit
-			 * GHJ_PREFETCH ahead.  (Written in line: GCC drops a static
-			 * function holding only prefetches.)
+			 * GHJ_PREFETCH ahead.
 			 */
 			if (s->inner_key_byref && s->cur + GHJ_PREFETCH < s->n_order &&
 				s->visit_count[s->cur + GHJ_PREFETCH] > 0)
 			{
-				const Datum *rec = &s->visit_recs[(size_t) (s->cur + GHJ_PREFETCH) * s->stride];
-
-				for (int k = 0; k < s->nkeys; k++)
-					if (!s->inner_keys.byval[k])
-						__builtin_prefetch(DatumGetPointer(rec[k] + s->rec_base[k]));
+				PREFETCH_KEYS(s, &s->visit_recs[(size_t) (s->cur + GHJ_PREFETCH) * s->stride]);
 			}
 			if (!s->direct_proj)
 				ghj_load_outer(s, i);
@@ -684,11 +686,7 @@ ghj_probe_batch_direct(GhjState *s)
 		/* a long key that gather_first did not copy: ask for it ahead */
 		if (s->inner_key_byref && s->cur_cand == 0 && cur + GHJ_PREFETCH < s->n_order)
 		{
-			const Datum *ahead = &s->visit_recs[(size_t) (cur + GHJ_PREFETCH) * stride];
-
-			for (int k = 0; k < s->nkeys; k++)
-				if (!s->inner_keys.byval[k])
-					__builtin_prefetch(DatumGetPointer(ahead[k] + s->rec_base[k]));
+			PREFETCH_KEYS(s, &s->visit_recs[(size_t) (cur + GHJ_PREFETCH) * stride]);
 		}
 		while (s->cur_cand < count)
 		{
