@@ -826,6 +826,7 @@ ghj_build(GhjState *s)
 	if (s->curpart >= 0)
 		ghj_build_private(s);	/* a partition of a spilled shared build */
 	else if (s->shared_build && s->shared != NULL &&
+			 s->shared->store_area != DSM_HANDLE_INVALID &&
 			 s->css.ss.ps.state->es_query_dsa != NULL)
 		ghj_build_shared(s);
 	else

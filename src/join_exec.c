@@ -672,6 +672,7 @@ ghj_end(CustomScanState *node)
 	GhjState   *s = (GhjState *) node;
 
 	ghj_release(s);
+	ghj_shared_end(s);
 	ExecEndNode(s->outer_ps);
 	ExecEndNode(s->inner_ps);
 }
@@ -748,6 +749,8 @@ ghj_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 	s->shared = (GhjShared *) coordinate;
 	ghj_shared_init(s->shared, pcxt->nworkers);
 	ghj_parts_init(s->shared, pcxt->seg);
+	if (s->shared_build)
+		ghj_shared_create_area(s);
 }
 
 /*
@@ -760,7 +763,7 @@ ghj_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 	GhjState   *s = (GhjState *) node;
 
 	s->shared = (GhjShared *) coordinate;
-	ghj_shared_reinit(s->shared, node->ss.ps.state->es_query_dsa);
+	ghj_shared_reinit(s->shared, node->ss.ps.state->es_query_dsa, s->store_area);
 }
 
 /* ghj_init_worker finds the join's part of the segment in a worker. */

@@ -108,11 +108,20 @@ typedef struct GhjShared
 	/*
 	 * A shared build (GHJ_PRIV_SHARED): the participants read their shares
 	 * of the partial inner path into chunks of their own memory, then each
-	 * copies its share into one store in the query's DSA area that every
+	 * copies its share into one store in the store's DSA area that every
 	 * participant probes in place (the GHJ_PH_* phases of build_barrier).
 	 */
 	Barrier		build_barrier;
 	slock_t		mutex;
+
+	/*
+	 * The store's own DSA area (DSM_HANDLE_INVALID: no shared build), which
+	 * the leader creates with the parallel segment and keeps to the end.
+	 * Not the query's area: creating the store's segments takes the kernel
+	 * tens of milliseconds, under the lock of the area that holds them, and
+	 * every worker takes the query area's lock as it starts.
+	 */
+	dsa_handle	store_area;
 
 	/* the store, from GHJ_PH_ALLOCATE on */
 	uint64		nrows;			/* rows the participants loaded */
@@ -312,6 +321,7 @@ typedef struct GhjState
 	/* a parallel join (join_parallel.c) */
 	GhjShared  *shared;			/* the parallel segment's part (DSM) */
 	GhjShared  *shared_copy;	/* leader: copied out at shutdown */
+	dsa_area   *store_area;		/* GhjShared.store_area, once attached */
 	struct GhjChunk *chunk;		/* shared build: the chunk being filled */
 	struct GhjChunk *chunks;	/* and those filled, in build_tmp_cxt */
 
@@ -435,7 +445,9 @@ extern void ghj_batch_end(GhjState *s);
 /* join_parallel.c */
 extern Size ghj_shared_size(int nworkers);
 extern void ghj_shared_init(GhjShared *sh, int nworkers);
-extern void ghj_shared_reinit(GhjShared *sh, dsa_area *area);
+extern void ghj_shared_reinit(GhjShared *sh, dsa_area *area, dsa_area *store);
+extern void ghj_shared_create_area(GhjState *s);
+extern void ghj_shared_end(GhjState *s);
 extern int	ghj_shared_attach(GhjState *s);
 extern Size ghj_shared_add(GhjState *s, const Datum *rec, uint64 hash,
 						   Size byref_bytes);

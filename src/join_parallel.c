@@ -11,8 +11,8 @@
  * reads the whole inner side (a full, non-partial path) and builds alone.
  * With one (GHJ_PRIV_SHARED, gpuhash.shared_build), the inner side is a
  * partial path too, the participants read it together, and they all probe
- * one read-only store of it in the query's DSA area, which none of them
- * copies.  The phases of the build barrier (GHJ_PH_*, join_exec.h):
+ * one read-only store of it in a DSA area of its own (the leader creates it
+ * with the parallel segment), which none of them copies.  The phases of the build barrier (GHJ_PH_*, join_exec.h):
  *
  * LOAD: each participant attached in time reads its share of the inner
  *	  rows (join_build.c hashes them and fills their records) into chunks
@@ -121,6 +121,7 @@ void
 ghj_shared_init(GhjShared *sh, int nworkers)
 {
 	sh->nworkers = nworkers;
+	sh->store_area = DSM_HANDLE_INVALID;
 	BarrierInit(&sh->build_barrier, 0);
 	SpinLockInit(&sh->mutex);
 	sh->store_hashes = InvalidDsaPointer;
@@ -150,32 +151,79 @@ free_dp(dsa_area *area, dsa_pointer *dp)
 }
 
 /*
- * ghj_shared_reinit prepares the segment for another run (a rescan of the
- * Gather, its workers gone): the shared build starts over, and its store is
- * freed when the query's area is at hand (else it goes with the query).
+ * ghj_shared_create_area creates the store's DSA area (GhjShared.store_area)
+ * for a shared build, in the leader as it sets up the parallel segment; the
+ * leader keeps it attached until the join ends (ghj_shared_end), so that it
+ * outlives every participant that might still map the store.  The workers
+ * attach it when they first need it (store_area).
  */
 void
-ghj_shared_reinit(GhjShared *sh, dsa_area *area)
+ghj_shared_create_area(GhjState *s)
+{
+	MemoryContext old = MemoryContextSwitchTo(s->css.ss.ps.state->es_query_cxt);
+
+	s->store_area = dsa_create(LWTRANCHE_PARALLEL_QUERY_DSA);
+	MemoryContextSwitchTo(old);
+	s->shared->store_area = dsa_get_handle(s->store_area);
+}
+
+/* store_area is the store's DSA area, attached on first use. */
+static dsa_area *
+store_area(GhjState *s)
+{
+	if (s->store_area == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(s->css.ss.ps.state->es_query_cxt);
+
+		Assert(s->shared->store_area != DSM_HANDLE_INVALID);
+		s->store_area = dsa_attach(s->shared->store_area);
+		MemoryContextSwitchTo(old);
+	}
+	return s->store_area;
+}
+
+/*
+ * ghj_shared_end detaches the store's area (the leader's detach, the last,
+ * frees it); the store's addresses are gone with it.
+ */
+void
+ghj_shared_end(GhjState *s)
+{
+	if (s->store_area != NULL)
+		dsa_detach(s->store_area);
+	s->store_area = NULL;
+}
+
+/*
+ * ghj_shared_reinit prepares the segment for another run (a rescan of the
+ * Gather, its workers gone): the shared build starts over, and its store is
+ * freed (the leader's store area, the query's area for the partitions, when
+ * at hand; else they go with the query).
+ */
+void
+ghj_shared_reinit(GhjShared *sh, dsa_area *area, dsa_area *store)
 {
 	int			nworkers = sh->nworkers;
 	bool		can_spill = sh->can_spill;
 	SharedFileSet fileset = sh->fileset;
+	dsa_handle	handle = sh->store_area;
 
 	ghj_parts_reinit(sh, area);
-	if (area != NULL)
+	if (store != NULL)
 	{
-		free_dp(area, &sh->store_hashes);
-		free_dp(area, &sh->store_recs);
-		free_dp(area, &sh->store_arena);
-		free_dp(area, &sh->canon_rows);
-		free_dp(area, &sh->group_hashes);
-		free_dp(area, &sh->group_recs);
+		free_dp(store, &sh->store_hashes);
+		free_dp(store, &sh->store_recs);
+		free_dp(store, &sh->store_arena);
+		free_dp(store, &sh->canon_rows);
+		free_dp(store, &sh->group_hashes);
+		free_dp(store, &sh->group_recs);
 	}
 	memset(sh, 0, ghj_shared_size(nworkers));
 	ghj_shared_init(sh, nworkers);
-	/* the file set, emptied, stays attached to the segment */
+	/* the file set, emptied, and the store's area stay */
 	sh->can_spill = can_spill;
 	sh->fileset = fileset;
+	sh->store_area = handle;
 }
 
 /*
@@ -433,15 +481,16 @@ prealloc_arena_row(GhjState *s)
  * its one table's build at the same time (a segment of its own, not the
  * area's, whose lock the first holds while it allocates); the participants
  * fill it as they compact (ghj_shared_compact).  Creating that much shared
- * memory takes the kernel a while: on an H100 host, 76-105 ms for the store
- * of 10M rows of the join benchmark, which the first participant spends
- * while the workers start.
+ * memory takes the kernel a while: on an H100 host, 41-119 ms for the
+ * store of 10M rows of the join benchmark, which the first participant
+ * spends while the others load.  (In the query's area, whose lock every
+ * worker takes as it starts, that held up the workers' start as long.)
  */
 void
 ghj_shared_preallocate(GhjState *s)
 {
 	GhjShared  *sh = s->shared;
-	dsa_area   *area = s->css.ss.ps.state->es_query_dsa;
+	dsa_area   *area = store_area(s);
 	uint64		rows;
 	Size		arena;
 	dsa_pointer h;
@@ -582,7 +631,7 @@ void
 ghj_shared_allocate(GhjState *s)
 {
 	GhjShared  *sh = s->shared;
-	dsa_area   *area = s->css.ss.ps.state->es_query_dsa;
+	dsa_area   *area = store_area(s);
 	uint64		n = sh->nrows;
 	/* the rows went to partitions, or are too many for a table: no store */
 	bool		no_store = ghj_parts_spilling(s) || n > GH_MAX_ROWS;
@@ -662,7 +711,7 @@ void
 ghj_shared_compact(GhjState *s)
 {
 	GhjShared  *sh = s->shared;
-	dsa_area   *area = s->css.ss.ps.state->es_query_dsa;
+	dsa_area   *area = store_area(s);
 	int			nfields = s->nkeys + s->ninner_cols;
 	uint64		nrows;
 	Size		nbytes;
@@ -731,7 +780,7 @@ ghj_shared_nrows(GhjState *s)
 static void *
 store_addr(GhjState *s, dsa_pointer dp)
 {
-	return dsa_get_address(s->css.ss.ps.state->es_query_dsa, dp);
+	return dsa_get_address(store_area(s), dp);
 }
 
 /*
@@ -757,7 +806,7 @@ void
 ghj_shared_offer_order(GhjState *s, const uint32 *rows, bool service_shared)
 {
 	GhjShared  *sh = s->shared;
-	dsa_area   *area = s->css.ss.ps.state->es_query_dsa;
+	dsa_area   *area = store_area(s);
 	uint64		n = sh->nrows;
 
 	if (!ghj_shared_claim(sh, &sh->order_claimed))
@@ -848,7 +897,7 @@ void
 ghj_shared_regrouped(GhjState *s)
 {
 	GhjShared  *sh = s->shared;
-	dsa_area   *area = s->css.ss.ps.state->es_query_dsa;
+	dsa_area   *area = store_area(s);
 
 	if (!sh->regroup)
 		return;
