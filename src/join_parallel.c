@@ -490,7 +490,7 @@ void
 ghj_shared_preallocate(GhjState *s)
 {
 	GhjShared  *sh = s->shared;
-	dsa_area   *area = store_area(s);
+	dsa_area   *area;
 	uint64		rows;
 	Size		arena;
 	dsa_pointer h;
@@ -516,6 +516,8 @@ ghj_shared_preallocate(GhjState *s)
 	}
 	if ((rows = prealloc_rows(s, &arena)) == 0)
 		return;
+	/* only now: the others would wait on the area's lock while this allocates */
+	area = store_area(s);
 	h = dsa_allocate_extended(area, sizeof(uint64) * rows,
 							  DSA_ALLOC_HUGE | DSA_ALLOC_NO_OOM);
 	if (!DsaPointerIsValid(h))

@@ -42,7 +42,7 @@ SET max_parallel_workers_per_gather = 16;
 SELECT count(*) FROM s;
 SELECT count(*) FROM s;
 SELECT count(*), sum(k) FROM s;
-\echo == int4, text: gpuhash at the planner's choice, twice each
+\echo == int4, text: gpuhash as the planner chooses, twice each
 EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) :q;
 EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) :q;
 EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.t = r.t;
