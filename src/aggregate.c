@@ -147,6 +147,12 @@ static Oid	add_group_key(GhAggPlan *plan, Expr *expr, Oid eqop, bool hashable,
 static void plan_group_keys(GhAggPlan *plan, const Oid *hashfn);
 static int	add_carried(GhAggPlan *plan, Expr *expr, int position, const char *name);
 static int	add_call(GhAggPlan *plan, Aggref *agg, int position, const char *name);
+static Oid	add_key(GhAggPlan *plan, Expr *expr, Oid type, Oid collation, Oid eqop,
+					bool hashable, int position);
+static void add_col(GhAggPlan *plan, Expr *expr, Oid type);
+static const GhAggDef *agg_def(Oid fnoid);
+static int	set_call(GhAggPlan *plan, const GhAggDef *def, Aggref *agg, int c);
+static void finish_plan(GhAggPlan *plan);
 static void check_coldef(GhAggPlan *plan, TupleDesc expected);
 static void plan_coercions(GhAggPlan *plan, TupleDesc expected);
 static char *describe_columns(GhAggPlan *plan);
@@ -401,19 +407,7 @@ plan_aggregation(Query *q, const char *sql)
 		plan->nout++;
 	}
 
-	/*
-	 * Keys that are by value with bitwise equality can be grouped exactly on
-	 * the device, with no hashing or checking on the host.
-	 */
-	plan->device_keys = plan->nkeys <= GH_AGG_MAX_KEYS;
-	for (i = 0; i < plan->nkeys; i++)
-		if (plan->keys[i].carried || plan->keys[i].eq_kind != GH_EQ_DATUM)
-			plan->device_keys = false;
-
-	/* count(x)-only columns need no values, only NULL or not */
-	for (i = 0; i < plan->ncols; i++)
-		if (plan->cols[i].ops == 0)
-			plan->cols[i].kind = GH_AGG_KIND_NONE;
+	finish_plan(plan);
 
 	/* the input query: keys, then aggregate arguments, no grouping */
 	for (i = 0; i < plan->nkeys; i++)
@@ -435,6 +429,67 @@ plan_aggregation(Query *q, const char *sql)
 }
 
 /*
+ * finish_plan decides what the plan's keys and columns send to the device:
+ * keys that are by value with bitwise equality are grouped exactly on the
+ * device, with no hashing or checking on the host; count(x)-only columns
+ * need no values, only NULL or not.
+ */
+static void
+finish_plan(GhAggPlan *plan)
+{
+	plan->device_keys = plan->nkeys <= GH_AGG_MAX_KEYS;
+	for (int i = 0; i < plan->nkeys; i++)
+		if (plan->keys[i].carried || plan->keys[i].eq_kind != GH_EQ_DATUM)
+			plan->device_keys = false;
+	for (int i = 0; i < plan->ncols; i++)
+		if (plan->cols[i].ops == 0)
+			plan->cols[i].kind = GH_AGG_KIND_NONE;
+}
+
+/*
+ * gh_agg_plan_node makes the engine's plan for a GpuHashAgg node
+ * (agg_path.c), whose child returns the nkeys GROUP BY keys and then the
+ * ncols aggregate arguments, of types key_types and col_types, and whose
+ * rows are the keys and then the ncalls aggregates aggs (over input column
+ * call_cols[i], -1 for count(*)).  The planner checked every part
+ * (gh_agg_call_supported, gpuhash_extended_hash_functions).
+ */
+GhAggPlan *
+gh_agg_plan_node(int nkeys, const Oid *key_types, const Oid *key_colls,
+				 const Oid *eqops, int ncols, const Oid *col_types,
+				 int ncalls, Aggref **aggs, const int *call_cols)
+{
+	GhAggPlan  *plan = palloc0(sizeof(GhAggPlan));
+	Oid		   *hashfn = palloc(sizeof(Oid) * (nkeys + 1));
+
+	plan->sql = "GROUP BY";
+	plan->keys = palloc0(sizeof(GhAggKey) * (nkeys + 1));
+	plan->cols = palloc0(sizeof(GhAggCol) * (ncols + 1));
+	plan->calls = palloc0(sizeof(GhAggCall) * (ncalls + 1));
+	plan->out = palloc0(sizeof(GhAggOut) * (nkeys + ncalls + 1));
+	for (int i = 0; i < nkeys; i++)
+		hashfn[i] = add_key(plan, NULL, key_types[i], key_colls[i], eqops[i],
+							true, i + 1);
+	plan_group_keys(plan, hashfn);
+	for (int c = 0; c < ncols; c++)
+		add_col(plan, NULL, col_types[c]);
+	for (int i = 0; i < ncalls; i++)
+		(void) set_call(plan, agg_def(aggs[i]->aggfnoid), aggs[i], call_cols[i]);
+	for (int i = 0; i < nkeys + ncalls; i++)
+	{
+		GhAggOut   *out = &plan->out[plan->nout++];
+
+		out->is_key = i < nkeys;
+		out->index = i < nkeys ? i : i - nkeys;
+		out->type = i < nkeys ? key_types[i] : plan->calls[i - nkeys].result_type;
+		out->typmod = -1;
+		out->name = psprintf("column%d", i + 1);
+	}
+	finish_plan(plan);
+	return plan;
+}
+
+/*
  * add_group_key adds a GROUP BY expression as a hashed and verified key,
  * with the equality of its grouping operator, and returns the extended hash
  * function that hashes it (for plan_group_keys).
@@ -442,13 +497,22 @@ plan_aggregation(Query *q, const char *sql)
 static Oid
 add_group_key(GhAggPlan *plan, Expr *expr, Oid eqop, bool hashable, int position)
 {
+	return add_key(plan, expr, exprType((Node *) expr), exprCollation((Node *) expr),
+				   eqop, hashable, position);
+}
+
+/* add_key is add_group_key for a key of type and collation (expr may be NULL). */
+static Oid
+add_key(GhAggPlan *plan, Expr *expr, Oid type, Oid collation, Oid eqop,
+		bool hashable, int position)
+{
 	GhAggKey   *key = &plan->keys[plan->nkeys];
 	Oid			hash_proc;
 	Oid			rhs_proc;
 
 	key->expr = expr;
-	key->type = exprType((Node *) expr);
-	key->collation = exprCollation((Node *) expr);
+	key->type = type;
+	key->collation = collation;
 	get_typlenbyval(key->type, &key->typlen, &key->typbyval);
 	if (!hashable || !gpuhash_extended_hash_functions(eqop, &hash_proc, &rhs_proc))
 		REFUSE_DETAIL(psprintf("GROUP BY expression %d has type %s, which has no hash operator class with an extended hash function.",
@@ -532,6 +596,38 @@ col_vtype(Oid type)
 	}
 }
 
+/* agg_def is the GhAggDef of aggregate function fnoid, NULL if none. */
+static const GhAggDef *
+agg_def(Oid fnoid)
+{
+	for (int i = 0; i < lengthof(gh_agg_defs); i++)
+		if (gh_agg_defs[i].fnoid == fnoid)
+			return &gh_agg_defs[i];
+	return NULL;
+}
+
+/*
+ * gh_agg_call_supported: whether the engine runs aggregate call agg as
+ * PostgreSQL would, in one stage (no DISTINCT, ORDER BY or FILTER, an
+ * aggregate of this level, one of gh_agg_defs over its own argument type).
+ * The planner's test for the GpuHashAgg path (agg_path.c); add_call raises
+ * the same refusals for gpuhash_aggregate.
+ */
+bool
+gh_agg_call_supported(Aggref *agg)
+{
+	const GhAggDef *def = agg_def(agg->aggfnoid);
+
+	if (def == NULL || agg->aggdistinct != NIL || agg->aggorder != NIL ||
+		agg->aggkind != AGGKIND_NORMAL || agg->aggfilter != NULL ||
+		agg->agglevelsup != 0 || agg->aggsplit != AGGSPLIT_SIMPLE)
+		return false;
+	if (def->func == GHAF_COUNT_STAR || def->func == GHAF_COUNT)
+		return true;
+	return list_length(agg->args) == 1 &&
+		col_vtype(exprType((Node *) linitial_node(TargetEntry, agg->args)->expr)) == def->vtype;
+}
+
 /*
  * add_call checks one aggregate call and adds it, and its argument as an
  * input column (shared with other calls on the same expression).
@@ -540,7 +636,6 @@ static int
 add_call(GhAggPlan *plan, Aggref *agg, int position, const char *name)
 {
 	const GhAggDef *def = NULL;
-	GhAggCall  *call;
 	Expr	   *arg;
 	int			c;
 
@@ -553,22 +648,15 @@ add_call(GhAggPlan *plan, Aggref *agg, int position, const char *name)
 	if (agg->aggfilter != NULL)
 		REFUSE("gpuhash_aggregate does not run FILTER clauses (output column %d, \"%s\")",
 			   position, name);
-	for (int i = 0; i < lengthof(gh_agg_defs); i++)
-		if (gh_agg_defs[i].fnoid == agg->aggfnoid)
-			def = &gh_agg_defs[i];
+	def = agg_def(agg->aggfnoid);
 	if (def == NULL || agg->agglevelsup != 0)
 		REFUSE_DETAIL(psprintf("Output column %d (\"%s\") calls %s.", position, name,
 							   format_procedure(agg->aggfnoid)),
 					  "gpuhash_aggregate does not run the aggregate %s",
 					  format_procedure(agg->aggfnoid));
 
-	call = &plan->calls[plan->ncalls];
-	call->func = def->func;
-	call->fnoid = agg->aggfnoid;
-	call->result_type = agg->aggtype;
-	call->col = -1;
 	if (def->func == GHAF_COUNT_STAR)
-		return plan->ncalls++;
+		return set_call(plan, def, agg, -1);
 
 	arg = linitial_node(TargetEntry, agg->args)->expr;
 	for (c = 0; c < plan->ncols; c++)
@@ -579,29 +667,55 @@ add_call(GhAggPlan *plan, Aggref *agg, int position, const char *name)
 		if (plan->ncols == GH_AGG_MAX_COLS)
 			REFUSE("gpuhash_aggregate runs aggregates over at most %d distinct arguments",
 				   GH_AGG_MAX_COLS);
-		plan->cols[c].expr = arg;
-		plan->cols[c].type = exprType((Node *) arg);
-		plan->cols[c].vtype = col_vtype(plan->cols[c].type);
-		switch (plan->cols[c].vtype)
-		{
-			case GHV_INT2:
-			case GHV_INT4:
-			case GHV_INT8:
-				plan->cols[c].kind = GH_AGG_KIND_INT;
-				break;
-			case GHV_FLOAT4:
-			case GHV_FLOAT8:
-				plan->cols[c].kind = GH_AGG_KIND_FLOAT;
-				break;
-			case GHV_NUMERIC:
-				plan->cols[c].kind = GH_AGG_KIND_NUMERIC;
-				break;
-			case GHV_OTHER:
-				plan->cols[c].kind = GH_AGG_KIND_NONE;
-				break;
-		}
-		plan->ncols++;
+		add_col(plan, arg, exprType((Node *) arg));
 	}
+	return set_call(plan, def, agg, c);
+}
+
+/* add_col adds an input column of expression expr (may be NULL) and type. */
+static void
+add_col(GhAggPlan *plan, Expr *expr, Oid type)
+{
+	GhAggCol   *col = &plan->cols[plan->ncols++];
+
+	col->expr = expr;
+	col->type = type;
+	col->vtype = col_vtype(type);
+	switch (col->vtype)
+	{
+		case GHV_INT2:
+		case GHV_INT4:
+		case GHV_INT8:
+			col->kind = GH_AGG_KIND_INT;
+			break;
+		case GHV_FLOAT4:
+		case GHV_FLOAT8:
+			col->kind = GH_AGG_KIND_FLOAT;
+			break;
+		case GHV_NUMERIC:
+			col->kind = GH_AGG_KIND_NUMERIC;
+			break;
+		case GHV_OTHER:
+			col->kind = GH_AGG_KIND_NONE;
+			break;
+	}
+}
+
+/*
+ * set_call adds call agg of aggregate def over input column c (-1 for
+ * count(*)), asking that column for what the call needs.
+ */
+static int
+set_call(GhAggPlan *plan, const GhAggDef *def, Aggref *agg, int c)
+{
+	GhAggCall  *call = &plan->calls[plan->ncalls];
+
+	call->func = def->func;
+	call->fnoid = agg->aggfnoid;
+	call->result_type = agg->aggtype;
+	call->col = c;
+	if (c < 0)
+		return plan->ncalls++;
 	if (def->func != GHAF_COUNT && plan->cols[c].vtype != def->vtype)
 		elog(ERROR, "gpuhash_aggregate: argument of %s has type %s",
 			 format_procedure(agg->aggfnoid), format_type_be(plan->cols[c].type));
@@ -620,7 +734,6 @@ add_call(GhAggPlan *plan, Aggref *agg, int position, const char *name)
 		default:
 			break;
 	}
-	call->col = c;
 	return plan->ncalls++;
 }
 

@@ -510,9 +510,19 @@ extern bool gh_agg_try_pack(GhAggPlan *plan, PlannedStmt *pstmt);
 /* in aggregate.c */
 extern PGDLLEXPORT Datum gpuhash_aggregate(PG_FUNCTION_ARGS);
 extern GhAggRun *gh_agg_start(const char *sql, TupleDesc expected);
+extern bool gh_agg_call_supported(Aggref *agg);
+extern GhAggPlan *gh_agg_plan_node(int nkeys, const Oid *key_types,
+								   const Oid *key_colls, const Oid *eqops,
+								   int ncols, const Oid *col_types, int ncalls,
+								   Aggref **aggs, const int *call_cols);
 
 /* in aggregate_scan.c */
 extern void gpuhash_init_aggregate(void);
+struct ExplainState;
+extern void gh_agg_explain_memory(GhAggRun *run, struct ExplainState *es);
+
+/* in agg_path.c */
+extern void gpuhash_init_agg_path(void);
 
 /* settings the aggregate reads (gpuhash.c) */
 extern int	gpuhash_batch_rows;

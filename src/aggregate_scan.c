@@ -441,11 +441,21 @@ static void
 agg_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
 	AggScanState *st = (AggScanState *) node;
+
+	if (es->analyze && st->run != NULL)
+		gh_agg_explain_memory(st->run, es);
+}
+
+/*
+ * gh_agg_explain_memory shows a run's memory as HashAggregate shows its own
+ * (EXPLAIN ANALYZE of GpuHashAggregate and of GpuHashAgg).
+ */
+void
+gh_agg_explain_memory(GhAggRun *run, ExplainState *es)
+{
 	GhAggMemory mem;
 
-	if (!es->analyze || st->run == NULL)
-		return;
-	gh_agg_run_memory(st->run, &mem);
+	gh_agg_run_memory(run, &mem);
 	ExplainPropertyUInteger("Batches", NULL, mem.passes, es);
 	ExplainPropertyUInteger("Memory Usage", "kB", (mem.peak + 1023) / 1024, es);
 	ExplainPropertyInteger("Disk Usage", "kB", mem.disk_kb, es);

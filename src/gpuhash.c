@@ -40,6 +40,8 @@ PG_MODULE_MAGIC;
 bool		gpuhash_enabled = true;
 int			gpuhash_device = GPUHASH_DEVICE_AUTO;
 bool		gpuhash_force_join = false;
+bool		gpuhash_enable_agg = false;
+bool		gpuhash_force_agg = false;
 int			gpuhash_inject_alloc_failure = 0;
 int			gpuhash_batch_rows = GPUHASH_BATCH_ROWS_DEFAULT;
 double		gpuhash_load_factor = 0.5;
@@ -124,6 +126,24 @@ _PG_init(void)
 							 "Plans a GPU hash join wherever it is legal, whatever the cost.",
 							 "Meant for tests.",
 							 &gpuhash_force_join,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpuhash.enable_agg",
+							 "Lets the planner choose GpuHashAgg for GROUP BY and aggregates on the GPU.",
+							 "Off by default until its cost model is measured on a GPU: only gpuhash.force_agg plans it.",
+							 &gpuhash_enable_agg,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpuhash.force_agg",
+							 "Plans GpuHashAgg wherever it is legal, whatever the cost.",
+							 "Meant for tests; on the CPU twin as well.",
+							 &gpuhash_force_agg,
 							 false,
 							 PGC_USERSET,
 							 0,
@@ -284,6 +304,7 @@ _PG_init(void)
 	gpuhash_init_device();
 	gpuhash_init_join_plan();
 	gpuhash_init_aggregate();
+	gpuhash_init_agg_path();
 }
 
 static bool

@@ -28,6 +28,8 @@ typedef enum GhTarget
 extern bool gpuhash_enabled;
 extern int	gpuhash_device;
 extern bool gpuhash_force_join;
+extern bool gpuhash_enable_agg;
+extern bool gpuhash_force_agg;
 extern int	gpuhash_inject_alloc_failure;
 extern int	gpuhash_server_device_memory;
 extern int	gpuhash_device_memory_wait;

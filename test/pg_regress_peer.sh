@@ -4,7 +4,8 @@
 # gpuhash preloaded and created in the regression database:
 #
 #   native    gpuhash.enabled = off: every plan is PostgreSQL's own
-#   gpuhash   gpuhash.force_join = on: a GpuHashJoin wherever one is legal,
+#   gpuhash   gpuhash.force_join and force_agg on: a GpuHashJoin and a
+#             GpuHashAgg wherever one is legal (GPUHASH_PEER_FORCE),
 #             on gpuhash.device = $GPUHASH_TEST_DEVICE (default cpu, the
 #             CPU twin; gpu on a GPU host)
 #
@@ -32,6 +33,8 @@
 #
 # Environment:
 #   GPUHASH_TEST_DEVICE     cpu (default), gpu or auto
+#   GPUHASH_PEER_FORCE      what the gpuhash pass forces: "join agg" (default:
+#                           gpuhash.force_join and gpuhash.force_agg), "join"
 #   GPUHASH_PGSRC_CACHE     where PostgreSQL's test sources are kept between
 #                           runs (default .pgsrc/ in the project, git-ignored);
 #                           fetched with apt-get source when empty
@@ -56,6 +59,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 cd "$GPUHASH_ROOT" || exit 2
 
 device=${GPUHASH_TEST_DEVICE:-cpu}
+force=${GPUHASH_PEER_FORCE:-join agg}
 case $device in cpu|gpu|auto) ;; *) echo "GPUHASH_TEST_DEVICE must be cpu, gpu or auto" >&2; exit 2 ;; esac
 cache=${GPUHASH_PGSRC_CACHE:-$GPUHASH_ROOT/.pgsrc}
 pass_timeout=${GPUHASH_PEER_TIMEOUT:-1200}
@@ -246,7 +250,7 @@ run_pass() {
       echo "gpuhash.enabled = off"
     else
       echo "gpuhash.enabled = on"
-      echo "gpuhash.force_join = on"
+      for f in $force; do echo "gpuhash.force_$f = on"; done
     fi
     echo "statement_timeout = '$stmt_timeout'"
     [ -n "$gpu_service" ] && echo "gpuhash.gpu_service = $gpu_service"
@@ -287,7 +291,7 @@ run_pass() {
 for p in $passes; do run_pass "$p"; done
 
 # ---------------------------------------------------------------- compare
-note "comparison: native vs gpuhash (force_join, device $device)"
+note "comparison: native vs gpuhash (forced: $force; device $device)"
 for p in native gpuhash; do
   [ -d "$logdir/$p/results" ] || die "no results of the $p pass in $logdir"
 done

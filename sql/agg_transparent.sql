@@ -1,0 +1,239 @@
+-- GpuHashAgg: GROUP BY and aggregates of unchanged SQL on the device engine
+-- (src/agg_path.c).  Every query runs natively (gpuhash.enabled = off) and
+-- with gpuhash.force_agg = on, and the two results are compared as
+-- multisets of rows in text form (join_setup's gh_diff); the plan of the
+-- second must hold a GpuHashAgg where the query is one it runs, and none
+-- where it is one it leaves to PostgreSQL.
+-- (on the device the suite runs with: gpuhash.device of the test instance)
+SET max_parallel_workers_per_gather = 0;
+
+-- gha_check(query, expect_nodes): "aggs=N rows=R diff=D" (N GpuHashAgg nodes
+-- in the forced plan, R native rows, D rows in the symmetric difference),
+-- plus WRONG-NODES where N is not expect_nodes; an ERROR on either side
+-- comes back as a line.
+CREATE FUNCTION gha_check(query text, expect_nodes int DEFAULT 1) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  wrapped text := 'SELECT gh_q::text AS r FROM (' || query || ') gh_q';
+  nodes int := 0;
+  nrows bigint;
+  d bigint;
+  side text := 'native';
+  l text;
+  res text;
+BEGIN
+  BEGIN
+    DROP TABLE IF EXISTS pg_temp.gha_native, pg_temp.gha_gpu;
+    PERFORM set_config('gpuhash.enabled', 'off', true);
+    EXECUTE 'CREATE TEMP TABLE gha_native AS ' || wrapped;
+    GET DIAGNOSTICS nrows = ROW_COUNT;
+    side := 'gpuhash';
+    PERFORM set_config('gpuhash.enabled', 'on', true);
+    PERFORM set_config('gpuhash.force_agg', 'on', true);
+    FOR l IN EXECUTE 'EXPLAIN (COSTS OFF) ' || wrapped LOOP
+      IF l ~ 'GpuHashAgg' THEN nodes := nodes + 1; END IF;
+    END LOOP;
+    EXECUTE 'CREATE TEMP TABLE gha_gpu AS ' || wrapped;
+    PERFORM set_config('gpuhash.force_agg', 'off', true);
+    d := gh_diff('pg_temp.gha_native', 'pg_temp.gha_gpu');
+  EXCEPTION WHEN OTHERS THEN
+    PERFORM set_config('gpuhash.force_agg', 'off', true);
+    RETURN format('ERROR (%s side): %s', side, SQLERRM);
+  END;
+  res := format('aggs=%s rows=%s diff=%s', nodes, nrows, d);
+  IF nodes <> expect_nodes THEN
+    res := res || format(' WRONG-NODES(expected %s)', expect_nodes);
+  END IF;
+  RETURN res;
+END $$;
+
+CREATE TABLE gha_t AS
+SELECT i,
+       i % 7 AS g,
+       CASE WHEN i % 11 = 0 THEN NULL ELSE i % 5 END AS gn,
+       (i % 3)::int2 AS s2,
+       i::int4 AS a4,
+       CASE WHEN i % 13 = 0 THEN NULL ELSE i::int8 * 1000003 END AS a8,
+       (i / 4.0)::float4 AS f4,
+       CASE WHEN i % 17 = 0 THEN NULL ELSE i / 8.0 END::float8 AS f8,
+       (i * 1.25)::numeric(12,2) AS n2,
+       (i / 7.0)::numeric AS nx,
+       CASE WHEN i % 19 = 0 THEN NULL ELSE 'k' || (i % 9) END AS t,
+       date '2020-01-01' + (i % 40) AS d
+  FROM generate_series(1, 20000) i;
+ANALYZE gha_t;
+
+-- every aggregate over every type, NULLs in arguments and keys
+SELECT q, gha_check(q) FROM (VALUES
+  ('SELECT g, count(*), count(a8), count(t), count(gn) FROM gha_t GROUP BY g'),
+  ('SELECT g, sum(s2), sum(a4), sum(a8), sum(f8), sum(n2), sum(nx) FROM gha_t GROUP BY g'),
+  ('SELECT g, avg(s2), avg(a4), avg(a8), avg(f4), avg(f8), avg(n2), avg(nx) FROM gha_t GROUP BY g'),
+  ('SELECT g, min(s2), min(a4), min(a8), min(f4), min(f8), min(n2), min(nx) FROM gha_t GROUP BY g'),
+  ('SELECT g, max(s2), max(a4), max(a8), max(f4), max(f8), max(n2), max(nx) FROM gha_t GROUP BY g'),
+  ('SELECT gn, count(*), sum(a4), max(f8) FROM gha_t GROUP BY gn'),
+  ('SELECT t, count(*), avg(n2) FROM gha_t GROUP BY t'),
+  ('SELECT t, gn, s2, count(*), sum(a8) FROM gha_t GROUP BY t, gn, s2'),
+  ('SELECT d, count(*), min(nx) FROM gha_t GROUP BY d'),
+  ('SELECT n2 % 10 AS k, count(*) FROM gha_t GROUP BY n2 % 10'),
+  ('SELECT i, sum(a4) FROM gha_t GROUP BY i'),
+  ('SELECT count(*) FROM gha_t GROUP BY a8 IS NULL')
+) v(q);
+
+-- expressions over the groups, HAVING, GROUP BY expressions
+SELECT q, gha_check(q) FROM (VALUES
+  ('SELECT g + 1 AS g1, sum(a4) * 2 AS s, sum(a4) / count(*) AS m FROM gha_t GROUP BY g'),
+  ('SELECT lower(t) AS l, count(*) FROM gha_t GROUP BY lower(t)'),
+  ('SELECT i % 100 AS k, CASE WHEN sum(a4) > 200000 THEN ''big'' ELSE ''small'' END FROM gha_t GROUP BY i % 100'),
+  ('SELECT g, sum(a4) FROM gha_t GROUP BY g HAVING sum(a4) > 28570000'),
+  ('SELECT g, count(*) FROM gha_t GROUP BY g HAVING g > 2 AND max(f8) IS NOT NULL'),
+  ('SELECT t FROM gha_t GROUP BY t HAVING count(*) > 2000'),
+  ('SELECT sum(a4 + s2), sum(a4) + sum(s2), min(n2 * 2), max(-f8) FROM gha_t'),
+  ('SELECT g, sum(a4) OVER () FROM gha_t GROUP BY g, a4 ORDER BY 1, 2 LIMIT 5')
+) v(q);
+
+-- no GROUP BY, empty inputs, one group to many
+SELECT q, gha_check(q) FROM (VALUES
+  ('SELECT count(*), sum(a4), avg(n2), min(f4), max(f8) FROM gha_t'),
+  ('SELECT count(*), count(a4), sum(a4), avg(n2), min(f8), max(nx) FROM gha_t WHERE i < 0'),
+  ('SELECT g, count(*), sum(a4) FROM gha_t WHERE i < 0 GROUP BY g'),
+  ('SELECT 1 AS one, count(*) FROM gha_t GROUP BY 1'),
+  ('SELECT i, count(*), sum(n2), min(f8) FROM gha_t GROUP BY i HAVING min(a4) > 10'),
+  ('SELECT g, count(*) FROM gha_t WHERE a8 IS NULL GROUP BY g')
+) v(q);
+
+-- grouping on joins and subqueries, and as a subquery's inner side
+SELECT q, gha_check(q, n) FROM (VALUES
+  ('SELECT a.g, count(*), sum(b.a4) FROM gha_t a JOIN gha_t b ON a.i = b.i + 1 GROUP BY a.g', 1),
+  ('SELECT x.g, x.s FROM (SELECT g, sum(a4) AS s FROM gha_t GROUP BY g) x JOIN gha_t y ON y.i = x.g', 1),
+  ('SELECT g, (SELECT count(*) FROM gha_t b WHERE b.g = a.g AND b.i < 100) FROM gha_t a GROUP BY g', 2)
+) v(q, n);
+-- a rescanned GpuHashAgg: once with a changed parameter (the input read
+-- again), once without (the groups rewound)
+SELECT gha_check('SELECT x, (SELECT sum(a4) FROM gha_t WHERE g = x) FROM generate_series(0, 8) x');
+SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_material = off;
+SELECT gha_check('SELECT x, s.c FROM generate_series(0, 8) x JOIN (SELECT g, count(*) AS c FROM gha_t GROUP BY g) s ON s.g <= x');
+RESET enable_hashjoin; RESET enable_mergejoin; RESET enable_material;
+
+-- left to PostgreSQL: no GpuHashAgg in the plan, the same rows
+SELECT q, gha_check(q, 0) FROM (VALUES
+  ('SELECT g, count(DISTINCT a4) FROM gha_t GROUP BY g'),
+  ('SELECT g, string_agg(t, '','' ORDER BY t) FROM gha_t WHERE i < 50 GROUP BY g'),
+  ('SELECT g, count(*) FILTER (WHERE a4 > 5) FROM gha_t GROUP BY g'),
+  ('SELECT g, gn, count(*) FROM gha_t GROUP BY GROUPING SETS ((g), (gn))'),
+  ('SELECT g, bit_or(a4) FROM gha_t GROUP BY g'),
+  ('SELECT DISTINCT g FROM gha_t'),
+  ('SELECT g, max(t) FROM gha_t GROUP BY g'),
+  ('SELECT g, sum(a4) FILTER (WHERE g > 0) IS NULL AS x FROM gha_t GROUP BY g')
+) v(q);
+-- a column that depends on a grouped primary key is PostgreSQL's
+CREATE TABLE gha_pk (id int PRIMARY KEY, v int);
+INSERT INTO gha_pk SELECT i, i % 4 FROM generate_series(1, 100) i;
+SELECT gha_check('SELECT id, v, count(*) FROM gha_pk GROUP BY id', 0);
+
+-- edge values: NaN, infinities, -0, the largest integers
+CREATE TABLE gha_e (g int, f float8, n numeric, b int8);
+INSERT INTO gha_e VALUES
+  (1, 'NaN', 'NaN', 9223372036854775807), (1, 1, 1, 9223372036854775807),
+  (2, 'Infinity', 'Infinity', -9223372036854775808), (2, '-Infinity', '-Infinity', -1),
+  (3, 'Infinity', 'Infinity', 1), (3, 2.5, 2.5, 2),
+  (4, NULL, NULL, NULL), (5, 1e150, 1e100, 0), (5, -1e150, 1e100, 0);
+SELECT q, gha_check(q) FROM (VALUES
+  ('SELECT g, sum(f), avg(f), min(f), max(f) FROM gha_e GROUP BY g'),
+  ('SELECT g, sum(n), avg(n), min(n), max(n) FROM gha_e GROUP BY g'),
+  ('SELECT g, sum(b), avg(b), min(b), max(b) FROM gha_e GROUP BY g'),
+  ('SELECT sum(b), avg(b), count(f), sum(n) FROM gha_e')
+) v(q);
+-- float4 sums: PostgreSQL adds in float4, in input order; the engine in
+-- float8, then rounds once (README: the tolerance of float sums)
+CREATE TEMP TABLE gha_f4n AS SELECT g, sum(f4) AS s FROM gha_t GROUP BY g;
+SET gpuhash.force_agg = on;
+SELECT count(*) AS gpuhashagg
+  FROM gh_plan_lines('SELECT g, sum(f4) AS s FROM gha_t GROUP BY g', 'gpuhash') l
+ WHERE l ~ 'GpuHashAgg';
+CREATE TEMP TABLE gha_f4g AS SELECT g, sum(f4) AS s FROM gha_t GROUP BY g;
+RESET gpuhash.force_agg;
+CREATE TEMP TABLE gha_f4x AS SELECT g, sum(f4::numeric) AS s FROM gha_t GROUP BY g;
+SELECT count(*) AS groups,
+       count(*) FILTER (WHERE abs(g.s - x.s) <= 6e-8 * abs(x.s)) AS engine_rounded_once,
+       count(*) FILTER (WHERE abs(n.s - x.s) <= 1e-4 * abs(x.s)) AS native_within_1e4
+  FROM gha_f4n n JOIN gha_f4g g USING (g) JOIN gha_f4x x USING (g);
+DROP TABLE gha_f4n, gha_f4g, gha_f4x;
+
+-- the errors PostgreSQL raises are raised, with its message: gha_errors
+-- runs the query natively and forced, and shows each side's error
+CREATE FUNCTION gha_errors(query text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  res text := '';
+  mode text;
+BEGIN
+  FOREACH mode IN ARRAY ARRAY['off', 'on'] LOOP
+    PERFORM set_config('gpuhash.force_agg', mode, true);
+    BEGIN
+      EXECUTE query;
+      res := res || format('%s: no error; ', mode);
+    EXCEPTION WHEN OTHERS THEN
+      res := res || format('%s: %s; ', mode, SQLERRM);
+    END;
+  END LOOP;
+  PERFORM set_config('gpuhash.force_agg', 'off', true);
+  RETURN res;
+END $$;
+INSERT INTO gha_e VALUES (6, 1e308, 0, 0), (6, 1e308, 0, 0);
+SET gpuhash.force_agg = on;
+SELECT count(*) AS gpuhashagg
+  FROM gh_plan_lines('SELECT g, sum(f) FROM gha_e GROUP BY g', 'gpuhash') l
+ WHERE l ~ 'GpuHashAgg';
+RESET gpuhash.force_agg;
+SELECT gha_errors('SELECT g, sum(f) FROM gha_e GROUP BY g');
+SET gpuhash.force_agg = on;
+SELECT count(*) AS gpuhashagg
+  FROM gh_plan_lines('SELECT sum((3e38 + i)::float4) FROM generate_series(1, 2) i', 'gpuhash') l
+ WHERE l ~ 'GpuHashAgg';
+RESET gpuhash.force_agg;
+SELECT gha_errors('SELECT sum((3e38 + i)::float4) FROM generate_series(1, 2) i');
+DELETE FROM gha_e WHERE g = 6;
+SELECT gha_check('SELECT g, sum(v) FROM (VALUES (1, 9223372036854775807::int8), (1, 1)) v(g, v) GROUP BY g');
+
+-- small work_mem: the groups spill, the rows stay (batches of 16 * 256
+-- rows: the engine checks its budget after each)
+CREATE FUNCTION gha_analyze(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE l text;
+BEGIN
+  FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || query LOOP
+    RETURN NEXT l;
+  END LOOP;
+END $$;
+SET work_mem = '64kB';
+SET gpuhash.batch_rows = 256;
+SELECT gha_check('SELECT i, count(*), sum(n2), max(n2) FROM gha_t GROUP BY i');
+SET gpuhash.force_agg = on;
+SELECT count(*) FILTER (WHERE l ~ '^\s+Batches: ([2-9]|\d\d+)$') AS batches_past_one,
+       count(*) FILTER (WHERE l ~ '^\s+Disk Usage: [1-9]\d* kB') AS disk_used
+  FROM gha_analyze('SELECT i, count(*), sum(n2), max(n2) FROM gha_t GROUP BY i') l;
+RESET gpuhash.force_agg;
+RESET gpuhash.batch_rows;
+RESET work_mem;
+
+-- the plan, and what EXPLAIN ANALYZE adds
+SET gpuhash.force_agg = on;
+CREATE FUNCTION gha_plan(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE l text;
+BEGIN
+  FOR l IN EXECUTE 'EXPLAIN (COSTS OFF, VERBOSE) ' || query LOOP
+    IF l !~ '^\s+Device: (cpu|gpu)$' THEN RETURN NEXT l; END IF;
+  END LOOP;
+END $$;
+SELECT gha_plan('SELECT g + 1, sum(a4) FROM gha_t GROUP BY g HAVING count(*) > 1 ORDER BY 1');
+SELECT count(*) AS device_lines FROM gh_plan_lines('SELECT g, sum(a4) FROM gha_t GROUP BY g', 'gpuhash') l
+ WHERE l ~ '^\s+Device: (cpu|gpu)$';
+SELECT count(*) FILTER (WHERE l ~ '^\s+Memory Usage: \d+ kB') AS memory,
+       count(*) FILTER (WHERE l ~ '^\s+Batches: 1$') AS batches,
+       count(*) FILTER (WHERE l ~ 'GpuHashAgg\) \(actual rows=7 ') AS groups
+  FROM gha_analyze('SELECT g, sum(a4) FROM gha_t GROUP BY g') l;
+-- without force_agg (and enable_agg off, the default) PostgreSQL plans alone
+RESET gpuhash.force_agg;
+SELECT count(*) AS gpuhashagg FROM gh_plan_lines('SELECT g, sum(a4) FROM gha_t GROUP BY g', 'gpuhash') l
+ WHERE l ~ 'GpuHashAgg';
+
+DROP TABLE gha_t, gha_pk, gha_e;
+DROP FUNCTION gha_check(text, int), gha_analyze(text), gha_errors(text), gha_plan(text);

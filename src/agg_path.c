@@ -1,0 +1,508 @@
+/*-------------------------------------------------------------------------
+ * agg_path.c
+ *	  GpuHashAgg: GROUP BY and plain aggregates of unchanged SQL, grouped by
+ *	  the device engine of gpuhash_aggregate (one engine, two front doors).
+ *
+ * create_upper_paths_hook offers, for the grouping stage of a query
+ * (UPPERREL_GROUP_AGG) with no grouping sets, a custom path beside
+ * PostgreSQL's own Agg paths when
+ *	  - every GROUP BY clause is hashable with an extended (64-bit) hash
+ *		function in its operator's family, as the engine hashes keys;
+ *	  - every aggregate call of the target list and HAVING is one the engine
+ *		runs as PostgreSQL does (gh_agg_call_supported: count, sum, avg, min,
+ *		max over int2/4/8, float4/8 and numeric; no DISTINCT, ORDER BY or
+ *		FILTER), over at most GH_AGG_MAX_COLS distinct arguments;
+ *	  - the target list and HAVING refer to the input only through the GROUP
+ *		BY expressions and those aggregate calls (a column functionally
+ *		dependent on a grouped primary key is left to PostgreSQL).
+ * Anything else keeps PostgreSQL's plan.
+ *
+ * The path's child is the input's cheapest path projected to the GROUP BY
+ * expressions and then the distinct aggregate arguments: the engine's input
+ * row (gh_agg_run_add).  Its CustomScan has no scan relation; its scan tuple
+ * (custom_scan_tlist) is the keys and then the Aggrefs, the engine's output
+ * row, so setrefs turns every reference of the target list and of HAVING
+ * (the scan's qual) into an INDEX_VAR of that tuple and ExecScan evaluates
+ * them per group.  custom_private: the GROUP BY equality operators (an OID
+ * list) and each aggregate's input column (an integer list, -1 for
+ * count(*)).
+ *
+ * The node reads its whole input on the first row asked for, then returns
+ * the groups as the engine makes them (gh_agg_run_next): results, types,
+ * NULL groups and numeric display scales as gpuhash_aggregate's, which are
+ * PostgreSQL's (float sums to the tolerance README states).  A rescan
+ * rewinds the groups unless the input's parameters changed or the run
+ * spilled to disk, when the input is read again.
+ *
+ * Planning: not parallel (the path reads its input whole; a parallel input
+ * comes through a Gather below it).  gpuhash.force_agg plans it wherever it
+ * is legal, on the CPU twin too (the tests); gpuhash.enable_agg lets the cost
+ * model offer it on the GPU, off by default until that model is measured.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/planner.h"
+#include "optimizer/tlist.h"
+#include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
+#include "utils/selfuncs.h"
+
+#include "aggregate.h"
+#include "gpuhash_join.h"
+#include "keys.h"
+
+#define GHA_NAME "GpuHashAgg"
+
+typedef struct GhaState
+{
+	CustomScanState css;
+	PlanState  *child;
+	GhAggPlan  *plan;
+	GhTarget	target;			/* where the run groups */
+	GhAggRun   *run;			/* NULL before the first row */
+	bool		grouped;		/* the run has read the input */
+} GhaState;
+
+/* What the hook found in the query (check_query). */
+typedef struct GhaQuery
+{
+	List	   *keys;			/* GROUP BY expressions */
+	List	   *eqops;			/* their equality operators */
+	List	   *aggs;			/* distinct Aggrefs of the target and HAVING */
+	List	   *args;			/* distinct aggregate arguments */
+	List	   *call_cols;		/* per Aggref, its argument's index or -1 */
+} GhaQuery;
+
+static void gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
+							RelOptInfo *input_rel, RelOptInfo *output_rel,
+							void *extra);
+static Plan *gha_plan_path(PlannerInfo *root, RelOptInfo *rel,
+						   CustomPath *best_path, List *tlist, List *clauses,
+						   List *custom_plans);
+static Node *gha_create_state(CustomScan *cscan);
+static void gha_begin(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *gha_exec(CustomScanState *node);
+static void gha_end(CustomScanState *node);
+static void gha_rescan(CustomScanState *node);
+static void gha_explain(CustomScanState *node, List *ancestors, ExplainState *es);
+
+static create_upper_paths_hook_type prev_upper_paths_hook = NULL;
+
+static CustomPathMethods gha_path_methods = {
+	.CustomName = GHA_NAME,
+	.PlanCustomPath = gha_plan_path,
+};
+
+static CustomScanMethods gha_scan_methods = {
+	.CustomName = GHA_NAME,
+	.CreateCustomScanState = gha_create_state,
+};
+
+static CustomExecMethods gha_exec_methods = {
+	.CustomName = GHA_NAME,
+	.BeginCustomScan = gha_begin,
+	.ExecCustomScan = gha_exec,
+	.EndCustomScan = gha_end,
+	.ReScanCustomScan = gha_rescan,
+	.ExplainCustomScan = gha_explain,
+};
+
+/* gpuhash_init_agg_path installs the hook and registers the scan (_PG_init). */
+void
+gpuhash_init_agg_path(void)
+{
+	RegisterCustomScanMethods(&gha_scan_methods);
+	prev_upper_paths_hook = create_upper_paths_hook;
+	create_upper_paths_hook = gha_upper_paths;
+}
+
+/* collect_aggs adds every Aggref of node to *aggs once (equal() ones once). */
+static bool
+collect_aggs(Node *node, List **aggs)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref))
+	{
+		*aggs = list_append_unique(*aggs, node);
+		return false;			/* an aggregate's arguments hold no aggregate */
+	}
+	return expression_tree_walker(node, collect_aggs, aggs);
+}
+
+/*
+ * outside_groups: whether node refers to the input other than through the
+ * GROUP BY expressions keys and aggregate calls, matched as setrefs will
+ * match it against the scan tuple (a whole expression equal to a key or an
+ * Aggref, else its parts): through a Var that is no key, or a grouping
+ * function.
+ */
+static bool
+outside_groups(Node *node, List *keys)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref) || list_member(keys, node))
+		return false;
+	if (IsA(node, Var) || IsA(node, GroupingFunc))
+		return true;
+	return expression_tree_walker(node, outside_groups, keys);
+}
+
+/*
+ * check_query fills q from the query's GROUP BY and the grouping target and
+ * HAVING of its grouping stage; false where GpuHashAgg cannot run it.
+ */
+static bool
+check_query(PlannerInfo *root, PathTarget *target, List *having, GhaQuery *q)
+{
+	Query	   *parse = root->parse;
+	ListCell   *lc;
+
+	memset(q, 0, sizeof(*q));
+	if (parse->groupingSets != NIL || parse->hasTargetSRFs)
+		return false;
+	foreach(lc, parse->groupClause)
+	{
+		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
+		Oid			hash_proc;
+		Oid			rhs_proc;
+
+		if (!sgc->hashable || !OidIsValid(sgc->eqop) ||
+			!gpuhash_extended_hash_functions(sgc->eqop, &hash_proc, &rhs_proc))
+			return false;
+		q->keys = lappend(q->keys, get_sortgroupclause_expr(sgc, root->processed_tlist));
+		q->eqops = lappend_oid(q->eqops, sgc->eqop);
+	}
+	(void) collect_aggs((Node *) target->exprs, &q->aggs);
+	(void) collect_aggs((Node *) having, &q->aggs);
+	if (outside_groups((Node *) target->exprs, q->keys) ||
+		outside_groups((Node *) having, q->keys))
+		return false;
+	foreach(lc, q->aggs)
+	{
+		Aggref	   *agg = lfirst_node(Aggref, lc);
+		int			col = -1;
+
+		if (!gh_agg_call_supported(agg))
+			return false;
+		if (agg->args != NIL)
+		{
+			Expr	   *arg = linitial_node(TargetEntry, agg->args)->expr;
+
+			col = list_length(q->args);
+			for (int i = 0; i < list_length(q->args); i++)
+				if (equal(list_nth(q->args, i), arg))
+					col = i;
+			if (col == list_length(q->args))
+				q->args = lappend(q->args, arg);
+		}
+		q->call_cols = lappend_int(q->call_cols, col);
+	}
+	return list_length(q->args) <= GH_AGG_MAX_COLS;
+}
+
+/*
+ * cost_gha prices the path.  Forced: nearly free.  Otherwise the input, a
+ * fixed device set-up (gpuhash.join_setup_cost), a small per-row cost for
+ * handing each input row's keys and arguments to the device, and per group
+ * the target list and HAVING: a first model, to be measured against
+ * PostgreSQL's Agg on the GPU host before gpuhash.enable_agg is on by
+ * default.
+ */
+static void
+cost_gha(CustomPath *path, Path *input, PathTarget *target, double ngroups,
+		 int ncols)
+{
+	double		rows = input->rows;
+
+	if (gpuhash_force_agg)
+	{
+		path->path.startup_cost = 0;
+		path->path.total_cost = 1e-6 * rows;
+		return;
+	}
+	path->path.startup_cost = input->total_cost + gpuhash_join_setup_cost +
+		rows * cpu_operator_cost * (0.1 + 0.25 * ncols);
+	path->path.total_cost = path->path.startup_cost +
+		ngroups * (cpu_tuple_cost + target->cost.per_tuple);
+}
+
+/*
+ * gha_upper_paths offers the GpuHashAgg path for the grouping stage (see
+ * the file's header).
+ */
+static void
+gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
+				RelOptInfo *input_rel, RelOptInfo *output_rel, void *extra)
+{
+	GroupPathExtraData *gextra = (GroupPathExtraData *) extra;
+	GhTarget	target;
+	Path	   *input;
+	List	   *having;
+	GhaQuery	q;
+	PathTarget *child_target;
+	Path	   *child;
+	CustomPath *cpath;
+	double		ngroups;
+	ListCell   *lc;
+
+	if (prev_upper_paths_hook)
+		prev_upper_paths_hook(root, stage, input_rel, output_rel, extra);
+	if (stage != UPPERREL_GROUP_AGG || extra == NULL ||
+		(!gpuhash_force_agg && !gpuhash_enable_agg))
+		return;
+	target = gpuhash_plan_target();
+	if (target == GH_TARGET_NONE || (!gpuhash_force_agg && target != GH_TARGET_GPU))
+		return;
+	input = input_rel->cheapest_total_path;
+	if (input == NULL || input->param_info != NULL || IS_DUMMY_REL(input_rel))
+		return;
+	having = (List *) gextra->havingQual;
+	if (!check_query(root, output_rel->reltarget, having, &q))
+		return;
+
+	/* the child: the input projected to the keys, then the arguments */
+	child_target = create_empty_pathtarget();
+	foreach(lc, q.keys)
+		add_column_to_pathtarget(child_target, (Expr *) lfirst(lc), 0);
+	foreach(lc, q.args)
+		add_column_to_pathtarget(child_target, (Expr *) lfirst(lc), 0);
+	child_target = set_pathtarget_cost_width(root, child_target);
+	child = (Path *) create_projection_path(root, input_rel, input, child_target);
+
+	ngroups = q.keys == NIL ? 1 :
+		estimate_num_groups(root, q.keys, input->rows, NULL, NULL);
+
+	cpath = makeNode(CustomPath);
+	cpath->path.pathtype = T_CustomScan;
+	cpath->path.parent = output_rel;
+	cpath->path.pathtarget = output_rel->reltarget;
+	cpath->path.param_info = NULL;
+	cpath->path.parallel_aware = false;
+	cpath->path.parallel_safe = false;
+	cpath->path.parallel_workers = 0;
+	cpath->path.rows = ngroups;
+	cpath->path.pathkeys = NIL;
+	cpath->flags = 0;
+	cpath->custom_paths = list_make1(child);
+	cpath->custom_private = list_make5(q.keys, q.eqops, q.aggs, q.call_cols, having);
+	cpath->methods = &gha_path_methods;
+	cost_gha(cpath, input, output_rel->reltarget, ngroups, list_length(q.keys) + list_length(q.args));
+	add_path(output_rel, &cpath->path);
+}
+
+/*
+ * gha_plan_path makes the CustomScan: the scan tuple is the keys and then
+ * the Aggrefs, HAVING is the scan's qual.
+ */
+static Plan *
+gha_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+			  List *tlist, List *clauses, List *custom_plans)
+{
+	CustomScan *cscan = makeNode(CustomScan);
+	List	   *keys = linitial(best_path->custom_private);
+	List	   *eqops = lsecond(best_path->custom_private);
+	List	   *aggs = lthird(best_path->custom_private);
+	List	   *call_cols = lfourth(best_path->custom_private);
+	List	   *having = list_nth(best_path->custom_private, 4);
+	List	   *scan_tlist = NIL;
+	ListCell   *lc;
+
+	foreach(lc, keys)
+		scan_tlist = lappend(scan_tlist,
+							 makeTargetEntry(copyObject(lfirst(lc)),
+											 list_length(scan_tlist) + 1, NULL, false));
+	foreach(lc, aggs)
+		scan_tlist = lappend(scan_tlist,
+							 makeTargetEntry(copyObject(lfirst(lc)),
+											 list_length(scan_tlist) + 1, NULL, false));
+	cscan->scan.plan.targetlist = tlist;
+	cscan->scan.plan.qual = copyObject(having);
+	cscan->scan.scanrelid = 0;
+	cscan->custom_plans = custom_plans;
+	cscan->custom_scan_tlist = scan_tlist;
+	cscan->custom_exprs = NIL;
+	cscan->custom_private = list_make2(list_copy(eqops), list_copy(call_cols));
+	cscan->flags = best_path->flags;
+	cscan->methods = &gha_scan_methods;
+	return &cscan->scan.plan;
+}
+
+static Node *
+gha_create_state(CustomScan *cscan)
+{
+	GhaState   *st = (GhaState *) newNode(sizeof(GhaState), T_CustomScanState);
+
+	st->css.methods = &gha_exec_methods;
+	return (Node *) st;
+}
+
+/*
+ * gha_begin starts the child and makes the engine's plan from the scan
+ * tuple (keys, Aggrefs) and the child's rows (keys, arguments).
+ */
+static void
+gha_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	GhaState   *st = (GhaState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	Plan	   *child_plan = linitial(cscan->custom_plans);
+	List	   *eqops = linitial(cscan->custom_private);
+	List	   *call_cols = lsecond(cscan->custom_private);
+	int			nkeys = list_length(eqops);
+	int			ncalls = list_length(call_cols);
+	int			ncols = list_length(child_plan->targetlist) - nkeys;
+	Oid		   *key_types = palloc(sizeof(Oid) * (nkeys + 1));
+	Oid		   *key_colls = palloc(sizeof(Oid) * (nkeys + 1));
+	Oid		   *key_eqops = palloc(sizeof(Oid) * (nkeys + 1));
+	Oid		   *col_types = palloc(sizeof(Oid) * (ncols + 1));
+	Aggref	  **aggs = palloc(sizeof(Aggref *) * (ncalls + 1));
+	int		   *cols = palloc(sizeof(int) * (ncalls + 1));
+	int			i;
+
+	st->child = ExecInitNode(child_plan, estate, eflags);
+	node->custom_ps = list_make1(st->child);
+	for (i = 0; i < nkeys; i++)
+	{
+		Expr	   *key = list_nth_node(TargetEntry, cscan->custom_scan_tlist, i)->expr;
+
+		key_types[i] = exprType((Node *) key);
+		key_colls[i] = exprCollation((Node *) key);
+		key_eqops[i] = list_nth_oid(eqops, i);
+	}
+	for (i = 0; i < ncols; i++)
+		col_types[i] = exprType((Node *) list_nth_node(TargetEntry, child_plan->targetlist,
+													   nkeys + i)->expr);
+	for (i = 0; i < ncalls; i++)
+	{
+		aggs[i] = (Aggref *) list_nth_node(TargetEntry, cscan->custom_scan_tlist,
+										   nkeys + i)->expr;
+		cols[i] = list_nth_int(call_cols, i);
+	}
+	st->plan = gh_agg_plan_node(nkeys, key_types, key_colls, key_eqops,
+								ncols, col_types, ncalls, aggs, cols);
+	st->target = gpuhash_plan_target() == GH_TARGET_GPU ? GH_TARGET_GPU : GH_TARGET_CPU;
+}
+
+/* gha_group reads the whole input into a new run. */
+static void
+gha_group(GhaState *st)
+{
+	MemoryContext old = MemoryContextSwitchTo(st->css.ss.ps.state->es_query_cxt);
+
+	st->run = gh_agg_run_begin(st->plan, gpuhash_exec_target());
+	MemoryContextSwitchTo(old);
+	for (;;)
+	{
+		TupleTableSlot *slot = ExecProcNode(st->child);
+
+		if (TupIsNull(slot))
+			break;
+		gh_agg_run_add(st->run, slot);
+	}
+	gh_agg_run_complete(st->run);
+	st->grouped = true;
+}
+
+/* gha_next returns the next group as the scan tuple (ExecScan's access). */
+static TupleTableSlot *
+gha_next(ScanState *ss)
+{
+	GhaState   *st = (GhaState *) ss;
+	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
+
+	if (!st->grouped)
+		gha_group(st);
+	ExecClearTuple(slot);
+	if (!gh_agg_run_next(st->run, slot->tts_values, slot->tts_isnull))
+		return slot;
+	return ExecStoreVirtualTuple(slot);
+}
+
+static bool
+gha_recheck(ScanState *ss, TupleTableSlot *slot)
+{
+	return true;
+}
+
+static TupleTableSlot *
+gha_exec(CustomScanState *node)
+{
+	return ExecScan(&node->ss, gha_next, gha_recheck);
+}
+
+/* gha_forget ends the run. */
+static void
+gha_forget(GhaState *st)
+{
+	if (st->run != NULL)
+		gh_agg_run_end(st->run);
+	st->run = NULL;
+	st->grouped = false;
+}
+
+static void
+gha_end(CustomScanState *node)
+{
+	GhaState   *st = (GhaState *) node;
+
+	gha_forget(st);
+	ExecEndNode(st->child);
+}
+
+/*
+ * gha_rescan returns the same groups again where it can; the input is read
+ * again if its parameters changed or the run spilled (its groups are gone).
+ */
+static void
+gha_rescan(CustomScanState *node)
+{
+	GhaState   *st = (GhaState *) node;
+
+	/* ExecReScan passes changed parameters on to lefttree, not to custom_ps */
+	if (node->ss.ps.chgParam != NULL)
+		UpdateChangedParamSet(st->child, node->ss.ps.chgParam);
+	if (st->grouped && st->child->chgParam == NULL && gh_agg_run_rewind(st->run))
+		return;
+	gha_forget(st);
+	if (st->child->chgParam == NULL)
+		ExecReScan(st->child);
+}
+
+/*
+ * gha_explain shows the group keys as HashAggregate does, where it groups,
+ * and with ANALYZE the run's memory.
+ */
+static void
+gha_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	GhaState   *st = (GhaState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	int			nkeys = list_length((List *) linitial(cscan->custom_private));
+	List	   *context;
+	List	   *keys = NIL;
+
+	context = set_deparse_context_plan(es->deparse_cxt, &cscan->scan.plan, ancestors);
+	for (int i = 0; i < nkeys; i++)
+		keys = lappend(keys,
+					   deparse_expression((Node *) list_nth_node(TargetEntry,
+																 cscan->custom_scan_tlist,
+																 i)->expr,
+										  context, es->verbose, false));
+	if (keys != NIL)
+		ExplainPropertyList("Group Key", keys, es);
+	ExplainPropertyText("Device", st->target == GH_TARGET_GPU ? "gpu" : "cpu", es);
+	if (es->analyze && st->run != NULL)
+		gh_agg_explain_memory(st->run, es);
+}
