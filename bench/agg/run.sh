@@ -22,7 +22,8 @@
 # DEBUG2 account of where the time went.  Before the group counts, the scan
 # floor: SELECT count(*), sum(v) FROM bench_agg with 16 workers.
 #
-# Environment: REPEATS (3), CONFIGS (serial p8 p16 gpu_p16; also gpu),
+# Environment: REPEATS (3), CONFIGS (serial p8 p16 gpu_p16; also gpu, and agg:
+# the same SQL with gpuhash.force_agg, a GpuHashAgg above a Gather),
 # and for one group count G: CONFIGS_G (the configurations run at G, a
 # subset of CONFIGS, in that order), REPEATS_G_CONFIG (timed runs of CONFIG
 # at G; 0: the warm-up and its checksum only), WARMUP_G_CONFIG=0 (no warm-up
@@ -120,6 +121,7 @@ setting() {
     serial|gpu) echo "SET max_parallel_workers_per_gather = 0;" ;;
     p8) echo "SET max_parallel_workers_per_gather = 8;" ;;
     p16|gpu_p16) echo "SET max_parallel_workers_per_gather = 16;" ;;
+    agg) echo "SET max_parallel_workers_per_gather = 16; SET gpuhash.force_agg = on;" ;;
   esac
 }
 query() {  # query CONFIG COLUMN
@@ -187,7 +189,8 @@ done
 hdr="| groups |"; sep="|---|"
 for c in $configs; do
   case $c in serial) h="native serial" ;; p8) h="native 8 workers" ;; p16) h="native 16 workers" ;;
-    gpu) h="gpuhash, serial input" ;; gpu_p16) h="gpuhash, 16-worker input" ;; esac
+    gpu) h="gpuhash, serial input" ;; gpu_p16) h="gpuhash, 16-worker input" ;;
+    agg) h="GpuHashAgg (force_agg), input through a Gather" ;; esac
   hdr="$hdr $h |"; sep="$sep---|"
 done
 case " $configs " in *" p16 "*) hdr="$hdr best gpuhash vs native 16 workers |"; sep="$sep---|" ;; esac
@@ -253,7 +256,7 @@ for g in "${groups[@]}"; do
     checked+=("$c")
     [ -z "$ref" ] && ref=${sum[$g,$c]}
     [ "${sum[$g,$c]}" != "$ref" ] && { same=NO; allsame=0; }
-    case $c in gpu|gpu_p16)
+    case $c in gpu|gpu_p16|agg)
       [ "${ms[$g,$c]}" = "-" ] && continue
       v=${ms[$g,$c]%% *}
       if [ -z "$best" ] || awk -v a="$v" -v b="$best" 'BEGIN {exit !(a < b)}'; then
