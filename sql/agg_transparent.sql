@@ -31,7 +31,7 @@ BEGIN
     PERFORM set_config('gpuhash.enabled', 'on', true);
     PERFORM set_config('gpuhash.force_agg', 'on', true);
     FOR l IN EXECUTE 'EXPLAIN (COSTS OFF) ' || wrapped LOOP
-      IF l ~ 'GpuHashAgg' THEN nodes := nodes + 1; END IF;
+      IF l ~ '\(GpuHashAgg\)' THEN nodes := nodes + 1; END IF;
     END LOOP;
     EXECUTE 'CREATE TEMP TABLE gha_gpu AS ' || wrapped;
     PERFORM set_config('gpuhash.force_agg', 'off', true);
@@ -113,6 +113,36 @@ SELECT gha_check('SELECT x, (SELECT sum(a4) FROM gha_t WHERE g = x) FROM generat
 SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_material = off;
 SELECT gha_check('SELECT x, s.c FROM generate_series(0, 8) x JOIN (SELECT g, count(*) AS c FROM gha_t GROUP BY g) s ON s.g <= x');
 RESET enable_hashjoin; RESET enable_mergejoin; RESET enable_material;
+
+-- a parallel input: projected in the workers under a Gather, and packed
+-- there where the engine takes packets (keys by value with bitwise
+-- equality, no numeric argument)
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SET gpuhash.force_agg = on;
+SELECT q, (SELECT count(*) FROM gh_plan_lines(q, 'gpuhash') l WHERE l ~ 'GpuHashAggPack') AS packs,
+       (SELECT count(*) FROM gh_plan_lines(q, 'gpuhash') l WHERE l ~ 'Gather') AS gathers
+  FROM (VALUES
+  ('SELECT g, count(*), sum(a4), min(f8), max(a8) FROM gha_t GROUP BY g'),
+  ('SELECT i % 1000 AS k, count(*), avg(a4) FROM gha_t GROUP BY i % 1000'),
+  ('SELECT t, count(*) FROM gha_t GROUP BY t'),
+  ('SELECT g, sum(n2) FROM gha_t GROUP BY g')
+) v(q);
+RESET gpuhash.force_agg;
+SELECT q, gha_check(q) FROM (VALUES
+  ('SELECT g, count(*), sum(a4), min(f8), max(a8) FROM gha_t GROUP BY g'),
+  ('SELECT i % 1000 AS k, count(*), avg(a4), sum(s2) FROM gha_t GROUP BY i % 1000'),
+  ('SELECT count(*), sum(a8), max(f4) FROM gha_t'),
+  ('SELECT gn, count(*), max(f8) FROM gha_t GROUP BY gn'),
+  ('SELECT t, count(*), min(a4) FROM gha_t GROUP BY t'),
+  ('SELECT g, sum(n2), avg(nx) FROM gha_t GROUP BY g')
+) v(q);
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+SET max_parallel_workers_per_gather = 0;
 
 -- left to PostgreSQL: no GpuHashAgg in the plan, the same rows
 SELECT q, gha_check(q, 0) FROM (VALUES

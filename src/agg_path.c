@@ -34,10 +34,17 @@
  * rewinds the groups unless the input's parameters changed or the run
  * spilled to disk, when the input is read again.
  *
- * Planning: not parallel (the path reads its input whole; a parallel input
- * comes through a Gather below it).  gpuhash.force_agg plans it wherever it
- * is legal, on the CPU twin too (the tests); gpuhash.enable_agg lets the cost
- * model offer it on the GPU, off by default until that model is measured.
+ * Parallel input: the node itself runs in one process (it reads its input
+ * whole), but two paths are offered, one over the input's cheapest path and
+ * one over its cheapest partial path, projected in the workers under a
+ * Gather.  Once the plan is finished, the planner hook (gha_planner) puts
+ * gpuhash_aggregate's GpuHashAggPack between such a Gather and its child
+ * when the engine takes packets (keys by value with bitwise equality, no
+ * numeric argument): the workers then send device-ready packets, not rows
+ * (custom_private's GHA_PRIV_PACKED).  gpuhash.force_agg plans GpuHashAgg
+ * wherever it is legal, on the CPU twin too (the tests), and prefers the
+ * parallel input; gpuhash.enable_agg lets the cost model offer it on the
+ * GPU, off by default until that model is measured.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -51,6 +58,7 @@
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
+#include "optimizer/planmain.h"
 #include "optimizer/planner.h"
 #include "optimizer/tlist.h"
 #include "utils/lsyscache.h"
@@ -63,10 +71,20 @@
 
 #define GHA_NAME "GpuHashAgg"
 
+/* custom_private of the CustomScan */
+enum
+{
+	GHA_PRIV_EQOPS,				/* OID list: the GROUP BY equality operators */
+	GHA_PRIV_CALL_COLS,			/* integer list: each Aggref's input column */
+	GHA_PRIV_COL_TYPES,			/* OID list: the input columns' types */
+	GHA_PRIV_PACKED				/* Integer: the child returns packets */
+};
+
 typedef struct GhaState
 {
 	CustomScanState css;
 	PlanState  *child;
+	bool		packed;			/* the child returns GpuHashAggPack packets */
 	GhAggPlan  *plan;
 	GhTarget	target;			/* where the run groups */
 	GhAggRun   *run;			/* NULL before the first row */
@@ -86,6 +104,8 @@ typedef struct GhaQuery
 static void gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 							RelOptInfo *input_rel, RelOptInfo *output_rel,
 							void *extra);
+static void add_gha_path(RelOptInfo *output_rel, Path *child, GhaQuery *q,
+						 List *having, double ngroups);
 static Plan *gha_plan_path(PlannerInfo *root, RelOptInfo *rel,
 						   CustomPath *best_path, List *tlist, List *clauses,
 						   List *custom_plans);
@@ -96,7 +116,11 @@ static void gha_end(CustomScanState *node);
 static void gha_rescan(CustomScanState *node);
 static void gha_explain(CustomScanState *node, List *ancestors, ExplainState *es);
 
+static PlannedStmt *gha_planner(Query *parse, const char *query_string,
+								int cursorOptions, ParamListInfo boundParams);
+
 static create_upper_paths_hook_type prev_upper_paths_hook = NULL;
+static planner_hook_type prev_planner_hook = NULL;
 
 static CustomPathMethods gha_path_methods = {
 	.CustomName = GHA_NAME,
@@ -124,6 +148,8 @@ gpuhash_init_agg_path(void)
 	RegisterCustomScanMethods(&gha_scan_methods);
 	prev_upper_paths_hook = create_upper_paths_hook;
 	create_upper_paths_hook = gha_upper_paths;
+	prev_planner_hook = planner_hook;
+	planner_hook = gha_planner;
 }
 
 /* collect_aggs adds every Aggref of node to *aggs once (equal() ones once). */
@@ -228,8 +254,9 @@ cost_gha(CustomPath *path, Path *input, PathTarget *target, double ngroups,
 
 	if (gpuhash_force_agg)
 	{
+		/* nearly free; the input read in parallel first */
 		path->path.startup_cost = 0;
-		path->path.total_cost = 1e-6 * rows;
+		path->path.total_cost = 1e-6 * rows * (IsA(input, GatherPath) ? 1 : 2);
 		return;
 	}
 	path->path.startup_cost = input->total_cost + gpuhash_join_setup_cost +
@@ -253,7 +280,6 @@ gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 	GhaQuery	q;
 	PathTarget *child_target;
 	Path	   *child;
-	CustomPath *cpath;
 	double		ngroups;
 	ListCell   *lc;
 
@@ -279,10 +305,36 @@ gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 	foreach(lc, q.args)
 		add_column_to_pathtarget(child_target, (Expr *) lfirst(lc), 0);
 	child_target = set_pathtarget_cost_width(root, child_target);
-	child = (Path *) create_projection_path(root, input_rel, input, child_target);
-
 	ngroups = q.keys == NIL ? 1 :
-		estimate_num_groups(root, q.keys, input->rows, NULL, NULL);
+		estimate_num_groups(root, q.keys, input_rel->rows, NULL, NULL);
+
+	child = (Path *) create_projection_path(root, input_rel, input, child_target);
+	add_gha_path(output_rel, child, &q, having, ngroups);
+
+	/*
+	 * And the cheapest partial input, projected in the workers under a
+	 * Gather: the planner hook (gha_planner) then packs the rows there when
+	 * the engine can take packets.
+	 */
+	if (input_rel->partial_pathlist != NIL && input_rel->consider_parallel &&
+		!IsA(input, GatherPath))
+	{
+		Path	   *partial = linitial(input_rel->partial_pathlist);
+		double		rows = input_rel->rows;
+
+		child = (Path *) create_projection_path(root, input_rel, partial, child_target);
+		child = (Path *) create_gather_path(root, input_rel, child, child_target,
+											NULL, &rows);
+		add_gha_path(output_rel, child, &q, having, ngroups);
+	}
+}
+
+/* add_gha_path adds a GpuHashAgg path over child, the projected input. */
+static void
+add_gha_path(RelOptInfo *output_rel, Path *child, GhaQuery *q, List *having,
+			 double ngroups)
+{
+	CustomPath *cpath;
 
 	cpath = makeNode(CustomPath);
 	cpath->path.pathtype = T_CustomScan;
@@ -296,9 +348,10 @@ gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 	cpath->path.pathkeys = NIL;
 	cpath->flags = 0;
 	cpath->custom_paths = list_make1(child);
-	cpath->custom_private = list_make5(q.keys, q.eqops, q.aggs, q.call_cols, having);
+	cpath->custom_private = list_make5(q->keys, q->eqops, q->aggs, q->call_cols, having);
 	cpath->methods = &gha_path_methods;
-	cost_gha(cpath, input, output_rel->reltarget, ngroups, list_length(q.keys) + list_length(q.args));
+	cost_gha(cpath, IsA(child, ProjectionPath) ? ((ProjectionPath *) child)->subpath : child,
+			 output_rel->reltarget, ngroups, list_length(q->keys) + list_length(q->args));
 	add_path(output_rel, &cpath->path);
 }
 
@@ -316,8 +369,18 @@ gha_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	List	   *aggs = lthird(best_path->custom_private);
 	List	   *call_cols = lfourth(best_path->custom_private);
 	List	   *having = list_nth(best_path->custom_private, 4);
+	Plan	   *child = linitial(custom_plans);
 	List	   *scan_tlist = NIL;
+	List	   *col_types = NIL;
+	Oid			extfunc = gpuhash_extension_function();
 	ListCell   *lc;
+
+	/* DROP EXTENSION gpuhash invalidates the plan if it is cached */
+	if (OidIsValid(extfunc))
+		record_plan_function_dependency(root, extfunc);
+	for (int i = list_length(eqops); i < list_length(child->targetlist); i++)
+		col_types = lappend_oid(col_types,
+								exprType((Node *) list_nth_node(TargetEntry, child->targetlist, i)->expr));
 
 	foreach(lc, keys)
 		scan_tlist = lappend(scan_tlist,
@@ -333,7 +396,8 @@ gha_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->custom_plans = custom_plans;
 	cscan->custom_scan_tlist = scan_tlist;
 	cscan->custom_exprs = NIL;
-	cscan->custom_private = list_make2(list_copy(eqops), list_copy(call_cols));
+	cscan->custom_private = list_make4(list_copy(eqops), list_copy(call_cols), col_types,
+									   makeInteger(0));
 	cscan->flags = best_path->flags;
 	cscan->methods = &gha_scan_methods;
 	return &cscan->scan.plan;
@@ -349,31 +413,29 @@ gha_create_state(CustomScan *cscan)
 }
 
 /*
- * gha_begin starts the child and makes the engine's plan from the scan
- * tuple (keys, Aggrefs) and the child's rows (keys, arguments).
+ * engine_plan makes the engine's plan of a GpuHashAgg: keys and Aggrefs from
+ * the scan tuple, the equality operators, the input columns' types and each
+ * call's column from custom_private.
  */
-static void
-gha_begin(CustomScanState *node, EState *estate, int eflags)
+static GhAggPlan *
+engine_plan(CustomScan *cscan)
 {
-	GhaState   *st = (GhaState *) node;
-	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
-	Plan	   *child_plan = linitial(cscan->custom_plans);
-	List	   *eqops = linitial(cscan->custom_private);
-	List	   *call_cols = lsecond(cscan->custom_private);
+	List	   *eqops = list_nth(cscan->custom_private, GHA_PRIV_EQOPS);
+	List	   *call_cols = list_nth(cscan->custom_private, GHA_PRIV_CALL_COLS);
+	List	   *col_types = list_nth(cscan->custom_private, GHA_PRIV_COL_TYPES);
 	int			nkeys = list_length(eqops);
 	int			ncalls = list_length(call_cols);
-	int			ncols = list_length(child_plan->targetlist) - nkeys;
+	int			ncols = list_length(col_types);
 	Oid		   *key_types = palloc(sizeof(Oid) * (nkeys + 1));
 	Oid		   *key_colls = palloc(sizeof(Oid) * (nkeys + 1));
 	Oid		   *key_eqops = palloc(sizeof(Oid) * (nkeys + 1));
-	Oid		   *col_types = palloc(sizeof(Oid) * (ncols + 1));
+	Oid		   *types = palloc(sizeof(Oid) * (ncols + 1));
 	Aggref	  **aggs = palloc(sizeof(Aggref *) * (ncalls + 1));
 	int		   *cols = palloc(sizeof(int) * (ncalls + 1));
-	int			i;
 
-	st->child = ExecInitNode(child_plan, estate, eflags);
-	node->custom_ps = list_make1(st->child);
-	for (i = 0; i < nkeys; i++)
+	if (list_length(cscan->custom_scan_tlist) != nkeys + ncalls)
+		elog(ERROR, "GpuHashAgg: malformed plan");
+	for (int i = 0; i < nkeys; i++)
 	{
 		Expr	   *key = list_nth_node(TargetEntry, cscan->custom_scan_tlist, i)->expr;
 
@@ -381,17 +443,29 @@ gha_begin(CustomScanState *node, EState *estate, int eflags)
 		key_colls[i] = exprCollation((Node *) key);
 		key_eqops[i] = list_nth_oid(eqops, i);
 	}
-	for (i = 0; i < ncols; i++)
-		col_types[i] = exprType((Node *) list_nth_node(TargetEntry, child_plan->targetlist,
-													   nkeys + i)->expr);
-	for (i = 0; i < ncalls; i++)
+	for (int i = 0; i < ncols; i++)
+		types[i] = list_nth_oid(col_types, i);
+	for (int i = 0; i < ncalls; i++)
 	{
 		aggs[i] = (Aggref *) list_nth_node(TargetEntry, cscan->custom_scan_tlist,
 										   nkeys + i)->expr;
 		cols[i] = list_nth_int(call_cols, i);
 	}
-	st->plan = gh_agg_plan_node(nkeys, key_types, key_colls, key_eqops,
-								ncols, col_types, ncalls, aggs, cols);
+	return gh_agg_plan_node(nkeys, key_types, key_colls, key_eqops,
+							ncols, types, ncalls, aggs, cols);
+}
+
+/* gha_begin starts the child and makes the engine's plan. */
+static void
+gha_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	GhaState   *st = (GhaState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+
+	st->child = ExecInitNode(linitial(cscan->custom_plans), estate, eflags);
+	node->custom_ps = list_make1(st->child);
+	st->packed = intVal(list_nth(cscan->custom_private, GHA_PRIV_PACKED)) != 0;
+	st->plan = engine_plan(cscan);
 	st->target = gpuhash_plan_target() == GH_TARGET_GPU ? GH_TARGET_GPU : GH_TARGET_CPU;
 }
 
@@ -409,7 +483,22 @@ gha_group(GhaState *st)
 
 		if (TupIsNull(slot))
 			break;
-		gh_agg_run_add(st->run, slot);
+		if (st->packed)
+		{
+			bool		isnull;
+			Datum		v = slot_getattr(slot, 1, &isnull);
+			bytea	   *packet;
+
+			if (isnull)
+				elog(ERROR, "GpuHashAgg: NULL packet");
+			/* a tiny packet may have been given a short header on the way */
+			packet = DatumGetByteaP(v);
+			gh_agg_run_add_packet(st->run, (GhAggPacketHeader *) packet);
+			if ((Pointer) packet != DatumGetPointer(v))
+				pfree(packet);
+		}
+		else
+			gh_agg_run_add(st->run, slot);
 	}
 	gh_agg_run_complete(st->run);
 	st->grouped = true;
@@ -505,4 +594,84 @@ gha_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyText("Device", st->target == GH_TARGET_GPU ? "gpu" : "cpu", es);
 	if (es->analyze && st->run != NULL)
 		gh_agg_explain_memory(st->run, es);
+}
+
+/*
+ * pack_below packs the rows under each GpuHashAgg of the tree below plan
+ * whose input comes through a Gather (gh_agg_pack_gather): the workers then
+ * send device-ready packets, not rows.  *node_id: the last plan_node_id.
+ */
+static void
+pack_below(Plan *plan, int *node_id)
+{
+	List	   *children = NIL;
+	ListCell   *lc;
+
+	if (plan == NULL)
+		return;
+	check_stack_depth();
+	pack_below(plan->lefttree, node_id);
+	pack_below(plan->righttree, node_id);
+	switch (nodeTag(plan))
+	{
+		case T_Append:
+			children = ((Append *) plan)->appendplans;
+			break;
+		case T_MergeAppend:
+			children = ((MergeAppend *) plan)->mergeplans;
+			break;
+		case T_BitmapAnd:
+			children = ((BitmapAnd *) plan)->bitmapplans;
+			break;
+		case T_BitmapOr:
+			children = ((BitmapOr *) plan)->bitmapplans;
+			break;
+		case T_SubqueryScan:
+			pack_below(((SubqueryScan *) plan)->subplan, node_id);
+			break;
+		case T_CustomScan:
+			children = ((CustomScan *) plan)->custom_plans;
+			break;
+		default:
+			break;
+	}
+	foreach(lc, children)
+		pack_below((Plan *) lfirst(lc), node_id);
+	if (IsA(plan, CustomScan) && ((CustomScan *) plan)->methods == &gha_scan_methods &&
+		IsA(linitial(((CustomScan *) plan)->custom_plans), Gather))
+	{
+		CustomScan *cscan = (CustomScan *) plan;
+		Gather	   *gather = linitial(cscan->custom_plans);
+
+		if (gh_agg_pack_gather(engine_plan(cscan), gather, *node_id + 1))
+		{
+			(*node_id)++;
+			list_nth_cell(cscan->custom_private, GHA_PRIV_PACKED)->ptr_value = makeInteger(1);
+		}
+	}
+}
+
+/*
+ * gha_planner is the planner_hook: PostgreSQL's planner (or the hook before
+ * this one), then the packing of GpuHashAgg inputs read in parallel.
+ */
+static PlannedStmt *
+gha_planner(Query *parse, const char *query_string, int cursorOptions,
+			ParamListInfo boundParams)
+{
+	PlannedStmt *stmt;
+	int			node_id;
+	ListCell   *lc;
+
+	if (prev_planner_hook)
+		stmt = prev_planner_hook(parse, query_string, cursorOptions, boundParams);
+	else
+		stmt = standard_planner(parse, query_string, cursorOptions, boundParams);
+	if (!stmt->parallelModeNeeded)
+		return stmt;
+	node_id = gh_agg_max_node_id(stmt);
+	pack_below(stmt->planTree, &node_id);
+	foreach(lc, stmt->subplans)
+		pack_below((Plan *) lfirst(lc), &node_id);
+	return stmt;
 }

@@ -506,6 +506,8 @@ extern void gh_agg_run_report(GhAggRun *run);
 extern void gh_agg_pack_init(void);
 extern bool gh_agg_can_pack(GhAggPlan *plan);
 extern bool gh_agg_try_pack(GhAggPlan *plan, PlannedStmt *pstmt);
+extern int	gh_agg_max_node_id(PlannedStmt *pstmt);
+extern bool gh_agg_pack_gather(GhAggPlan *plan, Gather *gather, int node_id);
 
 /* in aggregate.c */
 extern PGDLLEXPORT Datum gpuhash_aggregate(PG_FUNCTION_ARGS);

@@ -180,19 +180,47 @@ gh_agg_can_pack(GhAggPlan *plan)
 bool
 gh_agg_try_pack(GhAggPlan *plan, PlannedStmt *pstmt)
 {
-	Gather	   *gather;
+	if (!IsA(pstmt->planTree, Gather))
+		return false;
+	return gh_agg_pack_gather(plan, (Gather *) pstmt->planTree,
+							  gh_agg_max_node_id(pstmt) + 1);
+}
+
+/*
+ * gh_agg_max_node_id is the largest plan_node_id of pstmt (its tree and its
+ * subplans): a node added after planning takes the next.
+ */
+int
+gh_agg_max_node_id(PlannedStmt *pstmt)
+{
+	int			m = max_plan_node_id(pstmt->planTree);
+	ListCell   *lc;
+
+	foreach(lc, pstmt->subplans)
+		m = Max(m, max_plan_node_id((Plan *) lfirst(lc)));
+	return m;
+}
+
+/*
+ * gh_agg_pack_gather puts a GpuHashAggPack, of plan_node_id node_id, under
+ * gather (a finished plan's, whose targetlist passes its child's columns,
+ * the run's keys and then its input columns, through) when the run can take
+ * packets.  Returns whether it did; the Gather then returns one bytea
+ * packet per row.
+ */
+bool
+gh_agg_pack_gather(GhAggPlan *plan, Gather *gather, int node_id)
+{
 	Plan	   *child;
 	CustomScan *cs;
 	List	   *priv;
 	Size		row_bytes;
 	Size		cap;
 	int			i;
-	int			m;
 	ListCell   *lc;
 
-	if (!gh_agg_can_pack(plan) || !IsA(pstmt->planTree, Gather))
+	if (!gh_agg_can_pack(plan))
 		return false;
-	gather = (Gather *) pstmt->planTree;
 	child = outerPlan(gather);
 	if (child == NULL || gather->plan.qual != NIL ||
 		list_length(gather->plan.targetlist) != plan->nkeys + plan->ncols)
@@ -227,10 +255,6 @@ gh_agg_try_pack(GhAggPlan *plan, PlannedStmt *pstmt)
 	for (i = 0; i < plan->nkeys; i++)
 		priv = lappend(priv, makeInteger(gh_agg_key_width(&plan->keys[i])));
 
-	m = max_plan_node_id(pstmt->planTree);
-	foreach(lc, pstmt->subplans)
-		m = Max(m, max_plan_node_id((Plan *) lfirst(lc)));
-
 	cs = makeNode(CustomScan);
 	cs->scan.plan.startup_cost = child->startup_cost;
 	cs->scan.plan.total_cost = child->total_cost;
@@ -239,7 +263,7 @@ gh_agg_try_pack(GhAggPlan *plan, PlannedStmt *pstmt)
 										 (double) MaxAllocSize);
 	cs->scan.plan.parallel_aware = false;
 	cs->scan.plan.parallel_safe = true;
-	cs->scan.plan.plan_node_id = m + 1;
+	cs->scan.plan.plan_node_id = node_id;
 	cs->scan.plan.extParam = bms_copy(child->extParam);
 	cs->scan.plan.allParam = bms_copy(child->allParam);
 	cs->scan.plan.targetlist =
