@@ -139,6 +139,9 @@ SELECT q, gha_check(q) FROM (VALUES
   ('SELECT t, count(*), min(a4) FROM gha_t GROUP BY t'),
   ('SELECT g, sum(n2), avg(nx) FROM gha_t GROUP BY g')
 ) v(q);
+-- a packed input is read with the leader draining the queues only; the
+-- setting is the session's again afterwards
+SHOW parallel_leader_participation;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;

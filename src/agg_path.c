@@ -61,6 +61,7 @@
 #include "optimizer/planmain.h"
 #include "optimizer/planner.h"
 #include "optimizer/tlist.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
 #include "utils/selfuncs.h"
@@ -469,14 +470,29 @@ gha_begin(CustomScanState *node, EState *estate, int eflags)
 	st->target = gpuhash_plan_target() == GH_TARGET_GPU ? GH_TARGET_GPU : GH_TARGET_CPU;
 }
 
-/* gha_group reads the whole input into a new run. */
+/*
+ * gha_group reads the whole input into a new run.  With packets the
+ * leader's job is to drain the workers' queues: a leader busy filling a
+ * packet of its own leaves them full and the workers waiting (on an H100
+ * host, 16 workers, 3*10^7 rows: 0.94-1.2 s with the leader taking part,
+ * 0.43 s without).  The Gather decides that on its first row, from
+ * parallel_leader_participation, which is off until the input is read.
+ */
 static void
 gha_group(GhaState *st)
 {
 	MemoryContext old = MemoryContextSwitchTo(st->css.ss.ps.state->es_query_cxt);
+	int			nest = -1;
 
 	st->run = gh_agg_run_begin(st->plan, gpuhash_exec_target());
 	MemoryContextSwitchTo(old);
+	if (st->packed)
+	{
+		nest = NewGUCNestLevel();
+		(void) set_config_option("parallel_leader_participation", "off",
+								 PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
 	for (;;)
 	{
 		TupleTableSlot *slot = ExecProcNode(st->child);
@@ -500,6 +516,8 @@ gha_group(GhaState *st)
 		else
 			gh_agg_run_add(st->run, slot);
 	}
+	if (nest >= 0)
+		AtEOXact_GUC(true, nest);
 	gh_agg_run_complete(st->run);
 	st->grouped = true;
 }
