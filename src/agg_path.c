@@ -500,19 +500,7 @@ gha_group(GhaState *st)
 		if (TupIsNull(slot))
 			break;
 		if (st->packed)
-		{
-			bool		isnull;
-			Datum		v = slot_getattr(slot, 1, &isnull);
-			bytea	   *packet;
-
-			if (isnull)
-				elog(ERROR, "GpuHashAgg: NULL packet");
-			/* a tiny packet may have been given a short header on the way */
-			packet = DatumGetByteaP(v);
-			gh_agg_run_add_packet(st->run, (GhAggPacketHeader *) packet);
-			if ((Pointer) packet != DatumGetPointer(v))
-				pfree(packet);
-		}
+			gh_agg_run_add_packet_slot(st->run, slot, "GpuHashAgg");
 		else
 			gh_agg_run_add(st->run, slot);
 	}
@@ -622,38 +610,12 @@ gha_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 static void
 pack_below(Plan *plan, int *node_id)
 {
-	List	   *children = NIL;
 	ListCell   *lc;
 
 	if (plan == NULL)
 		return;
 	check_stack_depth();
-	pack_below(plan->lefttree, node_id);
-	pack_below(plan->righttree, node_id);
-	switch (nodeTag(plan))
-	{
-		case T_Append:
-			children = ((Append *) plan)->appendplans;
-			break;
-		case T_MergeAppend:
-			children = ((MergeAppend *) plan)->mergeplans;
-			break;
-		case T_BitmapAnd:
-			children = ((BitmapAnd *) plan)->bitmapplans;
-			break;
-		case T_BitmapOr:
-			children = ((BitmapOr *) plan)->bitmapplans;
-			break;
-		case T_SubqueryScan:
-			pack_below(((SubqueryScan *) plan)->subplan, node_id);
-			break;
-		case T_CustomScan:
-			children = ((CustomScan *) plan)->custom_plans;
-			break;
-		default:
-			break;
-	}
-	foreach(lc, children)
+	foreach(lc, gh_plan_children(plan))
 		pack_below((Plan *) lfirst(lc), node_id);
 	if (IsA(plan, CustomScan) && ((CustomScan *) plan)->methods == &gha_scan_methods &&
 		IsA(linitial(((CustomScan *) plan)->custom_plans), Gather))

@@ -843,19 +843,7 @@ dest_receive(TupleTableSlot *slot, DestReceiver *self)
 	GhAggDest  *dest = (GhAggDest *) self;
 
 	if (dest->packed)
-	{
-		bool		isnull;
-		Datum		v = slot_getattr(slot, 1, &isnull);
-		bytea	   *packet;
-
-		if (isnull)
-			elog(ERROR, "gpuhash_aggregate: NULL packet");
-		/* a tiny packet may have been given a short header on the way */
-		packet = DatumGetByteaP(v);
-		gh_agg_run_add_packet(dest->run, (GhAggPacketHeader *) packet);
-		if ((Pointer) packet != DatumGetPointer(v))
-			pfree(packet);
-	}
+		gh_agg_run_add_packet_slot(dest->run, slot, "gpuhash_aggregate");
 	else
 		gh_agg_run_add(dest->run, slot);
 	return true;

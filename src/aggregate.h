@@ -488,6 +488,8 @@ extern void gh_agg_staging_alloc(GhAggRun *run);
 extern void gh_agg_staging_free(GhAggRun *run);
 extern void gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot);
 extern void gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt);
+extern void gh_agg_run_add_packet_slot(GhAggRun *run, TupleTableSlot *slot,
+									   const char *who);
 extern void gh_agg_run_note_input(GhAggRun *run, int workers_planned,
 								  int workers_launched, double ms_input);
 extern void gh_agg_flush(GhAggRun *run);
@@ -507,6 +509,7 @@ extern void gh_agg_pack_init(void);
 extern bool gh_agg_can_pack(GhAggPlan *plan);
 extern bool gh_agg_try_pack(GhAggPlan *plan, PlannedStmt *pstmt);
 extern int	gh_agg_max_node_id(PlannedStmt *pstmt);
+extern List *gh_plan_children(Plan *plan);
 extern bool gh_agg_pack_gather(GhAggPlan *plan, Gather *gather, int node_id);
 
 /* in aggregate.c */

@@ -375,6 +375,27 @@ widen32(int64 *dst, const char *src, uint32 n)
 }
 
 /*
+ * gh_agg_run_add_packet_slot stages the packet in column 1 of slot, a row of
+ * a Gather over GpuHashAggPack (aggregate_pack.c); who names the caller in
+ * the error for a NULL packet.
+ */
+void
+gh_agg_run_add_packet_slot(GhAggRun *run, TupleTableSlot *slot, const char *who)
+{
+	bool		isnull;
+	Datum		v = slot_getattr(slot, 1, &isnull);
+	bytea	   *packet;
+
+	if (isnull)
+		elog(ERROR, "%s: NULL packet", who);
+	/* a tiny packet may have been given a short header on the way */
+	packet = DatumGetByteaP(v);
+	gh_agg_run_add_packet(run, (GhAggPacketHeader *) packet);
+	if ((Pointer) packet != DatumGetPointer(v))
+		pfree(packet);
+}
+
+/*
  * gh_agg_run_add_packet stages a packet of rows that a parallel worker
  * already put in the device's form (exact keys; no NUMERIC columns), widening
  * its 4-byte arrays and filling in the NULL arrays it left out.  Past the

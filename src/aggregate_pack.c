@@ -115,43 +115,51 @@ gh_agg_pack_init(void)
 	pack_registered = true;
 }
 
+/*
+ * gh_plan_children lists the plans directly below plan in a finished plan
+ * tree: its left and right trees, and the lists (or subplan) of the nodes
+ * that keep their children elsewhere.  Subplans of expressions are not
+ * among them (they are the PlannedStmt's).
+ */
+List *
+gh_plan_children(Plan *plan)
+{
+	List	   *children = NIL;
+
+	if (plan->lefttree)
+		children = lappend(children, plan->lefttree);
+	if (plan->righttree)
+		children = lappend(children, plan->righttree);
+	switch (nodeTag(plan))
+	{
+		case T_Append:
+			return list_concat(children, ((Append *) plan)->appendplans);
+		case T_MergeAppend:
+			return list_concat(children, ((MergeAppend *) plan)->mergeplans);
+		case T_BitmapAnd:
+			return list_concat(children, ((BitmapAnd *) plan)->bitmapplans);
+		case T_BitmapOr:
+			return list_concat(children, ((BitmapOr *) plan)->bitmapplans);
+		case T_CustomScan:
+			return list_concat(children, ((CustomScan *) plan)->custom_plans);
+		case T_SubqueryScan:
+			return lappend(children, ((SubqueryScan *) plan)->subplan);
+		default:
+			return children;
+	}
+}
+
 /* max_plan_node_id: the largest plan_node_id in the tree below plan. */
 static int
 max_plan_node_id(Plan *plan)
 {
 	int			m;
-	List	   *children = NIL;
 	ListCell   *lc;
 
 	if (plan == NULL)
 		return -1;
 	m = plan->plan_node_id;
-	m = Max(m, max_plan_node_id(plan->lefttree));
-	m = Max(m, max_plan_node_id(plan->righttree));
-	switch (nodeTag(plan))
-	{
-		case T_Append:
-			children = ((Append *) plan)->appendplans;
-			break;
-		case T_MergeAppend:
-			children = ((MergeAppend *) plan)->mergeplans;
-			break;
-		case T_BitmapAnd:
-			children = ((BitmapAnd *) plan)->bitmapplans;
-			break;
-		case T_BitmapOr:
-			children = ((BitmapOr *) plan)->bitmapplans;
-			break;
-		case T_CustomScan:
-			children = ((CustomScan *) plan)->custom_plans;
-			break;
-		case T_SubqueryScan:
-			m = Max(m, max_plan_node_id(((SubqueryScan *) plan)->subplan));
-			break;
-		default:
-			break;
-	}
-	foreach(lc, children)
+	foreach(lc, gh_plan_children(plan))
 		m = Max(m, max_plan_node_id((Plan *) lfirst(lc)));
 	return m;
 }
