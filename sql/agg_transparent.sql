@@ -116,7 +116,7 @@ RESET enable_hashjoin; RESET enable_mergejoin; RESET enable_material;
 
 -- a parallel input: projected in the workers under a Gather, and packed
 -- there where the engine takes packets (keys by value with bitwise
--- equality, no numeric argument)
+-- equality)
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
@@ -139,6 +139,33 @@ SELECT q, gha_check(q) FROM (VALUES
   ('SELECT t, count(*), min(a4) FROM gha_t GROUP BY t'),
   ('SELECT g, sum(n2), avg(nx) FROM gha_t GROUP BY g')
 ) v(q);
+-- NUMERIC arguments in packets: fixed point with each value's display
+-- scale, and whole where they are not fixed point (NaN, infinities, more
+-- than 18 digits, a display scale above the device's); small packets, so
+-- that some carry such values and some do not
+CREATE TABLE gha_num AS
+SELECT i, i % 50 AS k,
+       CASE WHEN i % 31 = 0 THEN NULL
+            WHEN i % 997 = 0 THEN 'NaN'::numeric
+            WHEN i % 1499 = 0 THEN 'Infinity'::numeric
+            WHEN i % 1801 = 0 THEN '-Infinity'::numeric
+            WHEN i % 211 = 0 THEN (i::numeric * 1e22 + 0.5)
+            WHEN i % 223 = 0 THEN round(i::numeric / 3, 30)
+            ELSE round((i * 7919 % 100003 - 50000)::numeric / 100, i % 5) END AS nv,
+       (i % 1000 - 500)::numeric(9,2) / 4 AS nq
+  FROM generate_series(1, 30000) i;
+ANALYZE gha_num;
+SET gpuhash.batch_rows = 500;
+SET gpuhash.force_agg = on;
+SELECT (SELECT count(*) FROM gh_plan_lines('SELECT k, sum(nv) FROM gha_num GROUP BY k', 'gpuhash') l
+         WHERE l ~ 'GpuHashAggPack') AS packs;
+RESET gpuhash.force_agg;
+SELECT q, gha_check(q) FROM (VALUES
+  ('SELECT k, count(nv), sum(nv), avg(nv), min(nv), max(nv), sum(nq), avg(nq) FROM gha_num GROUP BY k'),
+  ('SELECT count(*), sum(nv), min(nv), max(nv), avg(nq) FROM gha_num'),
+  ('SELECT k % 3, sum(nq), min(nq), max(nq) FROM gha_num WHERE nv IS NOT NULL AND nv <> ''NaN'' GROUP BY 1')
+) v(q);
+RESET gpuhash.batch_rows;
 -- a packed input is read with the leader draining the queues only; the
 -- setting is the session's again afterwards
 SHOW parallel_leader_participation;
@@ -268,5 +295,5 @@ RESET gpuhash.force_agg;
 SELECT count(*) AS gpuhashagg FROM gh_plan_lines('SELECT g, sum(a4) FROM gha_t GROUP BY g', 'gpuhash') l
  WHERE l ~ 'GpuHashAgg';
 
-DROP TABLE gha_t, gha_pk, gha_e;
+DROP TABLE gha_t, gha_pk, gha_e, gha_num;
 DROP FUNCTION gha_check(text, int), gha_analyze(text), gha_errors(text), gha_plan(text);

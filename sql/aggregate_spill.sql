@@ -165,7 +165,7 @@ SELECT (sp_check('SELECT tk, knull, count(*), avg(f8) FROM sp_t GROUP BY tk, knu
                  'tk text, kn int, c bigint, a float8', '64kB')).*;
 SET gpuhash.batch_rows = 1000;
 
--- parallel input: workers pack rows (int keys, no numeric argument), and
+-- parallel input: workers pack rows (int keys), and
 -- packets of groups not in memory are split row by row into partitions
 SET max_parallel_workers_per_gather = 2;
 SET parallel_setup_cost = 0;
@@ -173,6 +173,14 @@ SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SELECT wm, (sp_check('SELECT k100k, knull, count(*), count(tk), sum(i2), avg(i4), min(i8), max(f4), sum(f8) FROM sp_t GROUP BY k100k, knull',
                      'k int, kn int, c bigint, ct bigint, s2 bigint, a4 numeric, mi8 bigint, mf4 real, sf8 float8', wm)).*
+  FROM unnest(ARRAY['64kB', '1MB']) wm;
+-- NUMERIC arguments travel in packets as fixed point, the values that are
+-- not (NaN, infinities, more than 18 digits) whole: spilled rows keep both
+SELECT wm, (sp_check('SELECT k100k, count(n), sum(n), min(n), avg(nk),
+                             max(CASE WHEN id % 997 = 0 THEN ''NaN''::numeric
+                                      WHEN id % 991 = 0 THEN n * 1e20 ELSE n END)
+                        FROM sp_t GROUP BY k100k',
+                     'k int, c bigint, s numeric, mi numeric, a numeric, ma numeric', wm)).*
   FROM unnest(ARRAY['64kB', '1MB']) wm;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;

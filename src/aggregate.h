@@ -151,14 +151,18 @@ typedef struct GhAggPlan
 /*
  * A packet of input rows in the form the device takes, as a bytea: this
  * header, then the 8-byte arrays (for each key of 8 bytes, uint64 vals[n];
- * for each input column of 8 bytes, int64 or double vals[n]), then the
- * 4-byte arrays (keys of at most 4 bytes and int2/int4 columns, int32
- * vals[n], widened by the receiver), then uint8 nullmask[n] (only if some key
- * is NULL in the packet: GH_PACKET_KEY_NULLS) and, for each column with a
- * NULL in the packet (bit c of nullcols), uint8 valid[n].  Count-only
- * columns have no values.  Narrow arrays and absent NULL arrays make a
- * packet of one int4 key and one int4 argument 8 bytes a row instead of 18:
- * every byte crosses a tuple queue and is copied by the one leader.
+ * for each input column of 8 bytes, int64 or double vals[n], NUMERIC as the
+ * scaled integer m of gh_agg_num_decode), then the 4-byte arrays (keys of at
+ * most 4 bytes and int2/int4 columns, int32 vals[n], widened by the
+ * receiver), then uint8 nullmask[n] (only if some key is NULL in the packet:
+ * GH_PACKET_KEY_NULLS), for each column with a NULL in the packet (bit c of
+ * nullcols) uint8 valid[n], for each NUMERIC column uint8 dscale[n], and last
+ * the nexc NUMERIC values that are not fixed point (NaN, infinities, too many
+ * digits): each as uint32 row, uint16 column, uint32 length and the value's
+ * varlena bytes (4-byte header), unaligned, the row's valid[] being 0.
+ * Count-only columns have no values.  Narrow arrays and absent NULL arrays
+ * make a packet of one int4 key and one int4 argument 8 bytes a row instead
+ * of 18: every byte crosses a tuple queue and is copied by the one leader.
  */
 typedef struct GhAggPacketHeader
 {
@@ -169,7 +173,18 @@ typedef struct GhAggPacketHeader
 	uint32		flags;			/* GH_PACKET_* */
 	uint32		nullcols;		/* bit c: column c has valid[] */
 	uint32		busy_us;		/* worker time spent making this packet */
+	uint32		nexc;			/* NUMERIC values listed at the end */
+	uint32		exc_bytes;		/* bytes of that list */
 } GhAggPacketHeader;
+
+/* One entry of a packet's list of NUMERIC values that are not fixed point. */
+#define GH_PACKET_EXC_HEADER	(4 + 2 + 4)
+
+/*
+ * A packet stops taking rows once its list of such values passes this many
+ * bytes, so that a packet of wide NUMERICs stays far below 1 GB.
+ */
+#define GH_PACKET_EXC_LIMIT		(64 * 1024 * 1024)
 
 #define GH_PACKET_KEY_NULLS		0x01
 
@@ -193,6 +208,13 @@ gh_agg_col_width(const GhAggCol *col)
 	if (col->kind == GH_AGG_KIND_NONE)
 		return 0;
 	return col->vtype == GHV_INT2 || col->vtype == GHV_INT4 ? 4 : 8;
+}
+
+/* gh_agg_col_has_ds: whether a packet has a display-scale array for col. */
+static inline bool
+gh_agg_col_has_ds(const GhAggCol *col)
+{
+	return col->kind == GH_AGG_KIND_NUMERIC;
 }
 
 /*
@@ -476,7 +498,8 @@ extern void gh_agg_spill_init(GhAggRun *run);
 extern Size gh_agg_group_memory(GhAggRun *run);
 extern void gh_agg_spill_check(GhAggRun *run);
 extern bool gh_agg_spill_keep(GhAggRun *run, TupleTableSlot *slot);
-extern uint32 gh_agg_spill_filter_staged(GhAggRun *run, uint32 first, uint32 n);
+extern uint32 gh_agg_spill_filter_staged(GhAggRun *run, uint32 first, uint32 n,
+										 GhSideRow *exc, uint32 nexc);
 extern void gh_agg_spill_end_pass(GhAggRun *run);
 extern GhAggPart *gh_agg_spill_pop(GhAggRun *run);
 extern TupleTableSlot *gh_agg_spill_read(GhAggRun *run, GhAggPart *part);

@@ -396,10 +396,58 @@ gh_agg_run_add_packet_slot(GhAggRun *run, TupleTableSlot *slot, const char *who)
 }
 
 /*
+ * read_exceptions reads the packet's list of NUMERIC values that are not
+ * fixed point (nexc entries in bytes at p, rows relative to the packet's n
+ * rows) into exc, with rows made absolute (first + row) and each value
+ * copied into batch memory.
+ */
+static void
+read_exceptions(GhAggRun *run, const char *p, uint32 bytes, uint32 nexc,
+				uint32 first, uint32 n, GhSideRow *exc)
+{
+	const char *end = p + bytes;
+
+	for (uint32 j = 0; j < nexc; j++)
+	{
+		uint32		row;
+		uint16		col;
+		uint32		len;
+		struct varlena *v;
+		int64		m;
+		int			ds;
+
+		if (end - p < GH_PACKET_EXC_HEADER)
+			elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
+		memcpy(&row, p, 4);
+		memcpy(&col, p + 4, 2);
+		memcpy(&len, p + 6, 4);
+		p += GH_PACKET_EXC_HEADER;
+		if (row >= n || col >= run->ncols || len < VARHDRSZ || len > (uint32) (end - p) ||
+			run->plan->cols[col].kind != GH_AGG_KIND_NUMERIC ||
+			(j > 0 && first + row < exc[j - 1].row))
+			elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
+		v = MemoryContextAlloc(run->batch.cxt, len);
+		memcpy(v, p, len);
+		if (VARSIZE(v) != len)
+			elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
+		p += len;
+		exc[j].row = first + row;
+		exc[j].col = col;
+		exc[j].kind = gh_agg_num_decode(PointerGetDatum(v), &m, &ds);
+		exc[j].value = PointerGetDatum(v);
+		if (exc[j].kind == GH_NUMV_FINITE)
+			elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
+	}
+	if (p != end)
+		elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
+}
+
+/*
  * gh_agg_run_add_packet stages a packet of rows that a parallel worker
- * already put in the device's form (exact keys; no NUMERIC columns), widening
- * its 4-byte arrays and filling in the NULL arrays it left out.  Past the
- * budget, its rows of groups not in memory go on to their partitions.
+ * already put in the device's form (exact keys), widening its 4-byte arrays
+ * and filling in the NULL arrays it left out; its NUMERIC values that are
+ * not fixed point become side rows.  Past the budget, its rows of groups not
+ * in memory go on to their partitions.
  */
 void
 gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
@@ -408,18 +456,22 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 	const char *p = (const char *) (pkt + 1);
 	const char *end = (const char *) pkt + VARSIZE(pkt);
 	size_t		need = 0;
+	GhSideRow  *exc = NULL;
 	instr_time	t0;
 
 	if (!run->exact || pkt->nkeys != (uint32) run->nkeys ||
-		pkt->ncols != (uint32) run->ncols || n > run->batch.cap)
+		pkt->ncols != (uint32) run->ncols || n > run->batch.cap ||
+		(size_t) pkt->nexc > (size_t) n * run->ncols)
 		elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
 	for (int k = 0; k < run->nkeys; k++)
 		need += (size_t) n * gh_agg_key_width(&run->plan->keys[k]);
 	for (int c = 0; c < run->ncols; c++)
 		need += (size_t) n * (gh_agg_col_width(&run->plan->cols[c]) +
-							  ((pkt->nullcols >> c) & 1));
+							  ((pkt->nullcols >> c) & 1) +
+							  gh_agg_col_has_ds(&run->plan->cols[c]));
 	if (pkt->flags & GH_PACKET_KEY_NULLS)
 		need += n;
+	need += pkt->exc_bytes;
 	if ((size_t) (end - p) != need)
 		elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
 	if (run->batch.n + n > run->batch.cap)
@@ -465,8 +517,33 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 		else
 			memset(run->batch.h_valid[c] + run->batch.n, 1, n);
 	}
+	for (int c = 0; c < run->ncols; c++)
+	{
+		const uint8 *valid = run->batch.h_valid[c] + run->batch.n;
+		int			maxds = run->batch.max_dscale[c];
+
+		if (!gh_agg_col_has_ds(&run->plan->cols[c]))
+			continue;
+		memcpy(run->batch.h_ds[c] + run->batch.n, p, n);
+		for (uint32 i = 0; i < n; i++)
+			if (valid[i] && (uint8) p[i] > maxds)
+				maxds = (uint8) p[i];
+		if (maxds > GH_NUM_SCALE_CAP)
+			elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
+		run->batch.max_dscale[c] = maxds;
+		p += n;
+	}
+	if (pkt->nexc > 0)
+	{
+		exc = MemoryContextAlloc(run->batch.cxt, sizeof(GhSideRow) * pkt->nexc);
+		read_exceptions(run, p, pkt->exc_bytes, pkt->nexc, run->batch.n, n, exc);
+	}
 	if (run->spill.active)
-		n = gh_agg_spill_filter_staged(run, run->batch.n, n);
+		n = gh_agg_spill_filter_staged(run, run->batch.n, n, exc, pkt->nexc);
+	for (uint32 j = 0; j < pkt->nexc; j++)
+		if (exc[j].row != PG_UINT32_MAX)
+			gh_agg_add_side_row(run, exc[j].row, exc[j].col, exc[j].kind,
+								exc[j].kind == GH_NUMV_BIG ? exc[j].value : (Datum) 0);
 	run->batch.n += n;
 	run->stats.rows += n;
 	run->stats.packets++;

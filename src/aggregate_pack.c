@@ -20,10 +20,12 @@
  * int4 argument with no NULLs take 8 bytes a row.
  *
  * Only the exact device-key path is packed: keys by value with bitwise
- * equality (the device then groups without any host check) and arguments
- * that are integers or floats.  NUMERIC arguments need the host-side state
- * for values the device cannot hold, and other keys need the host's hash and
- * equality functions; such queries take rows one by one in the leader.
+ * equality (the device then groups without any host check).  Other keys need
+ * the host's hash and equality functions; such queries take rows one by one
+ * in the leader.  NUMERIC arguments travel as the fixed point the device
+ * takes (gh_agg_num_decode: a scaled int64 and its display scale); the few
+ * values that are not fixed point (NaN, infinities, more than 18 digits)
+ * travel whole at the end of the packet, for the leader's host-side state.
  *
  * The plan is changed after planning, so nothing here runs through setrefs:
  * the node has no expressions of its own, reads its child's output columns
@@ -78,6 +80,11 @@ typedef struct PackState
 	uint8	   *nullmask;
 	void	   *vals[GH_AGG_MAX_COLS];
 	uint8	   *valid[GH_AGG_MAX_COLS];
+	uint8	   *ds[GH_AGG_MAX_COLS];	/* NUMERIC: display scales */
+	StringInfoData exc;			/* NUMERIC values that are not fixed point */
+	uint32		nexc;
+	Size		packet_cap;		/* bytes allocated for packet */
+	MemoryContext detoast_cxt;	/* NUMERICs detoasted for a packet */
 	bytea	   *packet;
 } PackState;
 
@@ -166,18 +173,12 @@ max_plan_node_id(Plan *plan)
 
 /*
  * gh_agg_can_pack says whether the run could take packets, before planning:
- * the pack node is registered, the keys go to the device as they are, and
- * no argument is NUMERIC.
+ * the pack node is registered and the keys go to the device as they are.
  */
 bool
 gh_agg_can_pack(GhAggPlan *plan)
 {
-	if (!pack_registered || !plan->device_keys)
-		return false;
-	for (int i = 0; i < plan->ncols; i++)
-		if (plan->cols[i].kind == GH_AGG_KIND_NUMERIC)
-			return false;
-	return true;
+	return pack_registered && plan->device_keys;
 }
 
 /*
@@ -249,7 +250,7 @@ gh_agg_pack_gather(GhAggPlan *plan, Gather *gather, int node_id)
 	 * A packet is one bytea, so it stays below 1 GB; and no device batch
 	 * holds more than GH_AGG_MAX_BATCH rows, so neither does a packet.
 	 */
-	row_bytes = (Size) plan->nkeys * 8 + 1 + (Size) plan->ncols * 9;
+	row_bytes = (Size) plan->nkeys * 8 + 1 + (Size) plan->ncols * 10;
 	cap = Min((Size) Max(gpuhash_batch_rows, 1), (Size) GH_AGG_MAX_BATCH);
 	cap = Min(cap, (MaxAllocSize - sizeof(GhAggPacketHeader)) / row_bytes);
 	priv = list_make3(makeInteger((int) cap), makeInteger(plan->nkeys),
@@ -332,9 +333,52 @@ pack_begin(CustomScanState *node, EState *estate, int eflags)
 	{
 		ps->vals[c] = ps->cwidth[c] ? palloc((size_t) ps->cwidth[c] * ps->cap) : NULL;
 		ps->valid[c] = palloc(ps->cap);
+		if (ps->kind[c] == GH_AGG_KIND_NUMERIC)
+			ps->ds[c] = palloc(ps->cap);
 	}
-	ps->packet = palloc(sizeof(GhAggPacketHeader) +
-						(size_t) ps->cap * (ps->nkeys * 8 + 1 + ps->ncols * 9));
+	initStringInfo(&ps->exc);
+	ps->detoast_cxt = AllocSetContextCreate(CurrentMemoryContext, "GpuHashAggPack detoast",
+											ALLOCSET_SMALL_SIZES);
+	ps->packet_cap = sizeof(GhAggPacketHeader) +
+		(size_t) ps->cap * (ps->nkeys * 8 + 1 + ps->ncols * 10);
+	ps->packet = palloc(ps->packet_cap);
+}
+
+/*
+ * pack_numeric puts the NUMERIC v, row n of column c, into the packet being
+ * filled: as fixed point, or whole in the list of exceptions (its valid
+ * flag then 0, as for a NULL).  Returns whether it was fixed point.
+ */
+static bool
+pack_numeric(PackState *ps, int c, uint32 n, Datum v)
+{
+	int64		m;
+	int			ds;
+	struct varlena *whole;
+	uint32		len;
+	uint16		col = (uint16) c;
+	MemoryContext old = MemoryContextSwitchTo(ps->detoast_cxt);
+	bool		fixed = gh_agg_num_decode(v, &m, &ds) == GH_NUMV_FINITE;
+
+	if (fixed)
+	{
+		((int64 *) ps->vals[c])[n] = m;
+		ps->ds[c][n] = (uint8) ds;
+	}
+	else
+	{
+		((int64 *) ps->vals[c])[n] = 0;
+		ps->ds[c][n] = 0;
+		whole = PG_DETOAST_DATUM(v);
+		len = VARSIZE(whole);
+		appendBinaryStringInfo(&ps->exc, (char *) &n, 4);
+		appendBinaryStringInfo(&ps->exc, (char *) &col, 2);
+		appendBinaryStringInfo(&ps->exc, (char *) &len, 4);
+		appendBinaryStringInfo(&ps->exc, (char *) whole, len);
+		ps->nexc++;
+	}
+	MemoryContextSwitchTo(old);
+	return fixed;
 }
 
 /* pack_array appends n entries of width w from src at *p. */
@@ -363,7 +407,10 @@ pack_exec(CustomScanState *node)
 
 	INSTR_TIME_SET_CURRENT(t0);
 	ExecClearTuple(out);
-	while (!ps->done && n < ps->cap)
+	resetStringInfo(&ps->exc);
+	ps->nexc = 0;
+	MemoryContextReset(ps->detoast_cxt);
+	while (!ps->done && n < ps->cap && ps->exc.len < GH_PACKET_EXC_LIMIT)
 	{
 		TupleTableSlot *slot = ExecProcNode(ps->child);
 		uint8		mask = 0;
@@ -423,6 +470,13 @@ pack_exec(CustomScanState *node)
 					if (ps->cwidth[c])
 						((double *) ps->vals[c])[n] = DatumGetFloat8(v);
 					break;
+				case GHV_NUMERIC:
+					if (ps->kind[c] == GH_AGG_KIND_NUMERIC && !pack_numeric(ps, c, n, v))
+					{
+						ps->valid[c][n] = 0;
+						nullcols |= (uint32) 1 << c;
+					}
+					break;
 				default:
 					break;
 			}
@@ -434,9 +488,17 @@ pack_exec(CustomScanState *node)
 
 	/*
 	 * The packet: header, the 8-byte arrays, the 4-byte ones, then the byte
-	 * arrays that NULLs need, so that every array stays aligned to its
-	 * element within the (4-aligned) bytea.
+	 * arrays that NULLs and NUMERICs need, so that every array stays aligned
+	 * to its element within the (4-aligned) bytea; the exceptions last.
 	 */
+	if (ps->packet_cap < sizeof(GhAggPacketHeader) +
+		(size_t) n * (ps->nkeys * 8 + 1 + ps->ncols * 10) + ps->exc.len)
+	{
+		ps->packet_cap = sizeof(GhAggPacketHeader) +
+			(size_t) ps->cap * (ps->nkeys * 8 + 1 + ps->ncols * 10) + ps->exc.len;
+		ps->packet = repalloc(ps->packet, ps->packet_cap);
+		hdr = (GhAggPacketHeader *) ps->packet;
+	}
 	p = (char *) (hdr + 1);
 	for (int w = 8; w >= 4; w -= 4)
 	{
@@ -452,6 +514,12 @@ pack_exec(CustomScanState *node)
 	for (int c = 0; c < ps->ncols; c++)
 		if (nullcols & ((uint32) 1 << c))
 			pack_array(&p, ps->valid[c], n, 1);
+	for (int c = 0; c < ps->ncols; c++)
+		if (ps->kind[c] == GH_AGG_KIND_NUMERIC)
+			pack_array(&p, ps->ds[c], n, 1);
+	pack_array(&p, ps->exc.data, ps->exc.len, 1);
+	hdr->nexc = ps->nexc;
+	hdr->exc_bytes = (uint32) ps->exc.len;
 	hdr->n = n;
 	hdr->nkeys = (uint16) ps->nkeys;
 	hdr->ncols = (uint16) ps->ncols;

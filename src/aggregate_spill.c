@@ -307,12 +307,16 @@ gh_agg_spill_keep(GhAggRun *run, TupleTableSlot *slot)
 /*
  * gh_agg_spill_filter_staged, for a pass that takes no new groups, goes
  * through the n rows staged from a packet at first (exact keys as words,
- * values as the device takes them, no NUMERIC): rows of groups in memory
- * move up to stay staged, the others go to their partitions.  Returns how
- * many stay.
+ * values as the device takes them, NUMERIC as a scaled integer and its
+ * display scale): rows of groups in memory move up to stay staged, the
+ * others go to their partitions.  exc lists the rows' NUMERIC values that
+ * are not fixed point, in row order (valid flag 0 in the staged row); each
+ * entry's row follows its row, or becomes PG_UINT32_MAX when the row went to
+ * a partition.  Returns how many rows stay.
  */
 uint32
-gh_agg_spill_filter_staged(GhAggRun *run, uint32 first, uint32 n)
+gh_agg_spill_filter_staged(GhAggRun *run, uint32 first, uint32 n,
+						   GhSideRow *exc, uint32 nexc)
 {
 	GhAggBatch *b = &run->batch;
 	GhAggSpill *sp = &run->spill;
@@ -320,11 +324,16 @@ gh_agg_spill_filter_staged(GhAggRun *run, uint32 first, uint32 n)
 	Datum		values[GH_AGG_MAX_KEYS + GH_AGG_MAX_COLS];
 	bool		nulls[GH_AGG_MAX_KEYS + GH_AGG_MAX_COLS];
 	uint32		kept = first;
+	uint32		e = 0;
 
 	for (uint32 i = first; i < first + n; i++)
 	{
 		uint64		words[GH_AGG_MAX_KEYS];
 		uint64		h;
+		uint32		e_end = e;
+
+		while (e_end < nexc && exc[e_end].row == i)
+			e_end++;
 
 		for (int k = 0; k < run->nkeys; k++)
 			words[k] = b->h_keys[k][i];
@@ -340,8 +349,12 @@ gh_agg_spill_filter_staged(GhAggRun *run, uint32 first, uint32 n)
 				{
 					b->h_vals[c][kept] = b->h_vals[c][i];
 					b->h_valid[c][kept] = b->h_valid[c][i];
+					if (b->h_ds[c] != NULL)
+						b->h_ds[c][kept] = b->h_ds[c][i];
 				}
 			}
+			for (; e < e_end; e++)
+				exc[e].row = kept;
 			kept++;
 			continue;
 		}
@@ -379,9 +392,21 @@ gh_agg_spill_filter_staged(GhAggRun *run, uint32 first, uint32 n)
 				case GHV_FLOAT8:
 					values[run->nkeys + c] = Float8GetDatum(d);
 					break;
+				case GHV_NUMERIC:
+					if (nulls[run->nkeys + c])
+						break;
+					values[run->nkeys + c] = gh_num_make(v, b->h_ds[c][i]);
+					break;
 				default:
 					elog(ERROR, "gpuhash_aggregate: unexpected packed column %d", c);
 			}
+		}
+		/* the values that are not fixed point come whole */
+		for (; e < e_end; e++)
+		{
+			nulls[run->nkeys + exc[e].col] = false;
+			values[run->nkeys + exc[e].col] = exc[e].value;
+			exc[e].row = PG_UINT32_MAX;
 		}
 		if (natts == 0)
 			nulls[0] = true;
