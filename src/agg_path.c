@@ -49,6 +49,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
@@ -100,6 +102,8 @@ typedef struct GhaQuery
 	List	   *aggs;			/* distinct Aggrefs of the target and HAVING */
 	List	   *args;			/* distinct aggregate arguments */
 	List	   *call_cols;		/* per Aggref, its argument's index or -1 */
+	bool		device_keys;	/* keys grouped exactly on the device: a
+								 * parallel input can be packed */
 } GhaQuery;
 
 static void gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
@@ -211,6 +215,15 @@ check_query(PlannerInfo *root, PathTarget *target, List *having, GhaQuery *q)
 		q->keys = lappend(q->keys, get_sortgroupclause_expr(sgc, root->processed_tlist));
 		q->eqops = lappend_oid(q->eqops, sgc->eqop);
 	}
+	q->device_keys = list_length(q->keys) <= GH_AGG_MAX_KEYS;
+	for (int i = 0; i < list_length(q->keys); i++)
+	{
+		Node	   *key = list_nth(q->keys, i);
+
+		if (gh_key_group_eq_kind(exprType(key), list_nth_oid(q->eqops, i),
+								 exprCollation(key)) != GH_EQ_DATUM)
+			q->device_keys = false;
+	}
 	(void) collect_aggs((Node *) target->exprs, &q->aggs);
 	(void) collect_aggs((Node *) having, &q->aggs);
 	if (outside_groups((Node *) target->exprs, q->keys) ||
@@ -240,28 +253,58 @@ check_query(PlannerInfo *root, PathTarget *target, List *having, GhaQuery *q)
 }
 
 /*
- * cost_gha prices the path.  Forced: nearly free.  Otherwise the input, a
- * fixed device set-up (gpuhash.join_setup_cost), a small per-row cost for
- * handing each input row's keys and arguments to the device, and per group
- * the target list and HAVING: a first model, to be measured against
- * PostgreSQL's Agg on the GPU host before gpuhash.enable_agg is on by
- * default.
+ * cost_gha prices the path over child, the projected input: a Gather of it
+ * or the projection of a serial one.  Forced: nearly free.  Otherwise:
+ *
+ * - The input.  Packed (a Gather whose rows the workers pack, see
+ *	 gha_planner: device keys), the partial plan and one Gather tuple per
+ *	 packet, not per row; the workers' packing, a fraction of an operator a
+ *	 column, over the workers; and the leader's copy of every row's bytes,
+ *	 a smaller fraction, not divided.  Not packed, the child as PostgreSQL
+ *	 prices it (a Gather passes every row) and the leader's staging of every
+ *	 row, a quarter of an operator a column.
+ * - A fixed device set-up (gpuhash.join_setup_cost).
+ * - Per group, the target list and HAVING.
+ *
+ * Measured against PostgreSQL's plans on an H100 (bench/agg, TPC-H): with
+ * few groups both are near the scan's time, and with many the partial
+ * groups that PostgreSQL's workers send through the Gather dominate native's
+ * time and cost alike.
  */
 static void
-cost_gha(CustomPath *path, Path *input, PathTarget *target, double ngroups,
-		 int ncols)
+cost_gha(CustomPath *path, Path *child, PathTarget *target, double ngroups,
+		 int nkeys, int ncols, bool device_keys)
 {
-	double		rows = input->rows;
+	double		rows = child->rows;
+	double		cols = nkeys + ncols;
+	Cost		input;
+	Cost		per_row;
 
 	if (gpuhash_force_agg)
 	{
 		/* nearly free; the input read in parallel first */
 		path->path.startup_cost = 0;
-		path->path.total_cost = 1e-6 * rows * (IsA(input, GatherPath) ? 1 : 2);
+		path->path.total_cost = 1e-6 * rows * (IsA(child, GatherPath) ? 1 : 2);
 		return;
 	}
-	path->path.startup_cost = input->total_cost + gpuhash_join_setup_cost +
-		rows * cpu_operator_cost * (0.1 + 0.25 * ncols);
+	if (IsA(child, GatherPath) && device_keys)
+	{
+		GatherPath *gather = (GatherPath *) child;
+		double		workers = Max(gather->num_workers, 1);
+		double		packets = ceil(rows / Max(gpuhash_batch_rows, 1));
+
+		input = gather->subpath->total_cost + parallel_setup_cost +
+			packets * parallel_tuple_cost;
+		per_row = cpu_operator_cost * cols * (0.1 / workers + 0.05);
+	}
+	else
+	{
+		Path	   *in = IsA(child, ProjectionPath) ? ((ProjectionPath *) child)->subpath : child;
+
+		input = in->total_cost;
+		per_row = cpu_operator_cost * (0.1 + 0.25 * ncols);
+	}
+	path->path.startup_cost = input + gpuhash_join_setup_cost + rows * per_row;
 	path->path.total_cost = path->path.startup_cost +
 		ngroups * (cpu_tuple_cost + target->cost.per_tuple);
 }
@@ -351,8 +394,8 @@ add_gha_path(RelOptInfo *output_rel, Path *child, GhaQuery *q, List *having,
 	cpath->custom_paths = list_make1(child);
 	cpath->custom_private = list_make5(q->keys, q->eqops, q->aggs, q->call_cols, having);
 	cpath->methods = &gha_path_methods;
-	cost_gha(cpath, IsA(child, ProjectionPath) ? ((ProjectionPath *) child)->subpath : child,
-			 output_rel->reltarget, ngroups, list_length(q->keys) + list_length(q->args));
+	cost_gha(cpath, child, output_rel->reltarget, ngroups, list_length(q->keys),
+			 list_length(q->args), q->device_keys);
 	add_path(output_rel, &cpath->path);
 }
 
