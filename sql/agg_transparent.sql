@@ -268,7 +268,10 @@ SET gpuhash.batch_rows = 256;
 SELECT gha_check('SELECT i, count(*), sum(n2), max(n2) FROM gha_t GROUP BY i');
 SET gpuhash.force_agg = on;
 SELECT count(*) FILTER (WHERE l ~ '^\s+Batches: ([2-9]|\d\d+)$') AS batches_past_one,
-       count(*) FILTER (WHERE l ~ '^\s+Disk Usage: [1-9]\d* kB') AS disk_used
+       count(*) FILTER (WHERE l ~ '^\s+Disk Usage: [1-9]\d* kB') AS disk_used,
+       -- rows in and groups over all passes: every input row once, every group once
+       max(substring(l FROM '^\s+Rows In: (\d+)$')::bigint) = (SELECT count(*) FROM gha_t) AS rows_in_ok,
+       max(substring(l FROM '^\s+Groups: (\d+)$')::bigint) = (SELECT count(DISTINCT i) FROM gha_t) AS groups_ok
   FROM gha_analyze('SELECT i, count(*), sum(n2), max(n2) FROM gha_t GROUP BY i') l;
 RESET gpuhash.force_agg;
 RESET gpuhash.batch_rows;
@@ -288,8 +291,21 @@ SELECT count(*) AS device_lines FROM gh_plan_lines('SELECT g, sum(a4) FROM gha_t
  WHERE l ~ '^\s+Device: (cpu|gpu)$';
 SELECT count(*) FILTER (WHERE l ~ '^\s+Memory Usage: \d+ kB') AS memory,
        count(*) FILTER (WHERE l ~ '^\s+Batches: 1$') AS batches,
-       count(*) FILTER (WHERE l ~ 'GpuHashAgg\) \(actual rows=7 ') AS groups
-  FROM gha_analyze('SELECT g, sum(a4) FROM gha_t GROUP BY g') l;
+       count(*) FILTER (WHERE l ~ 'GpuHashAgg\) \(actual rows=7 ') AS groups,
+       max(substring(l FROM '^\s+Rows In: (\d+)$')::bigint) = (SELECT count(*) FROM gha_t WHERE i > 5) AS rows_in_ok,
+       max(substring(l FROM '^\s+Groups: (\d+)$')::bigint) = (SELECT count(DISTINCT g) FROM gha_t WHERE i > 5) AS groups_ok
+  FROM gha_analyze('SELECT g, sum(a4) FROM gha_t WHERE i > 5 GROUP BY g') l;
+-- the device's time, where EXPLAIN times the nodes
+SELECT count(*) AS device_time
+  FROM gh_plan_lines('SELECT g, sum(a4) FROM gha_t GROUP BY g', 'gpuhash') l WHERE l ~ 'Device Time';
+DO $$
+DECLARE l text; n int := 0;
+BEGIN
+  FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF) SELECT g, sum(a4) FROM gha_t GROUP BY g' LOOP
+    IF l ~ '^\s+Device Time: \d+\.\d{3} ms$' THEN n := n + 1; END IF;
+  END LOOP;
+  RAISE NOTICE 'device time lines under EXPLAIN (ANALYZE): %', n;
+END $$;
 -- without force_agg (and enable_agg off, the default) PostgreSQL plans alone
 RESET gpuhash.force_agg;
 SELECT count(*) AS gpuhashagg FROM gh_plan_lines('SELECT g, sum(a4) FROM gha_t GROUP BY g', 'gpuhash') l

@@ -369,6 +369,7 @@ typedef struct GhAggStats
 	instr_time	t_begin;
 	double		ms_flush;
 	double		ms_device;
+	double		ms_device_passes;	/* ms_device of the passes after the first */
 	double		ms_verify;
 	double		ms_fetch;		/* accumulators to the host */
 	double		ms_finish;		/* ms_fetch and the result rows */
@@ -420,9 +421,15 @@ typedef struct GhAggSpill
 	long		disk_kb;		/* largest size of the tapes */
 } GhAggSpill;
 
-/* What EXPLAIN ANALYZE shows of a run's memory (gh_agg_run_memory). */
+/*
+ * What EXPLAIN ANALYZE shows of a run (gh_agg_run_memory): its rows and
+ * groups over all passes, the device's time, and its memory.
+ */
 typedef struct GhAggMemory
 {
+	uint64		rows_in;
+	uint64		groups;
+	double		ms_device;
 	Size		budget;
 	Size		peak;
 	Size		staging;

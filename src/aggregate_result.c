@@ -98,6 +98,7 @@ next_pass(GhAggRun *run)
 	finish_pass(run);
 
 	/* the account of the first pass stays its own; later ones are summed */
+	run->stats.ms_device_passes += run->stats.ms_device - before.ms_device;
 	run->stats.ms_flush = before.ms_flush;
 	run->stats.ms_device = before.ms_device;
 	run->stats.ms_verify = before.ms_verify;
@@ -144,6 +145,9 @@ gh_agg_run_rewind(GhAggRun *run)
 void
 gh_agg_run_memory(GhAggRun *run, GhAggMemory *mem)
 {
+	mem->rows_in = run->stats.rows;
+	mem->groups = run->spill.groups + run->main.ngroups + run->fb.ngroups;
+	mem->ms_device = run->stats.ms_device + run->stats.ms_device_passes;
 	mem->budget = run->spill.budget;
 	mem->peak = run->spill.peak;
 	mem->staging = run->spill.staging;
