@@ -273,7 +273,7 @@ spill_cost(double rows, double ngroups, int nkeys, int ncols, bool device_keys)
 		return 0;
 	spilled = rows * (1.0 - budget / need);
 	pages = spilled * (8.0 * (nkeys + ncols) + 24) / BLCKSZ;
-	return spilled * 4 * cpu_tuple_cost + 2 * pages * seq_page_cost;
+	return spilled * 10 * cpu_tuple_cost + 2 * pages * seq_page_cost;
 }
 
 /*
@@ -293,8 +293,10 @@ spill_cost(double rows, double ngroups, int nkeys, int ncols, bool device_keys)
  *	 (work_mem * hash_mem_multiplier, which the group sets' memory stays
  *	 within, aggregate_spill.c): the rows of the groups that do not fit are
  *	 written to partitions and read back, one by one in the leader: the
- *	 pages both ways and a few tuples' CPU a row.  On an H100 (TPC-H scale
- *	 10, Q18's 1.5*10^7 groups under 4MB) that was about 0.4 us a row.
+ *	 pages both ways and ten tuples' CPU a row.  On an H100 at TPC-H scale
+ *	 10 under 4MB that was 0.2-0.4 us a spilled row (Q13's 1.5*10^6 groups,
+ *	 Q18's 1.5*10^7), which made both slower than native with a factor of
+ *	 four here.
  *
  * Measured against PostgreSQL's plans on an H100 (bench/agg, TPC-H): with
  * few groups both are near the scan's time, and with many the partial
