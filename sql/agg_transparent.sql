@@ -165,6 +165,45 @@ SELECT q, gha_check(q) FROM (VALUES
   ('SELECT count(*), sum(nv), min(nv), max(nv), avg(nq) FROM gha_num'),
   ('SELECT k % 3, sum(nq), min(nq), max(nq) FROM gha_num WHERE nv IS NOT NULL AND nv <> ''NaN'' GROUP BY 1')
 ) v(q);
+-- min and max over date, timestamp and timestamptz, the infinities
+-- included, serial, packed and spilled
+CREATE TABLE gha_time AS
+SELECT i, i % 40 AS k,
+       CASE WHEN i % 29 = 0 THEN NULL
+            WHEN i % 997 = 0 THEN '-infinity'::date
+            WHEN i % 991 = 0 THEN 'infinity'::date
+            ELSE date '2000-02-29' + (i * 7919 % 200000 - 100000) END AS d,
+       CASE WHEN i % 31 = 0 THEN NULL
+            WHEN i % 983 = 0 THEN '-infinity'::timestamp
+            WHEN i % 977 = 0 THEN 'infinity'::timestamp
+            ELSE timestamp '1999-12-31 23:59:59.999999' + (i::int8 * 104729 % 2000003 - 1000000) * interval '1 minute 0.000001 s' END AS ts,
+       CASE WHEN i % 37 = 0 THEN NULL
+            WHEN i % 971 = 0 THEN '-infinity'::timestamptz
+            WHEN i % 967 = 0 THEN 'infinity'::timestamptz
+            ELSE timestamptz '2020-03-29 01:30:00+00' + (i * 6007 % 400009 - 200000) * interval '37 minutes' END AS tz
+  FROM generate_series(1, 30000) i;
+ANALYZE gha_time;
+SET gpuhash.force_agg = on;
+SELECT (SELECT count(*) FROM gh_plan_lines('SELECT k, min(d), max(ts), min(tz) FROM gha_time GROUP BY k', 'gpuhash') l
+         WHERE l ~ 'GpuHashAggPack') AS packs;
+RESET gpuhash.force_agg;
+SELECT q, gha_check(q) FROM (VALUES
+  ('SELECT k, min(d), max(d), min(ts), max(ts), min(tz), max(tz), count(d) FROM gha_time GROUP BY k'),
+  ('SELECT min(d), max(d), min(ts), max(ts), min(tz), max(tz) FROM gha_time'),
+  ('SELECT k % 3, max(d), min(tz) FROM gha_time WHERE d IS NULL OR d < ''-infinity''::date GROUP BY 1'),
+  ('SELECT i % 5000, min(d), max(ts), max(tz) FROM gha_time GROUP BY 1')
+) v(q);
+SET work_mem = '64kB';
+SELECT q, gha_check(q) FROM (VALUES
+  ('SELECT i, min(d), max(ts), min(tz) FROM gha_time GROUP BY i')
+) v(q);
+SET max_parallel_workers_per_gather = 0;
+SELECT q, gha_check(q) FROM (VALUES
+  ('SELECT i, min(d), max(ts), min(tz) FROM gha_time GROUP BY i'),
+  ('SELECT k, min(d), max(d), min(ts), max(ts), min(tz), max(tz) FROM gha_time GROUP BY k')
+) v(q);
+RESET work_mem;
+SET max_parallel_workers_per_gather = 2;
 RESET gpuhash.batch_rows;
 -- a packed input is read with the leader draining the queues only; the
 -- setting is the session's again afterwards
@@ -311,5 +350,5 @@ RESET gpuhash.force_agg;
 SELECT count(*) AS gpuhashagg FROM gh_plan_lines('SELECT g, sum(a4) FROM gha_t GROUP BY g', 'gpuhash') l
  WHERE l ~ 'GpuHashAgg';
 
-DROP TABLE gha_t, gha_pk, gha_e, gha_num;
+DROP TABLE gha_t, gha_pk, gha_e, gha_num, gha_time;
 DROP FUNCTION gha_check(text, int), gha_analyze(text), gha_errors(text), gha_plan(text);

@@ -127,6 +127,12 @@ static const GhAggDef gh_agg_defs[] = {
 	{F_MAX_FLOAT4, GHAF_MAX, GHV_FLOAT4},
 	{F_MAX_FLOAT8, GHAF_MAX, GHV_FLOAT8},
 	{F_MAX_NUMERIC, GHAF_MAX, GHV_NUMERIC},
+	{F_MIN_DATE, GHAF_MIN, GHV_DATE},
+	{F_MAX_DATE, GHAF_MAX, GHV_DATE},
+	{F_MIN_TIMESTAMP, GHAF_MIN, GHV_TIMESTAMP},
+	{F_MAX_TIMESTAMP, GHAF_MAX, GHV_TIMESTAMP},
+	{F_MIN_TIMESTAMPTZ, GHAF_MIN, GHV_TIMESTAMP},
+	{F_MAX_TIMESTAMPTZ, GHAF_MAX, GHV_TIMESTAMP},
 };
 
 /* The DestReceiver that feeds the input rows to a run. */
@@ -591,6 +597,11 @@ col_vtype(Oid type)
 			return GHV_FLOAT8;
 		case NUMERICOID:
 			return GHV_NUMERIC;
+		case DATEOID:
+			return GHV_DATE;
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+			return GHV_TIMESTAMP;
 		default:
 			return GHV_OTHER;
 	}
@@ -686,6 +697,8 @@ add_col(GhAggPlan *plan, Expr *expr, Oid type)
 		case GHV_INT2:
 		case GHV_INT4:
 		case GHV_INT8:
+		case GHV_DATE:
+		case GHV_TIMESTAMP:
 			col->kind = GH_AGG_KIND_INT;
 			break;
 		case GHV_FLOAT4:

@@ -60,7 +60,13 @@ typedef enum GhAggFunc
 	GHAF_MAX
 } GhAggFunc;
 
-/* The input types of sum, avg, min and max. */
+/*
+ * The input types of sum, avg, min and max.  date, timestamp and timestamptz
+ * (min and max only) are integers whose order is the types' own, the
+ * infinities included (DATEVAL_NOBEGIN and DT_NOBEGIN are the smallest
+ * values of their integers, the NOEND ones the largest): the device keeps
+ * them as it keeps int4 and int8.
+ */
 typedef enum GhValType
 {
 	GHV_OTHER,					/* only count(x) */
@@ -69,7 +75,9 @@ typedef enum GhValType
 	GHV_INT8,
 	GHV_FLOAT4,
 	GHV_FLOAT8,
-	GHV_NUMERIC
+	GHV_NUMERIC,
+	GHV_DATE,					/* int32 */
+	GHV_TIMESTAMP				/* int64: timestamp and timestamptz */
 } GhValType;
 
 /*
@@ -207,7 +215,8 @@ gh_agg_col_width(const GhAggCol *col)
 {
 	if (col->kind == GH_AGG_KIND_NONE)
 		return 0;
-	return col->vtype == GHV_INT2 || col->vtype == GHV_INT4 ? 4 : 8;
+	return col->vtype == GHV_INT2 || col->vtype == GHV_INT4 ||
+		col->vtype == GHV_DATE ? 4 : 8;
 }
 
 /* gh_agg_col_has_ds: whether a packet has a display-scale array for col. */

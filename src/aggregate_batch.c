@@ -49,6 +49,7 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/date.h"
 #include "utils/datum.h"
 #include "utils/memutils.h"
 
@@ -270,7 +271,11 @@ stage_values(GhAggRun *run, uint32 i, Datum *values, bool *isnull)
 				run->batch.h_vals[c][i] = DatumGetInt32(v);
 				break;
 			case GHV_INT8:
+			case GHV_TIMESTAMP:
 				run->batch.h_vals[c][i] = DatumGetInt64(v);
+				break;
+			case GHV_DATE:
+				run->batch.h_vals[c][i] = DatumGetDateADT(v);
 				break;
 			case GHV_FLOAT4:
 				((double *) run->batch.h_vals[c])[i] = (double) DatumGetFloat4(v);

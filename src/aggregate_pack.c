@@ -45,6 +45,7 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "portability/instr_time.h"
+#include "utils/date.h"
 
 #include "aggregate.h"
 
@@ -459,8 +460,13 @@ pack_exec(CustomScanState *node)
 						((int32 *) ps->vals[c])[n] = DatumGetInt32(v);
 					break;
 				case GHV_INT8:
+				case GHV_TIMESTAMP:
 					if (ps->cwidth[c])
 						((int64 *) ps->vals[c])[n] = DatumGetInt64(v);
+					break;
+				case GHV_DATE:
+					if (ps->cwidth[c])
+						((int32 *) ps->vals[c])[n] = DatumGetDateADT(v);
 					break;
 				case GHV_FLOAT4:
 					if (ps->cwidth[c])

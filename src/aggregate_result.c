@@ -28,6 +28,7 @@
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/date.h"
 #include "utils/float.h"
 #include "utils/memutils.h"
 #include "utils/numeric.h"
@@ -355,6 +356,8 @@ call_value(GhAggRun *run, GhGroupSet *s, int64 g, GhAggCall *call, bool *isnull)
 		case GHV_INT2:
 		case GHV_INT4:
 		case GHV_INT8:
+		case GHV_DATE:
+		case GHV_TIMESTAMP:
 			switch (call->func)
 			{
 				case GHAF_SUM:
@@ -390,6 +393,8 @@ call_value(GhAggRun *run, GhGroupSet *s, int64 g, GhAggCall *call, bool *isnull)
 							return Int16GetDatum((int16) v);
 						if (vt == GHV_INT4)
 							return Int32GetDatum((int32) v);
+						if (vt == GHV_DATE)
+							return DateADTGetDatum((DateADT) v);
 						return Int64GetDatum(v);
 					}
 				default:

@@ -52,6 +52,7 @@
 #include "executor/nodeHash.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "utils/date.h"
 #include "utils/memutils.h"
 
 #include "aggregate.h"
@@ -384,7 +385,11 @@ gh_agg_spill_filter_staged(GhAggRun *run, uint32 first, uint32 n,
 					values[run->nkeys + c] = Int32GetDatum((int32) v);
 					break;
 				case GHV_INT8:
+				case GHV_TIMESTAMP:
 					values[run->nkeys + c] = Int64GetDatum(v);
+					break;
+				case GHV_DATE:
+					values[run->nkeys + c] = DateADTGetDatum((DateADT) v);
 					break;
 				case GHV_FLOAT4:
 					values[run->nkeys + c] = Float4GetDatum((float4) d);
