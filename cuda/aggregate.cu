@@ -143,6 +143,27 @@ probe_insert(const TableView &t, unsigned long long h, bool *won)
 	return UINT64_MAX;
 }
 
+/* probe_find returns the slot of h, or UINT64_MAX if h is absent. */
+__device__ uint64_t
+probe_find(const TableView &t, unsigned long long h)
+{
+	uint64_t s = gh_mix64(h) & t.mask;
+
+	for (uint64_t step = 0; step <= t.mask; step++)
+	{
+		unsigned long long k = t.keys[s];
+		if (k == h)
+			return s;
+		if (k == GH_AGG_EMPTY)
+			return UINT64_MAX;
+		s = (s + 1) & t.mask;
+	}
+	return UINT64_MAX;
+}
+
+/* slots[i] of a row whose key is absent from a frozen table */
+constexpr uint32_t kSlotAbsent = UINT32_MAX - 1;
+
 __global__ void
 assign_insert_kernel(TableView t, const uint64_t *hashes, uint32_t n,
 					 uint32_t *slots)
@@ -232,8 +253,14 @@ exact_insert_kernel(TableView t, gh_agg_keys k, uint32_t n, uint32_t *slots,
 
 	uint8_t mask;
 	bool won;
-	uint64_t s = probe_insert(t, gh_agg_stored_hash(exact_hash(k, i, &mask)),
-							  &won);
+	uint64_t h = gh_agg_stored_hash(exact_hash(k, i, &mask));
+	if (k.frozen)
+	{
+		uint64_t f = probe_find(t, h);
+		slots[i] = f == UINT64_MAX ? kSlotAbsent : (uint32_t) f;
+		return;
+	}
+	uint64_t s = probe_insert(t, h, &won);
 	if (s == UINT64_MAX)
 	{
 		t.ctrl->full = 1;
@@ -252,7 +279,7 @@ exact_insert_kernel(TableView t, gh_agg_keys k, uint32_t n, uint32_t *slots,
 __global__ void
 exact_resolve_kernel(TableView t, char *acc, gh_agg_layout l, gh_agg_keys k,
 					 uint32_t n, const uint32_t *slots,
-					 const uint32_t *winners, uint32_t *ids)
+					 const uint32_t *winners, uint32_t *ids, uint32_t *bad)
 {
 	uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
 	if (i >= n)
@@ -261,6 +288,12 @@ exact_resolve_kernel(TableView t, char *acc, gh_agg_layout l, gh_agg_keys k,
 	if (s == UINT32_MAX)
 	{
 		ids[i] = GH_AGG_NO_GROUP;
+		return;
+	}
+	if (s == kSlotAbsent)
+	{
+		ids[i] = GH_AGG_NO_GROUP;
+		bad[atomicAdd(&t.ctrl->nbad, 1u)] = i | GH_AGG_BAD_ABSENT;
 		return;
 	}
 	uint32_t g = t.ids[s];
@@ -599,7 +632,7 @@ gh_agg_assign_exact_gpu(void *mem, uint64_t capacity, void *acc,
 														 scratch + n);
 	GH_CUDA_LAUNCHED("exact_insert_kernel");
 	exact_resolve_kernel<<<grid_for(n), kThreads, 0, s>>>(
-		t, (char *) acc, *l, *k, n, scratch, scratch + n, ids);
+		t, (char *) acc, *l, *k, n, scratch, scratch + n, ids, bad);
 	GH_CUDA_LAUNCHED("exact_resolve_kernel");
 	exact_verify_kernel<<<grid_for(n), kThreads, 0, s>>>(t, (char *) acc, *l,
 														 *k, n, ids, bad);

@@ -159,6 +159,24 @@ insert_or_find(const cpu_table *t, uint64_t h, uint32_t new_id)
 	return UINT64_MAX;
 }
 
+/* find says whether hash h (a stored hash) is in the table. */
+static int
+find(const cpu_table *t, uint64_t h)
+{
+	uint64_t mask = t->capacity - 1;
+	uint64_t s = gh_mix64(h) & mask;
+
+	for (uint64_t step = 0; step < t->capacity; step++)
+	{
+		if (t->keys[s] == h)
+			return 1;
+		if (t->keys[s] == GH_AGG_EMPTY)
+			return 0;
+		s = (s + 1) & mask;
+	}
+	return 0;
+}
+
 gh_status
 gh_agg_table_rehash_cpu(const void *old_mem, uint64_t old_cap, void *new_mem,
 						uint64_t new_cap, gh_error *err)
@@ -219,6 +237,12 @@ gh_agg_assign_exact_cpu(void *mem, uint64_t capacity, void *acc,
 
 		for (int j = 0; j < k->nkeys; j++)
 			h = gh_agg_key_hash_step(h, k->vals[j][i]);
+		if (k->frozen && !find(&t, gh_agg_stored_hash(h)))
+		{
+			ids[i] = GH_AGG_NO_GROUP;
+			bad[ctrl->nbad++] = i | GH_AGG_BAD_ABSENT;
+			continue;
+		}
 		s = insert_or_find(&t, gh_agg_stored_hash(h), GH_AGG_NO_GROUP);
 		if (s == UINT64_MAX)
 			return gh_error_set(err, GH_ERR_TABLE_FULL,

@@ -160,7 +160,14 @@ typedef struct gh_agg_keys
 	int nkeys;
 	const uint64_t *vals[GH_AGG_MAX_KEYS];
 	const uint8_t *nullmask;
+	int frozen; /* no new group: see gh_agg_assign_exact_* */
 } gh_agg_keys;
+
+/*
+ * In bad[] of a frozen gh_agg_assign_exact_*, a row whose key has no group
+ * (rather than a group whose representative differs) has this bit set.
+ */
+#define GH_AGG_BAD_ABSENT 0x80000000u
 
 /*
  * Fills l for ncols columns of the given kinds and ops, nkeys exact device
@@ -217,6 +224,9 @@ gh_status gh_agg_assign_cpu(void *mem, uint64_t capacity,
  * group the batch can create), and sets ids[i] = GH_AGG_NO_GROUP for rows
  * whose key differs from their group's representative, listing them in
  * bad[0 .. ctrl.nbad) in no particular order.  scratch holds 2 * n uint32.
+ * With k->frozen, no group is created: a row whose key hash is not in the
+ * table also gets GH_AGG_NO_GROUP and is listed as row | GH_AGG_BAD_ABSENT
+ * (the host spills it; rows are fewer than 2^31).
  */
 gh_status gh_agg_assign_exact_gpu(void *mem, uint64_t capacity, void *acc,
 								  const gh_agg_layout *l, const gh_agg_keys *k,

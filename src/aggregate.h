@@ -492,6 +492,8 @@ extern void gh_agg_add_side_row(GhAggRun *run, uint32 row, int col, int kind,
 								Datum value);
 extern void gh_agg_prepare_numeric(GhAggRun *run);
 extern void gh_agg_apply_side_rows(GhAggRun *run, uint32 nbad);
+extern Datum gh_agg_num_unpack(GhAggRun *run, int c, int64 packed);
+extern Datum gh_agg_num_side_value(GhAggRun *run, const GhSideRow *r);
 extern Datum gh_agg_numeric_value(GhAggRun *run, GhGroupSet *s, uint64 g,
 								  GhAggCall *call, bool *isnull);
 
@@ -514,8 +516,7 @@ extern void gh_agg_spill_init(GhAggRun *run);
 extern Size gh_agg_group_memory(GhAggRun *run);
 extern void gh_agg_spill_check(GhAggRun *run);
 extern bool gh_agg_spill_keep(GhAggRun *run, TupleTableSlot *slot);
-extern uint32 gh_agg_spill_filter_staged(GhAggRun *run, uint32 first, uint32 n,
-										 GhSideRow *exc, uint32 nexc);
+extern void gh_agg_spill_absent(GhAggRun *run, const uint32 *rows, uint32 n);
 extern void gh_agg_spill_end_pass(GhAggRun *run);
 extern GhAggPart *gh_agg_spill_pop(GhAggRun *run);
 extern TupleTableSlot *gh_agg_spill_read(GhAggRun *run, GhAggPart *part);

@@ -318,7 +318,7 @@ gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot)
 	uint32		i = run->batch.n;
 
 	slot_getallattrs(slot);
-	if (run->spill.active && !gh_agg_spill_keep(run, slot))
+	if (run->spill.active && !run->exact && !gh_agg_spill_keep(run, slot))
 		return;
 	old = MemoryContextSwitchTo(run->batch.cxt);
 	if (run->exact)
@@ -543,12 +543,9 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 		exc = MemoryContextAlloc(run->batch.cxt, sizeof(GhSideRow) * pkt->nexc);
 		read_exceptions(run, p, pkt->exc_bytes, pkt->nexc, run->batch.n, n, exc);
 	}
-	if (run->spill.active)
-		n = gh_agg_spill_filter_staged(run, run->batch.n, n, exc, pkt->nexc);
 	for (uint32 j = 0; j < pkt->nexc; j++)
-		if (exc[j].row != PG_UINT32_MAX)
-			gh_agg_add_side_row(run, exc[j].row, exc[j].col, exc[j].kind,
-								exc[j].kind == GH_NUMV_BIG ? exc[j].value : (Datum) 0);
+		gh_agg_add_side_row(run, exc[j].row, exc[j].col, exc[j].kind,
+							exc[j].kind == GH_NUMV_BIG ? exc[j].value : (Datum) 0);
 	run->batch.n += n;
 	run->stats.rows += n;
 	run->stats.packets++;
@@ -685,6 +682,7 @@ device_exact(GhAggRun *run)
 	GhGroupSet *s = &run->main;
 	uint32		n = run->batch.n;
 	uint32		nbad;
+	uint32		nabsent;
 	gh_agg_ctrl ctrl;
 	gh_agg_batch b;
 	gh_agg_keys keys;
@@ -697,6 +695,7 @@ device_exact(GhAggRun *run)
 	INSTR_TIME_SET_CURRENT(t0);
 	memset(&keys, 0, sizeof(keys));
 	keys.nkeys = run->nkeys;
+	keys.frozen = run->spill.active;
 	for (int k = 0; k < run->nkeys; k++)
 	{
 		gh_copy_htod(run->target, run->batch.d_keys[k], run->batch.h_keys[k], (size_t) n * 8);
@@ -726,7 +725,14 @@ device_exact(GhAggRun *run)
 		if (run->batch.nside > 0)
 			gh_copy_dtoh(run->target, run->batch.h_ids, run->batch.d_ids, (size_t) n * 4);
 		gh_sync(run->target);
+		/* colliding rows first, then (frozen) rows of no group in memory */
 		qsort(run->batch.h_bad, nbad, sizeof(uint32), cmp_uint32);
+		for (nabsent = 0; nabsent < nbad; nabsent++)
+			if (!(run->batch.h_bad[nbad - 1 - nabsent] & GH_AGG_BAD_ABSENT))
+				break;
+		nbad -= nabsent;
+		if (nabsent > 0)
+			gh_agg_spill_absent(run, run->batch.h_bad + nbad, nabsent);
 		for (uint32 j = 0; j < nbad; j++)
 		{
 			uint32		i = run->batch.h_bad[j];

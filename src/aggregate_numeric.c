@@ -572,6 +572,34 @@ gh_agg_apply_side_rows(GhAggRun *run, uint32 nbad)
 	}
 }
 
+/*
+ * gh_agg_num_unpack is the NUMERIC of a value of column c that
+ * gh_agg_prepare_numeric packed for the device: its scaled integer at the
+ * column's scale, with its own display scale.
+ */
+Datum
+gh_agg_num_unpack(GhAggRun *run, int c, int64 packed)
+{
+	return num_make(gh_agg_num_m(packed), run->num.scale[c], gh_agg_num_dscale(packed));
+}
+
+/* gh_agg_num_side_value is the NUMERIC of side row r. */
+Datum
+gh_agg_num_side_value(GhAggRun *run, const GhSideRow *r)
+{
+	switch (r->kind)
+	{
+		case GH_NUMV_NAN:
+			return run->num.nan;
+		case GH_NUMV_PINF:
+			return run->num.pinf;
+		case GH_NUMV_NINF:
+			return run->num.ninf;
+		default:
+			return r->value;
+	}
+}
+
 /* side_entry returns the host-side NUMERIC state of (g, c), creating it. */
 static GhNumSide *
 side_entry(GhAggRun *run, GhGroupSet *s, uint64 g, int c)

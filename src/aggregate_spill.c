@@ -259,7 +259,9 @@ write_row(GhAggRun *run, uint64 h, Datum *values, bool *nulls)
 /*
  * gh_agg_spill_keep, for a pass that takes no new groups, says whether the
  * row in slot (all attributes deformed) belongs to a group in memory;
- * otherwise it writes the row to its partition and returns false.
+ * otherwise it writes the row to its partition and returns false.  Keys
+ * checked on the host only: the exact device-key path stages every row and
+ * the device says which have no group (gh_agg_spill_absent).
  */
 bool
 gh_agg_spill_keep(GhAggRun *run, TupleTableSlot *slot)
@@ -270,21 +272,8 @@ gh_agg_spill_keep(GhAggRun *run, TupleTableSlot *slot)
 	uint64		h;
 	bool		keep;
 
-	if (run->exact)
-	{
-		uint64		words[GH_AGG_MAX_KEYS];
-		uint8		mask = 0;
-
-		for (int k = 0; k < run->nkeys; k++)
-		{
-			words[k] = slot->tts_isnull[k] ? 0 : (uint64) slot->tts_values[k];
-			if (slot->tts_isnull[k])
-				mask |= 1 << k;
-		}
-		h = exact_hash(run, words, mask);
-	}
-	else
-		h = gh_key_hash_group(&run->plan->group_keys, slot, values, nulls, sp->cxt);
+	Assert(!run->exact);
+	h = gh_key_hash_group(&run->plan->group_keys, slot, values, nulls, sp->cxt);
 	keep = table_has(run, h);
 	if (!keep)
 	{
@@ -305,120 +294,115 @@ gh_agg_spill_keep(GhAggRun *run, TupleTableSlot *slot)
 	return keep;
 }
 
+/* cmp_side_row orders side rows by row, for qsort. */
+static int
+cmp_side_row(const void *a, const void *b)
+{
+	uint32		x = ((const GhSideRow *) a)->row;
+	uint32		y = ((const GhSideRow *) b)->row;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
 /*
- * gh_agg_spill_filter_staged, for a pass that takes no new groups, goes
- * through the n rows staged from a packet at first (exact keys as words,
- * values as the device takes them, NUMERIC as a scaled integer and its
- * display scale): rows of groups in memory move up to stay staged, the
- * others go to their partitions.  exc lists the rows' NUMERIC values that
- * are not fixed point, in row order (valid flag 0 in the staged row); each
- * entry's row follows its row, or becomes PG_UINT32_MAX when the row went to
- * a partition.  Returns how many rows stay.
+ * gh_agg_spill_absent writes the n staged rows listed in rows (each with
+ * GH_AGG_BAD_ABSENT set, in row order) to their partitions: the exact
+ * device-key path's rows whose group the device, frozen for a pass that
+ * takes no new groups, did not have.  The batch has been prepared for the
+ * device (NUMERIC values packed, aggregate_numeric.c); a row's values that
+ * went to the side state come from its side rows, which are then dropped
+ * (their row becomes PG_UINT32_MAX).
  */
-uint32
-gh_agg_spill_filter_staged(GhAggRun *run, uint32 first, uint32 n,
-						   GhSideRow *exc, uint32 nexc)
+void
+gh_agg_spill_absent(GhAggRun *run, const uint32 *rows, uint32 n)
 {
 	GhAggBatch *b = &run->batch;
 	GhAggSpill *sp = &run->spill;
-	int			natts = run->nkeys + run->ncols;
 	Datum		values[GH_AGG_MAX_KEYS + GH_AGG_MAX_COLS];
 	bool		nulls[GH_AGG_MAX_KEYS + GH_AGG_MAX_COLS];
-	uint32		kept = first;
-	uint32		e = 0;
+	int			e = 0;
 
-	for (uint32 i = first; i < first + n; i++)
+	Assert(run->exact);
+	if (b->nside > 1)
+		qsort(b->side_rows, b->nside, sizeof(GhSideRow), cmp_side_row);
+	for (uint32 j = 0; j < n; j++)
 	{
+		uint32		i = rows[j] & ~GH_AGG_BAD_ABSENT;
 		uint64		words[GH_AGG_MAX_KEYS];
-		uint64		h;
-		uint32		e_end = e;
-
-		while (e_end < nexc && exc[e_end].row == i)
-			e_end++;
 
 		for (int k = 0; k < run->nkeys; k++)
+		{
 			words[k] = b->h_keys[k][i];
-		h = exact_hash(run, words, b->h_knull[i]);
-		if (table_has(run, h))
-		{
-			if (kept != i)
-			{
-				for (int k = 0; k < run->nkeys; k++)
-					b->h_keys[k][kept] = b->h_keys[k][i];
-				b->h_knull[kept] = b->h_knull[i];
-				for (int c = 0; c < run->ncols; c++)
-				{
-					b->h_vals[c][kept] = b->h_vals[c][i];
-					b->h_valid[c][kept] = b->h_valid[c][i];
-					if (b->h_ds[c] != NULL)
-						b->h_ds[c][kept] = b->h_ds[c][i];
-				}
-			}
-			for (; e < e_end; e++)
-				exc[e].row = kept;
-			kept++;
-			continue;
-		}
-		for (int k = 0; k < run->nkeys; k++)
-		{
 			nulls[k] = (b->h_knull[i] >> k) & 1;
 			values[k] = nulls[k] ? (Datum) 0 : (Datum) words[k];
 		}
 		for (int c = 0; c < run->ncols; c++)
 		{
+			GhAggCol   *col = &run->plan->cols[c];
 			int64		v = b->h_vals[c][i];
 			double		d;
+			Datum	   *out = &values[run->nkeys + c];
 
 			memcpy(&d, &b->h_vals[c][i], sizeof(d));
 			nulls[run->nkeys + c] = !b->h_valid[c][i];
-			if (run->plan->cols[c].kind == GH_AGG_KIND_NONE)
+			if (nulls[run->nkeys + c])
+				continue;
+			if (col->kind == GH_AGG_KIND_NONE)
 			{
-				values[run->nkeys + c] = BoolGetDatum(true);
+				*out = BoolGetDatum(true);
 				continue;
 			}
-			switch (run->plan->cols[c].vtype)
+			switch (col->vtype)
 			{
 				case GHV_INT2:
-					values[run->nkeys + c] = Int16GetDatum((int16) v);
+					*out = Int16GetDatum((int16) v);
 					break;
 				case GHV_INT4:
-					values[run->nkeys + c] = Int32GetDatum((int32) v);
+					*out = Int32GetDatum((int32) v);
 					break;
 				case GHV_INT8:
 				case GHV_TIMESTAMP:
-					values[run->nkeys + c] = Int64GetDatum(v);
+					*out = Int64GetDatum(v);
 					break;
 				case GHV_DATE:
-					values[run->nkeys + c] = DateADTGetDatum((DateADT) v);
+					*out = DateADTGetDatum((DateADT) v);
 					break;
 				case GHV_FLOAT4:
-					values[run->nkeys + c] = Float4GetDatum((float4) d);
+					*out = Float4GetDatum((float4) d);
 					break;
 				case GHV_FLOAT8:
-					values[run->nkeys + c] = Float8GetDatum(d);
+					*out = Float8GetDatum(d);
 					break;
 				case GHV_NUMERIC:
-					if (nulls[run->nkeys + c])
-						break;
-					values[run->nkeys + c] = gh_num_make(v, b->h_ds[c][i]);
+					*out = gh_agg_num_unpack(run, c, v);
 					break;
-				default:
-					elog(ERROR, "gpuhash_aggregate: unexpected packed column %d", c);
+				case GHV_OTHER:
+					elog(ERROR, "gpuhash_aggregate: unexpected staged column %d", c);
 			}
 		}
-		/* the values that are not fixed point come whole */
-		for (; e < e_end; e++)
+		/* the values that went to the side state come whole */
+		while (e < b->nside && b->side_rows[e].row < i)
+			e++;
+		for (; e < b->nside && b->side_rows[e].row == i; e++)
 		{
-			nulls[run->nkeys + exc[e].col] = false;
-			values[run->nkeys + exc[e].col] = exc[e].value;
-			exc[e].row = PG_UINT32_MAX;
+			GhSideRow  *r = &b->side_rows[e];
+
+			nulls[run->nkeys + r->col] = false;
+			values[run->nkeys + r->col] = gh_agg_num_side_value(run, r);
+			r->row = PG_UINT32_MAX;
 		}
-		if (natts == 0)
+		if (run->nkeys + run->ncols == 0)
 			nulls[0] = true;
-		write_row(run, h, values, nulls);
+		write_row(run, exact_hash(run, words, b->h_knull[i]), values, nulls);
 		MemoryContextReset(sp->cxt);
 	}
-	return kept - first;
+	/* counted again when their pass reads them */
+	run->stats.rows -= n;
+	/* the dropped side rows sort last again */
+	if (b->nside > 1)
+		qsort(b->side_rows, b->nside, sizeof(GhSideRow), cmp_side_row);
+	while (b->nside > 0 && b->side_rows[b->nside - 1].row == PG_UINT32_MAX)
+		b->nside--;
 }
 
 /*
