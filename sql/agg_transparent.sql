@@ -304,6 +304,8 @@ BEGIN
 END $$;
 SET work_mem = '64kB';
 SET gpuhash.batch_rows = 256;
+-- (on the GPU, device keys spill past their device budget: 1MB here)
+SET gpuhash.device_memory_limit = '1MB';
 SELECT gha_check('SELECT i, count(*), sum(n2), max(n2) FROM gha_t GROUP BY i');
 SET gpuhash.force_agg = on;
 SELECT count(*) FILTER (WHERE l ~ '^\s+Batches: ([2-9]|\d\d+)$') AS batches_past_one,
@@ -314,6 +316,7 @@ SELECT count(*) FILTER (WHERE l ~ '^\s+Batches: ([2-9]|\d\d+)$') AS batches_past
   FROM gha_analyze('SELECT i, count(*), sum(n2), max(n2) FROM gha_t GROUP BY i') l;
 RESET gpuhash.force_agg;
 RESET gpuhash.batch_rows;
+RESET gpuhash.device_memory_limit;
 RESET work_mem;
 
 -- the plan, and what EXPLAIN ANALYZE adds

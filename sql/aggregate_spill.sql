@@ -19,6 +19,11 @@
 -- not depend on the order of the additions.
 
 SET gpuhash.batch_rows = 1000;
+-- On the GPU, exact device keys (integers, dates, ...) keep their groups in
+-- device memory, under a device budget of their own rather than work_mem:
+-- 1MB here (the least the setting takes), so that they spill there too.
+-- On the CPU twin the groups are host memory, under work_mem.
+SET gpuhash.device_memory_limit = '1MB';
 
 CREATE FUNCTION sp_spilled(q text, coldef text) RETURNS boolean
 LANGUAGE plpgsql AS $f$
@@ -253,3 +258,4 @@ DROP TABLE sp_t;
 DROP FUNCTION sp_check(text, text, text, text);
 DROP FUNCTION sp_spilled(text, text);
 DROP FUNCTION sp_budget(text);
+RESET gpuhash.device_memory_limit;

@@ -266,7 +266,20 @@ spill_cost(double rows, double ngroups, int nkeys, int ncols, bool device_keys)
 	double		spilled;
 	double		pages;
 
-	if (!device_keys)
+	/*
+	 * Device keys on the GPU keep their groups in device memory, within the
+	 * device budget of aggregate_spill.c: when no setting limits it, half of
+	 * the GPU, which the planner does not ask the GPU for.
+	 */
+	if (device_keys)
+	{
+		Size		limit = gh_agg_device_limit();
+
+		if (limit == 0)
+			return 0;
+		budget = (double) limit;
+	}
+	else
 		group_bytes += 24.0 * nkeys;	/* the representatives on the host */
 	need = ngroups * group_bytes;
 	if (need <= budget || nkeys == 0)
@@ -289,9 +302,9 @@ spill_cost(double rows, double ngroups, int nkeys, int ncols, bool device_keys)
  *	 row, a quarter of an operator a column.
  * - A fixed device set-up (gpuhash.join_setup_cost).
  * - Per group, the target list and HAVING.
- * - The spill, when the estimated groups need more than the budget
- *	 (work_mem * hash_mem_multiplier, which the group sets' memory stays
- *	 within, aggregate_spill.c): the rows of the groups that do not fit are
+ * - The spill, when the estimated groups need more than their budget
+ *	 (aggregate_spill.c: the device budget for device keys on the GPU, else
+ *	 work_mem * hash_mem_multiplier): the rows of the groups that do not fit are
  *	 written to partitions and read back, one by one in the leader: the
  *	 pages both ways and ten tuples' CPU a row.  On an H100 at TPC-H scale
  *	 10 under 4MB that was 0.2-0.4 us a spilled row (Q13's 1.5*10^6 groups,

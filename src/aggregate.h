@@ -305,9 +305,15 @@ typedef struct GhGroupSet
 	bool	   *rep_set;
 	uint64		rep_cap;
 	HTAB	   *side;			/* host-side NUMERIC state (GhNumSide), or NULL */
-	/* at the end: accumulators on the host, and their layout */
+	/*
+	 * at the end: accumulators of groups host_base to host_base + host_n - 1
+	 * on the host, and their layout; window: groups a GPU set's window holds
+	 */
 	char	   *host_acc;
 	gh_agg_layout hl;
+	uint64		host_base;
+	uint64		host_n;
+	uint64		window;
 } GhGroupSet;
 
 /*
@@ -404,7 +410,10 @@ typedef struct GhAggPart
  */
 typedef struct GhAggSpill
 {
-	Size		budget;			/* bytes of group memory */
+	Size		budget;			/* bytes of group memory on the host */
+	Size		device_budget;	/* exact keys on the GPU: bytes of their groups
+								 * there; 0: counted in budget */
+	Size		device_peak;	/* largest device memory measured */
 	bool		active;			/* this pass takes no new groups */
 	int			used_bits;		/* hash bits shared by this pass's rows */
 	int			bits;			/* log2 of the partitions of a split */
@@ -441,6 +450,8 @@ typedef struct GhAggMemory
 	double		ms_device;
 	Size		budget;
 	Size		peak;
+	Size		device_budget;	/* 0: none of its own */
+	Size		device_peak;
 	Size		staging;
 	uint64		passes;			/* 1 + partitions aggregated */
 	uint64		spilled_rows;
@@ -503,7 +514,7 @@ extern void gh_agg_set_init(GhAggRun *run, GhGroupSet *s, bool fallback,
 extern void gh_agg_ensure_groups(GhAggRun *run, GhGroupSet *s, uint64 need);
 extern void gh_agg_ensure_table(GhGroupSet *s, uint32 n);
 extern void gh_agg_set_fetch(GhAggRun *run, GhGroupSet *s);
-extern void gh_agg_set_release(GhGroupSet *s);
+extern void gh_agg_set_window(GhAggRun *run, GhGroupSet *s, uint64 g);
 extern void gh_agg_sets_reset(GhAggRun *run);
 extern Size gh_agg_set_device_bytes(GhGroupSet *s);
 
@@ -513,7 +524,8 @@ extern void gh_agg_to_fallback(GhAggRun *run, uint32 nbad);
 
 /* in aggregate_spill.c */
 extern void gh_agg_spill_init(GhAggRun *run);
-extern Size gh_agg_group_memory(GhAggRun *run);
+extern Size gh_agg_group_memory(GhAggRun *run, Size *device);
+extern Size gh_agg_device_limit(void);
 extern void gh_agg_spill_check(GhAggRun *run);
 extern bool gh_agg_spill_keep(GhAggRun *run, TupleTableSlot *slot);
 extern void gh_agg_spill_absent(GhAggRun *run, const uint32 *rows, uint32 n);
@@ -592,18 +604,20 @@ gh_pow10_i128(int k)
 }
 
 /*
- * GH_AGG_ACC addresses an accumulator array of set s on the host (after
- * gh_agg_set_fetch); gh_agg_int_sum reads group g's 128-bit sum of column c.
+ * GH_AGG_AT reads group g's entry of an accumulator array of set s on the
+ * host: the set's window of groups (gh_agg_set_window) must hold g.
+ * gh_agg_int_sum reads group g's 128-bit sum of column c.
  */
-#define GH_AGG_ACC(type, s, off) ((type *) ((s)->host_acc + (off)))
+#define GH_AGG_AT(type, s, off, g) \
+	(((type *) ((s)->host_acc + (off)))[(g) - (s)->host_base])
 
 static inline int128
 gh_agg_int_sum(GhGroupSet *s, uint64 g, int c)
 {
-	uint64	   *lo = GH_AGG_ACC(uint64, s, s->hl.sum_off[c]);
-	int64	   *hi = (int64 *) (lo + s->hl.group_cap);
+	uint64		lo = GH_AGG_AT(uint64, s, s->hl.sum_off[c], g);
+	int64		hi = GH_AGG_AT(int64, s, s->hl.sum_off[c] + s->hl.group_cap * 8, g);
 
-	return ((int128) hi[g] << 64) | lo[g];
+	return ((int128) hi << 64) | lo;
 }
 
 /*

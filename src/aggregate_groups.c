@@ -12,10 +12,10 @@
  *
  * Sets only grow: accumulators and representatives double when a batch
  * could outgrow them (gh_agg_ensure_groups), the table doubles to stay
- * under gpuhash.load_factor (gh_agg_ensure_table).  At the end the
- * accumulators come to the host (gh_agg_set_fetch) and the device memory
- * goes back (gh_agg_set_release), so that result rows are made from host
- * memory only.
+ * under gpuhash.load_factor (gh_agg_ensure_table).  At the end of a pass
+ * the table goes back and the accumulators come to the host a window of
+ * groups at a time as the result rows are made (gh_agg_set_fetch,
+ * gh_agg_set_window); they go back with the pass.
  *
  * Device memory is allocated through the device layer, which frees it with
  * the resource owner on ERROR; the representatives and every other host
@@ -138,71 +138,96 @@ gh_agg_ensure_table(GhGroupSet *s, uint32 n)
 }
 
 /*
- * gh_agg_set_fetch makes the set's accumulators readable on the host.  A
- * GPU set's arrays come back into a layout for exactly ngroups groups, in
- * ordinary memory: pinning gigabytes for one copy would cost more than it
- * saves.
+ * gh_agg_set_fetch makes the set's accumulators readable on the host once
+ * its pass has ended, window after window (gh_agg_set_window): the CPU
+ * twin's are, all at once; a GPU set's come back a window of groups at a
+ * time into one buffer of ordinary memory, sized to a quarter of the memory
+ * budget, so that making the rows of 10^7 groups never holds them all on
+ * the host.  The hash table is no longer needed and goes back.
  */
 void
 gh_agg_set_fetch(GhAggRun *run, GhGroupSet *s)
 {
 	gh_agg_layout *l = &s->layout;
-	gh_agg_layout *hl = &s->hl;
-	size_t		n8 = s->ngroups * 8;
-	char	   *d = s->acc;
-	char	   *h;
 
+	gh_dev_free(s->table);
+	s->table = NULL;
 	if (s->target != GH_TARGET_GPU)
 	{
 		s->host_acc = s->acc;
 		s->hl = s->layout;
+		s->host_base = 0;
+		s->host_n = s->ngroups;
 		return;
 	}
-	gh_agg_layout_init(hl, l->ncols, l->kind, l->ops, l->nkeys, Max(s->ngroups, 1));
-	h = s->host_acc = MemoryContextAllocHuge(run->set_cxt, hl->bytes);
-#define BACK(field, bytes) \
-	gh_copy_dtoh(s->target, h + hl->field, d + l->field, (bytes))
-	BACK(rows_off, n8);
-	for (int k = 0; k < l->nkeys; k++)
-		BACK(key_off[k], n8);
-	if (l->nkeys > 0)
-		BACK(knull_off, s->ngroups);
-	for (int c = 0; c < l->ncols; c++)
+	if (s->window == 0)
 	{
-		BACK(nonnull_off[c], n8);
-		if (l->ops[c] & GH_AGG_OP_SUM)
-		{
-			BACK(sum_off[c], n8);
-			if (l->kind[c] != GH_AGG_KIND_FLOAT)
-				gh_copy_dtoh(s->target, h + hl->sum_off[c] + hl->group_cap * 8,
-							 d + l->sum_off[c] + l->group_cap * 8, n8);
-			if (l->aux_off[c])
-				BACK(aux_off[c], s->ngroups * 4);
-		}
-		if (l->ops[c] & GH_AGG_OP_MIN)
-			BACK(min_off[c], n8);
-		if (l->ops[c] & GH_AGG_OP_MAX)
-			BACK(max_off[c], n8);
+		gh_agg_layout one;
+		Size		per_group;
+
+		gh_agg_layout_init(&one, l->ncols, l->kind, l->ops, l->nkeys, 1024);
+		per_group = Max(one.bytes / 1024, 1);
+		s->window = Max((run->spill.budget / 4) / per_group, 1024);
 	}
-#undef BACK
-	gh_sync(s->target);
+	s->host_base = 0;
+	s->host_n = 0;
 }
 
 /*
- * gh_agg_set_release gives back what set s holds on the device once its
- * accumulators are on the host: the hash table, and on the GPU the
- * accumulators themselves (the CPU twin's are the host copy).
+ * gh_agg_set_window makes group g of a fetched set readable on the host
+ * (GH_AGG_AT): on the GPU, the window of groups from g on comes back.
  */
 void
-gh_agg_set_release(GhGroupSet *s)
+gh_agg_set_window(GhAggRun *run, GhGroupSet *s, uint64 g)
 {
-	gh_dev_free(s->table);
-	s->table = NULL;
-	if (s->target == GH_TARGET_GPU && s->acc != NULL)
+	gh_agg_layout *l = &s->layout;
+	gh_agg_layout *hl = &s->hl;
+	uint64		n;
+	size_t		n8;
+	char	   *d = s->acc;
+	char	   *h;
+
+	if (g >= s->host_base && g < s->host_base + s->host_n)
+		return;
+	Assert(s->target == GH_TARGET_GPU && g < s->ngroups);
+	n = Min(s->window, s->ngroups - g);
+	n8 = (size_t) n * 8;
+	if (s->host_acc == NULL)
 	{
-		gh_dev_free(s->acc);
-		s->acc = NULL;
+		gh_agg_layout_init(hl, l->ncols, l->kind, l->ops, l->nkeys,
+						   Min(s->window, s->ngroups));
+		s->host_acc = MemoryContextAllocHuge(run->set_cxt, hl->bytes);
 	}
+	h = s->host_acc;
+#define BACK(field, size) \
+	gh_copy_dtoh(s->target, h + hl->field, d + l->field + (size_t) g * (size), \
+				 (size_t) n * (size))
+	BACK(rows_off, 8);
+	for (int k = 0; k < l->nkeys; k++)
+		BACK(key_off[k], 8);
+	if (l->nkeys > 0)
+		BACK(knull_off, 1);
+	for (int c = 0; c < l->ncols; c++)
+	{
+		BACK(nonnull_off[c], 8);
+		if (l->ops[c] & GH_AGG_OP_SUM)
+		{
+			BACK(sum_off[c], 8);
+			if (l->kind[c] != GH_AGG_KIND_FLOAT)
+				gh_copy_dtoh(s->target, h + hl->sum_off[c] + hl->group_cap * 8,
+							 d + l->sum_off[c] + l->group_cap * 8 + (size_t) g * 8, n8);
+			if (l->aux_off[c])
+				BACK(aux_off[c], 4);
+		}
+		if (l->ops[c] & GH_AGG_OP_MIN)
+			BACK(min_off[c], 8);
+		if (l->ops[c] & GH_AGG_OP_MAX)
+			BACK(max_off[c], 8);
+	}
+#undef BACK
+	gh_sync(s->target);
+	s->host_base = g;
+	s->host_n = n;
 }
 
 /*

@@ -667,12 +667,12 @@ side_add_finite(GhAggRun *run, GhNumSide *e, Datum v, bool count, bool sum,
 static Datum
 numeric_total(GhAggRun *run, GhGroupSet *s, uint64 g, int c, GhNumSide *e)
 {
-	uint64		nn = GH_AGG_ACC(uint64, s, s->hl.nonnull_off[c])[g];
+	uint64		nn = GH_AGG_AT(uint64, s, s->hl.nonnull_off[c], g);
 	Datum		dev = (Datum) 0;
 
 	if (nn > 0)
 		dev = num_make(gh_agg_int_sum(s, g, c), run->num.scale[c],
-					   (int) GH_AGG_ACC(uint32, s, s->hl.aux_off[c])[g]);
+					   (int) GH_AGG_AT(uint32, s, s->hl.aux_off[c], g));
 	if (e == NULL || e->sum == (Datum) 0)
 		return dev;
 	if (dev == (Datum) 0)
@@ -697,8 +697,8 @@ numeric_extreme(GhAggRun *run, GhGroupSet *s, uint64 g, int c, GhNumSide *e,
 		return run->num.pinf;
 	if (want < 0 && ninf)
 		return run->num.ninf;
-	packed = want < 0 ? GH_AGG_ACC(int64, s, s->hl.min_off[c])[g]
-		: GH_AGG_ACC(int64, s, s->hl.max_off[c])[g];
+	packed = want < 0 ? GH_AGG_AT(int64, s, s->hl.min_off[c], g)
+		: GH_AGG_AT(int64, s, s->hl.max_off[c], g);
 	if (packed != (want < 0 ? GH_AGG_INT_MIN_INIT : GH_AGG_INT_MAX_INIT))
 		best = num_make(gh_agg_num_m(packed), run->num.scale[c], gh_agg_num_dscale(packed));
 	if (e)
@@ -731,7 +731,7 @@ gh_agg_numeric_value(GhAggRun *run, GhGroupSet *s, uint64 g, GhAggCall *call,
 					 bool *isnull)
 {
 	int			c = call->col;
-	uint64		nn = GH_AGG_ACC(uint64, s, s->hl.nonnull_off[c])[g];
+	uint64		nn = GH_AGG_AT(uint64, s, s->hl.nonnull_off[c], g);
 	GhNumSide  *e = NULL;
 
 	if (s->side != NULL)
@@ -761,7 +761,7 @@ gh_agg_numeric_value(GhAggRun *run, GhGroupSet *s, uint64 g, GhAggCall *call,
 	if (e == NULL)
 	{
 		/* every value on the device: nn > 0 of them */
-		int			ds = (int) GH_AGG_ACC(uint32, s, s->hl.aux_off[c])[g];
+		int			ds = (int) GH_AGG_AT(uint32, s, s->hl.aux_off[c], g);
 		int128		v = gh_agg_int_sum(s, g, c) / gh_pow10_i128(run->num.scale[c] - ds);
 		Datum		d = gh_num_avg(v, ds, (int64) nn);
 

@@ -59,10 +59,13 @@ finish_pass(GhAggRun *run)
 	gh_sync(run->target);
 	gh_agg_set_fetch(run, &run->main);
 	gh_agg_set_fetch(run, &run->fb);
-	gh_agg_set_release(&run->main);
-	gh_agg_set_release(&run->fb);
 	gh_agg_spill_end_pass(run);
-	run->spill.peak = Max(run->spill.peak, gh_agg_group_memory(run));
+	{
+		Size		dev;
+
+		run->spill.peak = Max(run->spill.peak, gh_agg_group_memory(run, &dev));
+		run->spill.device_peak = Max(run->spill.device_peak, dev);
+	}
 	if (run->spill.pending == NIL)
 		gh_agg_staging_free(run);
 	if (run->spill.passes == 0)
@@ -151,6 +154,8 @@ gh_agg_run_memory(GhAggRun *run, GhAggMemory *mem)
 	mem->ms_device = run->stats.ms_device + run->stats.ms_device_passes;
 	mem->budget = run->spill.budget;
 	mem->peak = run->spill.peak;
+	mem->device_budget = run->spill.device_budget;
+	mem->device_peak = run->spill.device_peak;
 	mem->staging = run->spill.staging;
 	mem->passes = 1 + run->spill.passes;
 	mem->spilled_rows = run->spill.rows;
@@ -209,6 +214,8 @@ gh_agg_run_next(GhAggRun *run, Datum *values, bool *nulls)
 			MemoryContextReset(run->out.cxt);
 			CHECK_FOR_INTERRUPTS();
 		}
+		if (g >= 0)
+			gh_agg_set_window(run, s, (uint64) g);
 		old = MemoryContextSwitchTo(run->out.cxt);
 		build_row(run, s, g, values, nulls);
 		if (run->plan->coerce)
@@ -310,8 +317,8 @@ gh_agg_run_report(GhAggRun *run)
 static double
 float_sum(GhGroupSet *s, uint64 g, int c)
 {
-	double		d = GH_AGG_ACC(double, s, s->hl.sum_off[c])[g];
-	uint32		flags = GH_AGG_ACC(uint32, s, s->hl.aux_off[c])[g];
+	double		d = GH_AGG_AT(double, s, s->hl.sum_off[c], g);
+	uint32		flags = GH_AGG_AT(uint32, s, s->hl.aux_off[c], g);
 
 	if (!isfinite(d) && (flags & (GH_AGG_SAW_INF | GH_AGG_SAW_NAN)) == 0)
 		float_overflow_error();
@@ -339,10 +346,10 @@ call_value(GhAggRun *run, GhGroupSet *s, int64 g, GhAggCall *call, bool *isnull)
 		return (Datum) 0;
 	}
 	if (call->func == GHAF_COUNT_STAR)
-		return Int64GetDatum((int64) GH_AGG_ACC(uint64, s, s->hl.rows_off)[g]);
+		return Int64GetDatum((int64) GH_AGG_AT(uint64, s, s->hl.rows_off, g));
 	if (vt == GHV_NUMERIC && run->plan->cols[c].kind != GH_AGG_KIND_NONE)
 		return gh_agg_numeric_value(run, s, g, call, isnull);
-	nn = GH_AGG_ACC(uint64, s, s->hl.nonnull_off[c])[g];
+	nn = GH_AGG_AT(uint64, s, s->hl.nonnull_off[c], g);
 	if (call->func == GHAF_COUNT)
 		return Int64GetDatum((int64) nn);
 	if (nn == 0)
@@ -386,8 +393,8 @@ call_value(GhAggRun *run, GhGroupSet *s, int64 g, GhAggCall *call, bool *isnull)
 				case GHAF_MAX:
 					{
 						int64		v = call->func == GHAF_MIN
-							? GH_AGG_ACC(int64, s, s->hl.min_off[c])[g]
-							: GH_AGG_ACC(int64, s, s->hl.max_off[c])[g];
+							? GH_AGG_AT(int64, s, s->hl.min_off[c], g)
+							: GH_AGG_AT(int64, s, s->hl.max_off[c], g);
 
 						if (vt == GHV_INT2)
 							return Int16GetDatum((int16) v);
@@ -425,8 +432,8 @@ call_value(GhAggRun *run, GhGroupSet *s, int64 g, GhAggCall *call, bool *isnull)
 				case GHAF_MAX:
 					{
 						double		d = gh_agg_float_unkey(call->func == GHAF_MIN
-														   ? GH_AGG_ACC(uint64, s, s->hl.min_off[c])[g]
-														   : GH_AGG_ACC(uint64, s, s->hl.max_off[c])[g]);
+														   ? GH_AGG_AT(uint64, s, s->hl.min_off[c], g)
+														   : GH_AGG_AT(uint64, s, s->hl.max_off[c], g));
 
 						if (vt == GHV_FLOAT4)
 							return Float4GetDatum((float4) d);
@@ -460,8 +467,8 @@ build_row(GhAggRun *run, GhGroupSet *s, int64 g, Datum *values, bool *nulls)
 		if (out->is_key && s->hl.nkeys > 0)
 		{
 			/* a key the device grouped and kept */
-			nulls[o] = (GH_AGG_ACC(uint8, s, s->hl.knull_off)[g] >> out->index) & 1;
-			values[o] = (Datum) GH_AGG_ACC(uint64, s, s->hl.key_off[out->index])[g];
+			nulls[o] = (GH_AGG_AT(uint8, s, s->hl.knull_off, g) >> out->index) & 1;
+			values[o] = (Datum) GH_AGG_AT(uint64, s, s->hl.key_off[out->index], g);
 		}
 		else if (out->is_key)
 		{

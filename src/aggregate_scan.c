@@ -465,5 +465,10 @@ gh_agg_explain_memory(GhAggRun *run, ExplainState *es)
 	ExplainPropertyInteger("Disk Usage", "kB", mem.disk_kb, es);
 	ExplainPropertyUInteger("Spilled Rows", NULL, mem.spilled_rows, es);
 	ExplainPropertyUInteger("Memory Budget", "kB", mem.budget / 1024, es);
+	if (mem.device_budget > 0)
+	{
+		ExplainPropertyUInteger("Device Memory Usage", "kB", (mem.device_peak + 1023) / 1024, es);
+		ExplainPropertyUInteger("Device Memory Budget", "kB", mem.device_budget / 1024, es);
+	}
 	ExplainPropertyUInteger("Staging Memory", "kB", (mem.staging + 1023) / 1024, es);
 }

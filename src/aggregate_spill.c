@@ -5,11 +5,18 @@
  *	  pass of its own.
  *
  * The budget is PostgreSQL's own for a hash aggregate, work_mem *
- * hash_mem_multiplier (get_hash_memory_limit), and it bounds the memory of
- * the group sets: accumulators and table (on the GPU, or in host memory on
- * the CPU twin; their host copy when the rows are made), representatives and
- * their by-reference keys, NUMERIC side state and the fallback set.  The
- * batch buffers are not in it: their size is gpuhash.batch_rows's (16
+ * hash_mem_multiplier (get_hash_memory_limit), and it bounds the host memory
+ * of the group sets: representatives and their by-reference keys, NUMERIC
+ * side state, the fallback set, the window of accumulators brought back as
+ * the rows are made, and the accumulators and table themselves where they
+ * are host memory (the CPU twin) or copied to it (a GPU table whose keys the
+ * host checks).  The exact device-key path on the GPU keeps its groups in
+ * device memory only, and they have a budget of their own: the device
+ * memory gpuhash.device_memory_limit and gpuhash.server_device_memory allow,
+ * or half of the GPU's when neither is set, as GpuHashJoin's tables have.
+ * So a GPU aggregation of 10^7 groups under a 4MB work_mem does not spill,
+ * as long as the GPU holds them, and its host memory stays within work_mem.
+ * The batch buffers are not in either: their size is gpuhash.batch_rows's (16
  * packets), whatever the groups, and a smaller batch would slow down on the
  * GPU an aggregation that fits.  The first batch of a pass is never split,
  * so a pass may hold the groups of one batch beyond the budget: with the
@@ -28,7 +35,8 @@
  *	  always: such collisions are the only groups a pass can still add).  Any
  *	  other row is written to one of 2^bits partitions by the next bits of its
  *	  hash, as a MinimalTuple of its keys and arguments (count-only arguments
- *	  as a boolean).  Packets are staged first and then filtered the same way.
+ *	  as a boolean).  Exact device keys are staged whole instead and the
+ *	  device, frozen, lists the rows of no group (gh_agg_spill_absent).
  * 3. When the input ends the pass's groups are finished and returned; then
  *	  each partition is read back as the input of a fresh pass, which may
  *	  split again with the following bits of the hash.
@@ -64,6 +72,7 @@
 static bool table_has(GhAggRun *run, uint64 h);
 static void take_lookup(GhAggRun *run);
 static uint64 exact_hash(GhAggRun *run, const uint64 *words, uint8 mask);
+static Size device_budget(void);
 static void write_row(GhAggRun *run, uint64 h, Datum *values, bool *nulls);
 
 /*
@@ -78,6 +87,8 @@ gh_agg_spill_init(GhAggRun *run)
 	int			natts = run->nkeys + run->ncols;
 
 	sp->budget = get_hash_memory_limit();
+	sp->device_budget = run->exact && run->target == GH_TARGET_GPU ?
+		device_budget() : 0;
 	sp->bits = SPILL_MIN_BITS;
 	while (sp->bits < SPILL_MAX_BITS &&
 		   ((Size) BLCKSZ << (sp->bits + 1)) <= sp->budget / 4)
@@ -100,15 +111,66 @@ gh_agg_spill_init(GhAggRun *run)
 }
 
 /*
- * gh_agg_group_memory returns the bytes the group sets hold now: through the
- * device layer (accumulators, tables) and in the set context (everything
- * else on the host, including the lookup copy of a GPU table).
+ * gh_agg_device_limit is the device memory the exact device-key groups of a
+ * GPU run may take as the settings give it: gpuhash.device_memory_limit,
+ * within the server's budget; 0 when neither is set.
  */
 Size
-gh_agg_group_memory(GhAggRun *run)
+gh_agg_device_limit(void)
 {
-	return gh_agg_set_device_bytes(&run->main) + gh_agg_set_device_bytes(&run->fb) +
+	uint64		limit = gh_budget_cap();
+
+	if (gpuhash_device_memory_limit > 0 &&
+		(limit == 0 || (uint64) gpuhash_device_memory_limit * 1024 * 1024 < limit))
+		limit = (uint64) gpuhash_device_memory_limit * 1024 * 1024;
+	return (Size) limit;
+}
+
+/*
+ * device_budget is that limit, or half of the GPU's memory when no setting
+ * gives one (read once per backend).
+ */
+static Size
+device_budget(void)
+{
+	static Size half_gpu = 0;
+	Size		limit = gh_agg_device_limit();
+
+	if (limit > 0)
+		return limit;
+	if (half_gpu == 0)
+	{
+		gh_device_info info;
+		gh_error	err = {0};
+
+		gpuhash_report(gh_cuda_device_info(0, &info, &err), &err, "reading device properties");
+		half_gpu = Max((Size) (info.total_bytes / 2), (Size) 1);
+	}
+	return half_gpu;
+}
+
+/*
+ * gh_agg_group_memory returns the bytes the group sets hold now in host
+ * memory (the set context, with the lookup copy of a GPU table and the
+ * window of accumulators, and whatever the device layer holds in host
+ * memory) and, when they have a budget of their own, on the device.
+ */
+Size
+gh_agg_group_memory(GhAggRun *run, Size *device)
+{
+	Size		main = gh_agg_set_device_bytes(&run->main);
+	Size		host = gh_agg_set_device_bytes(&run->fb) +
 		MemoryContextMemAllocated(run->set_cxt, true);
+
+	if (run->spill.device_budget > 0)
+	{
+		if (device)
+			*device = main;
+		return host;
+	}
+	if (device)
+		*device = 0;
+	return host + main;
 }
 
 /*
@@ -122,12 +184,16 @@ gh_agg_spill_check(GhAggRun *run)
 {
 	GhAggSpill *sp = &run->spill;
 	GhGroupSet *s = &run->main;
-	Size		now = gh_agg_group_memory(run);
+	Size		dev_now;
+	Size		now = gh_agg_group_memory(run, &dev_now);
 	Size		more = run->batch.key_bytes;
+	Size		dev_more = 0;
+	Size	   *grows = sp->device_budget > 0 ? &dev_more : &more;
 	uint64		need = s->ngroups + run->batch.cap;
 	double		slots = (double) need / gpuhash_load_factor;
 
 	sp->peak = Max(sp->peak, now);
+	sp->device_peak = Max(sp->device_peak, dev_now);
 	if (sp->active || run->nkeys == 0 || s->ngroups == 0 ||
 		sp->used_bits + sp->bits > 64)
 		return;
@@ -137,7 +203,7 @@ gh_agg_spill_check(GhAggRun *run)
 
 		gh_agg_layout_init(&nl, s->layout.ncols, s->layout.kind, s->layout.ops,
 						   s->layout.nkeys, Max(need, s->layout.group_cap * 2));
-		more += nl.bytes;
+		*grows += nl.bytes;
 	}
 	if (slots > (double) s->table_cap)
 	{
@@ -145,11 +211,12 @@ gh_agg_spill_check(GhAggRun *run)
 
 		while ((double) cap < slots)
 			cap <<= 1;
-		more += gh_agg_table_bytes(cap);
+		*grows += gh_agg_table_bytes(cap);
 	}
 	if (!run->exact && need > s->rep_cap)
 		more += (Size) Max(need, s->rep_cap * 2) * (Max(run->nkeys, 1) * 9 + 1);
-	if (now + more > sp->budget)
+	if (now + more > sp->budget ||
+		(sp->device_budget > 0 && dev_now + dev_more > sp->device_budget))
 	{
 		sp->active = true;
 		sp->lookup = NULL;

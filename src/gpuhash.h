@@ -32,6 +32,7 @@ extern bool gpuhash_enable_agg;
 extern bool gpuhash_force_agg;
 extern int	gpuhash_inject_alloc_failure;
 extern int	gpuhash_server_device_memory;
+extern int	gpuhash_device_memory_limit;
 extern int	gpuhash_device_memory_wait;
 extern bool gpuhash_budget_cpu_twin;
 /* gpuhash.batch_rows' default, also the least rows a join's batch holds */

@@ -60,7 +60,6 @@ extern int	gpuhash_batch_rows;
 extern double gpuhash_load_factor;
 extern int	gpuhash_group_size;
 extern int	gpuhash_probe_scheme;
-extern int	gpuhash_device_memory_limit;
 extern double gpuhash_join_setup_cost;
 extern double gpuhash_worker_context_cost;
 extern double gpuhash_gpu_join_cost_fraction;
