@@ -150,9 +150,12 @@ SELECT (sp_check('SELECT k100k, count(*), sum(i4) FROM sp_t WHERE id < 0 GROUP B
 SELECT (sp_check('SELECT count(*), sum(i4) FROM sp_t WHERE id < 0',
                  'c bigint, s bigint', '64kB')).*;
 
--- a large work_mem: the same groups in memory, nothing spilled
+-- a large work_mem (and, on the GPU, device limit): the same groups in
+-- memory, nothing spilled
+SET gpuhash.device_memory_limit = '256MB';
 SELECT (sp_check('SELECT k100k, count(*), sum(i4) FROM sp_t GROUP BY k100k',
                  'k int, c bigint, s bigint', '256MB', 'memory')).*;
+SET gpuhash.device_memory_limit = '1MB';
 
 -- the default batch (16 x gpuhash.batch_rows = 1048576 rows) holds the
 -- whole input: a batch is never split, so its groups stay in memory
