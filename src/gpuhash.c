@@ -198,7 +198,9 @@ _PG_init(void)
 	DefineCustomIntVariable("gpuhash.device_memory_limit",
 							"Device memory one hash table may use; 0 means what the GPU has.",
 							"Larger joins are not planned on the GPU; if one runs anyway it "
-							"finishes on the CPU.  It can only lower gpuhash.server_device_memory.",
+							"finishes on the CPU.  An aggregation's groups kept on the GPU spill "
+							"past it (0: past half of the GPU).  It can only lower "
+							"gpuhash.server_device_memory.",
 							&gpuhash_device_memory_limit,
 							0, 0, INT_MAX,
 							PGC_USERSET,
