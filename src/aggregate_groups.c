@@ -139,11 +139,13 @@ gh_agg_ensure_table(GhGroupSet *s, uint32 n)
 
 /*
  * gh_agg_set_fetch makes the set's accumulators readable on the host once
- * its pass has ended, window after window (gh_agg_set_window): the CPU
- * twin's are, all at once; a GPU set's come back a window of groups at a
- * time into one buffer of ordinary memory, sized to a quarter of the memory
- * budget, so that making the rows of 10^7 groups never holds them all on
- * the host.  The hash table is no longer needed and goes back.
+ * its pass has ended, window after window (gh_agg_set_window): the main
+ * set's come back a window of groups at a time into one buffer of ordinary
+ * memory, sized to a quarter of the memory budget, so that making the rows
+ * of 10^7 GPU groups never holds them all on the host; the CPU twin's main
+ * set does the same (a copy within host memory), so that the window is the
+ * path tests run everywhere.  The fallback set is host memory and small:
+ * read in place.  The hash table is no longer needed and goes back.
  */
 void
 gh_agg_set_fetch(GhAggRun *run, GhGroupSet *s)
@@ -152,7 +154,7 @@ gh_agg_set_fetch(GhAggRun *run, GhGroupSet *s)
 
 	gh_dev_free(s->table);
 	s->table = NULL;
-	if (s->target != GH_TARGET_GPU)
+	if (s->fallback)
 	{
 		s->host_acc = s->acc;
 		s->hl = s->layout;
@@ -175,7 +177,7 @@ gh_agg_set_fetch(GhAggRun *run, GhGroupSet *s)
 
 /*
  * gh_agg_set_window makes group g of a fetched set readable on the host
- * (GH_AGG_AT): on the GPU, the window of groups from g on comes back.
+ * (GH_AGG_AT): the main set's window of groups from g on comes back.
  */
 void
 gh_agg_set_window(GhAggRun *run, GhGroupSet *s, uint64 g)
@@ -189,7 +191,7 @@ gh_agg_set_window(GhAggRun *run, GhGroupSet *s, uint64 g)
 
 	if (g >= s->host_base && g < s->host_base + s->host_n)
 		return;
-	Assert(s->target == GH_TARGET_GPU && g < s->ngroups);
+	Assert(!s->fallback && g < s->ngroups);
 	n = Min(s->window, s->ngroups - g);
 	n8 = (size_t) n * 8;
 	if (s->host_acc == NULL)
@@ -197,6 +199,7 @@ gh_agg_set_window(GhAggRun *run, GhGroupSet *s, uint64 g)
 		gh_agg_layout_init(hl, l->ncols, l->kind, l->ops, l->nkeys,
 						   Min(s->window, s->ngroups));
 		s->host_acc = MemoryContextAllocHuge(run->set_cxt, hl->bytes);
+		run->spill.peak = Max(run->spill.peak, gh_agg_group_memory(run, NULL));
 	}
 	h = s->host_acc;
 #define BACK(field, size) \
