@@ -403,14 +403,15 @@ gh_agg_run_add_packet_slot(GhAggRun *run, TupleTableSlot *slot, const char *who)
 /*
  * read_exceptions reads the packet's list of NUMERIC values that are not
  * fixed point (nexc entries in bytes at p, rows relative to the packet's n
- * rows) into exc, with rows made absolute (first + row) and each value
- * copied into batch memory.
+ * rows, staged from row first on) and makes each a side row of the batch,
+ * its value copied into batch memory.
  */
 static void
 read_exceptions(GhAggRun *run, const char *p, uint32 bytes, uint32 nexc,
-				uint32 first, uint32 n, GhSideRow *exc)
+				uint32 first, uint32 n)
 {
 	const char *end = p + bytes;
+	uint32		prev = 0;
 
 	for (uint32 j = 0; j < nexc; j++)
 	{
@@ -420,6 +421,7 @@ read_exceptions(GhAggRun *run, const char *p, uint32 bytes, uint32 nexc,
 		struct varlena *v;
 		int64		m;
 		int			ds;
+		int			kind;
 
 		if (end - p < GH_PACKET_EXC_HEADER)
 			elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
@@ -428,20 +430,19 @@ read_exceptions(GhAggRun *run, const char *p, uint32 bytes, uint32 nexc,
 		memcpy(&len, p + 6, 4);
 		p += GH_PACKET_EXC_HEADER;
 		if (row >= n || col >= run->ncols || len < VARHDRSZ || len > (uint32) (end - p) ||
-			run->plan->cols[col].kind != GH_AGG_KIND_NUMERIC ||
-			(j > 0 && first + row < exc[j - 1].row))
+			run->plan->cols[col].kind != GH_AGG_KIND_NUMERIC || row < prev)
 			elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
 		v = MemoryContextAlloc(run->batch.cxt, len);
 		memcpy(v, p, len);
 		if (VARSIZE(v) != len)
 			elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
 		p += len;
-		exc[j].row = first + row;
-		exc[j].col = col;
-		exc[j].kind = gh_agg_num_decode(PointerGetDatum(v), &m, &ds);
-		exc[j].value = PointerGetDatum(v);
-		if (exc[j].kind == GH_NUMV_FINITE)
+		prev = row;
+		kind = gh_agg_num_decode(PointerGetDatum(v), &m, &ds);
+		if (kind == GH_NUMV_FINITE)
 			elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
+		gh_agg_add_side_row(run, first + row, col, kind,
+							kind == GH_NUMV_BIG ? PointerGetDatum(v) : (Datum) 0);
 	}
 	if (p != end)
 		elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
@@ -451,8 +452,8 @@ read_exceptions(GhAggRun *run, const char *p, uint32 bytes, uint32 nexc,
  * gh_agg_run_add_packet stages a packet of rows that a parallel worker
  * already put in the device's form (exact keys), widening its 4-byte arrays
  * and filling in the NULL arrays it left out; its NUMERIC values that are
- * not fixed point become side rows.  Past the budget, its rows of groups not
- * in memory go on to their partitions.
+ * not fixed point become side rows.  Past the budget, the device says at
+ * the flush which of its rows have no group in memory (gh_agg_spill_absent).
  */
 void
 gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
@@ -461,7 +462,6 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 	const char *p = (const char *) (pkt + 1);
 	const char *end = (const char *) pkt + VARSIZE(pkt);
 	size_t		need = 0;
-	GhSideRow  *exc = NULL;
 	instr_time	t0;
 
 	if (!run->exact || pkt->nkeys != (uint32) run->nkeys ||
@@ -538,14 +538,7 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 		run->batch.max_dscale[c] = maxds;
 		p += n;
 	}
-	if (pkt->nexc > 0)
-	{
-		exc = MemoryContextAlloc(run->batch.cxt, sizeof(GhSideRow) * pkt->nexc);
-		read_exceptions(run, p, pkt->exc_bytes, pkt->nexc, run->batch.n, n, exc);
-	}
-	for (uint32 j = 0; j < pkt->nexc; j++)
-		gh_agg_add_side_row(run, exc[j].row, exc[j].col, exc[j].kind,
-							exc[j].kind == GH_NUMV_BIG ? exc[j].value : (Datum) 0);
+	read_exceptions(run, p, pkt->exc_bytes, pkt->nexc, run->batch.n, n);
 	run->batch.n += n;
 	run->stats.rows += n;
 	run->stats.packets++;

@@ -377,8 +377,8 @@ cmp_side_row(const void *a, const void *b)
  * device-key path's rows whose group the device, frozen for a pass that
  * takes no new groups, did not have.  The batch has been prepared for the
  * device (NUMERIC values packed, aggregate_numeric.c); a row's values that
- * went to the side state come from its side rows, which are then dropped
- * (their row becomes PG_UINT32_MAX).
+ * went to the side state come from its side rows, which then leave the
+ * batch (the others stay, sorted by row).
  */
 void
 gh_agg_spill_absent(GhAggRun *run, const uint32 *rows, uint32 n)
@@ -388,6 +388,7 @@ gh_agg_spill_absent(GhAggRun *run, const uint32 *rows, uint32 n)
 	Datum		values[GH_AGG_MAX_KEYS + GH_AGG_MAX_COLS];
 	bool		nulls[GH_AGG_MAX_KEYS + GH_AGG_MAX_COLS];
 	int			e = 0;
+	int			kept = 0;
 
 	Assert(run->exact);
 	if (b->nside > 1)
@@ -465,11 +466,11 @@ gh_agg_spill_absent(GhAggRun *run, const uint32 *rows, uint32 n)
 	}
 	/* counted again when their pass reads them */
 	run->stats.rows -= n;
-	/* the dropped side rows sort last again */
-	if (b->nside > 1)
-		qsort(b->side_rows, b->nside, sizeof(GhSideRow), cmp_side_row);
-	while (b->nside > 0 && b->side_rows[b->nside - 1].row == PG_UINT32_MAX)
-		b->nside--;
+	/* the side rows that went with their rows leave the batch */
+	for (int j = 0; j < b->nside; j++)
+		if (b->side_rows[j].row != PG_UINT32_MAX)
+			b->side_rows[kept++] = b->side_rows[j];
+	b->nside = kept;
 }
 
 /*
