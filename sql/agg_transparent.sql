@@ -115,8 +115,9 @@ SELECT gha_check('SELECT x, s.c FROM generate_series(0, 8) x JOIN (SELECT g, cou
 RESET enable_hashjoin; RESET enable_mergejoin; RESET enable_material;
 
 -- a parallel input: projected in the workers under a Gather, and packed
--- there where the engine takes packets (keys by value with bitwise
--- equality)
+-- there where the engine takes packets (every GROUP BY key: by value with
+-- bitwise equality as it is, any other as a number into the packet's
+-- dictionary)
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
@@ -128,7 +129,8 @@ SELECT q, (SELECT count(*) FROM gh_plan_lines(q, 'gpuhash') l WHERE l ~ 'GpuHash
   ('SELECT g, count(*), sum(a4), min(f8), max(a8) FROM gha_t GROUP BY g'),
   ('SELECT i % 1000 AS k, count(*), avg(a4) FROM gha_t GROUP BY i % 1000'),
   ('SELECT t, count(*) FROM gha_t GROUP BY t'),
-  ('SELECT g, sum(n2) FROM gha_t GROUP BY g')
+  ('SELECT g, sum(n2) FROM gha_t GROUP BY g'),
+  ('SELECT n2 % 10 AS k, f8, count(*) FROM gha_t GROUP BY 1, 2')
 ) v(q);
 RESET gpuhash.force_agg;
 SELECT q, gha_check(q) FROM (VALUES
@@ -318,6 +320,63 @@ RESET gpuhash.force_agg;
 RESET gpuhash.batch_rows;
 RESET gpuhash.device_memory_limit;
 RESET work_mem;
+
+-- numbered keys (src/aggregate_dict.c): values that are equal but differ
+-- in bytes make one group, as natively: numeric 1.0 and 1.00, char(n)'s
+-- trailing blanks, float -0 and 0, a nondeterministic collation; NaN is one
+-- group.  The output shows each key in a form that does not depend on
+-- which of its values a group kept.  Serial, packed in packets of 50 rows,
+-- and spilled (past the budget, values met for the first time get no
+-- number and their rows go to partitions).
+CREATE COLLATION gha_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+CREATE TABLE gha_dict AS
+SELECT i,
+       CASE WHEN i % 23 = 0 THEN NULL ELSE round((i % 40)::numeric / 4, 1 + i % 3) END AS nk,
+       CASE WHEN i % 29 = 0 THEN NULL ELSE rpad(chr(65 + i % 5), 1 + i % 3)::bpchar END AS bk,
+       CASE WHEN i % 31 = 0 THEN 'NaN'::float8
+            WHEN i % 2 = 0 THEN -((i % 6) * 0.5)::float8 ELSE ((i % 6) * 0.5)::float8 END AS fk,
+       (CASE WHEN i % 2 = 0 THEN 'Key' ELSE 'kEY' END || (i % 300))::text COLLATE gha_ci AS ck,
+       repeat('long value ', 40) || (i % 7000) AS lk,
+       (i % 100)::numeric(12,2) / 3 AS v
+  FROM generate_series(1, 20000) i;
+ANALYZE gha_dict;
+CREATE VIEW gha_dict_q(q) AS VALUES
+  ('SELECT round(nk, 3) AS k, count(*), sum(v), min(v) FROM gha_dict GROUP BY nk'),
+  ('SELECT rtrim(bk) AS k, count(*), sum(v) FROM gha_dict GROUP BY bk'),
+  ('SELECT fk + 0 AS k, count(*), avg(v) FROM gha_dict GROUP BY fk'),
+  ('SELECT lower(ck) AS k, count(*), max(v) FROM gha_dict GROUP BY ck'),
+  ('SELECT lk, count(*), sum(v) FROM gha_dict GROUP BY lk'),
+  ('SELECT round(nk, 3), rtrim(bk), fk + 0, i % 3 AS m, count(*), sum(v) FROM gha_dict GROUP BY nk, bk, fk, i % 3');
+SELECT q, gha_check(q) FROM gha_dict_q;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SET gpuhash.batch_rows = 50;
+SET gpuhash.force_agg = on;
+SELECT count(*) FILTER (WHERE (SELECT count(*) FROM gh_plan_lines(q, 'gpuhash') l
+                                WHERE l ~ 'GpuHashAggPack') = 1) AS packed
+  FROM gha_dict_q;
+RESET gpuhash.force_agg;
+SELECT q, gha_check(q) FROM gha_dict_q;
+SET work_mem = '64kB';
+SET gpuhash.device_memory_limit = '1MB';
+SELECT q, gha_check(q) FROM gha_dict_q;
+SET gpuhash.force_agg = on;
+SELECT count(*) FILTER (WHERE l ~ '^\s+Batches: ([2-9]|\d\d+)$') AS batches_past_one,
+       max(substring(l FROM '^\s+Rows In: (\d+)$')::bigint) = 20000 AS rows_in_ok,
+       max(substring(l FROM '^\s+Groups: (\d+)$')::bigint) =
+         (SELECT count(DISTINCT lk) FROM gha_dict) AS groups_ok
+  FROM gha_analyze('SELECT lk, count(*) FROM gha_dict GROUP BY lk') l;
+RESET gpuhash.force_agg;
+SET max_parallel_workers_per_gather = 0;
+SELECT q, gha_check(q) FROM gha_dict_q;
+RESET work_mem;
+RESET gpuhash.device_memory_limit;
+RESET gpuhash.batch_rows;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
 
 -- the plan, and what EXPLAIN ANALYZE adds
 SET gpuhash.force_agg = on;

@@ -39,8 +39,10 @@
  * one over its cheapest partial path, projected in the workers under a
  * Gather.  Once the plan is finished, the planner hook (gha_planner) puts
  * gpuhash_aggregate's GpuHashAggPack between such a Gather and its child
- * when the engine takes packets (keys by value with bitwise equality, no
- * numeric argument): the workers then send device-ready packets, not rows
+ * when the engine takes packets (every GROUP BY key of a type whose values
+ * can be copied, at most GH_AGG_MAX_KEYS of them; aggregate_dict.c numbers
+ * the ones the device cannot compare as they are): the workers then send
+ * device-ready packets, not rows
  * (custom_private's GHA_PRIV_PACKED).  gpuhash.force_agg plans GpuHashAgg
  * wherever it is legal, on the CPU twin too (the tests), and prefers the
  * parallel input; gpuhash.enable_agg lets the cost model offer it on the
@@ -220,8 +222,8 @@ check_query(PlannerInfo *root, PathTarget *target, List *having, GhaQuery *q)
 	{
 		Node	   *key = list_nth(q->keys, i);
 
-		if (gh_key_group_eq_kind(exprType(key), list_nth_oid(q->eqops, i),
-								 exprCollation(key)) != GH_EQ_DATUM)
+		if (gh_agg_key_form(exprType(key), list_nth_oid(q->eqops, i),
+							exprCollation(key)) == GH_AGG_KEY_HOST)
 			q->device_keys = false;
 	}
 	(void) collect_aggs((Node *) target->exprs, &q->aggs);

@@ -435,18 +435,45 @@ plan_aggregation(Query *q, const char *sql)
 }
 
 /*
+ * gh_agg_key_form says how a GROUP BY key of type, grouped by eqop under
+ * collation, reaches the device (GH_AGG_KEY_*): the rule finish_plan
+ * applies, for the planner's costs (agg_path.c).
+ */
+int
+gh_agg_key_form(Oid type, Oid eqop, Oid collation)
+{
+	if (gh_key_group_eq_kind(type, eqop, collation) == GH_EQ_DATUM)
+		return GH_AGG_KEY_WORD;
+	if (get_typlen(type) == -2)
+		return GH_AGG_KEY_HOST;
+	return GH_AGG_KEY_DICT;
+}
+
+/*
  * finish_plan decides what the plan's keys and columns send to the device:
- * keys that are by value with bitwise equality are grouped exactly on the
- * device, with no hashing or checking on the host; count(x)-only columns
- * need no values, only NULL or not.
+ * keys that are by value with bitwise equality go as their Datums, other
+ * GROUP BY keys as their numbers in the run's dictionary (aggregate_dict.c),
+ * and all of them are then grouped exactly on the device, with no checking
+ * on the host; carried keys (and cstrings) keep every key on the host.
+ * count(x)-only columns need no values, only NULL or not.
  */
 static void
 finish_plan(GhAggPlan *plan)
 {
 	plan->device_keys = plan->nkeys <= GH_AGG_MAX_KEYS;
 	for (int i = 0; i < plan->nkeys; i++)
-		if (plan->keys[i].carried || plan->keys[i].eq_kind != GH_EQ_DATUM)
+	{
+		GhAggKey   *key = &plan->keys[i];
+
+		key->dict = false;
+		if (key->carried || key->typlen == -2)
 			plan->device_keys = false;
+		else if (key->eq_kind != GH_EQ_DATUM)
+			key->dict = true;
+	}
+	if (!plan->device_keys)
+		for (int i = 0; i < plan->nkeys; i++)
+			plan->keys[i].dict = false;
 	for (int i = 0; i < plan->ncols; i++)
 		if (plan->cols[i].ops == 0)
 			plan->cols[i].kind = GH_AGG_KIND_NONE;

@@ -8,6 +8,8 @@
  *	aggregate_numeric.c		NUMERIC: fixed point for the device, host-side
  *							state for what does not fit, results written
  *							directly in the stored format
+ *	aggregate_dict.c		numbered keys: keys of any other hashable type
+ *							given dense numbers that the device groups
  *	aggregate_groups.c		the group sets: accumulators, representatives and
  *							the device's hash table, grown as groups come
  *	aggregate_fallback.c	keys checked on the host: representatives, and the
@@ -94,8 +96,21 @@ typedef struct GhAggKey
 	int16		typlen;
 	bool		typbyval;
 	uint8		eq_kind;		/* GhKeyEqKind: how gh_key_equal compares */
+	bool		dict;			/* numbered: the device groups the key's number
+								 * in the run's dictionary (aggregate_dict.c) */
 	FmgrInfo	eq;				/* equality function */
 } GhAggKey;
+
+/*
+ * How a GROUP BY key reaches the device (gh_agg_key_form): its Datum's bits
+ * (by value, bitwise equality), its number in the run's dictionary (any
+ * other type whose values can be copied: equal values get one number by
+ * the type's own hash and equality), or not at all (hashed and checked on
+ * the host).
+ */
+#define GH_AGG_KEY_HOST		0
+#define GH_AGG_KEY_WORD		1
+#define GH_AGG_KEY_DICT		2
 
 /* One input column: a distinct aggregate argument. */
 typedef struct GhAggCol
@@ -136,7 +151,8 @@ typedef struct GhAggPlan
 	GhKeySet	group_keys;		/* hashing of the GROUP BY keys: keys[0] to
 								 * keys[group_keys.nkeys - 1], columns 1 to
 								 * group_keys.nkeys of an input row */
-	bool		device_keys;	/* every key by value with bitwise equality */
+	bool		device_keys;	/* every key grouped on the device: by value
+								 * with bitwise equality, or numbered */
 	int			ncols;
 	GhAggCol   *cols;
 	int			ncalls;
@@ -168,6 +184,12 @@ typedef struct GhAggPlan
  * the nexc NUMERIC values that are not fixed point (NaN, infinities, too many
  * digits): each as uint32 row, uint16 column, uint32 length and the value's
  * varlena bytes (4-byte header), unaligned, the row's valid[] being 0.
+ * A numbered key (GhAggKey.dict) travels as uint32 numbers into the
+ * packet's own dictionary of that key's distinct values, which comes last:
+ * for each numbered key, in key order, uint32 count, uint32 bytes, then
+ * count values, each MAXALIGNed from the dictionary's start (by value: the
+ * 8-byte Datum; fixed length: the typlen bytes; varlena: 4-byte header and
+ * data).  The leader gives each value its run-wide number.
  * Count-only columns have no values.  Narrow arrays and absent NULL arrays
  * make a packet of one int4 key and one int4 argument 8 bytes a row instead
  * of 18: every byte crosses a tuple queue and is copied by the one leader.
@@ -183,6 +205,7 @@ typedef struct GhAggPacketHeader
 	uint32		busy_us;		/* worker time spent making this packet */
 	uint32		nexc;			/* NUMERIC values listed at the end */
 	uint32		exc_bytes;		/* bytes of that list */
+	uint32		dict_bytes;		/* bytes of the numbered keys' dictionaries */
 } GhAggPacketHeader;
 
 /* One entry of a packet's list of NUMERIC values that are not fixed point. */
@@ -207,6 +230,8 @@ typedef struct GhAggPacketHeader
 static inline int
 gh_agg_key_width(const GhAggKey *key)
 {
+	if (key->dict)
+		return 4;
 	return key->typbyval && key->typlen > 0 && key->typlen <= 4 ? 4 : 8;
 }
 
@@ -317,6 +342,40 @@ typedef struct GhGroupSet
 } GhGroupSet;
 
 /*
+ * The dictionary of one numbered key (aggregate_dict.c): every distinct
+ * value the pass has met, numbered densely from 0, in the representatives'
+ * memory (rep_cxt), given back with the group sets after each pass.
+ */
+typedef struct GhAggDict
+{
+	Datum	   *vals;			/* number -> value */
+	uint64	   *hash;			/* number -> the type's hash of the value */
+	uint32		n;
+	uint32		cap;
+	uint32	   *slots;			/* open addressing over hash: number + 1 */
+	uint64		nslots;
+	Size		value_bytes;	/* the by-reference values' copies */
+	Size		bytes;			/* all of the above */
+} GhAggDict;
+
+/*
+ * Past the budget, a value that is not in its key's dictionary is not
+ * numbered (its group cannot be in memory, and the dictionary must not
+ * grow): its word is this bit and its hash's upper bits, the same for every
+ * row of that value, so that its rows go to one partition; the batch keeps
+ * the value for the spill (GhDictMiss).
+ */
+#define GH_DICT_MISS		(UINT64CONST(1) << 63)
+
+/* A staged row's key value that has no number (GH_DICT_MISS). */
+typedef struct GhDictMiss
+{
+	uint32		row;
+	int			key;
+	Datum		value;			/* in batch memory */
+} GhDictMiss;
+
+/*
  * The batch being filled: host arrays (pinned for the GPU) and their twins
  * on the target.
  */
@@ -353,6 +412,11 @@ typedef struct GhAggBatch
 	int64	   *fb_vals[GH_AGG_MAX_COLS];
 	uint8	   *fb_valid[GH_AGG_MAX_COLS];
 	Size		key_bytes;		/* by-reference keys the last batch copied */
+	GhDictMiss *miss;			/* in row order, batch memory */
+	int			nmiss;
+	int			miss_cap;
+	bool		miss_sorted;
+	Size		dict_grew;		/* dictionary bytes the last batch added */
 } GhAggBatch;
 
 /* NUMERIC state of a run that outlives its batches. */
@@ -493,6 +557,7 @@ struct GhAggRun
 	GhAggStats	stats;
 	GhAggSpill	spill;
 	GhAggCursor out;
+	GhAggDict	dict[GH_AGG_MAX_KEYS];	/* numbered keys' dictionaries */
 };
 
 /* in aggregate_numeric.c */
@@ -507,6 +572,16 @@ extern Datum gh_agg_num_unpack(GhAggRun *run, int c, int64 packed);
 extern Datum gh_agg_num_side_value(GhAggRun *run, const GhSideRow *r);
 extern Datum gh_agg_numeric_value(GhAggRun *run, GhGroupSet *s, uint64 g,
 								  GhAggCall *call, bool *isnull);
+
+/* in aggregate_dict.c */
+extern uint64 gh_agg_dict_encode(GhAggRun *run, int k, Datum v, uint32 row);
+extern Datum gh_agg_dict_value(GhAggRun *run, int k, uint64 word, uint32 row);
+extern void gh_agg_dict_packet(GhAggRun *run, int k, const char *dict,
+							   uint32 count, uint32 bytes, uint64 *words,
+							   Datum *vals);
+extern void gh_agg_dict_miss(GhAggRun *run, uint32 row, int k, Datum v);
+extern void gh_agg_dict_reset(GhAggRun *run);
+extern Size gh_agg_dict_bytes(GhAggRun *run);
 
 /* in aggregate_groups.c */
 extern void gh_agg_set_init(GhAggRun *run, GhGroupSet *s, bool fallback,
@@ -568,6 +643,7 @@ extern bool gh_agg_pack_gather(GhAggPlan *plan, Gather *gather, int node_id);
 extern PGDLLEXPORT Datum gpuhash_aggregate(PG_FUNCTION_ARGS);
 extern GhAggRun *gh_agg_start(const char *sql, TupleDesc expected);
 extern bool gh_agg_call_supported(Aggref *agg);
+extern int	gh_agg_key_form(Oid type, Oid eqop, Oid collation);
 extern GhAggPlan *gh_agg_plan_node(int nkeys, const Oid *key_types,
 								   const Oid *key_colls, const Oid *eqops,
 								   int ncols, const Oid *col_types, int ncalls,

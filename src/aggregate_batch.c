@@ -332,6 +332,8 @@ gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot)
 				mask |= 1 << k;
 				run->batch.h_keys[k][i] = 0;
 			}
+			else if (plan->keys[k].dict)
+				run->batch.h_keys[k][i] = gh_agg_dict_encode(run, k, slot->tts_values[k], i);
 			else
 				run->batch.h_keys[k][i] = (uint64) slot->tts_values[k];
 		}
@@ -449,6 +451,68 @@ read_exceptions(GhAggRun *run, const char *p, uint32 bytes, uint32 nexc,
 }
 
 /*
+ * number_packet_keys gives the packet's n rows, staged from row batch.n on,
+ * the words of their numbered keys: local[k] is key k's array of numbers
+ * into the packet's own dictionary, whose bytes (dict_bytes of them) are
+ * at p; each of its values is looked up once (gh_agg_dict_packet).
+ */
+static void
+number_packet_keys(GhAggRun *run, const uint32 *const *local, const char *p,
+				   uint32 dict_bytes, uint32 n)
+{
+	uint32		first = run->batch.n;
+	char	   *dict = NULL;
+	Size		off = 0;
+
+	if (dict_bytes > 0)
+	{
+		/* MAXALIGNed for the values, in batch memory for the spill */
+		dict = MemoryContextAllocHuge(run->batch.cxt, dict_bytes);
+		memcpy(dict, p, dict_bytes);
+	}
+	for (int k = 0; k < run->nkeys; k++)
+	{
+		uint32		count;
+		uint32		bytes;
+		uint64	   *words;
+		Datum	   *vals;
+		uint64	   *out = run->batch.h_keys[k] + first;
+		const uint8 *knull = run->batch.h_knull + first;
+
+		if (!run->plan->keys[k].dict)
+			continue;
+		if (dict_bytes - off < 8)
+			elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
+		memcpy(&count, dict + off, 4);
+		memcpy(&bytes, dict + off + 4, 4);
+		off += 8;
+		if (count > n || bytes > dict_bytes - off)
+			elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
+		words = palloc(sizeof(uint64) * (count + 1));
+		vals = palloc(sizeof(Datum) * (count + 1));
+		gh_agg_dict_packet(run, k, dict + off, count, bytes, words, vals);
+		off += bytes;
+		for (uint32 i = 0; i < n; i++)
+		{
+			uint32		j = local[k][i];
+
+			if ((knull[i] >> k) & 1)
+			{
+				out[i] = 0;
+				continue;
+			}
+			if (j >= count)
+				elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
+			out[i] = words[j];
+			if (words[j] & GH_DICT_MISS)
+				gh_agg_dict_miss(run, first + i, k, vals[j]);
+		}
+	}
+	if (off != dict_bytes)
+		elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
+}
+
+/*
  * gh_agg_run_add_packet stages a packet of rows that a parallel worker
  * already put in the device's form (exact keys), widening its 4-byte arrays
  * and filling in the NULL arrays it left out; its NUMERIC values that are
@@ -462,6 +526,7 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 	const char *p = (const char *) (pkt + 1);
 	const char *end = (const char *) pkt + VARSIZE(pkt);
 	size_t		need = 0;
+	const uint32 *local[GH_AGG_MAX_KEYS] = {0};
 	instr_time	t0;
 
 	if (!run->exact || pkt->nkeys != (uint32) run->nkeys ||
@@ -477,6 +542,7 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 	if (pkt->flags & GH_PACKET_KEY_NULLS)
 		need += n;
 	need += pkt->exc_bytes;
+	need += pkt->dict_bytes;
 	if ((size_t) (end - p) != need)
 		elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
 	if (run->batch.n + n > run->batch.cap)
@@ -488,7 +554,9 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 		{
 			if (gh_agg_key_width(&run->plan->keys[k]) != w)
 				continue;
-			if (w == 8)
+			if (run->plan->keys[k].dict)
+				local[k] = (const uint32 *) p;	/* numbered below */
+			else if (w == 8)
 				memcpy(run->batch.h_keys[k] + run->batch.n, p, (size_t) n * 8);
 			else
 				widen32((int64 *) run->batch.h_keys[k] + run->batch.n, p, n);
@@ -539,6 +607,9 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 		p += n;
 	}
 	read_exceptions(run, p, pkt->exc_bytes, pkt->nexc, run->batch.n, n);
+	p += pkt->exc_bytes;
+	if (pkt->dict_bytes > 0 || run->nkeys > 0)
+		number_packet_keys(run, local, p, pkt->dict_bytes, n);
 	run->batch.n += n;
 	run->stats.rows += n;
 	run->stats.packets++;
@@ -664,6 +735,60 @@ cmp_uint32(const void *a, const void *b)
 }
 
 /*
+ * unnumbered_to_absent moves, among the nbad colliding rows listed first in
+ * h_bad (in row order; the nabsent rows of no group follow), those with an
+ * unnumbered key (GH_DICT_MISS: their group cannot be in memory, however
+ * their word's hash met another's) to the rows of no group.  Returns the
+ * colliding rows left; h_bad stays colliding rows first, each part in row
+ * order.
+ */
+static uint32
+unnumbered_to_absent(GhAggRun *run, uint32 nbad, uint32 *nabsent)
+{
+	uint32	   *bad = run->batch.h_bad;
+	uint32	   *absent = bad + nbad;
+	uint32	   *moved = palloc(sizeof(uint32) * (nbad + *nabsent));
+	uint32		keep = 0;
+	uint32		nmoved = 0;
+	uint32		a = 0;
+	uint32		m = 0;
+	uint32		o = 0;
+
+	for (uint32 j = 0; j < nbad; j++)
+	{
+		uint32		i = bad[j];
+		bool		miss = false;
+
+		for (int k = 0; k < run->nkeys; k++)
+			if (run->plan->keys[k].dict && !((run->batch.h_knull[i] >> k) & 1) &&
+				(run->batch.h_keys[k][i] & GH_DICT_MISS))
+				miss = true;
+		if (miss)
+			moved[nmoved++] = i | GH_AGG_BAD_ABSENT;
+		else
+			bad[keep++] = i;
+	}
+	if (nmoved == 0)
+	{
+		pfree(moved);
+		return nbad;
+	}
+	/* the moved rows, then the absent ones, each in row order: merge them */
+	memmove(moved + nmoved, absent, sizeof(uint32) * *nabsent);
+	while (m < nmoved || a < *nabsent)
+	{
+		if (a == *nabsent ||
+			(m < nmoved && moved[m] < moved[nmoved + a]))
+			bad[keep + o++] = moved[m++];
+		else
+			bad[keep + o++] = moved[nmoved + a++];
+	}
+	*nabsent += nmoved;
+	pfree(moved);
+	return keep;
+}
+
+/*
  * device_exact runs a batch through the exact device-key path: the device
  * groups, checks and accumulates; the host only learns the group count and
  * the rows whose key collided with another's hash (listed in h_bad, in row
@@ -724,6 +849,8 @@ device_exact(GhAggRun *run)
 			if (!(run->batch.h_bad[nbad - 1 - nabsent] & GH_AGG_BAD_ABSENT))
 				break;
 		nbad -= nabsent;
+		if (run->batch.nmiss > 0)
+			nbad = unnumbered_to_absent(run, nbad, &nabsent);
 		if (nabsent > 0)
 			gh_agg_spill_absent(run, run->batch.h_bad + nbad, nabsent);
 		for (uint32 j = 0; j < nbad; j++)
@@ -732,8 +859,13 @@ device_exact(GhAggRun *run)
 
 			for (int k = 0; k < run->nkeys; k++)
 			{
-				run->batch.keys[(size_t) i * run->nkeys + k] = (Datum) run->batch.h_keys[k][i];
-				run->batch.knulls[(size_t) i * run->nkeys + k] = (run->batch.h_knull[i] >> k) & 1;
+				Datum	   *kv = &run->batch.keys[(size_t) i * run->nkeys + k];
+				bool	   *kn = &run->batch.knulls[(size_t) i * run->nkeys + k];
+
+				*kn = (run->batch.h_knull[i] >> k) & 1;
+				*kv = (Datum) run->batch.h_keys[k][i];
+				if (run->plan->keys[k].dict && !*kn)
+					*kv = gh_agg_dict_value(run, k, run->batch.h_keys[k][i], i);
 			}
 		}
 	}
@@ -752,6 +884,8 @@ gh_agg_flush(GhAggRun *run)
 	uint32		nbad;
 	MemoryContext old;
 	instr_time	t0;
+
+	Size		dict_before = gh_agg_dict_bytes(run);
 
 	if (run->batch.n == 0)
 		return;
@@ -774,7 +908,11 @@ gh_agg_flush(GhAggRun *run)
 		run->batch.max_dscale[c] = -1;
 	MemoryContextSwitchTo(old);
 	run->batch.key_bytes = MemoryContextMemAllocated(run->batch.cxt, true);
+	run->batch.dict_grew = gh_agg_dict_bytes(run) - dict_before;
 	MemoryContextReset(run->batch.cxt);
+	run->batch.miss = NULL;
+	run->batch.nmiss = 0;
+	run->batch.miss_cap = 0;
 	if (!run->spill.active)
 		gh_agg_spill_check(run);
 	run->stats.ms_flush += gh_agg_ms_since(t0);

@@ -276,6 +276,8 @@ gh_agg_sets_reset(GhAggRun *run)
 										 ALLOCSET_DEFAULT_SIZES);
 	for (int c = 0; c < run->ncols; c++)
 		run->num.scale[c] = -1;
+	/* the numbered keys' dictionaries were in rep_cxt */
+	gh_agg_dict_reset(run);
 	gh_agg_set_init(run, &run->main, false, run->target);
 	gh_agg_set_init(run, &run->fb, true, GH_TARGET_CPU);
 }

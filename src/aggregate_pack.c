@@ -19,10 +19,13 @@
  * workers send, so packets carry no byte they need not: an int4 key and an
  * int4 argument with no NULLs take 8 bytes a row.
  *
- * Only the exact device-key path is packed: keys by value with bitwise
- * equality (the device then groups without any host check).  Other keys need
- * the host's hash and equality functions; such queries take rows one by one
- * in the leader.  NUMERIC arguments travel as the fixed point the device
+ * Only the exact device-key path is packed (the device then groups without
+ * any host check): keys by value with bitwise equality travel as their
+ * Datums; other keys (text, char(n), numeric, ...) as numbers into a
+ * dictionary of the packet's distinct values, compared by their bytes here,
+ * which the leader numbers again by the type's equality, once per distinct
+ * value of a packet (aggregate_dict.c).  Carried keys keep a run on the
+ * host; such queries take rows one by one in the leader.  NUMERIC arguments travel as the fixed point the device
  * takes (gh_agg_num_decode: a scaled int64 and its display scale); the few
  * values that are not fixed point (NaN, infinities, more than 18 digits)
  * travel whole at the end of the packet, for the leader's host-side state.
@@ -54,7 +57,9 @@
 /*
  * custom_private of a GpuHashAggPack: an IntList of rows per packet, number
  * of keys, number of input columns, then each column's GhValType, gh_agg_kind
- * and packet width, then each key's packet width.
+ * and packet width, then each key's packet width, whether it is numbered
+ * (GhAggKey.dict), its typlen and typbyval, and last, for each key and then
+ * each column, the child's column (from 1) that holds it.
  */
 enum
 {
@@ -63,6 +68,23 @@ enum
 	PACK_PRIV_NCOLS,
 	PACK_PRIV_COLS
 };
+
+/*
+ * The packet's dictionary of one numbered key: its distinct values, by
+ * their bytes, in the packet's format (aggregate.h), found through an open
+ * addressing table of entry + 1.
+ */
+typedef struct PackDict
+{
+	StringInfoData ent;			/* the entries, each MAXALIGNed */
+	uint32	   *slots;
+	uint32		nslots;			/* a power of two, at least 2 * cap */
+	uint32	   *hash;			/* per entry */
+	uint32	   *off;			/* per entry: its offset in ent */
+	uint32		n;
+} PackDict;
+
+#define PACK_KEY_PRIV	4		/* custom_private entries per key */
 
 typedef struct PackState
 {
@@ -75,6 +97,14 @@ typedef struct PackState
 	uint8		kind[GH_AGG_MAX_COLS];
 	uint8		cwidth[GH_AGG_MAX_COLS];	/* 0, 4 or 8 */
 	uint8		kwidth[GH_AGG_MAX_KEYS];	/* 4 or 8 */
+	bool		kdict[GH_AGG_MAX_KEYS]; /* numbered: keys[k] holds entries */
+	int16		ktyplen[GH_AGG_MAX_KEYS];
+	bool		kbyval[GH_AGG_MAX_KEYS];
+	PackDict	dict[GH_AGG_MAX_KEYS];
+	Size		dict_bytes;		/* the packet's dictionaries, headers included */
+	AttrNumber	from[GH_AGG_MAX_KEYS + GH_AGG_MAX_COLS];	/* child column
+																 * of each key,
+																 * then column */
 	bool		done;
 	/* one packet being filled, column by column (arrays of cap entries) */
 	void	   *keys[GH_AGG_MAX_KEYS];
@@ -235,16 +265,19 @@ gh_agg_pack_gather(GhAggPlan *plan, Gather *gather, int node_id)
 	if (child == NULL || gather->plan.qual != NIL ||
 		list_length(gather->plan.targetlist) != plan->nkeys + plan->ncols)
 		return false;
-	/* the Gather must pass its child's columns through unchanged */
-	i = 1;
+	/*
+	 * The Gather must pass its child's columns through, in any order (the
+	 * child may have put an expression first); the pack node reads them
+	 * where they are.
+	 */
 	foreach(lc, gather->plan.targetlist)
 	{
 		TargetEntry *tle = lfirst_node(TargetEntry, lc);
 		Var		   *var = (Var *) tle->expr;
 
-		if (!IsA(var, Var) || var->varno != OUTER_VAR || var->varattno != i)
+		if (!IsA(var, Var) || var->varno != OUTER_VAR || var->varattno < 1 ||
+			var->varattno > list_length(child->targetlist))
 			return false;
-		i++;
 	}
 
 	/*
@@ -263,7 +296,14 @@ gh_agg_pack_gather(GhAggPlan *plan, Gather *gather, int node_id)
 		priv = lappend(priv, makeInteger(gh_agg_col_width(&plan->cols[i])));
 	}
 	for (i = 0; i < plan->nkeys; i++)
+	{
 		priv = lappend(priv, makeInteger(gh_agg_key_width(&plan->keys[i])));
+		priv = lappend(priv, makeInteger(plan->keys[i].dict));
+		priv = lappend(priv, makeInteger(plan->keys[i].typlen));
+		priv = lappend(priv, makeInteger(plan->keys[i].typbyval));
+	}
+	foreach(lc, gather->plan.targetlist)
+		priv = lappend(priv, makeInteger(((Var *) lfirst_node(TargetEntry, lc)->expr)->varattno));
 
 	cs = makeNode(CustomScan);
 	cs->scan.plan.startup_cost = child->startup_cost;
@@ -317,8 +357,18 @@ pack_begin(CustomScanState *node, EState *estate, int eflags)
 	ps->ncols = intVal(list_nth(priv, PACK_PRIV_NCOLS));
 	if (ps->nkeys > GH_AGG_MAX_KEYS || ps->ncols > GH_AGG_MAX_COLS || ps->cap == 0)
 		elog(ERROR, "GpuHashAggPack: malformed plan");
-	if (list_length(priv) != PACK_PRIV_COLS + 3 * ps->ncols + ps->nkeys)
+	if (list_length(priv) != PACK_PRIV_COLS + 3 * ps->ncols + PACK_KEY_PRIV * ps->nkeys +
+		ps->nkeys + ps->ncols)
 		elog(ERROR, "GpuHashAggPack: malformed plan");
+	for (int j = 0; j < ps->nkeys + ps->ncols; j++)
+	{
+		int			at = PACK_PRIV_COLS + 3 * ps->ncols + PACK_KEY_PRIV * ps->nkeys + j;
+
+		ps->from[j] = (AttrNumber) intVal(list_nth(priv, at));
+		if (ps->from[j] < 1 ||
+			ps->from[j] > list_length(((Plan *) linitial(cs->custom_plans))->targetlist))
+			elog(ERROR, "GpuHashAggPack: malformed plan");
+	}
 	for (int c = 0; c < ps->ncols; c++)
 	{
 		ps->vtype[c] = (GhValType) intVal(list_nth(priv, PACK_PRIV_COLS + 3 * c));
@@ -326,9 +376,32 @@ pack_begin(CustomScanState *node, EState *estate, int eflags)
 		ps->cwidth[c] = (uint8) intVal(list_nth(priv, PACK_PRIV_COLS + 3 * c + 2));
 	}
 	for (int k = 0; k < ps->nkeys; k++)
-		ps->kwidth[k] = (uint8) intVal(list_nth(priv, PACK_PRIV_COLS + 3 * ps->ncols + k));
+	{
+		int			at = PACK_PRIV_COLS + 3 * ps->ncols + PACK_KEY_PRIV * k;
+
+		ps->kwidth[k] = (uint8) intVal(list_nth(priv, at));
+		ps->kdict[k] = intVal(list_nth(priv, at + 1)) != 0;
+		ps->ktyplen[k] = (int16) intVal(list_nth(priv, at + 2));
+		ps->kbyval[k] = intVal(list_nth(priv, at + 3)) != 0;
+		if (ps->kdict[k] && (ps->kwidth[k] != 4 || ps->ktyplen[k] == -2 ||
+							 (ps->kbyval[k] && ps->ktyplen[k] > (int16) sizeof(Datum))))
+			elog(ERROR, "GpuHashAggPack: malformed plan");
+	}
 	for (int k = 0; k < ps->nkeys; k++)
+	{
+		PackDict   *d = &ps->dict[k];
+
 		ps->keys[k] = palloc((size_t) ps->kwidth[k] * ps->cap);
+		if (!ps->kdict[k])
+			continue;
+		initStringInfo(&d->ent);
+		d->nslots = 16;
+		while (d->nslots < 2 * ps->cap)
+			d->nslots *= 2;
+		d->slots = palloc0(sizeof(uint32) * d->nslots);
+		d->hash = palloc(sizeof(uint32) * ps->cap);
+		d->off = palloc(sizeof(uint32) * ps->cap);
+	}
 	ps->nullmask = palloc(ps->cap);
 	for (int c = 0; c < ps->ncols; c++)
 	{
@@ -382,6 +455,76 @@ pack_numeric(PackState *ps, int c, uint32 n, Datum v)
 	return fixed;
 }
 
+/*
+ * pack_dict_entry returns the number, in the packet's dictionary of
+ * numbered key k, of its value v (not NULL), adding the value if it is not
+ * there: compared by bytes (the leader numbers values by the type's own
+ * equality, so equal values of other bytes only cost an entry).
+ */
+static uint32
+pack_dict_entry(PackState *ps, int k, Datum v)
+{
+	PackDict   *d = &ps->dict[k];
+	const char *data;
+	Size		len;
+	uint32		h;
+	uint32		mask = d->nslots - 1;
+	uint32		slot;
+	uint32		e;
+
+	if (ps->kbyval[k])
+	{
+		data = (const char *) &v;
+		len = sizeof(Datum);
+	}
+	else if (ps->ktyplen[k] > 0)
+	{
+		data = DatumGetPointer(v);
+		len = ps->ktyplen[k];
+	}
+	else
+	{
+		MemoryContext old = MemoryContextSwitchTo(ps->detoast_cxt);
+		struct varlena *p = PG_DETOAST_DATUM_PACKED(v);
+
+		MemoryContextSwitchTo(old);
+		data = VARDATA_ANY(p);
+		len = VARSIZE_ANY_EXHDR(p);
+	}
+	h = hash_bytes((const unsigned char *) data, (int) len);
+	for (slot = h & mask; (e = d->slots[slot]) != 0; slot = (slot + 1) & mask)
+	{
+		const char *stored = d->ent.data + d->off[e - 1];
+
+		if (d->hash[e - 1] != h)
+			continue;
+		if (ps->ktyplen[k] == -1 && !ps->kbyval[k])
+		{
+			if (VARSIZE(stored) - VARHDRSZ == len &&
+				memcmp(stored + VARHDRSZ, data, len) == 0)
+				return e - 1;
+		}
+		else if (memcmp(stored, data, len) == 0)
+			return e - 1;
+	}
+	e = d->n++;
+	d->hash[e] = h;
+	d->off[e] = (uint32) d->ent.len;
+	if (ps->ktyplen[k] == -1 && !ps->kbyval[k])
+	{
+		uint64		hdr = 0;	/* as large as SET_VARSIZE's union */
+
+		SET_VARSIZE(&hdr, len + VARHDRSZ);
+		appendBinaryStringInfo(&d->ent, (const char *) &hdr, VARHDRSZ);
+	}
+	appendBinaryStringInfo(&d->ent, data, (int) len);
+	while (d->ent.len % MAXIMUM_ALIGNOF != 0)
+		appendStringInfoCharMacro(&d->ent, '\0');
+	d->slots[slot] = e + 1;
+	ps->dict_bytes += d->ent.len - d->off[e];
+	return e;
+}
+
 /* pack_array appends n entries of width w from src at *p. */
 static inline void
 pack_array(char **p, const void *src, uint32 n, int w)
@@ -411,7 +554,21 @@ pack_exec(CustomScanState *node)
 	resetStringInfo(&ps->exc);
 	ps->nexc = 0;
 	MemoryContextReset(ps->detoast_cxt);
-	while (!ps->done && n < ps->cap && ps->exc.len < GH_PACKET_EXC_LIMIT)
+	ps->dict_bytes = 0;
+	for (int k = 0; k < ps->nkeys; k++)
+	{
+		PackDict   *d = &ps->dict[k];
+
+		if (!ps->kdict[k])
+			continue;
+		if (d->n > 0)
+			memset(d->slots, 0, sizeof(uint32) * d->nslots);
+		d->n = 0;
+		resetStringInfo(&d->ent);
+		ps->dict_bytes += 8;
+	}
+	while (!ps->done && n < ps->cap &&
+		   ps->exc.len + ps->dict_bytes < GH_PACKET_EXC_LIMIT)
 	{
 		TupleTableSlot *slot = ExecProcNode(ps->child);
 		uint8		mask = 0;
@@ -424,10 +581,14 @@ pack_exec(CustomScanState *node)
 		slot_getallattrs(slot);
 		for (int k = 0; k < ps->nkeys; k++)
 		{
-			Datum		v = slot->tts_isnull[k] ? (Datum) 0 : slot->tts_values[k];
+			int			a = ps->from[k] - 1;
+			bool		isnull = slot->tts_isnull[a];
+			Datum		v = isnull ? (Datum) 0 : slot->tts_values[a];
 
-			mask |= (uint8) (slot->tts_isnull[k] << k);
-			if (ps->kwidth[k] == 4)
+			mask |= (uint8) (isnull << k);
+			if (ps->kdict[k])
+				((uint32 *) ps->keys[k])[n] = isnull ? 0 : pack_dict_entry(ps, k, v);
+			else if (ps->kwidth[k] == 4)
 				((int32 *) ps->keys[k])[n] = (int32) v;
 			else
 				((uint64 *) ps->keys[k])[n] = (uint64) v;
@@ -436,9 +597,10 @@ pack_exec(CustomScanState *node)
 		anynull |= mask;
 		for (int c = 0; c < ps->ncols; c++)
 		{
-			Datum		v = slot->tts_values[ps->nkeys + c];
+			int			a = ps->from[ps->nkeys + c] - 1;
+			Datum		v = slot->tts_values[a];
 
-			if (slot->tts_isnull[ps->nkeys + c])
+			if (slot->tts_isnull[a])
 			{
 				ps->valid[c][n] = 0;
 				nullcols |= (uint32) 1 << c;
@@ -498,10 +660,11 @@ pack_exec(CustomScanState *node)
 	 * to its element within the (4-aligned) bytea; the exceptions last.
 	 */
 	if (ps->packet_cap < sizeof(GhAggPacketHeader) +
-		(size_t) n * (ps->nkeys * 8 + 1 + ps->ncols * 10) + ps->exc.len)
+		(size_t) n * (ps->nkeys * 8 + 1 + ps->ncols * 10) + ps->exc.len + ps->dict_bytes)
 	{
 		ps->packet_cap = sizeof(GhAggPacketHeader) +
-			(size_t) ps->cap * (ps->nkeys * 8 + 1 + ps->ncols * 10) + ps->exc.len;
+			(size_t) ps->cap * (ps->nkeys * 8 + 1 + ps->ncols * 10) + ps->exc.len +
+			ps->dict_bytes;
 		ps->packet = repalloc(ps->packet, ps->packet_cap);
 		hdr = (GhAggPacketHeader *) ps->packet;
 	}
@@ -524,6 +687,18 @@ pack_exec(CustomScanState *node)
 		if (ps->kind[c] == GH_AGG_KIND_NUMERIC)
 			pack_array(&p, ps->ds[c], n, 1);
 	pack_array(&p, ps->exc.data, ps->exc.len, 1);
+	for (int k = 0; k < ps->nkeys; k++)
+	{
+		PackDict   *d = &ps->dict[k];
+		uint32		bytes = (uint32) d->ent.len;
+
+		if (!ps->kdict[k])
+			continue;
+		pack_array(&p, &d->n, 1, 4);
+		pack_array(&p, &bytes, 1, 4);
+		pack_array(&p, d->ent.data, bytes, 1);
+	}
+	hdr->dict_bytes = (uint32) ps->dict_bytes;
 	hdr->nexc = ps->nexc;
 	hdr->exc_bytes = (uint32) ps->exc.len;
 	hdr->n = n;

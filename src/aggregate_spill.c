@@ -186,7 +186,7 @@ gh_agg_spill_check(GhAggRun *run)
 	GhGroupSet *s = &run->main;
 	Size		dev_now;
 	Size		now = gh_agg_group_memory(run, &dev_now);
-	Size		more = run->batch.key_bytes;
+	Size		more = run->batch.key_bytes + run->batch.dict_grew;
 	Size		dev_more = 0;
 	Size	   *grows = sp->device_budget > 0 ? &dev_more : &more;
 	uint64		need = s->ngroups + run->batch.cap;
@@ -403,6 +403,8 @@ gh_agg_spill_absent(GhAggRun *run, const uint32 *rows, uint32 n)
 			words[k] = b->h_keys[k][i];
 			nulls[k] = (b->h_knull[i] >> k) & 1;
 			values[k] = nulls[k] ? (Datum) 0 : (Datum) words[k];
+			if (run->plan->keys[k].dict && !nulls[k])
+				values[k] = gh_agg_dict_value(run, k, words[k], i);
 		}
 		for (int c = 0; c < run->ncols; c++)
 		{

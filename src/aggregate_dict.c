@@ -1,0 +1,300 @@
+/*-------------------------------------------------------------------------
+ * aggregate_dict.c
+ *	  Numbered keys: GROUP BY keys of types the device cannot compare (text,
+ *	  char(n), numeric, floats, arrays, ...) given dense numbers that it can.
+ *
+ * The device groups 64-bit words exactly (cuda/gh_aggregate.h); a key whose
+ * equality is not equality of its Datum's bits is first numbered: the run
+ * keeps, per such key, a dictionary of the distinct values the pass has met,
+ * found by the type's own extended hash function and equality operator
+ * (keys.h), and the row's word is the value's number.  Equal values, which
+ * may differ in bytes (1.0 and 1.00, char(n) padding, a nondeterministic
+ * collation), get one number, so the device's groups are PostgreSQL's; the
+ * result turns numbers back into the first value met, as a hash aggregate
+ * keeps its first row's.  Parallel workers send, with every packet, a
+ * dictionary of the packet's distinct values (compared by bytes only:
+ * aggregate_pack.c), so the leader looks up each distinct value of a packet
+ * once, not each row.
+ *
+ * A dictionary is representatives' memory: it lives in rep_cxt, counts
+ * against the budget with the group sets and is given back with them after
+ * each pass (gh_agg_dict_reset).  Past the budget a pass takes no new group,
+ * so a value not yet numbered gets no number either: its rows are bound for
+ * a partition, and their word is GH_DICT_MISS with the value's hash (the
+ * same for every row of the value, which keeps its rows in one partition);
+ * the batch keeps the value for the spill (GhDictMiss).
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/datum.h"
+#include "utils/memutils.h"
+
+#include "aggregate.h"
+
+static int64 dict_find(GhAggRun *run, int k, Datum *v, uint64 *hash);
+static void dict_add_miss(GhAggRun *run, uint32 row, int k, Datum v);
+
+/*
+ * dict_find returns the number of value *v (not NULL) of numbered key k,
+ * numbering it if it is new and the pass still takes groups; -1 when it is
+ * new past the budget.  *hash is set to the value's hash; *v may be
+ * replaced by its detoasted form, in batch memory.
+ */
+static int64
+dict_find(GhAggRun *run, int k, Datum *v, uint64 *hash)
+{
+	GhAggDict  *d = &run->dict[k];
+	GhAggKey   *key = &run->plan->keys[k];
+	MemoryContext old = MemoryContextSwitchTo(run->batch.cxt);
+	uint64		h = gh_key_hash_value(&run->plan->group_keys, k, v, run->batch.cxt);
+	uint64		slot = 0;
+	uint32		id;
+
+	*hash = h;
+	if (d->nslots > 0)
+	{
+		uint64		mask = d->nslots - 1;
+
+		for (slot = gh_mix64(h) & mask; (id = d->slots[slot]) != 0; slot = (slot + 1) & mask)
+		{
+			if (d->hash[id - 1] == h &&
+				gh_key_equal(key->eq_kind, &key->eq, key->collation, key->typlen,
+							 *v, d->vals[id - 1]))
+			{
+				MemoryContextSwitchTo(old);
+				return id - 1;
+			}
+		}
+	}
+	MemoryContextSwitchTo(old);
+	if (run->spill.active)
+		return -1;
+
+	if (d->n >= GH_AGG_MAX_GROUPS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("gpuhash_aggregate: more than %llu distinct values of GROUP BY key %d",
+						(unsigned long long) GH_AGG_MAX_GROUPS, k + 1)));
+	old = MemoryContextSwitchTo(run->rep_cxt);
+	if (d->n == d->cap)
+	{
+		uint32		ncap = d->cap == 0 ? 256 : (uint32) Min((uint64) d->cap * 2,
+															   GH_AGG_MAX_GROUPS);
+
+		d->vals = d->vals ? repalloc_huge(d->vals, sizeof(Datum) * ncap) :
+			MemoryContextAllocHuge(run->rep_cxt, sizeof(Datum) * ncap);
+		d->hash = d->hash ? repalloc_huge(d->hash, sizeof(uint64) * ncap) :
+			MemoryContextAllocHuge(run->rep_cxt, sizeof(uint64) * ncap);
+		d->cap = ncap;
+	}
+	if ((uint64) (d->n + 1) * 2 > d->nslots)
+	{
+		uint64		nslots = Max(d->nslots * 2, 512);
+		uint64		mask = nslots - 1;
+
+		if (d->slots)
+			pfree(d->slots);
+		d->slots = MemoryContextAllocHuge(run->rep_cxt, sizeof(uint32) * nslots);
+		memset(d->slots, 0, sizeof(uint32) * nslots);
+		for (uint32 i = 0; i < d->n; i++)
+		{
+			uint64		s = gh_mix64(d->hash[i]) & mask;
+
+			while (d->slots[s] != 0)
+				s = (s + 1) & mask;
+			d->slots[s] = i + 1;
+		}
+		d->nslots = nslots;
+		for (slot = gh_mix64(h) & mask; d->slots[slot] != 0; slot = (slot + 1) & mask)
+			;
+	}
+	d->vals[d->n] = datumCopy(*v, key->typbyval, key->typlen);
+	if (!key->typbyval)
+		d->value_bytes += datumGetSize(d->vals[d->n], false, key->typlen);
+	d->bytes = (Size) d->cap * (sizeof(Datum) + sizeof(uint64)) +
+		(Size) d->nslots * sizeof(uint32) + d->value_bytes;
+	d->hash[d->n] = h;
+	d->slots[slot] = d->n + 1;
+	MemoryContextSwitchTo(old);
+	return d->n++;
+}
+
+/* dict_add_miss records value v (in batch memory) of key k of staged row. */
+static void
+dict_add_miss(GhAggRun *run, uint32 row, int k, Datum v)
+{
+	GhAggBatch *b = &run->batch;
+
+	if (b->nmiss == b->miss_cap)
+	{
+		int			ncap = b->miss_cap == 0 ? 64 : b->miss_cap * 2;
+
+		b->miss = b->miss ? repalloc_huge(b->miss, sizeof(GhDictMiss) * ncap) :
+			MemoryContextAllocHuge(b->cxt, sizeof(GhDictMiss) * ncap);
+		b->miss_cap = ncap;
+	}
+	b->miss[b->nmiss].row = row;
+	b->miss[b->nmiss].key = k;
+	b->miss[b->nmiss].value = v;
+	b->nmiss++;
+	b->miss_sorted = false;
+}
+
+/* miss_word is the word of a value that has no number (GH_DICT_MISS). */
+static inline uint64
+miss_word(uint64 hash)
+{
+	return GH_DICT_MISS | (hash >> 1);
+}
+
+/*
+ * gh_agg_dict_encode returns the word of value v (not NULL) of numbered key
+ * k for staged row row: its number, or past the budget a GH_DICT_MISS word
+ * (the value then kept for the spill).
+ */
+uint64
+gh_agg_dict_encode(GhAggRun *run, int k, Datum v, uint32 row)
+{
+	uint64		h;
+	int64		id = dict_find(run, k, &v, &h);
+	GhAggKey   *key = &run->plan->keys[k];
+
+	if (id >= 0)
+		return (uint64) id;
+	dict_add_miss(run, row, k,
+				  datumCopy(v, key->typbyval, key->typlen));
+	return miss_word(h);
+}
+
+/*
+ * gh_agg_dict_packet reads a packet's dictionary of numbered key k: count
+ * values in bytes bytes at dict (MAXALIGNed memory that lasts as long as
+ * the batch), each MAXALIGNed from dict (aggregate.h tells the format).
+ * words[j] becomes value j's word and vals[j] the value; a GH_DICT_MISS
+ * word's rows are for the caller to record (gh_agg_dict_miss).
+ */
+void
+gh_agg_dict_packet(GhAggRun *run, int k, const char *dict, uint32 count,
+				   uint32 bytes, uint64 *words, Datum *vals)
+{
+	GhAggKey   *key = &run->plan->keys[k];
+	Size		off = 0;
+
+	for (uint32 j = 0; j < count; j++)
+	{
+		Size		len;
+		Datum		v;
+		uint64		h;
+		int64		id;
+
+		if (key->typbyval)
+		{
+			len = sizeof(Datum);
+			if (bytes - off < len)
+				elog(ERROR, "gpuhash_aggregate: malformed packet dictionary");
+			memcpy(&v, dict + off, sizeof(Datum));
+		}
+		else
+		{
+			if (key->typlen > 0)
+				len = key->typlen;
+			else
+			{
+				uint32		hdr;
+
+				if (bytes - off < VARHDRSZ)
+					elog(ERROR, "gpuhash_aggregate: malformed packet dictionary");
+				memcpy(&hdr, dict + off, sizeof(hdr));
+				if (!VARATT_IS_4B_U(dict + off))
+					elog(ERROR, "gpuhash_aggregate: malformed packet dictionary");
+				len = VARSIZE(dict + off);
+				if (len < VARHDRSZ)
+					elog(ERROR, "gpuhash_aggregate: malformed packet dictionary");
+			}
+			if (bytes - off < len)
+				elog(ERROR, "gpuhash_aggregate: malformed packet dictionary");
+			v = PointerGetDatum(dict + off);
+		}
+		off += MAXALIGN(len);
+		if (off > bytes)
+			elog(ERROR, "gpuhash_aggregate: malformed packet dictionary");
+		id = dict_find(run, k, &v, &h);
+		words[j] = id >= 0 ? (uint64) id : miss_word(h);
+		vals[j] = v;
+	}
+	if (off != bytes)
+		elog(ERROR, "gpuhash_aggregate: malformed packet dictionary");
+}
+
+/* gh_agg_dict_miss records that staged row's key k, value v, has no number. */
+void
+gh_agg_dict_miss(GhAggRun *run, uint32 row, int k, Datum v)
+{
+	dict_add_miss(run, row, k, v);
+}
+
+/* cmp_miss orders GhDictMiss by row, then key, for bsearch. */
+static int
+cmp_miss(const void *a, const void *b)
+{
+	const GhDictMiss *x = a;
+	const GhDictMiss *y = b;
+
+	if (x->row != y->row)
+		return x->row < y->row ? -1 : 1;
+	return x->key < y->key ? -1 : x->key > y->key ? 1 : 0;
+}
+
+/*
+ * gh_agg_dict_value returns the value of word (not NULL) of numbered key k
+ * for staged row row.
+ */
+Datum
+gh_agg_dict_value(GhAggRun *run, int k, uint64 word, uint32 row)
+{
+	GhAggDict  *d = &run->dict[k];
+	GhAggBatch *b = &run->batch;
+	GhDictMiss	want;
+	GhDictMiss *hit;
+
+	if (!(word & GH_DICT_MISS))
+	{
+		if (word >= d->n)
+			elog(ERROR, "gpuhash_aggregate: key number " UINT64_FORMAT " out of range", word);
+		return d->vals[word];
+	}
+	if (!b->miss_sorted)
+	{
+		if (b->nmiss > 1)
+			qsort(b->miss, b->nmiss, sizeof(GhDictMiss), cmp_miss);
+		b->miss_sorted = true;
+	}
+	want.row = row;
+	want.key = k;
+	hit = bsearch(&want, b->miss, b->nmiss, sizeof(GhDictMiss), cmp_miss);
+	if (hit == NULL)
+		elog(ERROR, "gpuhash_aggregate: no value for key %d of row %u", k + 1, row);
+	return hit->value;
+}
+
+/*
+ * gh_agg_dict_reset forgets every dictionary: their memory went with the
+ * representatives' (gh_agg_sets_reset).
+ */
+void
+gh_agg_dict_reset(GhAggRun *run)
+{
+	memset(run->dict, 0, sizeof(run->dict));
+}
+
+/* gh_agg_dict_bytes is the host memory the dictionaries hold. */
+Size
+gh_agg_dict_bytes(GhAggRun *run)
+{
+	Size		bytes = 0;
+
+	for (int k = 0; k < run->nkeys; k++)
+		bytes += run->dict[k].bytes;
+	return bytes;
+}
