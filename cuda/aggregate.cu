@@ -707,6 +707,41 @@ gh_agg_acc_move_gpu(void *dst, const gh_agg_layout *dl, const void *src,
 	return GH_OK;
 }
 
+/* expr_kernel: gh_agg_expr_eval over every row (gh_agg_expr_eval_gpu). */
+__global__ void
+expr_kernel(gh_agg_expr e, uint32_t n, int64_t *out, uint8_t *out_valid,
+			uint32_t *host_rows, uint32_t *nhost)
+{
+	for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += gridDim.x * blockDim.x)
+	{
+		int64_t v = 0;
+		int r = gh_agg_expr_eval(&e, i, &v);
+
+		out[i] = v;
+		out_valid[i] = r == GH_EXPR_OK;
+		if (r == GH_EXPR_HOST)
+			host_rows[atomicAdd(nhost, 1u)] = i;
+	}
+}
+
+extern "C" gh_status
+gh_agg_expr_eval_gpu(const gh_agg_expr *e, uint32_t n, int64_t *out,
+					 uint8_t *out_valid, uint32_t *host_rows, uint32_t *nhost,
+					 void *stream, gh_error *err)
+{
+	cudaStream_t s = (cudaStream_t) stream;
+
+	GH_CUDA_TRY(cudaMemsetAsync(nhost, 0, sizeof(uint32_t), s),
+				"cudaMemsetAsync");
+	if (n == 0)
+		return GH_OK;
+	expr_kernel<<<grid_for(n < 1048576 ? n : 1048576), kThreads, 0, s>>>(
+		*e, n, out, out_valid, host_rows, nhost);
+	GH_CUDA_LAUNCHED("expr_kernel");
+	return GH_OK;
+}
+
 extern "C" gh_status
 gh_agg_accumulate_gpu(void *acc, const gh_agg_layout *l, uint64_t ngroups,
 					  const gh_agg_batch *b, void *stream, gh_error *err)

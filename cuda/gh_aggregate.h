@@ -270,6 +270,73 @@ gh_status gh_agg_accumulate_cpu(void *acc, const gh_agg_layout *l,
 								gh_error *err);
 
 /* ---------------------------------------------------------------------
+ * Expression programs: aggregate arguments computed on the device
+ * ---------------------------------------------------------------------
+ *
+ * An aggregate argument of NUMERIC arithmetic (+, -, *, unary -) over input
+ * columns and constants is compiled at plan time into a postfix program; the
+ * device runs it over the batch's packed input columns and writes a packed
+ * column the accumulate step takes like any other.  Every value on the stack
+ * is exact: a 128-bit integer m at a scale sigma (value = m / 10^sigma),
+ * with the display scale d that PostgreSQL's numeric_add, numeric_sub and
+ * numeric_mul give (max(d1, d2) for + and -, d1 + d2 for *).  A row whose
+ * arithmetic leaves the bounds below, or whose result does not fit the
+ * packing at the output column's scale, is listed for the host, which
+ * computes it with PostgreSQL's own functions; a row with a NULL (or
+ * host-held) input gets no value (valid 0): the host knows which of those
+ * it holds.
+ */
+#define GH_EXPR_MAX_OPS 16
+#define GH_EXPR_STACK 8
+
+typedef enum gh_expr_op
+{
+	GH_EXPR_COL = 1, /* push input column vals[o] (packed NUMERIC) */
+	GH_EXPR_CONST,	 /* push the constant cm[o] at scale scale[o] */
+	GH_EXPR_ADD,
+	GH_EXPR_SUB,
+	GH_EXPR_MUL,
+	GH_EXPR_NEG
+} gh_expr_op;
+
+/* Results of gh_agg_expr_eval for one row. */
+#define GH_EXPR_OK 0
+#define GH_EXPR_NULL 1 /* an input has no value on the device */
+#define GH_EXPR_HOST 2 /* out of the device's bounds: the host computes it */
+
+/*
+ * One program, with the pointers of its input columns on the target.
+ * scale[o]: for COL, the column's scale (its packed m is value * 10^scale);
+ * for CONST, the constant's display scale.  out_scale is the output
+ * column's scale, at least the program's result scale; all_host sends every
+ * row with values to the host (a result scale beyond the device's).
+ */
+typedef struct gh_agg_expr
+{
+	int nops;
+	int out_scale;
+	int all_host;
+	uint8_t op[GH_EXPR_MAX_OPS];
+	int8_t scale[GH_EXPR_MAX_OPS];
+	int64_t cm[GH_EXPR_MAX_OPS];
+	const int64_t *vals[GH_EXPR_MAX_OPS];
+	const uint8_t *valid[GH_EXPR_MAX_OPS];
+} gh_agg_expr;
+
+/*
+ * gh_agg_expr_eval_*: for every row i < n, out[i] = the program's packed
+ * value and out_valid[i] = 1, or out_valid[i] = 0; the rows to compute on
+ * the host are listed in host_rows[0 .. *nhost) in no particular order
+ * (*nhost is set; the GPU version returns before the kernel finishes).
+ */
+gh_status gh_agg_expr_eval_gpu(const gh_agg_expr *e, uint32_t n, int64_t *out,
+							   uint8_t *out_valid, uint32_t *host_rows,
+							   uint32_t *nhost, void *stream, gh_error *err);
+gh_status gh_agg_expr_eval_cpu(const gh_agg_expr *e, uint32_t n, int64_t *out,
+							   uint8_t *out_valid, uint32_t *host_rows,
+							   uint32_t *nhost, gh_error *err);
+
+/* ---------------------------------------------------------------------
  * Value encodings, shared by the host, the kernels and the CPU twin
  * ---------------------------------------------------------------------
  */
@@ -355,6 +422,110 @@ GH_HD int
 gh_agg_num_dscale(int64_t packed)
 {
 	return (int) (packed & 0xff);
+}
+
+/*
+ * gh_expr_scale_up multiplies *m by 10^k (0 <= k <= 18) where the result
+ * stays far inside 128 bits (|m| < 2^62); returns 0 where it would not.
+ */
+GH_HD int
+gh_expr_scale_up(__int128 *m, int k)
+{
+	const __int128 lim = (__int128) 1 << 62;
+	__int128 f = 1;
+
+	if (k == 0)
+		return 1;
+	if (k < 0 || k > 18 || *m >= lim || *m <= -lim)
+		return 0;
+	for (int j = 0; j < k; j++)
+		f *= 10;
+	*m *= f;
+	return 1;
+}
+
+/*
+ * gh_agg_expr_eval runs program e over row i: GH_EXPR_OK with *out the
+ * packed result at e->out_scale, GH_EXPR_NULL, or GH_EXPR_HOST.  The bounds
+ * are kept simple and safe: a product's factors below 2^62, a value scaled
+ * up below 2^62 first, every sum below 2^124; anything else goes to the
+ * host, which is exact whatever the size.
+ */
+GH_HD int
+gh_agg_expr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out)
+{
+	const __int128 lim62 = (__int128) 1 << 62;
+	const __int128 lim124 = (__int128) 1 << 124;
+	__int128 m[GH_EXPR_STACK];
+	int sg[GH_EXPR_STACK];
+	int d[GH_EXPR_STACK];
+	int sp = 0;
+
+	for (int o = 0; o < e->nops; o++)
+	{
+		int a = sp - 2;
+		int b = sp - 1;
+
+		switch (e->op[o])
+		{
+			case GH_EXPR_COL:
+			{
+				int64_t p;
+
+				if (!e->valid[o][i])
+					return GH_EXPR_NULL;
+				p = e->vals[o][i];
+				m[sp] = gh_agg_num_m(p);
+				d[sp] = gh_agg_num_dscale(p);
+				sg[sp] = e->scale[o];
+				sp++;
+				break;
+			}
+			case GH_EXPR_CONST:
+				m[sp] = e->cm[o];
+				d[sp] = e->scale[o];
+				sg[sp] = e->scale[o];
+				sp++;
+				break;
+			case GH_EXPR_NEG:
+				m[b] = -m[b];
+				break;
+			case GH_EXPR_ADD:
+			case GH_EXPR_SUB:
+			{
+				int s = sg[a] > sg[b] ? sg[a] : sg[b];
+
+				if (!gh_expr_scale_up(&m[a], s - sg[a]) ||
+					!gh_expr_scale_up(&m[b], s - sg[b]) || m[a] >= lim124 ||
+					m[a] <= -lim124 || m[b] >= lim124 || m[b] <= -lim124)
+					return GH_EXPR_HOST;
+				m[a] = e->op[o] == GH_EXPR_ADD ? m[a] + m[b] : m[a] - m[b];
+				sg[a] = s;
+				d[a] = d[a] > d[b] ? d[a] : d[b];
+				sp--;
+				break;
+			}
+			case GH_EXPR_MUL:
+				if (m[a] >= lim62 || m[a] <= -lim62 || m[b] >= lim62 ||
+					m[b] <= -lim62)
+					return GH_EXPR_HOST;
+				m[a] *= m[b];
+				sg[a] += sg[b];
+				d[a] += d[b];
+				sp--;
+				break;
+			default:
+				return GH_EXPR_HOST;
+		}
+	}
+	if (e->all_host)
+		return GH_EXPR_HOST;
+	if (!gh_expr_scale_up(&m[0], e->out_scale - sg[0]) ||
+		m[0] <= -(__int128) (GH_AGG_NUM_MAX_ABS - 1) ||
+		m[0] >= (__int128) (GH_AGG_NUM_MAX_ABS - 1) || d[0] > GH_AGG_NUM_MAX_DSCALE)
+		return GH_EXPR_HOST;
+	*out = gh_agg_num_pack((int64_t) m[0], d[0]);
+	return GH_EXPR_OK;
 }
 
 #ifdef __cplusplus

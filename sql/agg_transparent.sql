@@ -378,6 +378,70 @@ RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
 
+-- device expressions: NUMERIC arguments of +, -, * and unary - over
+-- columns and constants run on the device, exact, with PostgreSQL's
+-- display scales; rows out of the device's bounds (products past 2^62,
+-- results past the packing) and rows with NaN, infinities or values of more
+-- than 18 digits are computed on the host with PostgreSQL's functions.  The
+-- child then returns only the expressions' inputs.  Serial, packed, spilled.
+CREATE TABLE gha_x AS
+SELECT i, i % 4 AS g,
+       (1 + i % 50)::numeric(15,2) AS q,
+       (900 + (i * 7919) % 100000 / 100.0)::numeric(15,2) AS ep,
+       ((i % 11) / 100.0)::numeric(15,2) AS disc,
+       ((i % 9) / 100.0)::numeric(15,2) AS tax,
+       CASE WHEN i % 97 = 0 THEN NULL
+            WHEN i % 89 = 0 THEN 'NaN'::numeric
+            WHEN i % 83 = 0 THEN 'Infinity'::numeric
+            WHEN i % 79 = 0 THEN '-Infinity'::numeric
+            WHEN i % 73 = 0 THEN (i::numeric * 1e25)
+            WHEN i % 71 = 0 THEN 9223372036854775.807 * (i % 5)
+            ELSE round((i * 31 % 2003 - 1000)::numeric / 7, i % 6) END AS w
+  FROM generate_series(1, 20000) i;
+ANALYZE gha_x;
+CREATE VIEW gha_x_q(q) AS VALUES
+  ('SELECT g, sum(ep * (1 - disc)), sum(ep * (1 - disc) * (1 + tax)), avg(ep * disc), count(*) FROM gha_x GROUP BY g'),
+  ('SELECT g, sum(w * 3), sum(w * w), avg(-w + q), min(w - 1.5), max(w * w * w) FROM gha_x GROUP BY g'),
+  ('SELECT g, sum(w * 1e10 * w), min(-(w * q)), max(w + 0.001), sum(2.50 * q - w) FROM gha_x GROUP BY g'),
+  ('SELECT sum(ep * (1 - disc)), avg(w * q), max(w * tax) FROM gha_x'),
+  ('SELECT i % 7 AS k, sum(w * w * w * w), sum(q * (1 + tax) * (1 - disc) * ep) FROM gha_x GROUP BY 1');
+SELECT q, gha_check(q) FROM gha_x_q;
+-- the child's columns (EXPLAIN VERBOSE, below the GpuHashAgg) hold no product
+CREATE FUNCTION gha_verbose(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE l text;
+BEGIN
+  FOR l IN EXECUTE 'EXPLAIN (COSTS OFF, VERBOSE) ' || query LOOP
+    RETURN NEXT l;
+  END LOOP;
+END $$;
+SET gpuhash.force_agg = on;
+SELECT count(*) AS queries,
+       count(*) FILTER (WHERE (SELECT count(*) FROM gha_verbose(q) l
+                                WHERE l ~ '^\s{6,}Output: .*\*') = 0) AS children_without_products
+  FROM gha_x_q;
+RESET gpuhash.force_agg;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SET gpuhash.batch_rows = 100;
+SELECT q, gha_check(q) FROM gha_x_q;
+SET work_mem = '64kB';
+SET gpuhash.device_memory_limit = '1MB';
+SELECT gha_check('SELECT i, sum(w * q), max(ep * (1 - disc)) FROM gha_x GROUP BY i');
+RESET max_parallel_workers_per_gather;
+SET max_parallel_workers_per_gather = 0;
+SELECT gha_check('SELECT i, sum(w * q), max(ep * (1 - disc)) FROM gha_x GROUP BY i');
+RESET work_mem;
+RESET gpuhash.device_memory_limit;
+RESET gpuhash.batch_rows;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+-- numeric overflow: PostgreSQL's error on both sides (the device hands
+-- such rows to the host, which calls numeric_mul)
+SELECT gha_errors('SELECT g, sum(w * 1e131000 * 1e131000) FROM gha_x WHERE i % 73 = 0 GROUP BY g');
+
 -- the plan, and what EXPLAIN ANALYZE adds
 SET gpuhash.force_agg = on;
 CREATE FUNCTION gha_plan(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$
@@ -388,6 +452,8 @@ BEGIN
   END LOOP;
 END $$;
 SELECT gha_plan('SELECT g + 1, sum(a4) FROM gha_t GROUP BY g HAVING count(*) > 1 ORDER BY 1');
+-- device expressions: named in VERBOSE; the child returns their inputs
+SELECT gha_plan('SELECT g, sum(ep * (1 - disc)), avg(ep * (1 - disc)), max(-q) FROM gha_x GROUP BY g');
 SELECT count(*) AS device_lines FROM gh_plan_lines('SELECT g, sum(a4) FROM gha_t GROUP BY g', 'gpuhash') l
  WHERE l ~ '^\s+Device: (cpu|gpu)$';
 SELECT count(*) FILTER (WHERE l ~ '^\s+Memory Usage: \d+ kB') AS memory,

@@ -65,6 +65,7 @@
 #include "optimizer/planmain.h"
 #include "optimizer/planner.h"
 #include "optimizer/tlist.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
@@ -82,7 +83,8 @@ enum
 	GHA_PRIV_EQOPS,				/* OID list: the GROUP BY equality operators */
 	GHA_PRIV_CALL_COLS,			/* integer list: each Aggref's input column */
 	GHA_PRIV_COL_TYPES,			/* OID list: the input columns' types */
-	GHA_PRIV_PACKED				/* Integer: the child returns packets */
+	GHA_PRIV_PACKED,			/* Integer: the child returns packets */
+	GHA_PRIV_EXPRS				/* list: device expressions' programs */
 };
 
 typedef struct GhaState
@@ -103,7 +105,12 @@ typedef struct GhaQuery
 	List	   *eqops;			/* their equality operators */
 	List	   *aggs;			/* distinct Aggrefs of the target and HAVING */
 	List	   *args;			/* distinct aggregate arguments */
-	List	   *call_cols;		/* per Aggref, its argument's index or -1 */
+	List	   *call_cols;		/* per Aggref, its column or -1 (after
+								 * compile_args: an input column, or past
+								 * them a device expression) */
+	List	   *inputs;			/* the child's columns after the keys */
+	List	   *exprs;			/* device expressions' programs
+								 * (gh_agg_plan_node) */
 	bool		device_keys;	/* keys grouped exactly on the device: a
 								 * parallel input can be packed */
 } GhaQuery;
@@ -113,6 +120,7 @@ static void gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 							void *extra);
 static void add_gha_path(RelOptInfo *output_rel, Path *child, GhaQuery *q,
 						 List *having, double ngroups);
+static void compile_args(GhaQuery *q, bool device);
 static Plan *gha_plan_path(PlannerInfo *root, RelOptInfo *rel,
 						   CustomPath *best_path, List *tlist, List *clauses,
 						   List *custom_plans);
@@ -226,6 +234,8 @@ check_query(PlannerInfo *root, PathTarget *target, List *having, GhaQuery *q)
 							exprCollation(key)) == GH_AGG_KEY_HOST)
 			q->device_keys = false;
 	}
+	q->inputs = NIL;
+	q->exprs = NIL;
 	(void) collect_aggs((Node *) target->exprs, &q->aggs);
 	(void) collect_aggs((Node *) having, &q->aggs);
 	if (outside_groups((Node *) target->exprs, q->keys) ||
@@ -251,7 +261,135 @@ check_query(PlannerInfo *root, PathTarget *target, List *having, GhaQuery *q)
 		}
 		q->call_cols = lappend_int(q->call_cols, col);
 	}
-	return list_length(q->args) <= GH_AGG_MAX_COLS;
+	if (list_length(q->args) > GH_AGG_MAX_COLS)
+		return false;
+	compile_args(q, q->device_keys);
+	if (list_length(q->inputs) + list_length(q->exprs) > GH_AGG_MAX_COLS)
+		compile_args(q, false);
+	return true;
+}
+
+/* input_col returns expr's index in *inputs, adding it there if it is new. */
+static int
+input_col(List **inputs, Expr *expr)
+{
+	int			i = 0;
+	ListCell   *lc;
+
+	foreach(lc, *inputs)
+	{
+		if (equal(lfirst(lc), expr))
+			return i;
+		i++;
+	}
+	*inputs = lappend(*inputs, expr);
+	return i;
+}
+
+/*
+ * compile_num appends to *prog the postfix program of NUMERIC expression n
+ * (cuda/gh_aggregate.h): numeric_add, numeric_sub, numeric_mul,
+ * numeric_uminus and numeric_uplus over constants that are fixed point, and
+ * any other subexpression as an input column (*inputs), which the child
+ * computes on the CPU.  *depth is the stack depth after it; returns false
+ * past the device's limits on ops and depth.
+ */
+static bool
+compile_num(Node *n, List **prog, List **inputs, int *depth)
+{
+	int			op = 0;
+
+	if (IsA(n, OpExpr))
+	{
+		OpExpr	   *e = (OpExpr *) n;
+		Oid			f;
+
+		set_opfuncid(e);
+		f = e->opfuncid;
+		if (list_length(e->args) == 2)
+			op = f == F_NUMERIC_ADD ? GH_EXPR_ADD : f == F_NUMERIC_SUB ? GH_EXPR_SUB :
+				f == F_NUMERIC_MUL ? GH_EXPR_MUL : 0;
+		else if (list_length(e->args) == 1 && f == F_NUMERIC_UMINUS)
+			op = GH_EXPR_NEG;
+		else if (list_length(e->args) == 1 && f == F_NUMERIC_UPLUS)
+			return compile_num(linitial(e->args), prog, inputs, depth);
+		if (op != 0)
+		{
+			ListCell   *lc;
+
+			foreach(lc, e->args)
+				if (!compile_num(lfirst(lc), prog, inputs, depth))
+					return false;
+			if (op != GH_EXPR_NEG)
+				(*depth)--;
+			*prog = lappend(*prog, list_make2(makeInteger(op), makeInteger(0)));
+			return list_length(*prog) <= GH_EXPR_MAX_OPS;
+		}
+	}
+	if (IsA(n, Const) && ((Const *) n)->consttype == NUMERICOID &&
+		!((Const *) n)->constisnull)
+	{
+		int64		m;
+		int			ds;
+
+		if (gh_agg_num_decode(((Const *) n)->constvalue, &m, &ds) == GH_NUMV_FINITE)
+		{
+			*prog = lappend(*prog, list_make2(makeInteger(GH_EXPR_CONST), copyObject(n)));
+			return ++(*depth) <= GH_EXPR_STACK && list_length(*prog) <= GH_EXPR_MAX_OPS;
+		}
+	}
+	if (exprType(n) != NUMERICOID)
+		return false;
+	*prog = lappend(*prog, list_make2(makeInteger(GH_EXPR_COL),
+									  makeInteger(input_col(inputs, (Expr *) n))));
+	return ++(*depth) <= GH_EXPR_STACK && list_length(*prog) <= GH_EXPR_MAX_OPS;
+}
+
+/*
+ * compile_args decides the child's columns (q->inputs) and the device
+ * expressions (q->exprs): with device, each NUMERIC argument of arithmetic
+ * that compile_num takes becomes a program over input columns, run on the
+ * device; every other argument is an input column.  Rewrites q->call_cols
+ * to the engine's columns: the inputs, then the expressions.
+ */
+static void
+compile_args(GhaQuery *q, bool device)
+{
+	int			nargs = list_length(q->args);
+	int		   *argcol = palloc(sizeof(int) * (nargs + 1));
+	List	   *old_calls = q->call_cols;
+	int			i = 0;
+	ListCell   *lc;
+
+	q->inputs = NIL;
+	q->exprs = NIL;
+	foreach(lc, q->args)
+	{
+		Expr	   *arg = lfirst(lc);
+		List	   *prog = NIL;
+		List	   *inputs = list_copy(q->inputs);
+		int			depth = 0;
+
+		if (device && IsA(arg, OpExpr) && exprType((Node *) arg) == NUMERICOID &&
+			compile_num((Node *) arg, &prog, &inputs, &depth) && depth == 1 &&
+			list_length(prog) > 1)
+		{
+			q->inputs = inputs;
+			q->exprs = lappend(q->exprs, prog);
+			argcol[i++] = -list_length(q->exprs);
+		}
+		else
+			argcol[i++] = input_col(&q->inputs, arg);
+	}
+	q->call_cols = NIL;
+	foreach(lc, old_calls)
+	{
+		int			a = lfirst_int(lc);
+
+		if (a >= 0)
+			a = argcol[a] >= 0 ? argcol[a] : list_length(q->inputs) - argcol[a] - 1;
+		q->call_cols = lappend_int(q->call_cols, a);
+	}
 }
 
 /*
@@ -394,7 +532,7 @@ gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 	child_target = create_empty_pathtarget();
 	foreach(lc, q.keys)
 		add_column_to_pathtarget(child_target, (Expr *) lfirst(lc), 0);
-	foreach(lc, q.args)
+	foreach(lc, q.inputs)
 		add_column_to_pathtarget(child_target, (Expr *) lfirst(lc), 0);
 	child_target = set_pathtarget_cost_width(root, child_target);
 	ngroups = q.keys == NIL ? 1 :
@@ -441,9 +579,10 @@ add_gha_path(RelOptInfo *output_rel, Path *child, GhaQuery *q, List *having,
 	cpath->flags = 0;
 	cpath->custom_paths = list_make1(child);
 	cpath->custom_private = list_make5(q->keys, q->eqops, q->aggs, q->call_cols, having);
+	cpath->custom_private = lappend(cpath->custom_private, q->exprs);
 	cpath->methods = &gha_path_methods;
 	cost_gha(cpath, child, output_rel->reltarget, ngroups, list_length(q->keys),
-			 list_length(q->args), q->device_keys);
+			 list_length(q->inputs), q->device_keys);
 	add_path(output_rel, &cpath->path);
 }
 
@@ -461,6 +600,7 @@ gha_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	List	   *aggs = lthird(best_path->custom_private);
 	List	   *call_cols = lfourth(best_path->custom_private);
 	List	   *having = list_nth(best_path->custom_private, 4);
+	List	   *exprs = list_nth(best_path->custom_private, 5);
 	Plan	   *child = linitial(custom_plans);
 	List	   *scan_tlist = NIL;
 	List	   *col_types = NIL;
@@ -488,8 +628,8 @@ gha_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->custom_plans = custom_plans;
 	cscan->custom_scan_tlist = scan_tlist;
 	cscan->custom_exprs = NIL;
-	cscan->custom_private = list_make4(list_copy(eqops), list_copy(call_cols), col_types,
-									   makeInteger(0));
+	cscan->custom_private = list_make5(list_copy(eqops), list_copy(call_cols), col_types,
+									   makeInteger(0), copyObject(exprs));
 	cscan->flags = best_path->flags;
 	cscan->methods = &gha_scan_methods;
 	return &cscan->scan.plan;
@@ -544,7 +684,8 @@ engine_plan(CustomScan *cscan)
 		cols[i] = list_nth_int(call_cols, i);
 	}
 	return gh_agg_plan_node(nkeys, key_types, key_colls, key_eqops,
-							ncols, types, ncalls, aggs, cols);
+							ncols, types, ncalls, aggs, cols,
+							list_nth(cscan->custom_private, GHA_PRIV_EXPRS));
 }
 
 /* gha_begin starts the child and makes the engine's plan. */
@@ -688,6 +829,31 @@ gha_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 										  context, es->verbose, false));
 	if (keys != NIL)
 		ExplainPropertyList("Group Key", keys, es);
+	if (es->verbose)
+	{
+		/* the aggregate arguments the device computes, one per program */
+		List	   *call_cols = list_nth(cscan->custom_private, GHA_PRIV_CALL_COLS);
+		int			ncols_in = list_length(list_nth(cscan->custom_private, GHA_PRIV_COL_TYPES));
+		int			nexprs = list_length(list_nth(cscan->custom_private, GHA_PRIV_EXPRS));
+		List	   *shown = NIL;
+
+		for (int x = 0; x < nexprs; x++)
+			for (int i = 0; i < list_length(call_cols); i++)
+			{
+				Aggref	   *agg;
+
+				if (list_nth_int(call_cols, i) != ncols_in + x)
+					continue;
+				agg = (Aggref *) list_nth_node(TargetEntry, cscan->custom_scan_tlist,
+											   nkeys + i)->expr;
+				shown = lappend(shown,
+								deparse_expression((Node *) linitial_node(TargetEntry, agg->args)->expr,
+												   context, true, false));
+				break;
+			}
+		if (shown != NIL)
+			ExplainPropertyList("Device Expressions", shown, es);
+	}
 	ExplainPropertyText("Device", st->target == GH_TARGET_GPU ? "gpu" : "cpu", es);
 	if (es->analyze && st->run != NULL)
 		gh_agg_explain_memory(st->run, es);

@@ -156,6 +156,7 @@ static int	add_call(GhAggPlan *plan, Aggref *agg, int position, const char *name
 static Oid	add_key(GhAggPlan *plan, Expr *expr, Oid type, Oid collation, Oid eqop,
 					bool hashable, int position);
 static void add_col(GhAggPlan *plan, Expr *expr, Oid type);
+static void add_expr(GhAggPlan *plan, List *prog);
 static const GhAggDef *agg_def(Oid fnoid);
 static int	set_call(GhAggPlan *plan, const GhAggDef *def, Aggref *agg, int c);
 static void finish_plan(GhAggPlan *plan);
@@ -474,9 +475,55 @@ finish_plan(GhAggPlan *plan)
 	if (!plan->device_keys)
 		for (int i = 0; i < plan->nkeys; i++)
 			plan->keys[i].dict = false;
+	plan->ncols_in = plan->ncols - plan->nexprs;
 	for (int i = 0; i < plan->ncols; i++)
-		if (plan->cols[i].ops == 0)
+		if (plan->cols[i].ops == 0 && !plan->cols[i].leaf)
 			plan->cols[i].kind = GH_AGG_KIND_NONE;
+}
+
+/*
+ * add_expr adds a device expression's result column: prog is its postfix
+ * program as the planner wrote it (agg_path.c): a list of (Integer op,
+ * argument) pairs, the argument an input column's Integer index for
+ * GH_EXPR_COL, a NUMERIC Const for GH_EXPR_CONST.
+ */
+static void
+add_expr(GhAggPlan *plan, List *prog)
+{
+	GhAggExprDef *x = &plan->exprs[plan->nexprs];
+	ListCell   *lc;
+
+	if (list_length(prog) > GH_EXPR_MAX_OPS)
+		elog(ERROR, "GpuHashAgg: malformed device expression");
+	foreach(lc, prog)
+	{
+		List	   *pair = lfirst_node(List, lc);
+		int			o = x->nops++;
+
+		x->op[o] = (uint8) intVal(linitial(pair));
+		if (x->op[o] == GH_EXPR_COL)
+		{
+			int			c = intVal(lsecond(pair));
+
+			if (c < 0 || c >= plan->ncols || plan->cols[c].vtype != GHV_NUMERIC)
+				elog(ERROR, "GpuHashAgg: malformed device expression");
+			x->col[o] = (int16) c;
+			plan->cols[c].leaf = true;
+		}
+		else if (x->op[o] == GH_EXPR_CONST)
+		{
+			Const	   *k = lsecond_node(Const, pair);
+			int			ds;
+
+			if (k->consttype != NUMERICOID || k->constisnull ||
+				gh_agg_num_decode(k->constvalue, &x->cm[o], &ds) != GH_NUMV_FINITE)
+				elog(ERROR, "GpuHashAgg: malformed device expression");
+			x->cds[o] = (uint8) ds;
+			x->cval[o] = k->constvalue;
+		}
+	}
+	add_col(plan, NULL, NUMERICOID);
+	plan->cols[plan->ncols - 1].dexpr = plan->nexprs++;
 }
 
 /*
@@ -490,14 +537,16 @@ finish_plan(GhAggPlan *plan)
 GhAggPlan *
 gh_agg_plan_node(int nkeys, const Oid *key_types, const Oid *key_colls,
 				 const Oid *eqops, int ncols, const Oid *col_types,
-				 int ncalls, Aggref **aggs, const int *call_cols)
+				 int ncalls, Aggref **aggs, const int *call_cols, List *exprs)
 {
 	GhAggPlan  *plan = palloc0(sizeof(GhAggPlan));
 	Oid		   *hashfn = palloc(sizeof(Oid) * (nkeys + 1));
+	ListCell   *lc;
 
 	plan->sql = "GROUP BY";
 	plan->keys = palloc0(sizeof(GhAggKey) * (nkeys + 1));
-	plan->cols = palloc0(sizeof(GhAggCol) * (ncols + 1));
+	plan->cols = palloc0(sizeof(GhAggCol) * (ncols + list_length(exprs) + 1));
+	plan->exprs = palloc0(sizeof(GhAggExprDef) * (list_length(exprs) + 1));
 	plan->calls = palloc0(sizeof(GhAggCall) * (ncalls + 1));
 	plan->out = palloc0(sizeof(GhAggOut) * (nkeys + ncalls + 1));
 	for (int i = 0; i < nkeys; i++)
@@ -506,6 +555,10 @@ gh_agg_plan_node(int nkeys, const Oid *key_types, const Oid *key_colls,
 	plan_group_keys(plan, hashfn);
 	for (int c = 0; c < ncols; c++)
 		add_col(plan, NULL, col_types[c]);
+	foreach(lc, exprs)
+		add_expr(plan, lfirst_node(List, lc));
+	if (plan->ncols > GH_AGG_MAX_COLS)
+		elog(ERROR, "GpuHashAgg: malformed plan");
 	for (int i = 0; i < ncalls; i++)
 		(void) set_call(plan, agg_def(aggs[i]->aggfnoid), aggs[i], call_cols[i]);
 	for (int i = 0; i < nkeys + ncalls; i++)
@@ -719,6 +772,7 @@ add_col(GhAggPlan *plan, Expr *expr, Oid type)
 	col->expr = expr;
 	col->type = type;
 	col->vtype = col_vtype(type);
+	col->dexpr = -1;
 	switch (col->vtype)
 	{
 		case GHV_INT2:

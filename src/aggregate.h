@@ -112,7 +112,11 @@ typedef struct GhAggKey
 #define GH_AGG_KEY_WORD		1
 #define GH_AGG_KEY_DICT		2
 
-/* One input column: a distinct aggregate argument. */
+/*
+ * One column of the run: an input column (a distinct aggregate argument, or
+ * an input of a device expression), or, after the ncols_in input columns, a
+ * device expression's result (dexpr >= 0), computed on the target.
+ */
 typedef struct GhAggCol
 {
 	Expr	   *expr;
@@ -120,7 +124,23 @@ typedef struct GhAggCol
 	GhValType	vtype;
 	uint8		kind;			/* gh_agg_kind */
 	uint8		ops;			/* GH_AGG_OP_* */
+	bool		leaf;			/* an input of a device expression */
+	int			dexpr;			/* index into the plan's exprs, or -1 */
 } GhAggCol;
+
+/*
+ * A device expression (cuda/gh_aggregate.h): a NUMERIC aggregate argument
+ * of +, -, * and unary - over input columns and constants, in postfix.
+ */
+typedef struct GhAggExprDef
+{
+	int			nops;
+	uint8		op[GH_EXPR_MAX_OPS];	/* gh_expr_op */
+	int16		col[GH_EXPR_MAX_OPS];	/* GH_EXPR_COL: an input column */
+	int64		cm[GH_EXPR_MAX_OPS];	/* GH_EXPR_CONST: m at its display scale */
+	uint8		cds[GH_EXPR_MAX_OPS];	/* GH_EXPR_CONST: display scale */
+	Datum		cval[GH_EXPR_MAX_OPS];	/* GH_EXPR_CONST: the NUMERIC */
+} GhAggExprDef;
 
 /* One aggregate call of the query. */
 typedef struct GhAggCall
@@ -155,6 +175,9 @@ typedef struct GhAggPlan
 								 * with bitwise equality, or numbered */
 	int			ncols;
 	GhAggCol   *cols;
+	int			ncols_in;		/* input columns: cols[0 .. ncols_in) */
+	int			nexprs;			/* device expressions: the columns after */
+	GhAggExprDef *exprs;
 	int			ncalls;
 	GhAggCall  *calls;
 	int			nout;
@@ -408,6 +431,11 @@ typedef struct GhAggBatch
 	void	   *d_vals[GH_AGG_MAX_COLS];
 	uint8	   *d_valid[GH_AGG_MAX_COLS];
 	/* rows of the batch that go to the fallback set */
+	/* device expressions: the rows for the host, per result column */
+	uint32	   *d_xhost[GH_AGG_MAX_COLS];
+	uint32	   *d_xn;			/* GH_AGG_MAX_COLS counts */
+	uint32		h_xn[GH_AGG_MAX_COLS];
+	gh_agg_expr xe[GH_AGG_MAX_COLS];	/* on the target's arrays */
 	uint32	   *fb_ids;
 	int64	   *fb_vals[GH_AGG_MAX_COLS];
 	uint8	   *fb_valid[GH_AGG_MAX_COLS];
@@ -546,6 +574,7 @@ struct GhAggRun
 	GhTarget	target;
 	int			nkeys;
 	int			ncols;
+	int			ncols_in;		/* columns of an input row */
 	bool		exact;			/* keys grouped exactly on the device */
 	MemoryContext cxt;
 	MemoryContext set_cxt;		/* the group sets' host memory: one pass */
@@ -572,6 +601,8 @@ extern Datum gh_agg_num_unpack(GhAggRun *run, int c, int64 packed);
 extern Datum gh_agg_num_side_value(GhAggRun *run, const GhSideRow *r);
 extern Datum gh_agg_numeric_value(GhAggRun *run, GhGroupSet *s, uint64 g,
 								  GhAggCall *call, bool *isnull);
+extern void gh_agg_expr_fixups(GhAggRun *run, const uint32 *absent,
+							   uint32 nabsent, uint32 nbad);
 
 /* in aggregate_dict.c */
 extern uint64 gh_agg_dict_encode(GhAggRun *run, int k, Datum v, uint32 row);
@@ -647,7 +678,8 @@ extern int	gh_agg_key_form(Oid type, Oid eqop, Oid collation);
 extern GhAggPlan *gh_agg_plan_node(int nkeys, const Oid *key_types,
 								   const Oid *key_colls, const Oid *eqops,
 								   int ncols, const Oid *col_types, int ncalls,
-								   Aggref **aggs, const int *call_cols);
+								   Aggref **aggs, const int *call_cols,
+								   List *exprs);
 
 /* in aggregate_scan.c */
 extern void gpuhash_init_aggregate(void);

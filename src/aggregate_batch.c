@@ -88,6 +88,7 @@ gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
 	run->target = target;
 	run->nkeys = plan->nkeys;
 	run->ncols = plan->ncols;
+	run->ncols_in = plan->ncols_in;
 	run->cxt = cxt;
 	run->batch.cxt = AllocSetContextCreate(cxt, "gpuhash_aggregate batch",
 										   ALLOCSET_DEFAULT_SIZES);
@@ -98,6 +99,8 @@ gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
 	run->num.cxt = AllocSetContextCreate(run->set_cxt, "gpuhash_aggregate numeric",
 										 ALLOCSET_DEFAULT_SIZES);
 	run->exact = plan->device_keys;
+	if (plan->nexprs > 0 && !run->exact)
+		elog(ERROR, "gpuhash_aggregate: device expressions need keys grouped on the device");
 	gh_agg_spill_init(run);
 
 	/*
@@ -151,7 +154,8 @@ gh_agg_staging_alloc(GhAggRun *run)
 	 * valid flags; the target also holds the exact path's scratch.
 	 */
 	hbytes = (size_t) cap * (8 + 4 + 4 + (size_t) plan->ncols * 9 + (size_t) nk * 8 + 1);
-	dbytes = hbytes + (run->exact ? (size_t) cap * 8 : 0);
+	dbytes = hbytes + (run->exact ? (size_t) cap * 8 : 0) +
+		(size_t) plan->nexprs * cap * 4 + GH_AGG_MAX_COLS * 4;
 	h = gh_host_alloc(target, hbytes);
 	d = gh_dev_alloc(target, dbytes);
 	run->spill.staging = hbytes + dbytes;
@@ -198,6 +202,15 @@ gh_agg_staging_alloc(GhAggRun *run)
 	}
 	run->batch.h_knull = (uint8 *) h;
 	run->batch.d_knull = (uint8 *) d;
+	d += cap;
+	/* device expressions' lists of rows for the host, and their counts */
+	d = (char *) TYPEALIGN(4, d);
+	for (int c = plan->ncols_in; c < plan->ncols; c++)
+	{
+		run->batch.d_xhost[c] = (uint32 *) d;
+		d += (size_t) cap * 4;
+	}
+	run->batch.d_xn = (uint32 *) d;
 	if (run->batch.keys == NULL)
 	{
 		run->batch.keys = MemoryContextAlloc(run->cxt,
@@ -248,7 +261,7 @@ stage_values(GhAggRun *run, uint32 i, Datum *values, bool *isnull)
 {
 	GhAggPlan  *plan = run->plan;
 
-	for (int c = 0; c < run->ncols; c++)
+	for (int c = 0; c < run->ncols_in; c++)
 	{
 		GhAggCol   *col = &plan->cols[c];
 		Datum		v = values[c];
@@ -431,7 +444,7 @@ read_exceptions(GhAggRun *run, const char *p, uint32 bytes, uint32 nexc,
 		memcpy(&col, p + 4, 2);
 		memcpy(&len, p + 6, 4);
 		p += GH_PACKET_EXC_HEADER;
-		if (row >= n || col >= run->ncols || len < VARHDRSZ || len > (uint32) (end - p) ||
+		if (row >= n || col >= run->ncols_in || len < VARHDRSZ || len > (uint32) (end - p) ||
 			run->plan->cols[col].kind != GH_AGG_KIND_NUMERIC || row < prev)
 			elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
 		v = MemoryContextAlloc(run->batch.cxt, len);
@@ -530,12 +543,12 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 	instr_time	t0;
 
 	if (!run->exact || pkt->nkeys != (uint32) run->nkeys ||
-		pkt->ncols != (uint32) run->ncols || n > run->batch.cap ||
-		(size_t) pkt->nexc > (size_t) n * run->ncols)
+		pkt->ncols != (uint32) run->ncols_in || n > run->batch.cap ||
+		(size_t) pkt->nexc > (size_t) n * run->ncols_in)
 		elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
 	for (int k = 0; k < run->nkeys; k++)
 		need += (size_t) n * gh_agg_key_width(&run->plan->keys[k]);
-	for (int c = 0; c < run->ncols; c++)
+	for (int c = 0; c < run->ncols_in; c++)
 		need += (size_t) n * (gh_agg_col_width(&run->plan->cols[c]) +
 							  ((pkt->nullcols >> c) & 1) +
 							  gh_agg_col_has_ds(&run->plan->cols[c]));
@@ -562,7 +575,7 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 				widen32((int64 *) run->batch.h_keys[k] + run->batch.n, p, n);
 			p += (size_t) n * w;
 		}
-		for (int c = 0; c < run->ncols; c++)
+		for (int c = 0; c < run->ncols_in; c++)
 		{
 			if (gh_agg_col_width(&run->plan->cols[c]) != w)
 				continue;
@@ -580,7 +593,7 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 	}
 	else
 		memset(run->batch.h_knull + run->batch.n, 0, n);
-	for (int c = 0; c < run->ncols; c++)
+	for (int c = 0; c < run->ncols_in; c++)
 	{
 		if (pkt->nullcols & ((uint32) 1 << c))
 		{
@@ -590,7 +603,7 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 		else
 			memset(run->batch.h_valid[c] + run->batch.n, 1, n);
 	}
-	for (int c = 0; c < run->ncols; c++)
+	for (int c = 0; c < run->ncols_in; c++)
 	{
 		const uint8 *valid = run->batch.h_valid[c] + run->batch.n;
 		int			maxds = run->batch.max_dscale[c];
@@ -698,13 +711,51 @@ send_values(GhAggRun *run, gh_agg_batch *b)
 	b->ids = batch->d_ids;
 	for (int c = 0; c < run->ncols; c++)
 	{
+		b->vals[c] = batch->d_vals[c];
+		b->valid[c] = batch->d_valid[c];
+		if (c >= run->ncols_in)
+			continue;			/* a device expression's: made there */
 		if (run->plan->cols[c].kind != GH_AGG_KIND_NONE)
 			gh_copy_htod(run->target, batch->d_vals[c], batch->h_vals[c],
 						 (size_t) batch->n * 8);
 		gh_copy_htod(run->target, batch->d_valid[c], batch->h_valid[c], batch->n);
-		b->vals[c] = batch->d_vals[c];
-		b->valid[c] = batch->d_valid[c];
 	}
+}
+
+/*
+ * run_exprs runs the batch's device expressions on the target (their input
+ * columns sent), each into its column, and brings back, with the next
+ * synchronization, how many rows each left for the host (batch.h_xn).
+ */
+static void
+run_exprs(GhAggRun *run)
+{
+	GhAggBatch *batch = &run->batch;
+
+	if (run->plan->nexprs == 0)
+		return;
+	for (int c = run->ncols_in; c < run->ncols; c++)
+		GH_AGG_DEVICE_CALL(gh_agg_expr_eval, run->target,
+						   ON_TARGET(run, "computing aggregate arguments"),
+						   &batch->xe[c], batch->n, (int64_t *) batch->d_vals[c],
+						   batch->d_valid[c], batch->d_xhost[c], batch->d_xn + c);
+	gh_copy_dtoh(run->target, batch->h_xn, batch->d_xn, sizeof(uint32) * run->ncols);
+}
+
+/*
+ * exprs_need_host says whether the batch's device expressions left rows
+ * for the host: listed by the device, or with an input the host holds.
+ */
+static bool
+exprs_need_host(GhAggRun *run)
+{
+	for (int c = run->ncols_in; c < run->ncols; c++)
+		if (run->batch.h_xn[c] > 0)
+			return true;
+	for (int j = 0; j < run->batch.nside; j++)
+		if (run->plan->cols[run->batch.side_rows[j].col].leaf)
+			return true;
+	return false;
 }
 
 /*
@@ -801,6 +852,7 @@ device_exact(GhAggRun *run)
 	uint32		n = run->batch.n;
 	uint32		nbad;
 	uint32		nabsent;
+	bool		fix;
 	gh_agg_ctrl ctrl;
 	gh_agg_batch b;
 	gh_agg_keys keys;
@@ -823,6 +875,7 @@ device_exact(GhAggRun *run)
 		gh_copy_htod(run->target, run->batch.d_knull, run->batch.h_knull, n);
 	keys.nullmask = run->batch.d_knull;
 	send_values(run, &b);
+	run_exprs(run);
 	GH_AGG_DEVICE_CALL(gh_agg_assign_exact, run->target, ON_TARGET(run, "grouping rows"),
 					   s->table, s->table_cap, s->acc, &s->layout, &keys, n,
 					   run->batch.d_ids, run->batch.d_scratch, run->batch.d_bad);
@@ -836,11 +889,12 @@ device_exact(GhAggRun *run)
 	GH_AGG_DEVICE_CALL(gh_agg_accumulate, run->target, ON_TARGET(run, "aggregating"),
 					   s->acc, &s->layout, s->ngroups, &b);
 
-	if (nbad > 0 || run->batch.nside > 0)
+	fix = run->plan->nexprs > 0 && exprs_need_host(run);
+	if (nbad > 0 || run->batch.nside > 0 || fix)
 	{
 		if (nbad > 0)
 			gh_copy_dtoh(run->target, run->batch.h_bad, run->batch.d_bad, (size_t) nbad * 4);
-		if (run->batch.nside > 0)
+		if (run->batch.nside > 0 || fix)
 			gh_copy_dtoh(run->target, run->batch.h_ids, run->batch.d_ids, (size_t) n * 4);
 		gh_sync(run->target);
 		/* colliding rows first, then (frozen) rows of no group in memory */
@@ -868,6 +922,8 @@ device_exact(GhAggRun *run)
 					*kv = gh_agg_dict_value(run, k, run->batch.h_keys[k][i], i);
 			}
 		}
+		if (fix || (nbad > 0 && run->plan->nexprs > 0))
+			gh_agg_expr_fixups(run, run->batch.h_bad + nbad, nabsent, nbad);
 	}
 	run->stats.ms_device += gh_agg_ms_since(t0);
 	return nbad;

@@ -95,6 +95,7 @@ static Datum num_store(const NumDigits *nd, bool neg, int dscale);
 static Datum num_make(int128 v, int scale, int dscale);
 static int	num_cmp(Datum a, Datum b);
 static void rescale_column(GhAggRun *run, int c, int newscale);
+static void prepare_exprs(GhAggRun *run);
 static void rescale_groups(GhAggRun *run, GhGroupSet *s, int c, int oldscale,
 						   int128 f, uint64 ng, uint64 *lo, int64 *hi,
 						   const uint32 *aux, int64 *mins, int64 *maxs);
@@ -371,7 +372,7 @@ gh_agg_add_side_row(GhAggRun *run, uint32 row, int col, int kind, Datum value)
 void
 gh_agg_prepare_numeric(GhAggRun *run)
 {
-	for (int c = 0; c < run->ncols; c++)
+	for (int c = 0; c < run->ncols_in; c++)
 	{
 		int			scale;
 
@@ -398,6 +399,274 @@ gh_agg_prepare_numeric(GhAggRun *run)
 			run->batch.h_valid[c][i] = 0;
 			gh_agg_add_side_row(run, i, c, GH_NUMV_BIG, num_make(m, ds, ds));
 		}
+	}
+	prepare_exprs(run);
+}
+
+/* ---- device expressions (cuda/gh_aggregate.h) ------------------------ */
+
+/*
+ * expr_scale is the scale of device expression x's result with its input
+ * columns at their present scales (one with no value yet counts as 0: all
+ * its rows are NULL).
+ */
+static int
+expr_scale(GhAggRun *run, const GhAggExprDef *x)
+{
+	int			st[GH_EXPR_STACK + 1];
+	int			sp = 0;
+
+	for (int o = 0; o < x->nops; o++)
+	{
+		switch (x->op[o])
+		{
+			case GH_EXPR_COL:
+				st[sp++] = Max(run->num.scale[x->col[o]], 0);
+				break;
+			case GH_EXPR_CONST:
+				st[sp++] = x->cds[o];
+				break;
+			case GH_EXPR_ADD:
+			case GH_EXPR_SUB:
+				st[sp - 2] = Max(st[sp - 2], st[sp - 1]);
+				sp--;
+				break;
+			case GH_EXPR_MUL:
+				st[sp - 2] += st[sp - 1];
+				sp--;
+				break;
+			default:
+				break;
+		}
+		if (sp < 1 || sp > GH_EXPR_STACK)
+			elog(ERROR, "gpuhash_aggregate: malformed device expression");
+	}
+	if (sp != 1)
+		elog(ERROR, "gpuhash_aggregate: malformed device expression");
+	return st[0];
+}
+
+/*
+ * prepare_exprs, once the input columns are at their scales, raises each
+ * device expression's column to the scale of its result and describes the
+ * program over the target's arrays (batch.xe).  A result scale beyond the
+ * device's sends the batch's rows of that expression to the host.
+ */
+static void
+prepare_exprs(GhAggRun *run)
+{
+	GhAggPlan  *plan = run->plan;
+
+	for (int c = run->ncols_in; c < run->ncols; c++)
+	{
+		const GhAggExprDef *x = &plan->exprs[plan->cols[c].dexpr];
+		gh_agg_expr *e = &run->batch.xe[c];
+		int			sc = expr_scale(run, x);
+
+		memset(e, 0, sizeof(*e));
+		e->nops = x->nops;
+		for (int o = 0; o < x->nops; o++)
+		{
+			e->op[o] = x->op[o];
+			if (x->op[o] == GH_EXPR_COL)
+			{
+				e->scale[o] = (int8) Max(run->num.scale[x->col[o]], 0);
+				e->vals[o] = (const int64_t *) run->batch.d_vals[x->col[o]];
+				e->valid[o] = run->batch.d_valid[x->col[o]];
+			}
+			else if (x->op[o] == GH_EXPR_CONST)
+			{
+				e->scale[o] = (int8) x->cds[o];
+				e->cm[o] = x->cm[o];
+			}
+		}
+		if (sc > GH_NUM_SCALE_CAP)
+			e->all_host = 1;
+		else if (sc > run->num.scale[c])
+			rescale_column(run, c, sc);
+		e->out_scale = Max(run->num.scale[c], 0);
+	}
+}
+
+/* cmp_side_row_col orders side rows by row, then column. */
+static int
+cmp_side_row_col(const void *a, const void *b)
+{
+	const GhSideRow *x = a;
+	const GhSideRow *y = b;
+
+	if (x->row != y->row)
+		return x->row < y->row ? -1 : 1;
+	return x->col < y->col ? -1 : x->col > y->col ? 1 : 0;
+}
+
+/*
+ * expr_host_value computes device expression x for staged row with
+ * PostgreSQL's own functions over the row's NUMERIC inputs (the device's
+ * fixed point, or the side rows among the first nsorted, which are in
+ * cmp_side_row_col order).  NULL where an input is NULL.
+ */
+static Datum
+expr_host_value(GhAggRun *run, const GhAggExprDef *x, uint32 row, int nsorted,
+				bool *isnull)
+{
+	GhAggBatch *b = &run->batch;
+	Datum		st[GH_EXPR_STACK + 1];
+	int			sp = 0;
+
+	*isnull = false;
+	for (int o = 0; o < x->nops; o++)
+	{
+		int			c = x->col[o];
+
+		switch (x->op[o])
+		{
+			case GH_EXPR_COL:
+				if (b->h_valid[c][row])
+					st[sp++] = gh_agg_num_unpack(run, c, b->h_vals[c][row]);
+				else
+				{
+					GhSideRow	want;
+					GhSideRow  *r;
+
+					want.row = row;
+					want.col = c;
+					r = bsearch(&want, b->side_rows, nsorted, sizeof(GhSideRow),
+								cmp_side_row_col);
+					if (r == NULL)
+					{
+						*isnull = true;
+						return (Datum) 0;
+					}
+					st[sp++] = gh_agg_num_side_value(run, r);
+				}
+				break;
+			case GH_EXPR_CONST:
+				st[sp++] = x->cval[o];
+				break;
+			case GH_EXPR_NEG:
+				st[sp - 1] = DirectFunctionCall1(numeric_uminus, st[sp - 1]);
+				break;
+			case GH_EXPR_ADD:
+				st[sp - 2] = DirectFunctionCall2(numeric_add, st[sp - 2], st[sp - 1]);
+				sp--;
+				break;
+			case GH_EXPR_SUB:
+				st[sp - 2] = DirectFunctionCall2(numeric_sub, st[sp - 2], st[sp - 1]);
+				sp--;
+				break;
+			case GH_EXPR_MUL:
+				st[sp - 2] = DirectFunctionCall2(numeric_mul, st[sp - 2], st[sp - 1]);
+				sp--;
+				break;
+		}
+	}
+	return st[0];
+}
+
+/* cmp_row_absent orders rows by their number, GH_AGG_BAD_ABSENT ignored. */
+static int
+cmp_row_absent(const void *a, const void *b)
+{
+	uint32		x = *(const uint32 *) a & ~GH_AGG_BAD_ABSENT;
+	uint32		y = *(const uint32 *) b & ~GH_AGG_BAD_ABSENT;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/*
+ * gh_agg_expr_fixups, after the device ran the batch's expressions, does on
+ * the host what they left: the results of the nbad colliding rows (h_bad's
+ * first, for the fallback set) with the device's own arithmetic, and, with
+ * PostgreSQL's functions, every row the device listed as out of its bounds
+ * and every row with a host-held input (a side row of an input column), as
+ * side rows of the expression's column; rows that went to a partition
+ * (absent, nabsent of them in row order) are left for their pass.
+ */
+void
+gh_agg_expr_fixups(GhAggRun *run, const uint32 *absent, uint32 nabsent,
+				   uint32 nbad)
+{
+	GhAggPlan  *plan = run->plan;
+	GhAggBatch *b = &run->batch;
+	int			nsorted = b->nside;
+	uint32	   *dev_rows[GH_AGG_MAX_COLS] = {0};
+	bool		copied = false;
+
+	if (plan->nexprs == 0)
+		return;
+	for (int c = run->ncols_in; c < run->ncols; c++)
+	{
+		if (b->h_xn[c] == 0)
+			continue;
+		if (b->h_xn[c] > b->n)
+			elog(ERROR, "gpuhash_aggregate: device expression listed %u of %u rows",
+				 b->h_xn[c], b->n);
+		dev_rows[c] = palloc(sizeof(uint32) * b->h_xn[c]);
+		gh_copy_dtoh(run->target, dev_rows[c], b->d_xhost[c], sizeof(uint32) * b->h_xn[c]);
+		copied = true;
+	}
+	if (copied)
+		gh_sync(run->target);
+	if (nsorted > 1)
+		qsort(b->side_rows, nsorted, sizeof(GhSideRow), cmp_side_row_col);
+
+	for (int c = run->ncols_in; c < run->ncols; c++)
+	{
+		const GhAggExprDef *x = &plan->exprs[plan->cols[c].dexpr];
+		gh_agg_expr he = b->xe[c];
+		uint32	   *rows;
+		uint32		nrows = 0;
+
+		/* the colliding rows' values, for the fallback set */
+		for (int o = 0; o < x->nops; o++)
+			if (x->op[o] == GH_EXPR_COL)
+			{
+				he.vals[o] = (const int64_t *) b->h_vals[x->col[o]];
+				he.valid[o] = b->h_valid[x->col[o]];
+			}
+		for (uint32 j = 0; j < nbad; j++)
+		{
+			uint32		i = b->h_bad[j];
+			int64_t		v = 0;
+
+			b->h_valid[c][i] = gh_agg_expr_eval(&he, i, &v) == GH_EXPR_OK;
+			b->h_vals[c][i] = v;
+		}
+
+		/* the rows for PostgreSQL's functions: listed, or with a side input */
+		rows = palloc(sizeof(uint32) * (b->h_xn[c] + nsorted + 1));
+		for (uint32 j = 0; j < b->h_xn[c]; j++)
+			rows[nrows++] = dev_rows[c][j];
+		for (int j = 0; j < nsorted; j++)
+			for (int o = 0; o < x->nops; o++)
+				if (x->op[o] == GH_EXPR_COL && x->col[o] == b->side_rows[j].col)
+				{
+					rows[nrows++] = b->side_rows[j].row;
+					break;
+				}
+		if (nrows > 1)
+			qsort(rows, nrows, sizeof(uint32), cmp_row_absent);
+		for (uint32 j = 0; j < nrows; j++)
+		{
+			uint32		i = rows[j];
+			bool		isnull;
+			Datum		v;
+			int64		m;
+			int			ds;
+			int			kind;
+
+			if ((j > 0 && rows[j - 1] == i) ||
+				(nabsent > 0 && bsearch(&i, absent, nabsent, sizeof(uint32), cmp_row_absent)))
+				continue;
+			v = expr_host_value(run, x, i, nsorted, &isnull);
+			if (isnull)
+				continue;
+			kind = gh_agg_num_decode(v, &m, &ds);
+			gh_agg_add_side_row(run, i, c, kind == GH_NUMV_FINITE ? GH_NUMV_BIG : kind,
+								kind == GH_NUMV_FINITE || kind == GH_NUMV_BIG ? v : (Datum) 0);
+		}
+		pfree(rows);
 	}
 }
 

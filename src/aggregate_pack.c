@@ -263,7 +263,7 @@ gh_agg_pack_gather(GhAggPlan *plan, Gather *gather, int node_id)
 		return false;
 	child = outerPlan(gather);
 	if (child == NULL || gather->plan.qual != NIL ||
-		list_length(gather->plan.targetlist) != plan->nkeys + plan->ncols)
+		list_length(gather->plan.targetlist) != plan->nkeys + plan->ncols_in)
 		return false;
 	/*
 	 * The Gather must pass its child's columns through, in any order (the
@@ -284,12 +284,12 @@ gh_agg_pack_gather(GhAggPlan *plan, Gather *gather, int node_id)
 	 * A packet is one bytea, so it stays below 1 GB; and no device batch
 	 * holds more than GH_AGG_MAX_BATCH rows, so neither does a packet.
 	 */
-	row_bytes = (Size) plan->nkeys * 8 + 1 + (Size) plan->ncols * 10;
+	row_bytes = (Size) plan->nkeys * 8 + 1 + (Size) plan->ncols_in * 10;
 	cap = Min((Size) Max(gpuhash_batch_rows, 1), (Size) GH_AGG_MAX_BATCH);
 	cap = Min(cap, (MaxAllocSize - sizeof(GhAggPacketHeader)) / row_bytes);
 	priv = list_make3(makeInteger((int) cap), makeInteger(plan->nkeys),
-					  makeInteger(plan->ncols));
-	for (i = 0; i < plan->ncols; i++)
+					  makeInteger(plan->ncols_in));
+	for (i = 0; i < plan->ncols_in; i++)
 	{
 		priv = lappend(priv, makeInteger(plan->cols[i].vtype));
 		priv = lappend(priv, makeInteger(plan->cols[i].kind));

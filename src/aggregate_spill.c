@@ -84,7 +84,7 @@ gh_agg_spill_init(GhAggRun *run)
 {
 	GhAggSpill *sp = &run->spill;
 	GhAggPlan  *plan = run->plan;
-	int			natts = run->nkeys + run->ncols;
+	int			natts = run->nkeys + run->ncols_in;
 
 	sp->budget = get_hash_memory_limit();
 	sp->device_budget = run->exact && run->target == GH_TARGET_GPU ?
@@ -98,7 +98,7 @@ gh_agg_spill_init(GhAggRun *run)
 	sp->desc = CreateTemplateTupleDesc(Max(natts, 1));
 	for (int k = 0; k < run->nkeys; k++)
 		TupleDescInitEntry(sp->desc, k + 1, NULL, plan->keys[k].type, -1, 0);
-	for (int c = 0; c < run->ncols; c++)
+	for (int c = 0; c < run->ncols_in; c++)
 		TupleDescInitEntry(sp->desc, run->nkeys + c + 1, NULL,
 						   plan->cols[c].kind == GH_AGG_KIND_NONE ? BOOLOID : plan->cols[c].type,
 						   -1, 0);
@@ -344,13 +344,13 @@ gh_agg_spill_keep(GhAggRun *run, TupleTableSlot *slot)
 	keep = table_has(run, h);
 	if (!keep)
 	{
-		int			natts = run->nkeys + run->ncols;
+		int			natts = run->nkeys + run->ncols_in;
 		Datum	   *v = MemoryContextAlloc(sp->cxt, sizeof(Datum) * Max(natts, 1));
 		bool	   *n = MemoryContextAlloc(sp->cxt, sizeof(bool) * Max(natts, 1));
 
 		memcpy(v, slot->tts_values, sizeof(Datum) * natts);
 		memcpy(n, slot->tts_isnull, sizeof(bool) * natts);
-		for (int c = 0; c < run->ncols; c++)
+		for (int c = 0; c < run->ncols_in; c++)
 		{
 			if (run->plan->cols[c].kind == GH_AGG_KIND_NONE && !n[run->nkeys + c])
 				v[run->nkeys + c] = BoolGetDatum(true);
@@ -406,7 +406,7 @@ gh_agg_spill_absent(GhAggRun *run, const uint32 *rows, uint32 n)
 			if (run->plan->keys[k].dict && !nulls[k])
 				values[k] = gh_agg_dict_value(run, k, words[k], i);
 		}
-		for (int c = 0; c < run->ncols; c++)
+		for (int c = 0; c < run->ncols_in; c++)
 		{
 			GhAggCol   *col = &run->plan->cols[c];
 			int64		v = b->h_vals[c][i];
@@ -461,7 +461,7 @@ gh_agg_spill_absent(GhAggRun *run, const uint32 *rows, uint32 n)
 			values[run->nkeys + r->col] = gh_agg_num_side_value(run, r);
 			r->row = PG_UINT32_MAX;
 		}
-		if (run->nkeys + run->ncols == 0)
+		if (run->nkeys + run->ncols_in == 0)
 			nulls[0] = true;
 		write_row(run, exact_hash(run, words, b->h_knull[i]), values, nulls);
 		MemoryContextReset(sp->cxt);
