@@ -552,6 +552,18 @@ gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 		Path	   *partial = linitial(input_rel->partial_pathlist);
 		double		rows = input_rel->rows;
 
+		/*
+		 * The workers here only read and pack rows for the device: with
+		 * the aggregation gone from them, more of them keep the device fed.
+		 * A base relation's parallel scan gets every worker a Gather may
+		 * have, not the few its size would give it.
+		 */
+		if (partial->pathtype == T_SeqScan && input_rel->reloptkind == RELOPT_BASEREL &&
+			partial->parallel_workers > 0 &&
+			partial->parallel_workers < max_parallel_workers_per_gather)
+			partial = create_seqscan_path(root, input_rel, NULL,
+										  max_parallel_workers_per_gather);
+
 		child = (Path *) create_projection_path(root, input_rel, partial, child_target);
 		child = (Path *) create_gather_path(root, input_rel, child, child_target,
 											NULL, &rows);

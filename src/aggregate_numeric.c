@@ -389,6 +389,12 @@ gh_agg_prepare_numeric(GhAggRun *run)
 
 			if (!run->batch.h_valid[c][i])
 				continue;
+			/* the usual case, a column of one scale: no multiplication */
+			if (ds == scale && m > -(GH_AGG_NUM_MAX_ABS - 1) && m < GH_AGG_NUM_MAX_ABS - 1)
+			{
+				run->batch.h_vals[c][i] = gh_agg_num_pack(m, ds);
+				continue;
+			}
 			v = (int128) m * gh_pow10_i128(scale - ds);
 			if (v > -(GH_AGG_NUM_MAX_ABS - 1) && v < GH_AGG_NUM_MAX_ABS - 1)
 			{
