@@ -402,7 +402,8 @@ acc_row(char *base, const gh_agg_layout &l, const gh_agg_batch &b, uint32_t i,
 	atomicAdd(arr<unsigned long long>(base, l.rows_off) + g, 1ULL);
 	for (int c = 0; c < l.ncols; c++)
 	{
-		if (!b.valid[c][i])
+		/* an expression's input that no aggregate reads accumulates nothing */
+		if (!b.valid[c][i] || (l.ops[c] == 0 && l.kind[c] != GH_AGG_KIND_NONE))
 			continue;
 		atomicAdd(arr<unsigned long long>(base, l.nonnull_off[c]) + g, 1ULL);
 		uint8_t ops = l.ops[c];

@@ -402,7 +402,8 @@ gh_agg_accumulate_cpu(void *acc, const gh_agg_layout *l, uint64_t ngroups,
 		{
 			uint8_t ops = l->ops[c];
 
-			if (!b->valid[c][i])
+			/* an expression's input that no aggregate reads accumulates nothing */
+			if (!b->valid[c][i] || (ops == 0 && l->kind[c] != GH_AGG_KIND_NONE))
 				continue;
 			ARR(uint64_t, acc, l->nonnull_off[c])[g]++;
 			if (l->kind[c] == GH_AGG_KIND_FLOAT)

@@ -34,7 +34,8 @@
  *				NUMERIC: uint32 largest display scale seen
  *	min, max	INT: int64; FLOAT: uint64 order key (gh_agg_float_key);
  *				NUMERIC: int64 packed value (gh_agg_num_pack)
- * plus one uint64 rows[] for count(*).  Exact 128-bit integer sums: each
+ * plus one uint64 rows[] for count(*).  A column with values and no ops (the
+ * input of a device expression that no aggregate reads) accumulates nothing.  Exact 128-bit integer sums: each
  * atomicAdd on the low word returns the old value, from which the carry of
  * that one addition is known exactly; the carry and the sign extension go to
  * the high word.  The sum of all those parts is the exact 128-bit sum however

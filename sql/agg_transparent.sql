@@ -438,6 +438,22 @@ RESET gpuhash.batch_rows;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
+-- each operator against PostgreSQL's own function, value by value: one
+-- group per pair of edge values (zero, signs, scales 0 to 24, 18 digits,
+-- past 18 digits, NaN, infinities, NULL), so every sum is one result
+CREATE TABLE gha_edge AS
+SELECT row_number() OVER () AS i, a.v AS a, b.v AS b
+  FROM (VALUES (0::numeric), (-0.00), (1), (-1), (0.5), (-2.25), (1.000000000000000000000001),
+               (999999999999999999), (-999999999999999999), (12345678901234.5678),
+               (0.000000000000000000000009), (1234567890123456789), (3e30), (-7.1e-30),
+               ('NaN'), ('Infinity'), ('-Infinity'), (NULL)) a(v),
+       (VALUES (0::numeric), (-3), (0.10), (2.000), (-0.000001), (99999999.99999999),
+               (4611686018427387904), ('NaN'), ('-Infinity'), (NULL)) b(v);
+ANALYZE gha_edge;
+SELECT q, gha_check(q) FROM (VALUES
+  ('SELECT i, sum(a + b), sum(a - b), sum(a * b), sum(-a), min(b - a), max(a * -b) FROM gha_edge GROUP BY i'),
+  ('SELECT i, sum(a * b * a), sum(1.5 * a - b * 0.25), avg(a + 1e-20) FROM gha_edge GROUP BY i')
+) v(q);
 -- numeric overflow: PostgreSQL's error on both sides (the device hands
 -- such rows to the host, which calls numeric_mul)
 SELECT gha_errors('SELECT g, sum(w * 1e131000 * 1e131000) FROM gha_x WHERE i % 73 = 0 GROUP BY g');
