@@ -372,8 +372,13 @@ gh_agg_add_side_row(GhAggRun *run, uint32 row, int col, int kind, Datum value)
 void
 gh_agg_prepare_numeric(GhAggRun *run)
 {
+	uint32		n = run->batch.n;
+
 	for (int c = 0; c < run->ncols_in; c++)
 	{
+		int64	   *vals = run->batch.h_vals[c];
+		uint8	   *valid = run->batch.h_valid[c];
+		const uint8 *dss = run->batch.h_ds[c];
 		int			scale;
 
 		if (run->plan->cols[c].kind != GH_AGG_KIND_NUMERIC)
@@ -381,28 +386,30 @@ gh_agg_prepare_numeric(GhAggRun *run)
 		if (run->batch.max_dscale[c] > run->num.scale[c])
 			rescale_column(run, c, run->batch.max_dscale[c]);
 		scale = run->num.scale[c];
-		for (uint32 i = 0; i < run->batch.n; i++)
+		/* the arrays in locals: the stores below cannot alias run's fields */
+		for (uint32 i = 0; i < n; i++)
 		{
-			int64		m = run->batch.h_vals[c][i];
-			int			ds = run->batch.h_ds[c][i];
+			int64		m = vals[i];
+			int			ds = dss[i];
 			int128		v;
 
-			if (!run->batch.h_valid[c][i])
+			if (!valid[i])
 				continue;
 			/* the usual case, a column of one scale: no multiplication */
-			if (ds == scale && m > -(GH_AGG_NUM_MAX_ABS - 1) && m < GH_AGG_NUM_MAX_ABS - 1)
+			if (likely(ds == scale && m > -(GH_AGG_NUM_MAX_ABS - 1) &&
+					   m < GH_AGG_NUM_MAX_ABS - 1))
 			{
-				run->batch.h_vals[c][i] = gh_agg_num_pack(m, ds);
+				vals[i] = gh_agg_num_pack(m, ds);
 				continue;
 			}
 			v = (int128) m * gh_pow10_i128(scale - ds);
 			if (v > -(GH_AGG_NUM_MAX_ABS - 1) && v < GH_AGG_NUM_MAX_ABS - 1)
 			{
-				run->batch.h_vals[c][i] = gh_agg_num_pack((int64) v, ds);
+				vals[i] = gh_agg_num_pack((int64) v, ds);
 				continue;
 			}
 			/* too large for the device at this scale: the host adds it */
-			run->batch.h_valid[c][i] = 0;
+			valid[i] = 0;
 			gh_agg_add_side_row(run, i, c, GH_NUMV_BIG, num_make(m, ds, ds));
 		}
 	}
