@@ -454,6 +454,24 @@ SELECT q, gha_check(q) FROM (VALUES
   ('SELECT i, sum(a + b), sum(a - b), sum(a * b), sum(-a), min(b - a), max(a * -b) FROM gha_edge GROUP BY i'),
   ('SELECT i, sum(a * b * a), sum(1.5 * a - b * 0.25), avg(a + 1e-20) FROM gha_edge GROUP BY i')
 ) v(q);
+-- more expression inputs than the engine's columns (34 inputs for 17
+-- products): every argument is then computed by the child, with no device
+-- expression, and the rows stay native's
+DO $$ BEGIN
+  EXECUTE 'CREATE TABLE gha_wide AS SELECT i % 3 AS g, ' ||
+    (SELECT string_agg(format('(i + %s)::numeric / 4 AS c%s', n, n), ', ')
+       FROM generate_series(1, 34) n) ||
+    ' FROM generate_series(1, 1000) i';
+END $$;
+CREATE VIEW gha_wide_q(q) AS
+SELECT 'SELECT g, ' || string_agg(format('sum(c%s * c%s)', 2 * n - 1, 2 * n), ', ') ||
+       ' FROM gha_wide GROUP BY g'
+  FROM generate_series(1, 17) n;
+SELECT gha_check(q) FROM gha_wide_q;
+SET gpuhash.force_agg = on;
+SELECT count(*) FILTER (WHERE l ~ 'Device Expressions') AS device_expression_lines
+  FROM gha_wide_q, gha_verbose(q) l;
+RESET gpuhash.force_agg;
 -- numeric overflow: PostgreSQL's error on both sides (the device hands
 -- such rows to the host, which calls numeric_mul)
 SELECT gha_errors('SELECT g, sum(w * 1e131000 * 1e131000) FROM gha_x WHERE i % 73 = 0 GROUP BY g');

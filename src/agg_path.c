@@ -120,7 +120,7 @@ static void gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 							void *extra);
 static void add_gha_path(RelOptInfo *output_rel, Path *child, GhaQuery *q,
 						 List *having, double ngroups);
-static void compile_args(GhaQuery *q, bool device);
+static void compile_args(GhaQuery *q, List *arg_calls, bool device);
 static Plan *gha_plan_path(PlannerInfo *root, RelOptInfo *rel,
 						   CustomPath *best_path, List *tlist, List *clauses,
 						   List *custom_plans);
@@ -208,6 +208,7 @@ static bool
 check_query(PlannerInfo *root, PathTarget *target, List *having, GhaQuery *q)
 {
 	Query	   *parse = root->parse;
+	List	   *arg_calls;
 	ListCell   *lc;
 
 	memset(q, 0, sizeof(*q));
@@ -263,9 +264,10 @@ check_query(PlannerInfo *root, PathTarget *target, List *having, GhaQuery *q)
 	}
 	if (list_length(q->args) > GH_AGG_MAX_COLS)
 		return false;
-	compile_args(q, q->device_keys);
+	arg_calls = q->call_cols;
+	compile_args(q, arg_calls, q->device_keys);
 	if (list_length(q->inputs) + list_length(q->exprs) > GH_AGG_MAX_COLS)
-		compile_args(q, false);
+		compile_args(q, arg_calls, false);
 	return true;
 }
 
@@ -349,15 +351,15 @@ compile_num(Node *n, List **prog, List **inputs, int *depth)
  * compile_args decides the child's columns (q->inputs) and the device
  * expressions (q->exprs): with device, each NUMERIC argument of arithmetic
  * that compile_num takes becomes a program over input columns, run on the
- * device; every other argument is an input column.  Rewrites q->call_cols
- * to the engine's columns: the inputs, then the expressions.
+ * device; every other argument is an input column.  Sets q->call_cols from
+ * arg_calls (each Aggref's argument, an index into q->args, or -1) to the
+ * engine's columns: the inputs, then the expressions.
  */
 static void
-compile_args(GhaQuery *q, bool device)
+compile_args(GhaQuery *q, List *arg_calls, bool device)
 {
 	int			nargs = list_length(q->args);
 	int		   *argcol = palloc(sizeof(int) * (nargs + 1));
-	List	   *old_calls = q->call_cols;
 	int			i = 0;
 	ListCell   *lc;
 
@@ -382,7 +384,7 @@ compile_args(GhaQuery *q, bool device)
 			argcol[i++] = input_col(&q->inputs, arg);
 	}
 	q->call_cols = NIL;
-	foreach(lc, old_calls)
+	foreach(lc, arg_calls)
 	{
 		int			a = lfirst_int(lc);
 
