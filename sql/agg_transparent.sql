@@ -455,7 +455,8 @@ SELECT q, gha_check(q) FROM (VALUES
   ('SELECT i, sum(a * b * a), sum(1.5 * a - b * 0.25), avg(a + 1e-20) FROM gha_edge GROUP BY i')
 ) v(q);
 -- more expression inputs than the engine's columns (34 inputs for 17
--- products): every argument is then computed by the child, with no device
+-- products), and an expression of more operations than a program takes (39
+-- additions): the child computes such arguments, with no device
 -- expression, and the rows stay native's
 DO $$ BEGIN
   EXECUTE 'CREATE TABLE gha_wide AS SELECT i % 3 AS g, ' ||
@@ -466,7 +467,10 @@ END $$;
 CREATE VIEW gha_wide_q(q) AS
 SELECT 'SELECT g, ' || string_agg(format('sum(c%s * c%s)', 2 * n - 1, 2 * n), ', ') ||
        ' FROM gha_wide GROUP BY g'
-  FROM generate_series(1, 17) n;
+  FROM generate_series(1, 17) n
+UNION ALL
+SELECT 'SELECT g, sum(' || string_agg(format('c%s', 1 + n % 34), ' + ') || ') FROM gha_wide GROUP BY g'
+  FROM generate_series(1, 40) n;
 SELECT gha_check(q) FROM gha_wide_q;
 SET gpuhash.force_agg = on;
 SELECT count(*) FILTER (WHERE l ~ 'Device Expressions') AS device_expression_lines

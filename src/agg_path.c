@@ -293,13 +293,18 @@ input_col(List **inputs, Expr *expr)
  * (cuda/gh_aggregate.h): numeric_add, numeric_sub, numeric_mul,
  * numeric_uminus and numeric_uplus over constants that are fixed point, and
  * any other subexpression as an input column (*inputs), which the child
- * computes on the CPU.  *depth is the stack depth after it; returns false
- * past the device's limits on ops and depth.
+ * computes on the CPU.  *depth is the stack depth after it, level the
+ * tree's depth at n; returns false past the device's limits on ops and
+ * depth.
  */
 static bool
-compile_num(Node *n, List **prog, List **inputs, int *depth)
+compile_num(Node *n, List **prog, List **inputs, int *depth, int level)
 {
 	int			op = 0;
+
+	/* a tree deeper than a program's ops cannot compile: stop descending */
+	if (level > GH_EXPR_MAX_OPS)
+		return false;
 
 	if (IsA(n, OpExpr))
 	{
@@ -314,13 +319,13 @@ compile_num(Node *n, List **prog, List **inputs, int *depth)
 		else if (list_length(e->args) == 1 && f == F_NUMERIC_UMINUS)
 			op = GH_EXPR_NEG;
 		else if (list_length(e->args) == 1 && f == F_NUMERIC_UPLUS)
-			return compile_num(linitial(e->args), prog, inputs, depth);
+			return compile_num(linitial(e->args), prog, inputs, depth, level + 1);
 		if (op != 0)
 		{
 			ListCell   *lc;
 
 			foreach(lc, e->args)
-				if (!compile_num(lfirst(lc), prog, inputs, depth))
+				if (!compile_num(lfirst(lc), prog, inputs, depth, level + 1))
 					return false;
 			if (op != GH_EXPR_NEG)
 				(*depth)--;
@@ -373,7 +378,7 @@ compile_args(GhaQuery *q, List *arg_calls, bool device)
 		int			depth = 0;
 
 		if (device && IsA(arg, OpExpr) && exprType((Node *) arg) == NUMERICOID &&
-			compile_num((Node *) arg, &prog, &inputs, &depth) && depth == 1 &&
+			compile_num((Node *) arg, &prog, &inputs, &depth, 0) && depth == 1 &&
 			list_length(prog) > 1)
 		{
 			q->inputs = inputs;
