@@ -33,7 +33,6 @@
 #include "aggregate.h"
 
 static int64 dict_find(GhAggRun *run, int k, Datum *v, uint64 *hash);
-static void dict_add_miss(GhAggRun *run, uint32 row, int k, Datum v);
 
 /*
  * dict_find returns the number of value *v (not NULL) of numbered key k,
@@ -120,9 +119,12 @@ dict_find(GhAggRun *run, int k, Datum *v, uint64 *hash)
 	return d->n++;
 }
 
-/* dict_add_miss records value v (in batch memory) of key k of staged row. */
-static void
-dict_add_miss(GhAggRun *run, uint32 row, int k, Datum v)
+/*
+ * gh_agg_dict_miss records that staged row's key k, value v (in batch
+ * memory), has no number.
+ */
+void
+gh_agg_dict_miss(GhAggRun *run, uint32 row, int k, Datum v)
 {
 	GhAggBatch *b = &run->batch;
 
@@ -162,8 +164,7 @@ gh_agg_dict_encode(GhAggRun *run, int k, Datum v, uint32 row)
 
 	if (id >= 0)
 		return (uint64) id;
-	dict_add_miss(run, row, k,
-				  datumCopy(v, key->typbyval, key->typlen));
+	gh_agg_dict_miss(run, row, k, datumCopy(v, key->typbyval, key->typlen));
 	return miss_word(h);
 }
 
@@ -201,11 +202,8 @@ gh_agg_dict_packet(GhAggRun *run, int k, const char *dict, uint32 count,
 				len = key->typlen;
 			else
 			{
-				uint32		hdr;
-
 				if (bytes - off < VARHDRSZ)
 					elog(ERROR, "gpuhash_aggregate: malformed packet dictionary");
-				memcpy(&hdr, dict + off, sizeof(hdr));
 				if (!VARATT_IS_4B_U(dict + off))
 					elog(ERROR, "gpuhash_aggregate: malformed packet dictionary");
 				len = VARSIZE(dict + off);
@@ -225,13 +223,6 @@ gh_agg_dict_packet(GhAggRun *run, int k, const char *dict, uint32 count,
 	}
 	if (off != bytes)
 		elog(ERROR, "gpuhash_aggregate: malformed packet dictionary");
-}
-
-/* gh_agg_dict_miss records that staged row's key k, value v, has no number. */
-void
-gh_agg_dict_miss(GhAggRun *run, uint32 row, int k, Datum v)
-{
-	dict_add_miss(run, row, k, v);
 }
 
 /* cmp_miss orders GhDictMiss by row, then key, for bsearch. */
