@@ -142,6 +142,45 @@ SELECT (p ->> 'Hash Batches')::int > 1 AS hash_batches,
 RESET gpuhash.enabled;
 RESET gpuhash.force_join;
 
+-- batches taken back: the planner expects about 3100 inner rows (v + 0 >
+-- 27700 and k2 + 0 >= 0 have no statistics: a third of the table each),
+-- fewer than the outer side's 9000, which start the join with batches at
+-- 64kB; 300 rows come, which fit the store, so the rows in
+-- the other batches' files come back and the outer side is read once, with
+-- no file (EXPLAIN: "Hash Batches: 1 (planned N; ...)").  A full join
+-- whose inner side has a NULL key (v = 27916) keeps its batches: that row
+-- is emitted after the last one.  bb_taken_back says which
+-- happened.
+CREATE FUNCTION bb_taken_back(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE l text; back bool := false; batched bool := false;
+BEGIN
+  PERFORM gh_set_mode('gpuhash');
+  FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+    back := back OR l ~ 'Hash Batches: 1 \(planned \d+; the inner side fit in one\)';
+    batched := batched OR coalesce(substring(l FROM 'Hash Batches: (\d+)')::int, 0) > 1;
+  END LOOP;
+  PERFORM gh_set_mode('native');
+  RETURN CASE WHEN back THEN 'taken back' WHEN batched THEN 'batches' ELSE 'one batch' END;
+END $$;
+SET work_mem = '64kB';
+SELECT name, gh_check(q) AS check, bb_taken_back(q) AS batches
+  FROM (VALUES
+    ('inner', 'SELECT o.w, i.v FROM bb_o o JOIN (SELECT * FROM bb_i WHERE v + 0 > 27700 AND k2 + 0 >= 0) i ON o.k = i.k'),
+    ('left', 'SELECT o.w, i.v FROM bb_o o LEFT JOIN (SELECT * FROM bb_i WHERE v + 0 > 27700 AND k2 + 0 >= 0) i ON o.k = i.k'),
+    ('semi', 'SELECT o.w FROM bb_o o WHERE EXISTS (SELECT 1 FROM bb_i i WHERE i.v + 0 > 27700 AND i.k2 + 0 >= 0 AND i.k = o.k)'),
+    ('anti', 'SELECT o.w FROM bb_o o WHERE NOT EXISTS (SELECT 1 FROM bb_i i WHERE i.v + 0 > 27700 AND i.k2 + 0 >= 0 AND i.k = o.k)'),
+    ('inner text', 'SELECT o.w, i.v FROM bb_o o JOIN (SELECT * FROM bb_i WHERE v + 0 > 27700 AND k2 + 0 >= 0) i ON o.kt = i.kt'),
+    ('full no null key', 'SELECT o.w, i.v FROM bb_o o FULL JOIN (SELECT * FROM bb_i WHERE v + 0 > 27700 AND k2 + 0 >= 0 AND k IS NOT NULL) i ON o.k = i.k'),
+    ('full null key', 'SELECT o.w, i.v FROM bb_o o FULL JOIN (SELECT * FROM bb_i WHERE v + 0 > 27700 AND k2 + 0 >= 0) i ON o.k = i.k'),
+    -- 3000 rows of the inner side come: they do not fit, the batches stay
+    ('inner too big', 'SELECT o.w, i.v FROM bb_o o JOIN (SELECT * FROM bb_i WHERE v + 0 > 25000 AND k2 + 0 >= 0) i ON o.k = i.k')) v(name, q)
+ ORDER BY name;
+-- under a correlated subquery: each rescan builds again and takes back again
+SELECT gh_check('SELECT f.x, (SELECT count(*) || ''/'' || sum(i.v) FROM bb_o o JOIN (SELECT * FROM bb_i WHERE v + 0 > 27700 AND k2 + 0 >= 0) i ON o.k = i.k WHERE o.k2 <> f.x) FROM bb_few f');
+RESET gpuhash.enabled;
+RESET gpuhash.force_join;
+DROP FUNCTION bb_taken_back(text);
+
 -- parallel: each participant builds its own table of the whole inner side
 -- (shared_build off), each in batches
 SET gpuhash.shared_build = off;
@@ -153,6 +192,8 @@ SELECT gh_check('SELECT o.w, i.v FROM bb_o o JOIN bb_i i ON o.k = i.k');
 SELECT gh_check('SELECT o.w, i.v FROM bb_o o LEFT JOIN bb_i i ON o.kt = i.kt');
 SELECT gh_check('SELECT o.w FROM bb_o o WHERE NOT EXISTS (SELECT 1 FROM bb_i i WHERE i.k = o.k)');
 SELECT gh_check('SELECT o.w FROM bb_o o WHERE EXISTS (SELECT 1 FROM bb_i i WHERE i.kn = o.kn)');
+-- a worker's build that takes its batches back (see above)
+SELECT gh_check('SELECT o.w, i.v FROM bb_o o LEFT JOIN (SELECT * FROM bb_i WHERE v + 0 > 27700 AND k2 + 0 >= 0) i ON o.k = i.k');
 RESET gpuhash.shared_build;
 
 -- parallel with a shared build whose inner side the planner underestimates

@@ -177,6 +177,7 @@ ghj_batch_init(GhjState *s)
 	while (s->nbatch < nbatch)
 		s->nbatch *= 2;
 	s->nbatch_original = s->nbatch;
+	s->spill_inner_bytes = 0;
 	if (s->nbatch > 1)
 	{
 		MemoryContext old = MemoryContextSwitchTo(s->spill_cxt);
@@ -364,6 +365,7 @@ ghj_batch_save_inner(GhjState *s, int batchno, const Datum *rec, uint64 hash)
 
 	Assert(batchno > s->curbatch);
 	write_tuple(batch_file(s, s->inner_files, batchno), hash, tup);
+	s->spill_inner_bytes += sizeof(hash) + tup->t_len;
 	pfree(tup);
 }
 
@@ -597,6 +599,87 @@ ghj_batch_increase(GhjState *s)
 	/* the rows share their batch bits: more batches would not split them */
 	if (moved == 0 || kept == 0)
 		s->grow_enabled = false;
+}
+
+/*
+ * ghj_batch_shrink runs after a private build has read its whole inner
+ * side, before any outer row: when the rows in the other batches' files
+ * would fit in the store beside batch 0's, it takes them back and the join
+ * runs as one batch, so that no outer row goes to a file.  The join starts
+ * with the batches the planner's estimate asks for, as nodeHash.c does, and
+ * nodeHash.c never goes back; but an estimate can be far too high (TPC-H
+ * Q18's IN subquery: 410435 rows estimated, 624 read, and every row of a
+ * 60M-row outer side then written and read once more).  What must fit is
+ * counted high: the store's arrays for all rows, the table where it lives
+ * on the host, what batch 0 already holds, and all of the files' bytes for
+ * the by-reference data.  Right and full joins with NULL-key inner rows in
+ * their file keep their batches (those rows are emitted after the last
+ * batch).  Should the store still pass its limit while the rows come back,
+ * it doubles its batches as while reading the inner side, and the rows of
+ * later batches go to the new files: no row is lost either way.
+ */
+void
+ghj_batch_shrink(GhjState *s)
+{
+	BufFile   **inner = s->inner_files;
+	BufFile   **outer = s->outer_files;
+	int			oldn = s->nbatch;
+	double		rows;
+
+	if (oldn <= 1 || s->curbatch != 0 || s->nullkey_file != NULL ||
+		inner == NULL)
+		return;
+	for (int b = 0; b < oldn; b++)
+	{
+		if (outer[b] != NULL)
+			return;				/* outer rows were written: too late */
+	}
+	rows = (double) s->n_inner_read - s->ninner - s->n_nullkey;
+	if (rows < 0 || rows + s->ninner >= (double) PG_UINT32_MAX / 2)
+		return;
+	if (ghj_batch_store_bytes(s, (uint32) (s->ninner + rows)) +
+		(Size) s->spill_inner_bytes > s->store_limit)
+		return;
+	if (!s->table_on_host && !gh_table_fits_device((uint32) (s->ninner + rows)))
+		return;
+
+	s->inner_files = NULL;
+	s->outer_files = NULL;
+	s->nbatch = 1;
+	s->nbatch_original = 1;
+	s->nbatch_planned = Max(s->nbatch_planned, oldn);
+	s->spill_inner_bytes = 0;
+	for (int b = 1; b < oldn; b++)
+	{
+		uint64		hash;
+		MinimalTuple tup;
+
+		if (inner[b] == NULL)
+			continue;
+		if (BufFileSeek(inner[b], 0, 0, SEEK_SET) != 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not rewind GpuHashJoin temporary file")));
+		while ((tup = read_tuple(inner[b], &hash, s->batch_cxt)) != NULL)
+		{
+			int			nb;
+			Datum	   *rec;
+
+			CHECK_FOR_INTERRUPTS();
+			rec = deform_record(s, tup);
+			nb = ghj_batch_of(s, hash);
+			if (nb != s->curbatch)
+				ghj_batch_save_inner(s, nb, rec, hash);
+			else
+				ghj_store_row(s, rec, hash);
+			pfree(tup);
+		}
+		close_file(&inner[b]);
+	}
+	MemoryContextReset(s->batch_cxt);
+	pfree(inner);
+	pfree(outer);
+	ghj_batch_note_peak(s, 0);
 }
 
 /* close_file closes *file if it is open. */

@@ -805,6 +805,7 @@ ghj_build_private(GhjState *s)
 		}
 	}
 	ghj_reset(econtext);
+	ghj_batch_shrink(s);
 	s->nbatch_outstart = s->nbatch;
 	ghj_batch_note_peak(s, 0);
 	ghj_finish_build(s, s->store_hashes, keep_nullkeys);

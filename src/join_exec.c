@@ -659,6 +659,7 @@ ghj_publish(GhjState *s)
 		Max(st->inner_rows, s->n_inner_read);
 	st->nbatch = Max(Max(s->nbatch, s->nbatch_original), s->nbatch_seen);
 	st->nbatch_original = s->nbatch_original;
+	st->nbatch_planned = s->nbatch_planned;
 	st->mem_peak = s->mem_peak;
 	st->dev_peak = s->dev_peak;
 	st->over_budget = s->over_budget;
@@ -894,6 +895,7 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	{
 		int			nbatch = Max(Max(s->nbatch, s->nbatch_original), s->nbatch_seen);
 		int			nbatch_original = s->nbatch_original;
+		int			nbatch_planned = s->nbatch_planned;
 		Size		mem_peak = s->mem_peak;
 		Size		dev_peak = s->dev_peak;
 		uint8		over_budget = s->over_budget;
@@ -907,6 +909,7 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 				continue;
 			nbatch = Max(nbatch, st->nbatch);
 			nbatch_original = Max(nbatch_original, st->nbatch_original);
+			nbatch_planned = Max(nbatch_planned, st->nbatch_planned);
 			mem_peak = Max(mem_peak, st->mem_peak);
 			dev_peak = Max(dev_peak, st->dev_peak);
 			over_budget |= st->over_budget;
@@ -954,7 +957,14 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			ExplainPropertyInteger("Hash Batches", NULL, nbatch, es);
 			ExplainPropertyInteger("Original Hash Batches", NULL,
 								   nbatch_original, es);
+			if (nbatch_planned > 1)
+				ExplainPropertyInteger("Planned Hash Batches", NULL,
+									   nbatch_planned, es);
 		}
+		else if (nbatch_planned > 1 && nbatch == 1)
+			ExplainPropertyText("Hash Batches",
+								psprintf("1 (planned %d; the inner side fit in one)",
+										 nbatch_planned), es);
 		else if (nbatch != nbatch_original)
 			ExplainPropertyText("Hash Batches",
 								psprintf("%d (originally %d)", nbatch,

@@ -83,6 +83,7 @@ typedef struct GhjStats
 	/* filled by join_exec.c after ghj_publish_stats */
 	int			nbatch;			/* the join's batches (join_batch.c) */
 	int			nbatch_original;
+	int			nbatch_planned; /* batches taken back (ghj_batch_shrink) */
 	Size		mem_peak;		/* host bytes, counted as join_batch.c does */
 	Size		dev_peak;		/* the largest table */
 	uint8		over_budget;	/* GHJ_OVER_*: why a batch exceeded the budget */
@@ -358,6 +359,8 @@ typedef struct GhjState
 	int			nbatch_original;	/* when the build began */
 	int			nbatch_outstart;	/* when the outer side began */
 	int			nbatch_seen;	/* the most of partitions already joined */
+	int			nbatch_planned; /* the most batches taken back (ghj_batch_shrink) */
+	int64		spill_inner_bytes;	/* written to the inner files */
 	int			curbatch;
 	bool		grow_enabled;	/* false once doubling stopped splitting rows */
 	uint8		over_budget;	/* GHJ_OVER_*: why a batch exceeded the budget */
@@ -432,6 +435,7 @@ extern Size ghj_batch_store_bytes(GhjState *s, uint32 cap);
 extern void ghj_batch_note_peak(GhjState *s, Size extra);
 extern int	ghj_batch_of(GhjState *s, uint64 hash);
 extern void ghj_batch_increase(GhjState *s);
+extern void ghj_batch_shrink(GhjState *s);
 extern void ghj_batch_save_inner(GhjState *s, int batchno, const Datum *rec,
 								 uint64 hash);
 extern void ghj_batch_save_nullkey(GhjState *s, const Datum *rec);
