@@ -96,10 +96,17 @@ typedef enum gh_agg_kind
 	GH_AGG_KIND_NUMERIC	  /* packed fixed point, see above */
 } gh_agg_kind;
 
-/* What is accumulated for an input column, besides its non-NULL count. */
+/*
+ * What is accumulated for an input column: its non-NULL count where an
+ * aggregate reads it (COUNT, which every aggregate of the column sets), and
+ * the sums and extremes.  A column no aggregate reads (ops 0: an input of a
+ * device expression only) accumulates nothing; a KIND_NONE column (count(x)
+ * only) its count alone, whatever its ops.
+ */
 #define GH_AGG_OP_SUM 0x01
 #define GH_AGG_OP_MIN 0x02
 #define GH_AGG_OP_MAX 0x04
+#define GH_AGG_OP_COUNT 0x08
 
 /* Bits of the FLOAT aux word. */
 #define GH_AGG_SAW_INF 0x01
@@ -286,6 +293,17 @@ gh_status gh_agg_accumulate_cpu(void *acc, const gh_agg_layout *l,
  * computes it with PostgreSQL's own functions; a row with a NULL (or
  * host-held) input gets no value (valid 0): the host knows which of those
  * it holds.
+ *
+ * Conditions: numeric comparisons and IS [NOT] NULL push a boolean (m 0
+ * or 1), AND, OR and NOT combine them with SQL's three-valued logic, and a searched CASE is
+ * jumps, as PostgreSQL's executor runs it: "c1 JUMPF(a) r1 JUMP(end) a: c2
+ * JUMPF(b) r2 JUMP(end) b: else end:", where JUMPF pops a condition and
+ * jumps when it is false or NULL, and every jump goes forward (to op index
+ * cm[o], at most nops), so a branch not taken is not computed and the
+ * result keeps its own scale and display scale; NULLV pushes a NULL (a
+ * CASE with no ELSE).  In a program with a condition, a NULL or host-held
+ * input column sends the row to the host (the device cannot tell the two
+ * apart), which runs the same program with PostgreSQL's functions.
  */
 #define GH_EXPR_MAX_OPS 16
 #define GH_EXPR_STACK 8
@@ -297,8 +315,24 @@ typedef enum gh_expr_op
 	GH_EXPR_ADD,
 	GH_EXPR_SUB,
 	GH_EXPR_MUL,
-	GH_EXPR_NEG
+	GH_EXPR_NEG,
+	GH_EXPR_LT, /* comparisons: two numerics to a boolean */
+	GH_EXPR_LE,
+	GH_EXPR_EQ,
+	GH_EXPR_NE,
+	GH_EXPR_GE,
+	GH_EXPR_GT,
+	GH_EXPR_AND, /* two booleans to one, three-valued */
+	GH_EXPR_OR,
+	GH_EXPR_NOT,
+	GH_EXPR_JUMPF, /* pop a condition; false or NULL: go to op cm[o] */
+	GH_EXPR_JUMP,  /* go to op cm[o] */
+	GH_EXPR_NULLV, /* push a NULL */
+	GH_EXPR_ISNULL, /* a value to a boolean: IS NULL */
+	GH_EXPR_NOTNULL /* IS NOT NULL */
 } gh_expr_op;
+
+#define GH_EXPR_OP_LAST GH_EXPR_NOTNULL
 
 /* Results of gh_agg_expr_eval for one row. */
 #define GH_EXPR_OK 0
@@ -317,6 +351,7 @@ typedef struct gh_agg_expr
 	int nops;
 	int out_scale;
 	int all_host;
+	int conditional; /* has a condition: NULL inputs go to the host */
 	uint8_t op[GH_EXPR_MAX_OPS];
 	int8_t scale[GH_EXPR_MAX_OPS];
 	int64_t cm[GH_EXPR_MAX_OPS];
@@ -460,25 +495,28 @@ gh_agg_expr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out)
 	__int128 m[GH_EXPR_STACK];
 	int sg[GH_EXPR_STACK];
 	int d[GH_EXPR_STACK];
+	uint8_t nul[GH_EXPR_STACK];
 	int sp = 0;
 
 	for (int o = 0; o < e->nops; o++)
 	{
 		int a = sp - 2;
 		int b = sp - 1;
+		int op = e->op[o];
 
-		switch (e->op[o])
+		switch (op)
 		{
 			case GH_EXPR_COL:
 			{
 				int64_t p;
 
 				if (!e->valid[o][i])
-					return GH_EXPR_NULL;
+					return e->conditional ? GH_EXPR_HOST : GH_EXPR_NULL;
 				p = e->vals[o][i];
 				m[sp] = gh_agg_num_m(p);
 				d[sp] = gh_agg_num_dscale(p);
 				sg[sp] = e->scale[o];
+				nul[sp] = 0;
 				sp++;
 				break;
 			}
@@ -486,39 +524,112 @@ gh_agg_expr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out)
 				m[sp] = e->cm[o];
 				d[sp] = e->scale[o];
 				sg[sp] = e->scale[o];
+				nul[sp] = 0;
+				sp++;
+				break;
+			case GH_EXPR_NULLV:
+				m[sp] = 0;
+				d[sp] = 0;
+				sg[sp] = 0;
+				nul[sp] = 1;
 				sp++;
 				break;
 			case GH_EXPR_NEG:
 				m[b] = -m[b];
 				break;
+			case GH_EXPR_NOT:
+				m[b] = !m[b];
+				break;
+			case GH_EXPR_ISNULL:
+			case GH_EXPR_NOTNULL:
+				m[b] = nul[b] == (op == GH_EXPR_ISNULL);
+				sg[b] = d[b] = 0;
+				nul[b] = 0;
+				break;
 			case GH_EXPR_ADD:
 			case GH_EXPR_SUB:
+			case GH_EXPR_LT:
+			case GH_EXPR_LE:
+			case GH_EXPR_EQ:
+			case GH_EXPR_NE:
+			case GH_EXPR_GE:
+			case GH_EXPR_GT:
 			{
 				int s = sg[a] > sg[b] ? sg[a] : sg[b];
 
+				nul[a] |= nul[b];
+				if (nul[a])
+				{
+					m[a] = 0;
+					sg[a] = d[a] = 0;
+					sp--;
+					break;
+				}
 				if (!gh_expr_scale_up(&m[a], s - sg[a]) ||
 					!gh_expr_scale_up(&m[b], s - sg[b]) || m[a] >= lim124 ||
 					m[a] <= -lim124 || m[b] >= lim124 || m[b] <= -lim124)
 					return GH_EXPR_HOST;
-				m[a] = e->op[o] == GH_EXPR_ADD ? m[a] + m[b] : m[a] - m[b];
-				sg[a] = s;
-				d[a] = d[a] > d[b] ? d[a] : d[b];
+				if (op == GH_EXPR_ADD || op == GH_EXPR_SUB)
+				{
+					m[a] = op == GH_EXPR_ADD ? m[a] + m[b] : m[a] - m[b];
+					sg[a] = s;
+					d[a] = d[a] > d[b] ? d[a] : d[b];
+				}
+				else
+				{
+					int c = m[a] < m[b] ? -1 : m[a] > m[b] ? 1 : 0;
+
+					m[a] = op == GH_EXPR_LT ? c < 0 : op == GH_EXPR_LE ? c <= 0 :
+						op == GH_EXPR_EQ ? c == 0 : op == GH_EXPR_NE ? c != 0 :
+						op == GH_EXPR_GE ? c >= 0 : c > 0;
+					sg[a] = d[a] = 0;
+				}
 				sp--;
 				break;
 			}
 			case GH_EXPR_MUL:
-				if (m[a] >= lim62 || m[a] <= -lim62 || m[b] >= lim62 ||
-					m[b] <= -lim62)
+				nul[a] |= nul[b];
+				if (!nul[a] &&
+					(m[a] >= lim62 || m[a] <= -lim62 || m[b] >= lim62 ||
+					 m[b] <= -lim62))
 					return GH_EXPR_HOST;
 				m[a] *= m[b];
 				sg[a] += sg[b];
 				d[a] += d[b];
 				sp--;
 				break;
+			case GH_EXPR_AND:
+			case GH_EXPR_OR:
+			{
+				/* false (AND) or true (OR) on either side decides it */
+				__int128 decide = op == GH_EXPR_OR;
+
+				if ((!nul[a] && m[a] == decide) || (!nul[b] && m[b] == decide))
+				{
+					m[a] = decide;
+					nul[a] = 0;
+				}
+				else if (nul[a] || nul[b])
+					nul[a] = 1;
+				else
+					m[a] = !decide;
+				sp--;
+				break;
+			}
+			case GH_EXPR_JUMPF:
+				sp--;
+				if (nul[b] || m[b] == 0)
+					o = (int) e->cm[o] - 1;
+				break;
+			case GH_EXPR_JUMP:
+				o = (int) e->cm[o] - 1;
+				break;
 			default:
 				return GH_EXPR_HOST;
 		}
 	}
+	if (nul[0])
+		return GH_EXPR_NULL;
 	if (e->all_host)
 		return GH_EXPR_HOST;
 	if (!gh_expr_scale_up(&m[0], e->out_scale - sg[0]) ||

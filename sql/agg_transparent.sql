@@ -406,6 +406,10 @@ CREATE VIEW gha_x_q(q) AS VALUES
   ('SELECT sum(ep * (1 - disc)), avg(w * q), max(w * tax) FROM gha_x'),
   ('SELECT i % 7 AS k, sum(w * w * w * w), sum(q * (1 + tax) * (1 - disc) * ep) FROM gha_x GROUP BY 1');
 SELECT q, gha_check(q) FROM gha_x_q;
+-- count(x) of a device expression, and of a column that is also an
+-- expression's input: the rows the host computes (NaN, infinities, more
+-- than 18 digits) count too
+SELECT gha_check('SELECT g, count(w - 0), count(w), count(w * q), sum(q - 1), count(q) FROM gha_x GROUP BY g');
 -- the child's columns (EXPLAIN VERBOSE, below the GpuHashAgg) hold no product
 CREATE FUNCTION gha_verbose(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE l text;
@@ -432,6 +436,7 @@ SELECT gha_check('SELECT i, sum(w * q), max(ep * (1 - disc)) FROM gha_x GROUP BY
 RESET max_parallel_workers_per_gather;
 SET max_parallel_workers_per_gather = 0;
 SELECT gha_check('SELECT i, sum(w * q), max(ep * (1 - disc)) FROM gha_x GROUP BY i');
+SELECT gha_check('SELECT i % 1000, count(w * q), count(w), count(CASE WHEN w > 0 THEN w END) FROM gha_x GROUP BY 1');
 RESET work_mem;
 RESET gpuhash.device_memory_limit;
 RESET gpuhash.batch_rows;
@@ -454,6 +459,42 @@ SELECT q, gha_check(q) FROM (VALUES
   ('SELECT i, sum(a + b), sum(a - b), sum(a * b), sum(-a), min(b - a), max(a * -b) FROM gha_edge GROUP BY i'),
   ('SELECT i, sum(a * b * a), sum(1.5 * a - b * 0.25), avg(a + 1e-20) FROM gha_edge GROUP BY i')
 ) v(q);
+-- conditions: NUMERIC comparisons, AND, OR, NOT and searched CASE in an
+-- aggregate's argument run on the device too (EXPLAIN VERBOSE shows each
+-- query's arguments as Device Expressions); a row with a NULL, NaN,
+-- infinite or wider-than-18-digit input goes to the host, which runs the
+-- same program with PostgreSQL's functions; a branch not taken is not
+-- computed, so an overflow there is no error, as in PostgreSQL
+CREATE VIEW gha_c_q(q) AS VALUES
+  ('SELECT g, sum(CASE WHEN disc > 0.05 THEN ep * (1 - disc) ELSE 0 END), sum(CASE WHEN q < 10 OR tax >= 0.04 THEN q END), count(CASE WHEN NOT (w > 0) THEN w END) FROM gha_x GROUP BY g'),
+  ('SELECT g, sum(CASE WHEN w < 0 AND q > 20 THEN w * q WHEN w = 0 THEN 1.5 WHEN w IS NULL THEN -1 ELSE w END), max(CASE WHEN w <> q THEN w - q END), min(CASE WHEN ep <= 950 THEN -ep ELSE ep * 2 END) FROM gha_x GROUP BY g'),
+  ('SELECT g, avg(CASE WHEN q > 25 THEN CASE WHEN disc < 0.03 THEN q * 2 ELSE q END ELSE -q END), sum(CASE WHEN w > 1e300 THEN w * 1e131000 * 1e131000 ELSE tax END) FROM gha_x GROUP BY g'),
+  ('SELECT sum(CASE WHEN ep >= 1000 AND NOT (disc = 0.01 OR disc = 0.02) THEN ep END), max(CASE WHEN w < -100 THEN w END) FROM gha_x');
+SELECT q, gha_check(q) FROM gha_c_q;
+SET gpuhash.force_agg = on;
+SELECT count(*) AS queries,
+       count(*) FILTER (WHERE (SELECT count(*) FROM gha_verbose(q) l
+                                WHERE l ~ 'Device Expressions: .*CASE') = 1) AS with_device_case
+  FROM gha_c_q;
+RESET gpuhash.force_agg;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SET gpuhash.batch_rows = 100;
+SELECT q, gha_check(q) FROM gha_c_q;
+RESET max_parallel_workers_per_gather;
+RESET gpuhash.batch_rows;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+-- each comparison, AND, OR and NOT on the edge values, NULL included
+SELECT q, gha_check(q) FROM (VALUES
+  ('SELECT i, sum(CASE WHEN a < b THEN a ELSE b END), sum(CASE WHEN a <= b THEN b END), sum(CASE WHEN a = b THEN a * b ELSE 0.5 END), sum(CASE WHEN a <> b THEN a - b END), sum(CASE WHEN a >= b THEN 1.0 ELSE 2.00 END), sum(CASE WHEN a > b THEN -a END) FROM gha_edge GROUP BY i'),
+  ('SELECT i, sum(CASE WHEN a > 0 AND b > 0 THEN 1.0 WHEN NOT (a > 0 OR b > 0) THEN 2.0 WHEN a > 0 OR b > 0 THEN 3.0 END), sum(CASE WHEN NOT (a = b) THEN 4.0 ELSE 5.0 END), sum(CASE WHEN a IS NULL THEN 6.0 WHEN b IS NOT NULL THEN b END) FROM gha_edge GROUP BY i')
+) v(q);
+-- the branch taken overflows: PostgreSQL's error on both sides
+SELECT gha_errors('SELECT g, sum(CASE WHEN w > 0 THEN w * 1e131000 * 1e131000 ELSE 0 END) FROM gha_x WHERE i % 73 = 0 GROUP BY g');
 -- more expression inputs than the engine's columns (34 inputs for 17
 -- products), and an expression of more operations than a program takes (39
 -- additions): the child computes such arguments, with no device

@@ -288,13 +288,85 @@ input_col(List **inputs, Expr *expr)
 	return i;
 }
 
+static bool compile_num(Node *n, List **prog, List **inputs, int *depth,
+						int level);
+
+/* emit appends op (argument 0) to *prog, which pops pops and pushes one. */
+static bool
+emit(List **prog, int op, int *depth, int pops)
+{
+	*prog = lappend(*prog, list_make2(makeInteger(op), makeInteger(0)));
+	*depth -= pops - 1;
+	return list_length(*prog) <= GH_EXPR_MAX_OPS && *depth <= GH_EXPR_STACK;
+}
+
+/*
+ * compile_cond appends the program of boolean expression n: a comparison
+ * of two NUMERICs (numeric_lt, _le, _eq, _ne, _ge, _gt) or IS [NOT] NULL
+ * of one, whose sides compile_num takes, or AND, OR and NOT of such
+ * conditions.  Anything else
+ * does not compile (false): the whole argument is then the child's.
+ */
+static bool
+compile_cond(Node *n, List **prog, List **inputs, int *depth, int level)
+{
+	if (level > GH_EXPR_MAX_OPS)
+		return false;
+	if (IsA(n, OpExpr) && list_length(((OpExpr *) n)->args) == 2)
+	{
+		OpExpr	   *e = (OpExpr *) n;
+		int			op;
+
+		set_opfuncid(e);
+		op = e->opfuncid == F_NUMERIC_LT ? GH_EXPR_LT :
+			e->opfuncid == F_NUMERIC_LE ? GH_EXPR_LE :
+			e->opfuncid == F_NUMERIC_EQ ? GH_EXPR_EQ :
+			e->opfuncid == F_NUMERIC_NE ? GH_EXPR_NE :
+			e->opfuncid == F_NUMERIC_GE ? GH_EXPR_GE :
+			e->opfuncid == F_NUMERIC_GT ? GH_EXPR_GT : 0;
+		return op != 0 &&
+			compile_num(linitial(e->args), prog, inputs, depth, level + 1) &&
+			compile_num(lsecond(e->args), prog, inputs, depth, level + 1) &&
+			emit(prog, op, depth, 2);
+	}
+	if (IsA(n, NullTest) && !((NullTest *) n)->argisrow &&
+		exprType((Node *) ((NullTest *) n)->arg) == NUMERICOID)
+	{
+		NullTest   *t = (NullTest *) n;
+
+		return compile_num((Node *) t->arg, prog, inputs, depth, level + 1) &&
+			emit(prog, t->nulltesttype == IS_NULL ? GH_EXPR_ISNULL : GH_EXPR_NOTNULL,
+				 depth, 1);
+	}
+	if (IsA(n, BoolExpr))
+	{
+		BoolExpr   *b = (BoolExpr *) n;
+		int			op = b->boolop == AND_EXPR ? GH_EXPR_AND :
+			b->boolop == OR_EXPR ? GH_EXPR_OR : GH_EXPR_NOT;
+		ListCell   *lc;
+
+		foreach(lc, b->args)
+		{
+			if (!compile_cond(lfirst(lc), prog, inputs, depth, level + 1))
+				return false;
+			/* AND and OR fold each further argument into the first */
+			if (op == GH_EXPR_NOT || foreach_current_index(lc) > 0)
+				if (!emit(prog, op, depth, op == GH_EXPR_NOT ? 1 : 2))
+					return false;
+		}
+		return true;
+	}
+	return false;
+}
+
 /*
  * compile_num appends to *prog the postfix program of NUMERIC expression n
  * (cuda/gh_aggregate.h): numeric_add, numeric_sub, numeric_mul,
- * numeric_uminus and numeric_uplus over constants that are fixed point, and
- * any other subexpression as an input column (*inputs), which the child
- * computes on the CPU.  *depth is the stack depth after it, level the
- * tree's depth at n; returns false past the device's limits on ops and
+ * numeric_uminus and numeric_uplus over constants that are fixed point, a
+ * searched CASE whose conditions compile_cond takes (a missing ELSE is a
+ * NULL), and any other subexpression as an input column (*inputs), which
+ * the child computes on the CPU.  *depth is the stack depth after it, level
+ * the tree's depth at n; returns false past the device's limits on ops and
  * depth.
  */
 static bool
@@ -327,14 +399,54 @@ compile_num(Node *n, List **prog, List **inputs, int *depth, int level)
 			foreach(lc, e->args)
 				if (!compile_num(lfirst(lc), prog, inputs, depth, level + 1))
 					return false;
-			if (op != GH_EXPR_NEG)
-				(*depth)--;
-			*prog = lappend(*prog, list_make2(makeInteger(op), makeInteger(0)));
-			return list_length(*prog) <= GH_EXPR_MAX_OPS;
+			return emit(prog, op, depth, op == GH_EXPR_NEG ? 1 : 2);
 		}
 	}
+	if (IsA(n, CaseExpr) && ((CaseExpr *) n)->arg == NULL &&
+		((CaseExpr *) n)->casetype == NUMERICOID)
+	{
+		CaseExpr   *c = (CaseExpr *) n;
+		List	   *ends = NIL;
+		ListCell   *lc;
+
+		/*
+		 * c1 JUMPF(a) r1 JUMP(end) a: c2 JUMPF(b) r2 JUMP(end) b: else end:
+		 * each JUMPF's target is known once its branch is compiled, each
+		 * JUMP's at the end; the ELSE starts at the depth a THEN did
+		 */
+		foreach(lc, c->args)
+		{
+			CaseWhen   *w = lfirst_node(CaseWhen, lc);
+			List	   *jumpf;
+
+			if (!compile_cond((Node *) w->expr, prog, inputs, depth, level + 1) ||
+				!emit(prog, GH_EXPR_JUMPF, depth, 1))
+				return false;
+			(*depth)--;			/* the condition is popped */
+			jumpf = llast(*prog);
+			if (!compile_num((Node *) w->result, prog, inputs, depth, level + 1) ||
+				!emit(prog, GH_EXPR_JUMP, depth, 1))
+				return false;
+			(*depth)--;			/* the other branches start without it */
+			ends = lappend(ends, llast(*prog));
+			lsecond(jumpf) = makeInteger(list_length(*prog));
+		}
+		if (c->defresult == NULL ||
+			(IsA(c->defresult, Const) && ((Const *) c->defresult)->constisnull))
+		{
+			if (!emit(prog, GH_EXPR_NULLV, depth, 0))
+				return false;
+		}
+		else if (!compile_num((Node *) c->defresult, prog, inputs, depth, level + 1))
+			return false;
+		foreach(lc, ends)
+			lsecond((List *) lfirst(lc)) = makeInteger(list_length(*prog));
+		return true;
+	}
 	if (IsA(n, Const) && ((Const *) n)->consttype == NUMERICOID &&
-		!((Const *) n)->constisnull)
+		((Const *) n)->constisnull)
+		return emit(prog, GH_EXPR_NULLV, depth, 0);
+	if (IsA(n, Const) && ((Const *) n)->consttype == NUMERICOID)
 	{
 		int64		m;
 		int			ds;
@@ -377,7 +489,8 @@ compile_args(GhaQuery *q, List *arg_calls, bool device)
 		List	   *inputs = list_copy(q->inputs);
 		int			depth = 0;
 
-		if (device && IsA(arg, OpExpr) && exprType((Node *) arg) == NUMERICOID &&
+		if (device && (IsA(arg, OpExpr) || IsA(arg, CaseExpr)) &&
+			exprType((Node *) arg) == NUMERICOID &&
 			compile_num((Node *) arg, &prog, &inputs, &depth, 0) && depth == 1 &&
 			list_length(prog) > 1)
 		{

@@ -456,7 +456,9 @@ gh_agg_key_form(Oid type, Oid eqop, Oid collation)
  * GROUP BY keys as their numbers in the run's dictionary (aggregate_dict.c),
  * and all of them are then grouped exactly on the device, with no checking
  * on the host; carried keys (and cstrings) keep every key on the host.
- * count(x)-only columns need no values, only NULL or not.
+ * Input columns that only count(x) reads need no values, only NULL or not;
+ * an expression's column keeps its values, whose rows the host computed
+ * count too, and an expression's input column keeps them for the device.
  */
 static void
 finish_plan(GhAggPlan *plan)
@@ -477,7 +479,8 @@ finish_plan(GhAggPlan *plan)
 			plan->keys[i].dict = false;
 	plan->ncols_in = plan->ncols - plan->nexprs;
 	for (int i = 0; i < plan->ncols; i++)
-		if (plan->cols[i].ops == 0 && !plan->cols[i].leaf)
+		if (plan->cols[i].ops == GH_AGG_OP_COUNT && !plan->cols[i].leaf &&
+			plan->cols[i].dexpr < 0)
 			plan->cols[i].kind = GH_AGG_KIND_NONE;
 }
 
@@ -485,7 +488,8 @@ finish_plan(GhAggPlan *plan)
  * add_expr adds a device expression's result column: prog is its postfix
  * program as the planner wrote it (agg_path.c): a list of (Integer op,
  * argument) pairs, the argument an input column's Integer index for
- * GH_EXPR_COL, a NUMERIC Const for GH_EXPR_CONST.
+ * GH_EXPR_COL, a NUMERIC Const for GH_EXPR_CONST, the Integer index of the
+ * op to go to for GH_EXPR_JUMP and GH_EXPR_JUMPF.
  */
 static void
 add_expr(GhAggPlan *plan, List *prog)
@@ -501,6 +505,8 @@ add_expr(GhAggPlan *plan, List *prog)
 		int			o = x->nops++;
 
 		x->op[o] = (uint8) intVal(linitial(pair));
+		if (x->op[o] < GH_EXPR_COL || x->op[o] > GH_EXPR_OP_LAST)
+			elog(ERROR, "GpuHashAgg: malformed device expression");
 		if (x->op[o] == GH_EXPR_COL)
 		{
 			int			c = intVal(lsecond(pair));
@@ -509,6 +515,13 @@ add_expr(GhAggPlan *plan, List *prog)
 				elog(ERROR, "GpuHashAgg: malformed device expression");
 			x->col[o] = (int16) c;
 			plan->cols[c].leaf = true;
+		}
+		else if (x->op[o] == GH_EXPR_JUMP || x->op[o] == GH_EXPR_JUMPF)
+		{
+			/* forward only, to an op of the program or its end */
+			x->cm[o] = intVal(lsecond(pair));
+			if (x->cm[o] <= o || x->cm[o] > list_length(prog))
+				elog(ERROR, "GpuHashAgg: malformed device expression");
 		}
 		else if (x->op[o] == GH_EXPR_CONST)
 		{
@@ -813,6 +826,7 @@ set_call(GhAggPlan *plan, const GhAggDef *def, Aggref *agg, int c)
 	if (def->func != GHAF_COUNT && plan->cols[c].vtype != def->vtype)
 		elog(ERROR, "gpuhash_aggregate: argument of %s has type %s",
 			 format_procedure(agg->aggfnoid), format_type_be(plan->cols[c].type));
+	plan->cols[c].ops |= GH_AGG_OP_COUNT;
 	switch (def->func)
 	{
 		case GHAF_SUM:

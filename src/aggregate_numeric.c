@@ -427,8 +427,11 @@ static int
 expr_scale(GhAggRun *run, const GhAggExprDef *x)
 {
 	int			st[GH_EXPR_STACK + 1];
+	int			joined[GH_EXPR_MAX_OPS + 1];
 	int			sp = 0;
 
+	for (int o = 0; o <= GH_EXPR_MAX_OPS; o++)
+		joined[o] = -1;
 	for (int o = 0; o < x->nops; o++)
 	{
 		switch (x->op[o])
@@ -448,15 +451,48 @@ expr_scale(GhAggRun *run, const GhAggExprDef *x)
 				st[sp - 2] += st[sp - 1];
 				sp--;
 				break;
+			case GH_EXPR_NULLV:
+				st[sp++] = 0;
+				break;
+			case GH_EXPR_LT:
+			case GH_EXPR_LE:
+			case GH_EXPR_EQ:
+			case GH_EXPR_NE:
+			case GH_EXPR_GE:
+			case GH_EXPR_GT:
+			case GH_EXPR_AND:
+			case GH_EXPR_OR:
+				if (sp < 2)
+					elog(ERROR, "gpuhash_aggregate: malformed device expression");
+				st[sp - 2] = 0;
+				sp--;
+				break;
+			case GH_EXPR_JUMPF:
+				sp--;
+				break;
+			case GH_EXPR_ISNULL:
+			case GH_EXPR_NOTNULL:
+				st[sp - 1] = 0;
+				break;
+			case GH_EXPR_JUMP:
+				/* the end of a branch: its result is one of the target's */
+				if (sp < 1)
+					elog(ERROR, "gpuhash_aggregate: malformed device expression");
+				joined[x->cm[o]] = Max(joined[x->cm[o]], st[sp - 1]);
+				sp--;
+				break;
 			default:
 				break;
 		}
-		if (sp < 1 || sp > GH_EXPR_STACK)
+		if (o + 1 < x->nops && joined[o + 1] >= 0 && sp >= 1)
+			st[sp - 1] = Max(st[sp - 1], joined[o + 1]);
+		if (x->op[o] != GH_EXPR_JUMP && x->op[o] != GH_EXPR_JUMPF &&
+			(sp < 1 || sp > GH_EXPR_STACK))
 			elog(ERROR, "gpuhash_aggregate: malformed device expression");
 	}
 	if (sp != 1)
 		elog(ERROR, "gpuhash_aggregate: malformed device expression");
-	return st[0];
+	return Max(st[0], joined[x->nops]);
 }
 
 /*
@@ -481,6 +517,8 @@ prepare_exprs(GhAggRun *run)
 		for (int o = 0; o < x->nops; o++)
 		{
 			e->op[o] = x->op[o];
+			if (x->op[o] >= GH_EXPR_LT)
+				e->conditional = 1;
 			if (x->op[o] == GH_EXPR_COL)
 			{
 				e->scale[o] = (int8) Max(run->num.scale[x->col[o]], 0);
@@ -492,6 +530,8 @@ prepare_exprs(GhAggRun *run)
 				e->scale[o] = (int8) x->cds[o];
 				e->cm[o] = x->cm[o];
 			}
+			else if (x->op[o] == GH_EXPR_JUMP || x->op[o] == GH_EXPR_JUMPF)
+				e->cm[o] = x->cm[o];
 		}
 		if (sc > GH_NUM_SCALE_CAP)
 			e->all_host = 1;
@@ -517,7 +557,10 @@ cmp_side_row_col(const void *a, const void *b)
  * expr_host_value computes device expression x for staged row with
  * PostgreSQL's own functions over the row's NUMERIC inputs (the device's
  * fixed point, or the side rows among the first nsorted, which are in
- * cmp_side_row_col order).  NULL where an input is NULL.
+ * cmp_side_row_col order): numeric_add, numeric_sub, numeric_mul,
+ * numeric_uminus and numeric_cmp, NULL in, NULL out (but for IS [NOT]
+ * NULL), the conditions with SQL's three-valued logic, and a CASE's branch not taken not computed (an
+ * error there would not be PostgreSQL's).
  */
 static Datum
 expr_host_value(GhAggRun *run, const GhAggExprDef *x, uint32 row, int nsorted,
@@ -525,16 +568,19 @@ expr_host_value(GhAggRun *run, const GhAggExprDef *x, uint32 row, int nsorted,
 {
 	GhAggBatch *b = &run->batch;
 	Datum		st[GH_EXPR_STACK + 1];
+	bool		nul[GH_EXPR_STACK + 1];
 	int			sp = 0;
 
-	*isnull = false;
 	for (int o = 0; o < x->nops; o++)
 	{
 		int			c = x->col[o];
+		int			op = x->op[o];
+		int			a = sp - 2;
 
-		switch (x->op[o])
+		switch (op)
 		{
 			case GH_EXPR_COL:
+				nul[sp] = false;
 				if (b->h_valid[c][row])
 					st[sp++] = gh_agg_num_unpack(run, c, b->h_vals[c][row]);
 				else
@@ -546,34 +592,84 @@ expr_host_value(GhAggRun *run, const GhAggExprDef *x, uint32 row, int nsorted,
 					want.col = c;
 					r = bsearch(&want, b->side_rows, nsorted, sizeof(GhSideRow),
 								cmp_side_row_col);
-					if (r == NULL)
-					{
-						*isnull = true;
-						return (Datum) 0;
-					}
-					st[sp++] = gh_agg_num_side_value(run, r);
+					nul[sp] = r == NULL;
+					st[sp++] = r ? gh_agg_num_side_value(run, r) : (Datum) 0;
 				}
 				break;
 			case GH_EXPR_CONST:
+				nul[sp] = false;
 				st[sp++] = x->cval[o];
 				break;
+			case GH_EXPR_NULLV:
+				nul[sp] = true;
+				st[sp++] = (Datum) 0;
+				break;
 			case GH_EXPR_NEG:
-				st[sp - 1] = DirectFunctionCall1(numeric_uminus, st[sp - 1]);
+				if (!nul[sp - 1])
+					st[sp - 1] = DirectFunctionCall1(numeric_uminus, st[sp - 1]);
 				break;
-			case GH_EXPR_ADD:
-				st[sp - 2] = DirectFunctionCall2(numeric_add, st[sp - 2], st[sp - 1]);
+			case GH_EXPR_NOT:
+				if (!nul[sp - 1])
+					st[sp - 1] = BoolGetDatum(!DatumGetBool(st[sp - 1]));
+				break;
+			case GH_EXPR_ISNULL:
+			case GH_EXPR_NOTNULL:
+				st[sp - 1] = BoolGetDatum(nul[sp - 1] == (op == GH_EXPR_ISNULL));
+				nul[sp - 1] = false;
+				break;
+			case GH_EXPR_AND:
+			case GH_EXPR_OR:
+				{
+					bool		decide = op == GH_EXPR_OR;
+
+					if ((!nul[a] && DatumGetBool(st[a]) == decide) ||
+						(!nul[a + 1] && DatumGetBool(st[a + 1]) == decide))
+					{
+						st[a] = BoolGetDatum(decide);
+						nul[a] = false;
+					}
+					else if (nul[a] || nul[a + 1])
+						nul[a] = true;
+					else
+						st[a] = BoolGetDatum(!decide);
+					sp--;
+					break;
+				}
+			case GH_EXPR_JUMPF:
 				sp--;
+				if (nul[sp] || !DatumGetBool(st[sp]))
+					o = (int) x->cm[o] - 1;
 				break;
-			case GH_EXPR_SUB:
-				st[sp - 2] = DirectFunctionCall2(numeric_sub, st[sp - 2], st[sp - 1]);
-				sp--;
+			case GH_EXPR_JUMP:
+				o = (int) x->cm[o] - 1;
 				break;
-			case GH_EXPR_MUL:
-				st[sp - 2] = DirectFunctionCall2(numeric_mul, st[sp - 2], st[sp - 1]);
+			default:
+				/* the strict binary operators */
+				nul[a] = nul[a] || nul[a + 1];
+				if (!nul[a])
+				{
+					if (op == GH_EXPR_ADD)
+						st[a] = DirectFunctionCall2(numeric_add, st[a], st[a + 1]);
+					else if (op == GH_EXPR_SUB)
+						st[a] = DirectFunctionCall2(numeric_sub, st[a], st[a + 1]);
+					else if (op == GH_EXPR_MUL)
+						st[a] = DirectFunctionCall2(numeric_mul, st[a], st[a + 1]);
+					else
+					{
+						int			cmp = num_cmp(st[a], st[a + 1]);
+
+						st[a] = BoolGetDatum(op == GH_EXPR_LT ? cmp < 0 :
+											 op == GH_EXPR_LE ? cmp <= 0 :
+											 op == GH_EXPR_EQ ? cmp == 0 :
+											 op == GH_EXPR_NE ? cmp != 0 :
+											 op == GH_EXPR_GE ? cmp >= 0 : cmp > 0);
+					}
+				}
 				sp--;
 				break;
 		}
 	}
+	*isnull = nul[0];
 	return st[0];
 }
 
