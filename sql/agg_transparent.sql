@@ -488,6 +488,10 @@ RESET gpuhash.batch_rows;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
+-- what the device does not run (a division) under a CASE or in a
+-- condition: PostgreSQL computes it only where the branch is taken, so
+-- there is no division by zero; the child computes the whole argument
+SELECT gha_check('SELECT g, sum(CASE WHEN disc <> 0 THEN q / disc ELSE 0 END), sum(CASE WHEN disc <> 0 AND q / disc > 100 THEN q END) FROM gha_x GROUP BY g');
 -- each comparison, AND, OR and NOT on the edge values, NULL included
 SELECT q, gha_check(q) FROM (VALUES
   ('SELECT i, sum(CASE WHEN a < b THEN a ELSE b END), sum(CASE WHEN a <= b THEN b END), sum(CASE WHEN a = b THEN a * b ELSE 0.5 END), sum(CASE WHEN a <> b THEN a - b END), sum(CASE WHEN a >= b THEN 1.0 ELSE 2.00 END), sum(CASE WHEN a > b THEN -a END) FROM gha_edge GROUP BY i'),

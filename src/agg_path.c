@@ -289,7 +289,7 @@ input_col(List **inputs, Expr *expr)
 }
 
 static bool compile_num(Node *n, List **prog, List **inputs, int *depth,
-						int level);
+						int level, bool lazy);
 
 /* emit appends op (argument 0) to *prog, which pops pops and pushes one. */
 static bool
@@ -325,8 +325,8 @@ compile_cond(Node *n, List **prog, List **inputs, int *depth, int level)
 			e->opfuncid == F_NUMERIC_GE ? GH_EXPR_GE :
 			e->opfuncid == F_NUMERIC_GT ? GH_EXPR_GT : 0;
 		return op != 0 &&
-			compile_num(linitial(e->args), prog, inputs, depth, level + 1) &&
-			compile_num(lsecond(e->args), prog, inputs, depth, level + 1) &&
+			compile_num(linitial(e->args), prog, inputs, depth, level + 1, true) &&
+			compile_num(lsecond(e->args), prog, inputs, depth, level + 1, true) &&
 			emit(prog, op, depth, 2);
 	}
 	if (IsA(n, NullTest) && !((NullTest *) n)->argisrow &&
@@ -334,7 +334,7 @@ compile_cond(Node *n, List **prog, List **inputs, int *depth, int level)
 	{
 		NullTest   *t = (NullTest *) n;
 
-		return compile_num((Node *) t->arg, prog, inputs, depth, level + 1) &&
+		return compile_num((Node *) t->arg, prog, inputs, depth, level + 1, true) &&
 			emit(prog, t->nulltesttype == IS_NULL ? GH_EXPR_ISNULL : GH_EXPR_NOTNULL,
 				 depth, 1);
 	}
@@ -365,12 +365,15 @@ compile_cond(Node *n, List **prog, List **inputs, int *depth, int level)
  * numeric_uminus and numeric_uplus over constants that are fixed point, a
  * searched CASE whose conditions compile_cond takes (a missing ELSE is a
  * NULL), and any other subexpression as an input column (*inputs), which
- * the child computes on the CPU.  *depth is the stack depth after it, level
+ * the child computes on the CPU for every row: within a CASE (lazy) only a
+ * column, a constant or a parameter, which raise no error where PostgreSQL
+ * would not have computed them.  *depth is the stack depth after it, level
  * the tree's depth at n; returns false past the device's limits on ops and
  * depth.
  */
 static bool
-compile_num(Node *n, List **prog, List **inputs, int *depth, int level)
+compile_num(Node *n, List **prog, List **inputs, int *depth, int level,
+			bool lazy)
 {
 	int			op = 0;
 
@@ -391,13 +394,13 @@ compile_num(Node *n, List **prog, List **inputs, int *depth, int level)
 		else if (list_length(e->args) == 1 && f == F_NUMERIC_UMINUS)
 			op = GH_EXPR_NEG;
 		else if (list_length(e->args) == 1 && f == F_NUMERIC_UPLUS)
-			return compile_num(linitial(e->args), prog, inputs, depth, level + 1);
+			return compile_num(linitial(e->args), prog, inputs, depth, level + 1, lazy);
 		if (op != 0)
 		{
 			ListCell   *lc;
 
 			foreach(lc, e->args)
-				if (!compile_num(lfirst(lc), prog, inputs, depth, level + 1))
+				if (!compile_num(lfirst(lc), prog, inputs, depth, level + 1, lazy))
 					return false;
 			return emit(prog, op, depth, op == GH_EXPR_NEG ? 1 : 2);
 		}
@@ -424,7 +427,7 @@ compile_num(Node *n, List **prog, List **inputs, int *depth, int level)
 				return false;
 			(*depth)--;			/* the condition is popped */
 			jumpf = llast(*prog);
-			if (!compile_num((Node *) w->result, prog, inputs, depth, level + 1) ||
+			if (!compile_num((Node *) w->result, prog, inputs, depth, level + 1, true) ||
 				!emit(prog, GH_EXPR_JUMP, depth, 1))
 				return false;
 			(*depth)--;			/* the other branches start without it */
@@ -437,7 +440,7 @@ compile_num(Node *n, List **prog, List **inputs, int *depth, int level)
 			if (!emit(prog, GH_EXPR_NULLV, depth, 0))
 				return false;
 		}
-		else if (!compile_num((Node *) c->defresult, prog, inputs, depth, level + 1))
+		else if (!compile_num((Node *) c->defresult, prog, inputs, depth, level + 1, true))
 			return false;
 		foreach(lc, ends)
 			lsecond((List *) lfirst(lc)) = makeInteger(list_length(*prog));
@@ -458,6 +461,15 @@ compile_num(Node *n, List **prog, List **inputs, int *depth, int level)
 		}
 	}
 	if (exprType(n) != NUMERICOID)
+		return false;
+
+	/*
+	 * The child computes an input column for every row; under a CASE or a
+	 * condition PostgreSQL computes it only where the branch is taken (CASE
+	 * WHEN d <> 0 THEN n / d ...), so there only what cannot raise an
+	 * error may be an input: a column, a constant, a parameter
+	 */
+	if (lazy && !IsA(n, Var) && !IsA(n, Const) && !IsA(n, Param))
 		return false;
 	*prog = lappend(*prog, list_make2(makeInteger(GH_EXPR_COL),
 									  makeInteger(input_col(inputs, (Expr *) n))));
@@ -491,7 +503,7 @@ compile_args(GhaQuery *q, List *arg_calls, bool device)
 
 		if (device && (IsA(arg, OpExpr) || IsA(arg, CaseExpr)) &&
 			exprType((Node *) arg) == NUMERICOID &&
-			compile_num((Node *) arg, &prog, &inputs, &depth, 0) && depth == 1 &&
+			compile_num((Node *) arg, &prog, &inputs, &depth, 0, false) && depth == 1 &&
 			list_length(prog) > 1)
 		{
 			q->inputs = inputs;
