@@ -294,8 +294,9 @@ gh_status gh_agg_accumulate_cpu(void *acc, const gh_agg_layout *l,
  * host-held) input gets no value (valid 0): the host knows which of those
  * it holds.
  *
- * Conditions: numeric comparisons and IS [NOT] NULL push a boolean (m 0
- * or 1), AND, OR and NOT combine them with SQL's three-valued logic, and a searched CASE is
+ * Conditions: comparisons (of numerics, or of integers, dates or
+ * timestamps as COLI pushes them: their int64 values, at scale 0) and IS
+ * [NOT] NULL push a boolean (m 0 or 1), AND, OR and NOT combine them with SQL's three-valued logic, and a searched CASE is
  * jumps, as PostgreSQL's executor runs it: "c1 JUMPF(a) r1 JUMP(end) a: c2
  * JUMPF(b) r2 JUMP(end) b: else end:", where JUMPF pops a condition and
  * jumps when it is false or NULL, and every jump goes forward (to op index
@@ -305,7 +306,7 @@ gh_status gh_agg_accumulate_cpu(void *acc, const gh_agg_layout *l,
  * input column sends the row to the host (the device cannot tell the two
  * apart), which runs the same program with PostgreSQL's functions.
  */
-#define GH_EXPR_MAX_OPS 16
+#define GH_EXPR_MAX_OPS 32
 #define GH_EXPR_STACK 8
 
 typedef enum gh_expr_op
@@ -329,10 +330,16 @@ typedef enum gh_expr_op
 	GH_EXPR_JUMP,  /* go to op cm[o] */
 	GH_EXPR_NULLV, /* push a NULL */
 	GH_EXPR_ISNULL, /* a value to a boolean: IS NULL */
-	GH_EXPR_NOTNULL /* IS NOT NULL */
+	GH_EXPR_NOTNULL, /* IS NOT NULL */
+	GH_EXPR_COLI	/* push input column vals[o] (int64: integers, dates,
+					 * timestamps) as a value of scale 0 */
 } gh_expr_op;
 
-#define GH_EXPR_OP_LAST GH_EXPR_NOTNULL
+#define GH_EXPR_OP_LAST GH_EXPR_COLI
+
+/* ops that make a program conditional (see above) */
+#define GH_EXPR_IS_CONDITION(op) \
+	((op) >= GH_EXPR_LT && (op) <= GH_EXPR_NOTNULL)
 
 /* Results of gh_agg_expr_eval for one row. */
 #define GH_EXPR_OK 0
@@ -520,6 +527,15 @@ gh_agg_expr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out)
 				sp++;
 				break;
 			}
+			case GH_EXPR_COLI:
+				if (!e->valid[o][i])
+					return e->conditional ? GH_EXPR_HOST : GH_EXPR_NULL;
+				m[sp] = e->vals[o][i];
+				d[sp] = 0;
+				sg[sp] = 0;
+				nul[sp] = 0;
+				sp++;
+				break;
 			case GH_EXPR_CONST:
 				m[sp] = e->cm[o];
 				d[sp] = e->scale[o];

@@ -65,8 +65,12 @@
 #include "optimizer/planmain.h"
 #include "optimizer/planner.h"
 #include "optimizer/tlist.h"
+#include "access/stratnum.h"
+#include "catalog/pg_am_d.h"
+#include "commands/defrem.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
+#include "utils/numeric.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
 #include "utils/selfuncs.h"
@@ -291,6 +295,13 @@ input_col(List **inputs, Expr *expr)
 static bool compile_num(Node *n, List **prog, List **inputs, int *depth,
 						int level, bool lazy);
 
+/* emit_checked counts the push of the op just appended to *prog. */
+static bool
+emit_checked(List **prog, int *depth)
+{
+	return ++(*depth) <= GH_EXPR_STACK && list_length(*prog) <= GH_EXPR_MAX_OPS;
+}
+
 /* emit appends op (argument 0) to *prog, which pops pops and pushes one. */
 static bool
 emit(List **prog, int op, int *depth, int pops)
@@ -301,10 +312,94 @@ emit(List **prog, int op, int *depth, int pops)
 }
 
 /*
+ * value_kind is how a program takes values of type t: 'n' NUMERIC, 'i' an
+ * integer, 'd' a date or timestamp (both as their int64 values); 0 none.
+ */
+static int
+value_kind(Oid t)
+{
+	if (t == NUMERICOID)
+		return 'n';
+	if (t == INT2OID || t == INT4OID || t == INT8OID)
+		return 'i';
+	if (t == DATEOID || t == TIMESTAMPOID || t == TIMESTAMPTZOID)
+		return 'd';
+	return 0;
+}
+
+/*
+ * cmp_op is the comparison op of operator opno between values of left
+ * type t: its strategy in t's default btree family (integer_ops,
+ * numeric_ops, datetime_ops), or the negator of that family's "=" for <>;
+ * 0 where it is neither.
+ */
+static int
+cmp_op(Oid opno, Oid t)
+{
+	static const int ops[] = {0, GH_EXPR_LT, GH_EXPR_LE, GH_EXPR_EQ, GH_EXPR_GE, GH_EXPR_GT};
+	Oid			opclass = GetDefaultOpClass(t, BTREE_AM_OID);
+	Oid			family;
+	int			strategy;
+	Oid			neg;
+
+	if (!OidIsValid(opclass))
+		return 0;
+	family = get_opclass_family(opclass);
+	strategy = get_op_opfamily_strategy(opno, family);
+	if (strategy >= BTLessStrategyNumber && strategy <= BTGreaterStrategyNumber)
+		return ops[strategy];
+	neg = get_negator(opno);
+	if (OidIsValid(neg) &&
+		get_op_opfamily_strategy(neg, family) == BTEqualStrategyNumber)
+		return GH_EXPR_NE;
+	return 0;
+}
+
+/*
+ * compile_int appends an integer, date or timestamp value: a column (an
+ * input the engine packs as int64, pushed by COLI), a constant (as the
+ * NUMERIC of its int64 value, which COLI's values compare with exactly), or
+ * a NULL constant.
+ */
+static bool
+compile_int(Node *n, List **prog, List **inputs, int *depth)
+{
+	if (IsA(n, Const))
+	{
+		Const	   *k = (Const *) n;
+		int64		v;
+		Datum		num;
+		int64		m;
+		int			ds;
+
+		if (k->constisnull)
+			return emit(prog, GH_EXPR_NULLV, depth, 0);
+
+		v = k->consttype == INT2OID ? DatumGetInt16(k->constvalue) :
+			k->consttype == INT4OID || k->consttype == DATEOID ?
+			DatumGetInt32(k->constvalue) : DatumGetInt64(k->constvalue);
+		num = NumericGetDatum(int64_to_numeric(v));
+		/* a constant of 19 digits (an infinite timestamp) is not fixed point */
+		if (gh_agg_num_decode(num, &m, &ds) != GH_NUMV_FINITE)
+			return false;
+		*prog = lappend(*prog, list_make2(makeInteger(GH_EXPR_CONST),
+										  makeConst(NUMERICOID, -1, InvalidOid, -1,
+													num, false, false)));
+		return emit_checked(prog, depth);
+	}
+	if (!IsA(n, Var))
+		return false;
+	*prog = lappend(*prog, list_make2(makeInteger(GH_EXPR_COLI),
+									  makeInteger(input_col(inputs, (Expr *) n))));
+	return emit_checked(prog, depth);
+}
+
+/*
  * compile_cond appends the program of boolean expression n: a comparison
- * of two NUMERICs (numeric_lt, _le, _eq, _ne, _ge, _gt) or IS [NOT] NULL
- * of one, whose sides compile_num takes, or AND, OR and NOT of such
- * conditions.  Anything else
+ * (< <= = <> >= > of the types' btree family) of two NUMERICs, whose sides
+ * compile_num takes, of two integers, or of two dates or timestamps of one
+ * type, whose sides are columns or constants (compile_int); IS [NOT] NULL
+ * of such a value; AND, OR and NOT of such conditions.  Anything else
  * does not compile (false): the whole argument is then the child's.
  */
 static bool
@@ -315,26 +410,34 @@ compile_cond(Node *n, List **prog, List **inputs, int *depth, int level)
 	if (IsA(n, OpExpr) && list_length(((OpExpr *) n)->args) == 2)
 	{
 		OpExpr	   *e = (OpExpr *) n;
+		Oid			lt = exprType(linitial(e->args));
+		Oid			rt = exprType(lsecond(e->args));
+		int			kl = value_kind(lt);
 		int			op;
 
-		set_opfuncid(e);
-		op = e->opfuncid == F_NUMERIC_LT ? GH_EXPR_LT :
-			e->opfuncid == F_NUMERIC_LE ? GH_EXPR_LE :
-			e->opfuncid == F_NUMERIC_EQ ? GH_EXPR_EQ :
-			e->opfuncid == F_NUMERIC_NE ? GH_EXPR_NE :
-			e->opfuncid == F_NUMERIC_GE ? GH_EXPR_GE :
-			e->opfuncid == F_NUMERIC_GT ? GH_EXPR_GT : 0;
-		return op != 0 &&
-			compile_num(linitial(e->args), prog, inputs, depth, level + 1, true) &&
-			compile_num(lsecond(e->args), prog, inputs, depth, level + 1, true) &&
+		/* the same kind on both sides, and the same type for dates and times */
+		if (kl == 0 || kl != value_kind(rt) || (kl == 'd' && lt != rt))
+			return false;
+		op = cmp_op(e->opno, lt);
+		if (op == 0)
+			return false;
+		if (kl == 'n')
+			return compile_num(linitial(e->args), prog, inputs, depth, level + 1, true) &&
+				compile_num(lsecond(e->args), prog, inputs, depth, level + 1, true) &&
+				emit(prog, op, depth, 2);
+		return compile_int(linitial(e->args), prog, inputs, depth) &&
+			compile_int(lsecond(e->args), prog, inputs, depth) &&
 			emit(prog, op, depth, 2);
 	}
 	if (IsA(n, NullTest) && !((NullTest *) n)->argisrow &&
-		exprType((Node *) ((NullTest *) n)->arg) == NUMERICOID)
+		value_kind(exprType((Node *) ((NullTest *) n)->arg)) != 0)
 	{
 		NullTest   *t = (NullTest *) n;
+		Node	   *arg = (Node *) t->arg;
 
-		return compile_num((Node *) t->arg, prog, inputs, depth, level + 1, true) &&
+		return (value_kind(exprType(arg)) == 'n' ?
+				compile_num(arg, prog, inputs, depth, level + 1, true) :
+				compile_int(arg, prog, inputs, depth)) &&
 			emit(prog, t->nulltesttype == IS_NULL ? GH_EXPR_ISNULL : GH_EXPR_NOTNULL,
 				 depth, 1);
 	}
@@ -446,6 +549,13 @@ compile_num(Node *n, List **prog, List **inputs, int *depth, int level,
 			lsecond((List *) lfirst(lc)) = makeInteger(list_length(*prog));
 		return true;
 	}
+	/* numeric(int2/int4/int8): the integer's value at scale 0, exactly */
+	if (IsA(n, FuncExpr) && list_length(((FuncExpr *) n)->args) == 1 &&
+		(((FuncExpr *) n)->funcid == F_NUMERIC_INT2 ||
+		 ((FuncExpr *) n)->funcid == F_NUMERIC_INT4 ||
+		 ((FuncExpr *) n)->funcid == F_NUMERIC_INT8) &&
+		compile_int(linitial(((FuncExpr *) n)->args), prog, inputs, depth))
+		return true;
 	if (IsA(n, Const) && ((Const *) n)->consttype == NUMERICOID &&
 		((Const *) n)->constisnull)
 		return emit(prog, GH_EXPR_NULLV, depth, 0);

@@ -516,6 +516,20 @@ add_expr(GhAggPlan *plan, List *prog)
 			x->col[o] = (int16) c;
 			plan->cols[c].leaf = true;
 		}
+		else if (x->op[o] == GH_EXPR_COLI)
+		{
+			int			c = intVal(lsecond(pair));
+			GhValType	vt;
+
+			if (c < 0 || c >= plan->ncols)
+				elog(ERROR, "GpuHashAgg: malformed device expression");
+			vt = plan->cols[c].vtype;
+			if (vt != GHV_INT2 && vt != GHV_INT4 && vt != GHV_INT8 &&
+				vt != GHV_DATE && vt != GHV_TIMESTAMP)
+				elog(ERROR, "GpuHashAgg: malformed device expression");
+			x->col[o] = (int16) c;
+			plan->cols[c].leaf = true;
+		}
 		else if (x->op[o] == GH_EXPR_JUMP || x->op[o] == GH_EXPR_JUMPF)
 		{
 			/* forward only, to an op of the program or its end */

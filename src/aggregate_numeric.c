@@ -452,6 +452,7 @@ expr_scale(GhAggRun *run, const GhAggExprDef *x)
 				sp--;
 				break;
 			case GH_EXPR_NULLV:
+			case GH_EXPR_COLI:
 				st[sp++] = 0;
 				break;
 			case GH_EXPR_LT:
@@ -517,7 +518,7 @@ prepare_exprs(GhAggRun *run)
 		for (int o = 0; o < x->nops; o++)
 		{
 			e->op[o] = x->op[o];
-			if (x->op[o] >= GH_EXPR_LT)
+			if (GH_EXPR_IS_CONDITION(x->op[o]))
 				e->conditional = 1;
 			if (x->op[o] == GH_EXPR_COL)
 			{
@@ -532,6 +533,11 @@ prepare_exprs(GhAggRun *run)
 			}
 			else if (x->op[o] == GH_EXPR_JUMP || x->op[o] == GH_EXPR_JUMPF)
 				e->cm[o] = x->cm[o];
+			else if (x->op[o] == GH_EXPR_COLI)
+			{
+				e->vals[o] = (const int64_t *) run->batch.d_vals[x->col[o]];
+				e->valid[o] = run->batch.d_valid[x->col[o]];
+			}
 		}
 		if (sc > GH_NUM_SCALE_CAP)
 			e->all_host = 1;
@@ -595,6 +601,13 @@ expr_host_value(GhAggRun *run, const GhAggExprDef *x, uint32 row, int nsorted,
 					nul[sp] = r == NULL;
 					st[sp++] = r ? gh_agg_num_side_value(run, r) : (Datum) 0;
 				}
+				break;
+			case GH_EXPR_COLI:
+				/* integers, dates and timestamps never have side rows */
+				nul[sp] = !b->h_valid[c][row];
+				st[sp] = nul[sp] ? (Datum) 0 :
+					NumericGetDatum(int64_to_numeric(b->h_vals[c][row]));
+				sp++;
 				break;
 			case GH_EXPR_CONST:
 				nul[sp] = false;
@@ -729,7 +742,7 @@ gh_agg_expr_fixups(GhAggRun *run, const uint32 *absent, uint32 nabsent,
 
 		/* the colliding rows' values, for the fallback set */
 		for (int o = 0; o < x->nops; o++)
-			if (x->op[o] == GH_EXPR_COL)
+			if (x->op[o] == GH_EXPR_COL || x->op[o] == GH_EXPR_COLI)
 			{
 				he.vals[o] = (const int64_t *) b->h_vals[x->col[o]];
 				he.valid[o] = b->h_valid[x->col[o]];
