@@ -18,6 +18,9 @@
 #     --work-mem M       work_mem of every variant (default: not set, i.e.
 #                        PostgreSQL's default of 4MB, as a stock server runs)
 #     --timeout SEC      statement_timeout per statement (default 0: none)
+#     --explain-timing   the logged EXPLAIN with every node's time and VERBOSE
+#                        (EXPLAIN (ANALYZE, VERBOSE)), to see where a query's
+#                        time goes; its run is not one of the timed ones
 #     --out DIR          logs and results (default bench/tpch/out-<date>)
 #     --conf "LINES"     extra postgresql.conf lines (newline-separated); with
 #                        --reuse they are appended and the cluster restarted
@@ -52,7 +55,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 
 scale=1 repeats=3 workers=16 queries="$(seq -s ' ' 1 22)" variants="native gpuhash" device=auto
-work_mem="" timeout=0 out="" extra_conf="" datadir="" keep=0 reuse="" load_only=0 jobs=$(nproc)
+work_mem="" timeout=0 out="" extra_conf="" datadir="" keep=0 explain_opts="analyze, timing off" reuse="" load_only=0 jobs=$(nproc)
 tbl_dir="" keep_tbl=0
 while [ $# -gt 0 ]; do
   case $1 in
@@ -68,6 +71,7 @@ while [ $# -gt 0 ]; do
     --conf) extra_conf=$2; shift ;;
     --datadir) datadir=$2; shift ;;
     --keep) keep=1 ;;
+    --explain-timing) explain_opts="analyze, verbose" ;;
     --reuse) reuse=$2; shift ;;
     --load-only) load_only=1 ;;
     --jobs) jobs=$2; shift ;;
@@ -147,8 +151,9 @@ psqlq -c "SELECT relname, reltuples::bigint AS rows, pg_size_pretty(pg_total_rel
 "$here/queries.sh" --scale "$scale" "$work/q" $queries
 for q in $queries; do
   # the EXPLAIN form: the statement that returns rows (Q15: the select
-  # between its create view and drop view) under EXPLAIN (ANALYZE, TIMING OFF)
-  awk 'start && /^[[:space:]]*select/ { print "explain (analyze, timing off)" }
+  # between its create view and drop view) under EXPLAIN (ANALYZE, TIMING OFF),
+  # or (ANALYZE, VERBOSE) with --explain-timing
+  awk -v opts="$explain_opts" 'start && /^[[:space:]]*select/ { print "explain (" opts ")" }
        /[^[:space:]]/ && !/^[[:space:]]*--/ { start = 0 }
        { print }
        /;[[:space:]]*$/ { start = 1 }
