@@ -2,7 +2,8 @@
 # test/robust/sqlsmith.sh SECONDS [LOGDIR] - random SQL against gpuhash.
 #
 # A throwaway cluster (gpuhash preloaded, gpuhash.device from
-# GPUHASH_TEST_DEVICE, default cpu, gpuhash.force_join = on), a database
+# GPUHASH_TEST_DEVICE, default cpu, gpuhash.force_join and gpuhash.force_agg
+# on: GpuHashJoin and GpuHashAgg wherever they are legal), a database
 # loaded with every regression suite's tables (sql/*.sql run in
 # test/schedule's order) plus test/robust/smith_tables.sql, then sqlsmith
 # for SECONDS (restarted with a new seed whenever it exits early).  Afterwards:
@@ -34,6 +35,7 @@ trap 'gh_cluster_stop "$cl"; cp "$cl/server.log" "$logdir/smith-server.log" 2>/d
 gh_cluster_start "$cl" "$port" "gpuhash.device = $device
 gpuhash_test.gpu = $expect_gpu
 gpuhash.force_join = on
+gpuhash.force_agg = on
 log_line_prefix = '%m [%p] %e '
 log_min_messages = warning
 max_connections = 20" || { echo "1..1"; echo "not ok 1 - cluster start"; exit 1; }
@@ -54,7 +56,7 @@ chmod a+r "$cl/load.sql"
 psqlq -d smith -f "$cl/load.sql" >"$logdir/smith-load.log" 2>&1
 # the suites leave the settings they change at the database level alone;
 # make sure the forced mode is what sqlsmith sees
-psqlq -d smith -c "ALTER DATABASE smith SET gpuhash.force_join = on" -c "ALTER DATABASE smith SET gpuhash.enabled = on" -c "ANALYZE" >>"$logdir/smith-load.log" 2>&1
+psqlq -d smith -c "ALTER DATABASE smith SET gpuhash.force_join = on" -c "ALTER DATABASE smith SET gpuhash.force_agg = on" -c "ALTER DATABASE smith SET gpuhash.enabled = on" -c "ANALYZE" >>"$logdir/smith-load.log" 2>&1
 ntab=$(gh_as_pg psql -X -Atq -d smith -c "SELECT count(*) FROM pg_tables WHERE schemaname NOT IN ('pg_catalog','information_schema')")
 start_time=$(gh_as_pg psql -X -Atq -d smith -c "SELECT pg_postmaster_start_time()")
 # sqlsmith on one core (cpu 1 when there are two), the server's new
@@ -99,11 +101,11 @@ if [ "$xx" -gt 0 ]; then
     n=$((n + 1)); [ $n -gt 100 ] && break
     q=$(grep -v -- '--END--' "$f")
     # gpuhash can only be the cause if the forced plan has a GpuHashJoin or
-    # the query calls a gpuhash function; sqlsmith's queries are often
+    # a GpuHashAgg, or the query calls a gpuhash function; sqlsmith's queries are often
     # nondeterministic (TABLESAMPLE, LIMIT without ORDER BY, volatile
     # functions), so the native side gets three tries to raise XX000 too
     inplan=$(printf 'SET statement_timeout = %s; EXPLAIN (COSTS OFF) %s\n' "'5s'" "$q" |
-      gh_as_pg psql -X -At -d smith 2>/dev/null | grep -c 'GpuHashJoin')
+      gh_as_pg psql -X -At -d smith 2>/dev/null | grep -cE 'GpuHashJoin|GpuHashAgg')
     native=""
     for try in 1 2 3; do
       native=$(printf 'SET statement_timeout = %s; SET gpuhash.enabled = off; %s\n' "'5s'" "$q" |
@@ -120,7 +122,7 @@ if [ "$xx" -gt 0 ]; then
     elif [[ "$forced_err" == *"cannot advance OID counter anymore"* ]] &&
          grep -qi 'pg_stop_making_pinned_objects' <<<"$q"; then
       verdict="postgres (pg_stop_making_pinned_objects() raised it for a row the native order did not reach)"
-    elif [ "${inplan:-0}" = 0 ] && ! grep -qi 'gpuhash' <<<"$q"; then verdict="postgres (no GpuHashJoin in the plan, no gpuhash function)"
+    elif [ "${inplan:-0}" = 0 ] && ! grep -qi 'gpuhash' <<<"$q"; then verdict="postgres (no GpuHashJoin or GpuHashAgg in the plan, no gpuhash function)"
     elif [[ "$forced" != *XX000* ]]; then verdict="not reproduced (now: ${forced:-no error})"
     else verdict="GPUHASH (native: ${native:-no error})"; ours=$((ours + 1)); fi
     { echo "-- $verdict"; echo "$q"; echo; } >>"$logdir/smith-xx000-classified.txt"
