@@ -567,7 +567,7 @@ compile_num(Node *n, List **prog, List **inputs, int *depth, int level,
 		if (gh_agg_num_decode(((Const *) n)->constvalue, &m, &ds) == GH_NUMV_FINITE)
 		{
 			*prog = lappend(*prog, list_make2(makeInteger(GH_EXPR_CONST), copyObject(n)));
-			return ++(*depth) <= GH_EXPR_STACK && list_length(*prog) <= GH_EXPR_MAX_OPS;
+			return emit_checked(prog, depth);
 		}
 	}
 	if (exprType(n) != NUMERICOID)
@@ -583,7 +583,7 @@ compile_num(Node *n, List **prog, List **inputs, int *depth, int level,
 		return false;
 	*prog = lappend(*prog, list_make2(makeInteger(GH_EXPR_COL),
 									  makeInteger(input_col(inputs, (Expr *) n))));
-	return ++(*depth) <= GH_EXPR_STACK && list_length(*prog) <= GH_EXPR_MAX_OPS;
+	return emit_checked(prog, depth);
 }
 
 /*

@@ -82,6 +82,7 @@ static MinimalTuple form_record(GhjState *s, const Datum *rec);
 static Datum *deform_record(GhjState *s, MinimalTuple tup);
 static void close_file(BufFile **file);
 static void load_batch(GhjState *s);
+static void reload_inner(GhjState *s, BufFile *file);
 static bool batch_needed(GhjState *s, int batchno);
 
 /*
@@ -602,6 +603,36 @@ ghj_batch_increase(GhjState *s)
 }
 
 /*
+ * reload_inner reads an inner batch file back: rows of the current batch go
+ * to the store, the others (the join has doubled its batches since they
+ * were written, or doubles them while the store fills) to their own batch's
+ * file, as they are.  The file is passed by value and closed by the caller:
+ * doubling reallocates s->inner_files, where it may be held.
+ */
+static void
+reload_inner(GhjState *s, BufFile *file)
+{
+	uint64		hash;
+	MinimalTuple tup;
+
+	if (BufFileSeek(file, 0, 0, SEEK_SET) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not rewind GpuHashJoin temporary file")));
+	while ((tup = read_tuple(file, &hash, s->batch_cxt)) != NULL)
+	{
+		int			b = ghj_batch_of(s, hash);
+
+		CHECK_FOR_INTERRUPTS();
+		if (b != s->curbatch)
+			write_tuple(batch_file(s, s->inner_files, b), hash, tup);
+		else
+			ghj_store_row(s, deform_record(s, tup), hash);
+		pfree(tup);
+	}
+}
+
+/*
  * ghj_batch_shrink runs after a private build has read its whole inner
  * side, before any outer row: when the rows in the other batches' files
  * would fit in the store beside batch 0's, it takes them back and the join
@@ -651,29 +682,8 @@ ghj_batch_shrink(GhjState *s)
 	s->spill_inner_bytes = 0;
 	for (int b = 1; b < oldn; b++)
 	{
-		uint64		hash;
-		MinimalTuple tup;
-
-		if (inner[b] == NULL)
-			continue;
-		if (BufFileSeek(inner[b], 0, 0, SEEK_SET) != 0)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not rewind GpuHashJoin temporary file")));
-		while ((tup = read_tuple(inner[b], &hash, s->batch_cxt)) != NULL)
-		{
-			int			nb;
-			Datum	   *rec;
-
-			CHECK_FOR_INTERRUPTS();
-			rec = deform_record(s, tup);
-			nb = ghj_batch_of(s, hash);
-			if (nb != s->curbatch)
-				ghj_batch_save_inner(s, nb, rec, hash);
-			else
-				ghj_store_row(s, rec, hash);
-			pfree(tup);
-		}
+		if (inner[b] != NULL)
+			reload_inner(s, inner[b]);
 		close_file(&inner[b]);
 	}
 	MemoryContextReset(s->batch_cxt);
@@ -729,10 +739,7 @@ batch_needed(GhjState *s, int batchno)
 static void
 load_batch(GhjState *s)
 {
-	BufFile    *file = s->inner_files[s->curbatch];
 	MemoryContext old;
-	uint64		hash;
-	MinimalTuple tup;
 
 	s->ninner = 0;
 	s->n_nullkey = 0;
@@ -744,23 +751,9 @@ load_batch(GhjState *s)
 	s->store_hashes = palloc_extended(sizeof(uint64) * s->store_cap,
 									  MCXT_ALLOC_HUGE);
 	MemoryContextSwitchTo(old);
-	if (file != NULL)
+	if (s->inner_files[s->curbatch] != NULL)
 	{
-		if (BufFileSeek(file, 0, 0, SEEK_SET) != 0)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not rewind GpuHashJoin temporary file")));
-		while ((tup = read_tuple(file, &hash, s->batch_cxt)) != NULL)
-		{
-			int			b = ghj_batch_of(s, hash);
-
-			CHECK_FOR_INTERRUPTS();
-			if (b != s->curbatch)
-				write_tuple(batch_file(s, s->inner_files, b), hash, tup);
-			else
-				ghj_store_row(s, deform_record(s, tup), hash);
-			pfree(tup);
-		}
+		reload_inner(s, s->inner_files[s->curbatch]);
 		close_file(&s->inner_files[s->curbatch]);
 	}
 	MemoryContextReset(s->batch_cxt);
