@@ -21,6 +21,10 @@
 #   bg:STEP runs in the background; the step "wait" waits for them.  The
 #   steps' log folders end up in $OUT/step-logs.tgz.
 #
+#   tpch-load, tpch: TPC-H at $TPCH_SCALE (default 10) loaded once and kept
+#   in /tmp/tpchdata, then bench/tpch/run.sh $TPCH_ARGS against it, in this
+#   call or the next one on the still warm machine; $OUT/$TPCH_TAG.md.
+#
 #   ab-join, ab-agg: bench/ab.sh .before join|agg, the benchmark for the
 #   tree in .before (carried) and this one side by side ($AB_* settings pass
 #   through); the tables in $OUT/ab-join.md, $OUT/ab-agg.md.
@@ -90,6 +94,20 @@ run_step() {
         GPUHASH_SANITIZE_DEADLINE=$(( $(date +%s) + lim )) \
         timeout "$lim" bash test/robust/sanitize_backend.sh >"$out/sanitize-backend.tap" 2>&1 || rc=1
       cat "$out/sanitize-backend.tap" ;;
+    tpch-load)
+      # TPC-H at $TPCH_SCALE (default 10) loaded and kept running in
+      # /tmp/tpchdata for the "tpch" step (needs bench/tpch/.dbgen carried)
+      bash bench/tpch/run.sh --scale "${TPCH_SCALE:-10}" --load-only --keep --datadir /tmp/tpchdata \
+        --out /tmp/tpch-load >"$out/tpch-load.log" 2>&1 || { rc=1; tail -20 "$out/tpch-load.log"; }
+      grep -iE 'seconds|took|load' "$out/tpch-load.log" | tail -12 ;;
+    tpch)
+      # the queries against the data of tpch-load; TPCH_ARGS: e.g.
+      # "--repeats 1 --queries '1 2 3' --conf 'gpuhash.enable_agg = on'";
+      # TPCH_TAG names the output (several calls on one warm machine)
+      tag=${TPCH_TAG:-tpch}
+      eval "bash bench/tpch/run.sh --reuse /tmp/tpchdata --scale ${TPCH_SCALE:-10} --keep --out /tmp/$tag ${TPCH_ARGS:-}" \
+        2>"$out/$tag.err" | tee "$out/$tag.md" || rc=1
+      tar czf "$out/$tag-logs.tgz" -C /tmp "$tag" 2>/dev/null ;;
     ab-join|ab-agg)
       # the cluster pg.sh started is not needed: bench/ab.sh starts its own
       OUT="$out/${step}-logs" bash bench/ab.sh .before "${step#ab-}" 2>&1 | tee "$out/$step.md"
