@@ -331,15 +331,30 @@ typedef enum gh_expr_op
 	GH_EXPR_NULLV, /* push a NULL */
 	GH_EXPR_ISNULL, /* a value to a boolean: IS NULL */
 	GH_EXPR_NOTNULL, /* IS NOT NULL */
-	GH_EXPR_COLI	/* push input column vals[o] (int64: integers, dates,
+	GH_EXPR_COLI,	/* push input column vals[o] (int64: integers, dates,
 					 * timestamps) as a value of scale 0 */
+	GH_EXPR_IADD,	/* integer arithmetic of int2, int4 and int8 values: */
+	GH_EXPR_ISUB,	/* exact, then checked against the range of the */
+	GH_EXPR_IMUL,	/* operator's result type, cm[o] bytes wide (2, 4 or */
+	GH_EXPR_INEG	/* 8); out of it, the host raises PostgreSQL's error */
 } gh_expr_op;
 
-#define GH_EXPR_OP_LAST GH_EXPR_COLI
+#define GH_EXPR_OP_LAST GH_EXPR_INEG
 
 /* ops that make a program conditional (see above) */
 #define GH_EXPR_IS_CONDITION(op) \
 	((op) >= GH_EXPR_LT && (op) <= GH_EXPR_NOTNULL)
+
+/*
+ * Integer programs: an aggregate argument of integer arithmetic (+, -, *,
+ * unary -) over integer columns (COLI) and constants has IADD, ISUB, IMUL
+ * and INEG only, and int_out set: its result is the int64 value, which the
+ * accumulate step takes as a column of the argument's type.  The same ops
+ * compute integer operands inside NUMERIC programs and conditions.  Every
+ * integer on the stack is within int64, so each op is exact in 128 bits
+ * before its range check; a row that leaves the range is listed for the
+ * host, which raises PostgreSQL's "out of range" error for it.
+ */
 
 /* Results of gh_agg_expr_eval for one row. */
 #define GH_EXPR_OK 0
@@ -356,6 +371,7 @@ typedef enum gh_expr_op
 typedef struct gh_agg_expr
 {
 	int nops;
+	int int_out;	 /* an integer program: out is the int64 value itself */
 	int out_scale;
 	int all_host;
 	int conditional; /* has a condition: NULL inputs go to the host */
@@ -640,6 +656,34 @@ gh_agg_expr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out)
 			case GH_EXPR_JUMP:
 				o = (int) e->cm[o] - 1;
 				break;
+			case GH_EXPR_IADD:
+			case GH_EXPR_ISUB:
+			case GH_EXPR_IMUL:
+			case GH_EXPR_INEG:
+			{
+				int x = op == GH_EXPR_INEG ? b : a;
+				__int128 hi = e->cm[o] == 2 ? 32767 :
+					e->cm[o] == 4 ? (__int128) 2147483647 :
+					(__int128) INT64_MAX;
+
+				if (op != GH_EXPR_INEG)
+				{
+					nul[a] |= nul[b];
+					sp--;
+				}
+				if (nul[x])
+				{
+					m[x] = 0;
+					break;
+				}
+				m[x] = op == GH_EXPR_IADD ? m[a] + m[b] :
+					op == GH_EXPR_ISUB ? m[a] - m[b] :
+					op == GH_EXPR_IMUL ? m[a] * m[b] : -m[b];
+				sg[x] = d[x] = 0;
+				if (m[x] > hi || m[x] < -hi - 1)
+					return GH_EXPR_HOST;
+				break;
+			}
 			default:
 				return GH_EXPR_HOST;
 		}
@@ -648,6 +692,11 @@ gh_agg_expr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out)
 		return GH_EXPR_NULL;
 	if (e->all_host)
 		return GH_EXPR_HOST;
+	if (e->int_out)
+	{
+		*out = (int64_t) m[0];
+		return GH_EXPR_OK;
+	}
 	if (!gh_expr_scale_up(&m[0], e->out_scale - sg[0]) ||
 		m[0] <= -(__int128) (GH_AGG_NUM_MAX_ABS - 1) ||
 		m[0] >= (__int128) (GH_AGG_NUM_MAX_ABS - 1) || d[0] > GH_AGG_NUM_MAX_DSCALE)

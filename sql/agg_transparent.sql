@@ -509,6 +509,64 @@ SELECT q, gha_check(q) FROM (VALUES
 ) v(q);
 -- the branch taken overflows: PostgreSQL's error on both sides
 SELECT gha_errors('SELECT g, sum(CASE WHEN w > 0 THEN w * 1e131000 * 1e131000 ELSE 0 END) FROM gha_x WHERE i % 73 = 0 GROUP BY g');
+-- integer arithmetic: an integer aggregate argument of +, -, * and unary -
+-- over int2, int4 and int8 columns and constants (any mix of widths) is an
+-- integer program on the device, whose column has the argument's type (sum
+-- of int4 is int8, avg numeric, min and max int4 ...); integer arithmetic
+-- also runs inside NUMERIC programs (a numeric(int) cast) and conditions.
+-- Each op's result is checked against its operator's result type: out of
+-- it, PostgreSQL's error ("smallint/integer/bigint out of range"), raised
+-- by the host for the row the device listed; a branch not taken is not
+-- computed.  Rows 5001-5003 hold the types' extremes.
+CREATE TABLE gha_int AS
+SELECT i, i % 5 AS g,
+       CASE WHEN i % 9 = 0 THEN NULL ELSE i * 37 % 2001 - 1000 END::int2 AS s,
+       CASE WHEN i % 7 = 0 THEN NULL ELSE i * 7919 % 200001 - 100000 END::int4 AS a,
+       CASE WHEN i % 11 = 0 THEN NULL ELSE i::int8 * 1000000007 - 2500000000000 END AS b
+  FROM generate_series(1, 5000) i;
+INSERT INTO gha_int VALUES
+  (5001, 0, 32767, 2147483647, 9223372036854775807),
+  (5002, 0, -32768, -2147483648, -9223372036854775808),
+  (5003, 1, 181, 46340, 3037000499);
+ANALYZE gha_int;
+CREATE VIEW gha_int_q(q) AS VALUES
+  ('SELECT g, sum(b - a), avg(s - a), min(a * 1), max(s + 0), count(b - s), sum(b - b), max(s * 1 - s) FROM gha_int GROUP BY g'),
+  ('SELECT g, sum(a * s), avg(b - a), min(-a), max(s * 2 - s), sum(a + s * 3), sum(a * b), min(b * 2 + a), avg(s * 30) FROM gha_int WHERE i <= 5000 GROUP BY g'),
+  ('SELECT g, sum(CASE WHEN a + s > 0 THEN 1.5 WHEN a * 2 < -1000 THEN (a - s)::numeric END), sum((b - a)::numeric * 0.5), max((s * 30)::numeric), count(CASE WHEN -a >= s THEN 1.0 END) FROM gha_int WHERE i <= 5000 GROUP BY g'),
+  ('SELECT sum(a + 0), max(b - 0), min(s * 1), sum(CASE WHEN i > 5000 THEN 1.0 ELSE (b * 2)::numeric END) FROM gha_int'),
+  ('SELECT i, sum(b * b), min(a * a), max(s * s) FROM gha_int WHERE i = 5003 GROUP BY i');
+SELECT q, gha_check(q) FROM gha_int_q;
+SET gpuhash.force_agg = on;
+SELECT count(*) AS queries,
+       count(*) FILTER (WHERE (SELECT count(*) FROM gha_verbose(q) l
+                                WHERE l ~ '^\s{6,}Output: .*[-+*]') = 0) AS children_without_arithmetic
+  FROM gha_int_q;
+RESET gpuhash.force_agg;
+SELECT gha_errors('SELECT g, sum(a * a) FROM gha_int GROUP BY g');
+SELECT gha_errors('SELECT g, max(s * 100::int2) FROM gha_int GROUP BY g');
+SELECT gha_errors('SELECT sum(-b) FROM gha_int');
+SELECT gha_errors('SELECT g, avg(b + a) FROM gha_int GROUP BY g');
+SELECT gha_errors('SELECT g, sum(CASE WHEN a * a > 0 THEN 1.0 END) FROM gha_int GROUP BY g');
+SELECT gha_errors('SELECT g, min((b * 3)::numeric) FROM gha_int GROUP BY g');
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SET gpuhash.batch_rows = 100;
+SELECT q, gha_check(q) FROM gha_int_q;
+SELECT gha_errors('SELECT g, sum(a * a) FROM gha_int GROUP BY g');
+SET work_mem = '64kB';
+SET gpuhash.device_memory_limit = '1MB';
+SELECT gha_check('SELECT i, sum(a * s), min(b - a), max(-s) FROM gha_int WHERE i <= 5000 GROUP BY i');
+RESET max_parallel_workers_per_gather;
+SET max_parallel_workers_per_gather = 0;
+SELECT gha_check('SELECT i, sum(a * s), min(b - a), max(-s) FROM gha_int WHERE i <= 5000 GROUP BY i');
+RESET work_mem;
+RESET gpuhash.device_memory_limit;
+RESET gpuhash.batch_rows;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
 -- more expression inputs than the engine's columns (34 inputs for 17
 -- products), and an expression of more operations than a program takes (39
 -- additions): the child computes such arguments, with no device
@@ -571,5 +629,5 @@ RESET gpuhash.force_agg;
 SELECT count(*) AS gpuhashagg FROM gh_plan_lines('SELECT g, sum(a4) FROM gha_t GROUP BY g', 'gpuhash') l
  WHERE l ~ 'GpuHashAgg';
 
-DROP TABLE gha_t, gha_pk, gha_e, gha_num, gha_time;
+DROP TABLE gha_t, gha_pk, gha_e, gha_num, gha_time, gha_int CASCADE;
 DROP FUNCTION gha_check(text, int), gha_analyze(text), gha_errors(text), gha_plan(text);

@@ -356,14 +356,86 @@ cmp_op(Oid opno, Oid t)
 }
 
 /*
+ * int_op is the program's op for integer arithmetic function f (the
+ * functions of +, - and * between int2, int4 and int8, and of unary -), 0
+ * for any other.
+ */
+static int
+int_op(Oid f)
+{
+	switch (f)
+	{
+		case F_INT2PL:
+		case F_INT4PL:
+		case F_INT8PL:
+		case F_INT24PL:
+		case F_INT42PL:
+		case F_INT28PL:
+		case F_INT82PL:
+		case F_INT48PL:
+		case F_INT84PL:
+			return GH_EXPR_IADD;
+		case F_INT2MI:
+		case F_INT4MI:
+		case F_INT8MI:
+		case F_INT24MI:
+		case F_INT42MI:
+		case F_INT28MI:
+		case F_INT82MI:
+		case F_INT48MI:
+		case F_INT84MI:
+			return GH_EXPR_ISUB;
+		case F_INT2MUL:
+		case F_INT4MUL:
+		case F_INT8MUL:
+		case F_INT24MUL:
+		case F_INT42MUL:
+		case F_INT28MUL:
+		case F_INT82MUL:
+		case F_INT48MUL:
+		case F_INT84MUL:
+			return GH_EXPR_IMUL;
+		case F_INT2UM:
+		case F_INT4UM:
+		case F_INT8UM:
+			return GH_EXPR_INEG;
+		default:
+			return 0;
+	}
+}
+
+/*
  * compile_int appends an integer, date or timestamp value: a column (an
  * input the engine packs as int64, pushed by COLI), a constant (as the
- * NUMERIC of its int64 value, which COLI's values compare with exactly), or
- * a NULL constant.
+ * NUMERIC of its int64 value, which COLI's values compare with exactly), a
+ * NULL constant, or integer arithmetic of such integers (int_op: exact,
+ * then checked against the range of the operator's result type, whose
+ * overflow the host raises as PostgreSQL does).  Only columns and constants
+ * are inputs, so nothing here is computed where PostgreSQL would not.
  */
 static bool
 compile_int(Node *n, List **prog, List **inputs, int *depth)
 {
+	if (IsA(n, OpExpr) && value_kind(exprType(n)) == 'i')
+	{
+		OpExpr	   *e = (OpExpr *) n;
+		Oid			t = e->opresulttype;
+		int			op;
+		ListCell   *lc;
+
+		set_opfuncid(e);
+		op = int_op(e->opfuncid);
+		if (op == 0 || list_length(e->args) != (op == GH_EXPR_INEG ? 1 : 2))
+			return false;
+		foreach(lc, e->args)
+			if (value_kind(exprType(lfirst(lc))) != 'i' ||
+				!compile_int(lfirst(lc), prog, inputs, depth))
+				return false;
+		if (!emit(prog, op, depth, op == GH_EXPR_INEG ? 1 : 2))
+			return false;
+		lsecond((List *) llast(*prog)) = makeInteger(t == INT2OID ? 2 : t == INT4OID ? 4 : 8);
+		return true;
+	}
 	if (IsA(n, Const))
 	{
 		Const	   *k = (Const *) n;
@@ -589,7 +661,9 @@ compile_num(Node *n, List **prog, List **inputs, int *depth, int level,
 /*
  * compile_args decides the child's columns (q->inputs) and the device
  * expressions (q->exprs): with device, each NUMERIC argument of arithmetic
- * that compile_num takes becomes a program over input columns, run on the
+ * or CASE that compile_num takes, and each integer argument of integer
+ * arithmetic that compile_int takes (an integer program, whose column has
+ * the argument's type), becomes a program over input columns, run on the
  * device; every other argument is an input column.  Sets q->call_cols from
  * arg_calls (each Aggref's argument, an index into q->args, or -1) to the
  * engine's columns: the inputs, then the expressions.
@@ -607,16 +681,22 @@ compile_args(GhaQuery *q, List *arg_calls, bool device)
 	foreach(lc, q->args)
 	{
 		Expr	   *arg = lfirst(lc);
+		Oid			type = exprType((Node *) arg);
 		List	   *prog = NIL;
 		List	   *inputs = list_copy(q->inputs);
 		int			depth = 0;
+		bool		compiled = false;
 
-		if (device && (IsA(arg, OpExpr) || IsA(arg, CaseExpr)) &&
-			exprType((Node *) arg) == NUMERICOID &&
-			compile_num((Node *) arg, &prog, &inputs, &depth, 0, false) && depth == 1 &&
-			list_length(prog) > 1)
+		if (device && type == NUMERICOID &&
+			(IsA(arg, OpExpr) || IsA(arg, CaseExpr) || IsA(arg, FuncExpr)))
+			compiled = compile_num((Node *) arg, &prog, &inputs, &depth, 0, false);
+		else if (device && value_kind(type) == 'i' && IsA(arg, OpExpr))
+			compiled = compile_int((Node *) arg, &prog, &inputs, &depth);
+		if (compiled && depth == 1 && list_length(prog) > 1)
 		{
 			q->inputs = inputs;
+			/* led by the result's type (aggregate.h) */
+			prog = lcons(list_make2(makeInteger(GH_EXPR_PROG_TYPE), makeInteger(type)), prog);
 			q->exprs = lappend(q->exprs, prog);
 			argcol[i++] = -list_length(q->exprs);
 		}

@@ -486,20 +486,30 @@ finish_plan(GhAggPlan *plan)
 
 /*
  * add_expr adds a device expression's result column: prog is its postfix
- * program as the planner wrote it (agg_path.c): a list of (Integer op,
- * argument) pairs, the argument an input column's Integer index for
- * GH_EXPR_COL, a NUMERIC Const for GH_EXPR_CONST, the Integer index of the
- * op to go to for GH_EXPR_JUMP and GH_EXPR_JUMPF.
+ * program as the planner wrote it (agg_path.c): the pair (GH_EXPR_PROG_TYPE,
+ * the result's type: NUMERIC, or int2, int4 or int8 for a program of
+ * integer ops alone), then a list of (Integer op, argument) pairs, the
+ * argument an input column's Integer index for GH_EXPR_COL and
+ * GH_EXPR_COLI, a NUMERIC Const for GH_EXPR_CONST, the Integer index of the
+ * op to go to for GH_EXPR_JUMP and GH_EXPR_JUMPF, the result's width in
+ * bytes for the integer ops.
  */
 static void
 add_expr(GhAggPlan *plan, List *prog)
 {
 	GhAggExprDef *x = &plan->exprs[plan->nexprs];
+	List	   *head;
 	ListCell   *lc;
 
-	if (list_length(prog) > GH_EXPR_MAX_OPS)
+	if (list_length(prog) < 2 || list_length(prog) > GH_EXPR_MAX_OPS + 1)
 		elog(ERROR, "GpuHashAgg: malformed device expression");
-	foreach(lc, prog)
+	head = linitial_node(List, prog);
+	x->type = (Oid) intVal(lsecond(head));
+	if (intVal(linitial(head)) != GH_EXPR_PROG_TYPE ||
+		(x->type != NUMERICOID && x->type != INT2OID && x->type != INT4OID &&
+		 x->type != INT8OID))
+		elog(ERROR, "GpuHashAgg: malformed device expression");
+	for_each_from(lc, prog, 1)
 	{
 		List	   *pair = lfirst_node(List, lc);
 		int			o = x->nops++;
@@ -507,6 +517,17 @@ add_expr(GhAggPlan *plan, List *prog)
 		x->op[o] = (uint8) intVal(linitial(pair));
 		if (x->op[o] < GH_EXPR_COL || x->op[o] > GH_EXPR_OP_LAST)
 			elog(ERROR, "GpuHashAgg: malformed device expression");
+		/* an integer program has integer ops alone */
+		if (x->type != NUMERICOID && x->op[o] != GH_EXPR_COLI &&
+			x->op[o] != GH_EXPR_CONST && x->op[o] != GH_EXPR_NULLV &&
+			x->op[o] < GH_EXPR_IADD)
+			elog(ERROR, "GpuHashAgg: malformed device expression");
+		if (x->op[o] >= GH_EXPR_IADD)
+		{
+			x->cm[o] = intVal(lsecond(pair));
+			if (x->cm[o] != 2 && x->cm[o] != 4 && x->cm[o] != 8)
+				elog(ERROR, "GpuHashAgg: malformed device expression");
+		}
 		if (x->op[o] == GH_EXPR_COL)
 		{
 			int			c = intVal(lsecond(pair));
@@ -525,7 +546,7 @@ add_expr(GhAggPlan *plan, List *prog)
 				elog(ERROR, "GpuHashAgg: malformed device expression");
 			vt = plan->cols[c].vtype;
 			if (vt != GHV_INT2 && vt != GHV_INT4 && vt != GHV_INT8 &&
-				vt != GHV_DATE && vt != GHV_TIMESTAMP)
+				(x->type != NUMERICOID || (vt != GHV_DATE && vt != GHV_TIMESTAMP)))
 				elog(ERROR, "GpuHashAgg: malformed device expression");
 			x->col[o] = (int16) c;
 			plan->cols[c].leaf = true;
@@ -534,7 +555,7 @@ add_expr(GhAggPlan *plan, List *prog)
 		{
 			/* forward only, to an op of the program or its end */
 			x->cm[o] = intVal(lsecond(pair));
-			if (x->cm[o] <= o || x->cm[o] > list_length(prog))
+			if (x->cm[o] <= o || x->cm[o] > list_length(prog) - 1)
 				elog(ERROR, "GpuHashAgg: malformed device expression");
 		}
 		else if (x->op[o] == GH_EXPR_CONST)
@@ -549,7 +570,7 @@ add_expr(GhAggPlan *plan, List *prog)
 			x->cval[o] = k->constvalue;
 		}
 	}
-	add_col(plan, NULL, NUMERICOID);
+	add_col(plan, NULL, x->type);
 	plan->cols[plan->ncols - 1].dexpr = plan->nexprs++;
 }
 

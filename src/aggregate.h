@@ -134,6 +134,7 @@ typedef struct GhAggCol
  */
 typedef struct GhAggExprDef
 {
+	Oid			type;			/* the result's type: NUMERIC or an integer */
 	int			nops;
 	uint8		op[GH_EXPR_MAX_OPS];	/* gh_expr_op */
 	int16		col[GH_EXPR_MAX_OPS];	/* GH_EXPR_COL: an input column */
@@ -141,6 +142,13 @@ typedef struct GhAggExprDef
 	uint8		cds[GH_EXPR_MAX_OPS];	/* GH_EXPR_CONST: display scale */
 	Datum		cval[GH_EXPR_MAX_OPS];	/* GH_EXPR_CONST: the NUMERIC */
 } GhAggExprDef;
+
+/*
+ * A device expression's program as the planner writes it (agg_path.c,
+ * custom_private): a list of (Integer op, argument) pairs, led by the pair
+ * (GH_EXPR_PROG_TYPE, Integer result type).
+ */
+#define GH_EXPR_PROG_TYPE 0
 
 /* One aggregate call of the query. */
 typedef struct GhAggCall

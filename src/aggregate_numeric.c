@@ -60,6 +60,8 @@
  */
 #include "postgres.h"
 
+#include "common/int.h"
+
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/memutils.h"
@@ -473,7 +475,16 @@ expr_scale(GhAggRun *run, const GhAggExprDef *x)
 				break;
 			case GH_EXPR_ISNULL:
 			case GH_EXPR_NOTNULL:
+			case GH_EXPR_INEG:
 				st[sp - 1] = 0;
+				break;
+			case GH_EXPR_IADD:
+			case GH_EXPR_ISUB:
+			case GH_EXPR_IMUL:
+				if (sp < 2)
+					elog(ERROR, "gpuhash_aggregate: malformed device expression");
+				st[sp - 2] = 0;
+				sp--;
 				break;
 			case GH_EXPR_JUMP:
 				/* the end of a branch: its result is one of the target's */
@@ -511,7 +522,7 @@ prepare_exprs(GhAggRun *run)
 	{
 		const GhAggExprDef *x = &plan->exprs[plan->cols[c].dexpr];
 		gh_agg_expr *e = &run->batch.xe[c];
-		int			sc = expr_scale(run, x);
+		int			sc;
 
 		memset(e, 0, sizeof(*e));
 		e->nops = x->nops;
@@ -531,7 +542,8 @@ prepare_exprs(GhAggRun *run)
 				e->scale[o] = (int8) x->cds[o];
 				e->cm[o] = x->cm[o];
 			}
-			else if (x->op[o] == GH_EXPR_JUMP || x->op[o] == GH_EXPR_JUMPF)
+			else if (x->op[o] == GH_EXPR_JUMP || x->op[o] == GH_EXPR_JUMPF ||
+					 x->op[o] >= GH_EXPR_IADD)
 				e->cm[o] = x->cm[o];
 			else if (x->op[o] == GH_EXPR_COLI)
 			{
@@ -539,6 +551,13 @@ prepare_exprs(GhAggRun *run)
 				e->valid[o] = run->batch.d_valid[x->col[o]];
 			}
 		}
+		/* an integer program's column holds its int64 values as they are */
+		if (x->type != NUMERICOID)
+		{
+			e->int_out = 1;
+			continue;
+		}
+		sc = expr_scale(run, x);
 		if (sc > GH_NUM_SCALE_CAP)
 			e->all_host = 1;
 		else if (sc > run->num.scale[c])
@@ -557,6 +576,37 @@ cmp_side_row_col(const void *a, const void *b)
 	if (x->row != y->row)
 		return x->row < y->row ? -1 : 1;
 	return x->col < y->col ? -1 : x->col > y->col ? 1 : 0;
+}
+
+/*
+ * expr_host_int computes integer op (GH_EXPR_IADD, ISUB, IMUL, INEG) of
+ * NUMERIC integers l and r whose result type is bytes wide, as int2pl,
+ * int4mul, int48mi, int8um and their kin do: out of that type's range, their
+ * error.
+ */
+static Datum
+expr_host_int(int op, int bytes, Datum l, Datum r)
+{
+	int64		a = DatumGetInt64(DirectFunctionCall1(numeric_int8, l));
+	int64		b = op == GH_EXPR_INEG ? 0 : DatumGetInt64(DirectFunctionCall1(numeric_int8, r));
+	int64		v;
+	bool		overflow;
+
+	if (op == GH_EXPR_IADD)
+		overflow = pg_add_s64_overflow(a, b, &v);
+	else if (op == GH_EXPR_ISUB)
+		overflow = pg_sub_s64_overflow(a, b, &v);
+	else if (op == GH_EXPR_IMUL)
+		overflow = pg_mul_s64_overflow(a, b, &v);
+	else
+		overflow = pg_sub_s64_overflow(0, a, &v);
+	if (overflow || (bytes == 2 && (v < PG_INT16_MIN || v > PG_INT16_MAX)) ||
+		(bytes == 4 && (v < PG_INT32_MIN || v > PG_INT32_MAX)))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg(bytes == 2 ? "smallint out of range" :
+						bytes == 4 ? "integer out of range" : "bigint out of range")));
+	return NumericGetDatum(int64_to_numeric(v));
 }
 
 /*
@@ -655,6 +705,21 @@ expr_host_value(GhAggRun *run, const GhAggExprDef *x, uint32 row, int nsorted,
 				break;
 			case GH_EXPR_JUMP:
 				o = (int) x->cm[o] - 1;
+				break;
+			case GH_EXPR_IADD:
+			case GH_EXPR_ISUB:
+			case GH_EXPR_IMUL:
+			case GH_EXPR_INEG:
+				if (op == GH_EXPR_INEG)
+					a = sp - 1;
+				else
+				{
+					nul[a] = nul[a] || nul[a + 1];
+					sp--;
+				}
+				if (!nul[a])
+					st[a] = expr_host_int(op, (int) x->cm[o], st[a],
+										  op == GH_EXPR_INEG ? (Datum) 0 : st[a + 1]);
 				break;
 			default:
 				/* the strict binary operators */
@@ -784,6 +849,10 @@ gh_agg_expr_fixups(GhAggRun *run, const uint32 *absent, uint32 nabsent,
 			v = expr_host_value(run, x, i, nsorted, &isnull);
 			if (isnull)
 				continue;
+			/* an integer program leaves a row to the host only to raise */
+			if (x->type != NUMERICOID)
+				elog(ERROR, "gpuhash_aggregate: integer device expression left row %u to the host",
+					 i);
 			kind = gh_agg_num_decode(v, &m, &ds);
 			gh_agg_add_side_row(run, i, c, kind == GH_NUMV_FINITE ? GH_NUMV_BIG : kind,
 								kind == GH_NUMV_FINITE || kind == GH_NUMV_BIG ? v : (Datum) 0);
