@@ -303,8 +303,10 @@ gh_status gh_agg_accumulate_cpu(void *acc, const gh_agg_layout *l,
  * cm[o], at most nops), so a branch not taken is not computed and the
  * result keeps its own scale and display scale; NULLV pushes a NULL (a
  * CASE with no ELSE).  In a program with a condition, a NULL or host-held
- * input column sends the row to the host (the device cannot tell the two
- * apart), which runs the same program with PostgreSQL's functions.
+ * NUMERIC input column (COL) sends the row to the host (the device cannot
+ * tell the two apart), which runs the same program with PostgreSQL's
+ * functions; a NULL integer, date or timestamp (COLI), never host-held, is
+ * a NULL on the stack.
  */
 #define GH_EXPR_MAX_OPS 32
 #define GH_EXPR_STACK 8
@@ -544,12 +546,14 @@ gh_agg_expr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out)
 				break;
 			}
 			case GH_EXPR_COLI:
-				if (!e->valid[o][i])
-					return e->conditional ? GH_EXPR_HOST : GH_EXPR_NULL;
-				m[sp] = e->vals[o][i];
+				/* integers, dates and timestamps are never held on the host:
+				 * not valid is NULL */
+				if (!e->valid[o][i] && !e->conditional)
+					return GH_EXPR_NULL;
+				m[sp] = e->valid[o][i] ? e->vals[o][i] : 0;
 				d[sp] = 0;
 				sg[sp] = 0;
-				nul[sp] = 0;
+				nul[sp] = !e->valid[o][i];
 				sp++;
 				break;
 			case GH_EXPR_CONST:

@@ -517,7 +517,9 @@ SELECT gha_errors('SELECT g, sum(CASE WHEN w > 0 THEN w * 1e131000 * 1e131000 EL
 -- Each op's result is checked against its operator's result type: out of
 -- it, PostgreSQL's error ("smallint/integer/bigint out of range"), raised
 -- by the host for the row the device listed; a branch not taken is not
--- computed.  Rows 5001-5003 hold the types' extremes.
+-- computed.  A searched CASE of integer results (widening casts included)
+-- over conditions of integers is an integer program too.  Rows 5001-5003
+-- hold the types' extremes.
 CREATE TABLE gha_int AS
 SELECT i, i % 5 AS g,
        CASE WHEN i % 9 = 0 THEN NULL ELSE i * 37 % 2001 - 1000 END::int2 AS s,
@@ -534,7 +536,8 @@ CREATE VIEW gha_int_q(q) AS VALUES
   ('SELECT g, sum(a * s), avg(b - a), min(-a), max(s * 2 - s), sum(a + s * 3), sum(a * b), min(b * 2 + a), avg(s * 30) FROM gha_int WHERE i <= 5000 GROUP BY g'),
   ('SELECT g, sum(CASE WHEN a + s > 0 THEN 1.5 WHEN a * 2 < -1000 THEN (a - s)::numeric END), sum((b - a)::numeric * 0.5), max((s * 30)::numeric), count(CASE WHEN -a >= s THEN 1.0 END) FROM gha_int WHERE i <= 5000 GROUP BY g'),
   ('SELECT sum(a + 0), max(b - 0), min(s * 1), sum(CASE WHEN i > 5000 THEN 1.0 ELSE (b * 2)::numeric END) FROM gha_int'),
-  ('SELECT i, sum(b * b), min(a * a), max(s * s) FROM gha_int WHERE i = 5003 GROUP BY i');
+  ('SELECT i, sum(b * b), min(a * a), max(s * s) FROM gha_int WHERE i = 5003 GROUP BY i'),
+  ('SELECT g, sum(CASE WHEN a > 0 THEN 1 ELSE 0 END), count(CASE WHEN s IS NULL THEN 1 END), sum(CASE WHEN a > s THEN a - s WHEN b IS NULL THEN -1 END), sum(CASE WHEN s > 0 THEN s ELSE a END), min(CASE WHEN b > 0 AND i <= 5000 THEN b * 2 END), max(CASE WHEN i > 5000 THEN 0 ELSE s * 2::int2 END), avg(CASE WHEN a IS NOT NULL OR s < 0 THEN s - 1 END) FROM gha_int GROUP BY g');
 SELECT q, gha_check(q) FROM gha_int_q;
 SET gpuhash.force_agg = on;
 SELECT count(*) AS queries,
@@ -548,6 +551,9 @@ SELECT gha_errors('SELECT sum(-b) FROM gha_int');
 SELECT gha_errors('SELECT g, avg(b + a) FROM gha_int GROUP BY g');
 SELECT gha_errors('SELECT g, sum(CASE WHEN a * a > 0 THEN 1.0 END) FROM gha_int GROUP BY g');
 SELECT gha_errors('SELECT g, min((b * 3)::numeric) FROM gha_int GROUP BY g');
+SELECT gha_errors('SELECT g, sum(CASE WHEN b > 0 THEN b * 2 ELSE 0 END) FROM gha_int GROUP BY g');
+-- an integer CASE whose condition reads a NUMERIC stays in the child
+SELECT gha_check('SELECT g, sum(CASE WHEN w > 0 THEN 1 ELSE 0 END), count(CASE WHEN q IS NULL THEN 1 END) FROM gha_x GROUP BY g');
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;

@@ -294,6 +294,8 @@ input_col(List **inputs, Expr *expr)
 
 static bool compile_num(Node *n, List **prog, List **inputs, int *depth,
 						int level, bool lazy);
+static bool compile_case(CaseExpr *c, List **prog, List **inputs, int *depth,
+						 int level, bool numeric);
 
 /* emit_checked counts the push of the op just appended to *prog. */
 static bool
@@ -408,14 +410,18 @@ int_op(Oid f)
  * compile_int appends an integer, date or timestamp value: a column (an
  * input the engine packs as int64, pushed by COLI), a constant (as the
  * NUMERIC of its int64 value, which COLI's values compare with exactly), a
- * NULL constant, or integer arithmetic of such integers (int_op: exact,
- * then checked against the range of the operator's result type, whose
- * overflow the host raises as PostgreSQL does).  Only columns and constants
- * are inputs, so nothing here is computed where PostgreSQL would not.
+ * NULL constant, or, for integers, integer arithmetic (int_op: exact, then
+ * checked against the range of the operator's result type, whose overflow
+ * the host raises as PostgreSQL does), a widening cast (int4(int2),
+ * int8(int2), int8(int4)) and a searched CASE of integer results.  Only
+ * columns and constants are inputs, so nothing here is computed where
+ * PostgreSQL would not.  level is the tree's depth at n.
  */
 static bool
-compile_int(Node *n, List **prog, List **inputs, int *depth)
+compile_int(Node *n, List **prog, List **inputs, int *depth, int level)
 {
+	if (level > GH_EXPR_MAX_OPS)
+		return false;
 	if (IsA(n, OpExpr) && value_kind(exprType(n)) == 'i')
 	{
 		OpExpr	   *e = (OpExpr *) n;
@@ -429,13 +435,20 @@ compile_int(Node *n, List **prog, List **inputs, int *depth)
 			return false;
 		foreach(lc, e->args)
 			if (value_kind(exprType(lfirst(lc))) != 'i' ||
-				!compile_int(lfirst(lc), prog, inputs, depth))
+				!compile_int(lfirst(lc), prog, inputs, depth, level + 1))
 				return false;
 		if (!emit(prog, op, depth, op == GH_EXPR_INEG ? 1 : 2))
 			return false;
 		lsecond((List *) llast(*prog)) = makeInteger(t == INT2OID ? 2 : t == INT4OID ? 4 : 8);
 		return true;
 	}
+	if (IsA(n, FuncExpr) && list_length(((FuncExpr *) n)->args) == 1 &&
+		(((FuncExpr *) n)->funcid == F_INT4_INT2 ||
+		 ((FuncExpr *) n)->funcid == F_INT8_INT2 ||
+		 ((FuncExpr *) n)->funcid == F_INT8_INT4))
+		return compile_int(linitial(((FuncExpr *) n)->args), prog, inputs, depth, level + 1);
+	if (IsA(n, CaseExpr) && value_kind(exprType(n)) == 'i')
+		return compile_case((CaseExpr *) n, prog, inputs, depth, level, false);
 	if (IsA(n, Const))
 	{
 		Const	   *k = (Const *) n;
@@ -497,8 +510,8 @@ compile_cond(Node *n, List **prog, List **inputs, int *depth, int level)
 			return compile_num(linitial(e->args), prog, inputs, depth, level + 1, true) &&
 				compile_num(lsecond(e->args), prog, inputs, depth, level + 1, true) &&
 				emit(prog, op, depth, 2);
-		return compile_int(linitial(e->args), prog, inputs, depth) &&
-			compile_int(lsecond(e->args), prog, inputs, depth) &&
+		return compile_int(linitial(e->args), prog, inputs, depth, level + 1) &&
+			compile_int(lsecond(e->args), prog, inputs, depth, level + 1) &&
 			emit(prog, op, depth, 2);
 	}
 	if (IsA(n, NullTest) && !((NullTest *) n)->argisrow &&
@@ -509,7 +522,7 @@ compile_cond(Node *n, List **prog, List **inputs, int *depth, int level)
 
 		return (value_kind(exprType(arg)) == 'n' ?
 				compile_num(arg, prog, inputs, depth, level + 1, true) :
-				compile_int(arg, prog, inputs, depth)) &&
+				compile_int(arg, prog, inputs, depth, level + 1)) &&
 			emit(prog, t->nulltesttype == IS_NULL ? GH_EXPR_ISNULL : GH_EXPR_NOTNULL,
 				 depth, 1);
 	}
@@ -580,53 +593,14 @@ compile_num(Node *n, List **prog, List **inputs, int *depth, int level,
 			return emit(prog, op, depth, op == GH_EXPR_NEG ? 1 : 2);
 		}
 	}
-	if (IsA(n, CaseExpr) && ((CaseExpr *) n)->arg == NULL &&
-		((CaseExpr *) n)->casetype == NUMERICOID)
-	{
-		CaseExpr   *c = (CaseExpr *) n;
-		List	   *ends = NIL;
-		ListCell   *lc;
-
-		/*
-		 * c1 JUMPF(a) r1 JUMP(end) a: c2 JUMPF(b) r2 JUMP(end) b: else end:
-		 * each JUMPF's target is known once its branch is compiled, each
-		 * JUMP's at the end; the ELSE starts at the depth a THEN did
-		 */
-		foreach(lc, c->args)
-		{
-			CaseWhen   *w = lfirst_node(CaseWhen, lc);
-			List	   *jumpf;
-
-			if (!compile_cond((Node *) w->expr, prog, inputs, depth, level + 1) ||
-				!emit(prog, GH_EXPR_JUMPF, depth, 1))
-				return false;
-			(*depth)--;			/* the condition is popped */
-			jumpf = llast(*prog);
-			if (!compile_num((Node *) w->result, prog, inputs, depth, level + 1, true) ||
-				!emit(prog, GH_EXPR_JUMP, depth, 1))
-				return false;
-			(*depth)--;			/* the other branches start without it */
-			ends = lappend(ends, llast(*prog));
-			lsecond(jumpf) = makeInteger(list_length(*prog));
-		}
-		if (c->defresult == NULL ||
-			(IsA(c->defresult, Const) && ((Const *) c->defresult)->constisnull))
-		{
-			if (!emit(prog, GH_EXPR_NULLV, depth, 0))
-				return false;
-		}
-		else if (!compile_num((Node *) c->defresult, prog, inputs, depth, level + 1, true))
-			return false;
-		foreach(lc, ends)
-			lsecond((List *) lfirst(lc)) = makeInteger(list_length(*prog));
-		return true;
-	}
+	if (IsA(n, CaseExpr) && ((CaseExpr *) n)->casetype == NUMERICOID)
+		return compile_case((CaseExpr *) n, prog, inputs, depth, level, true);
 	/* numeric(int2/int4/int8): the integer's value at scale 0, exactly */
 	if (IsA(n, FuncExpr) && list_length(((FuncExpr *) n)->args) == 1 &&
 		(((FuncExpr *) n)->funcid == F_NUMERIC_INT2 ||
 		 ((FuncExpr *) n)->funcid == F_NUMERIC_INT4 ||
 		 ((FuncExpr *) n)->funcid == F_NUMERIC_INT8) &&
-		compile_int(linitial(((FuncExpr *) n)->args), prog, inputs, depth))
+		compile_int(linitial(((FuncExpr *) n)->args), prog, inputs, depth, level + 1))
 		return true;
 	if (IsA(n, Const) && ((Const *) n)->consttype == NUMERICOID &&
 		((Const *) n)->constisnull)
@@ -656,6 +630,57 @@ compile_num(Node *n, List **prog, List **inputs, int *depth, int level,
 	*prog = lappend(*prog, list_make2(makeInteger(GH_EXPR_COL),
 									  makeInteger(input_col(inputs, (Expr *) n))));
 	return emit_checked(prog, depth);
+}
+
+/*
+ * compile_case appends a searched CASE (a CASE with an operand is left to
+ * the child) whose conditions compile_cond takes and whose results
+ * compile_num (numeric) or compile_int takes: "c1 JUMPF(a) r1 JUMP(end) a:
+ * c2 JUMPF(b) r2 JUMP(end) b: else end:", each JUMPF's target known once
+ * its branch is compiled, each JUMP's at the end; the ELSE (a NULL where
+ * there is none) starts at the depth a THEN did.
+ */
+static bool
+compile_case(CaseExpr *c, List **prog, List **inputs, int *depth, int level,
+			 bool numeric)
+{
+	List	   *ends = NIL;
+	ListCell   *lc;
+
+	if (c->arg != NULL)
+		return false;
+	foreach(lc, c->args)
+	{
+		CaseWhen   *w = lfirst_node(CaseWhen, lc);
+		List	   *jumpf;
+
+		if (!compile_cond((Node *) w->expr, prog, inputs, depth, level + 1) ||
+			!emit(prog, GH_EXPR_JUMPF, depth, 1))
+			return false;
+		(*depth)--;				/* the condition is popped */
+		jumpf = llast(*prog);
+		if (!(numeric ?
+			  compile_num((Node *) w->result, prog, inputs, depth, level + 1, true) :
+			  compile_int((Node *) w->result, prog, inputs, depth, level + 1)) ||
+			!emit(prog, GH_EXPR_JUMP, depth, 1))
+			return false;
+		(*depth)--;				/* the other branches start without it */
+		ends = lappend(ends, llast(*prog));
+		lsecond(jumpf) = makeInteger(list_length(*prog));
+	}
+	if (c->defresult == NULL ||
+		(IsA(c->defresult, Const) && ((Const *) c->defresult)->constisnull))
+	{
+		if (!emit(prog, GH_EXPR_NULLV, depth, 0))
+			return false;
+	}
+	else if (!(numeric ?
+			   compile_num((Node *) c->defresult, prog, inputs, depth, level + 1, true) :
+			   compile_int((Node *) c->defresult, prog, inputs, depth, level + 1)))
+		return false;
+	foreach(lc, ends)
+		lsecond((List *) lfirst(lc)) = makeInteger(list_length(*prog));
+	return true;
 }
 
 /*
@@ -690,8 +715,20 @@ compile_args(GhaQuery *q, List *arg_calls, bool device)
 		if (device && type == NUMERICOID &&
 			(IsA(arg, OpExpr) || IsA(arg, CaseExpr) || IsA(arg, FuncExpr)))
 			compiled = compile_num((Node *) arg, &prog, &inputs, &depth, 0, false);
-		else if (device && value_kind(type) == 'i' && IsA(arg, OpExpr))
-			compiled = compile_int((Node *) arg, &prog, &inputs, &depth);
+		else if (device && value_kind(type) == 'i' && (IsA(arg, OpExpr) || IsA(arg, CaseExpr)))
+		{
+			ListCell   *lp;
+
+			compiled = compile_int((Node *) arg, &prog, &inputs, &depth, 0);
+			/*
+			 * an integer program never leaves a row to the host but to
+			 * raise an error, so none of its conditions reads a NUMERIC
+			 * (whose NULL or host-held rows the host computes)
+			 */
+			foreach(lp, prog)
+				if (intVal(linitial((List *) lfirst(lp))) == GH_EXPR_COL)
+					compiled = false;
+		}
 		if (compiled && depth == 1 && list_length(prog) > 1)
 		{
 			q->inputs = inputs;

@@ -517,10 +517,11 @@ add_expr(GhAggPlan *plan, List *prog)
 		x->op[o] = (uint8) intVal(linitial(pair));
 		if (x->op[o] < GH_EXPR_COL || x->op[o] > GH_EXPR_OP_LAST)
 			elog(ERROR, "GpuHashAgg: malformed device expression");
-		/* an integer program has integer ops alone */
-		if (x->type != NUMERICOID && x->op[o] != GH_EXPR_COLI &&
-			x->op[o] != GH_EXPR_CONST && x->op[o] != GH_EXPR_NULLV &&
-			x->op[o] < GH_EXPR_IADD)
+		/* an integer program has no NUMERIC column or arithmetic */
+		if (x->type != NUMERICOID &&
+			(x->op[o] == GH_EXPR_COL || x->op[o] == GH_EXPR_ADD ||
+			 x->op[o] == GH_EXPR_SUB || x->op[o] == GH_EXPR_MUL ||
+			 x->op[o] == GH_EXPR_NEG))
 			elog(ERROR, "GpuHashAgg: malformed device expression");
 		if (x->op[o] >= GH_EXPR_IADD)
 		{
@@ -546,7 +547,7 @@ add_expr(GhAggPlan *plan, List *prog)
 				elog(ERROR, "GpuHashAgg: malformed device expression");
 			vt = plan->cols[c].vtype;
 			if (vt != GHV_INT2 && vt != GHV_INT4 && vt != GHV_INT8 &&
-				(x->type != NUMERICOID || (vt != GHV_DATE && vt != GHV_TIMESTAMP)))
+				vt != GHV_DATE && vt != GHV_TIMESTAMP)
 				elog(ERROR, "GpuHashAgg: malformed device expression");
 			x->col[o] = (int16) c;
 			plan->cols[c].leaf = true;
