@@ -338,10 +338,24 @@ typedef enum gh_expr_op
 	GH_EXPR_IADD,	/* integer arithmetic of int2, int4 and int8 values: */
 	GH_EXPR_ISUB,	/* exact, then checked against the range of the */
 	GH_EXPR_IMUL,	/* operator's result type, cm[o] bytes wide (2, 4 or */
-	GH_EXPR_INEG	/* 8); out of it, the host raises PostgreSQL's error */
+	GH_EXPR_INEG,	/* 8); out of it, the host raises PostgreSQL's error */
+	GH_EXPR_COLF,	/* float programs: push float column vals[o] (doubles) */
+	GH_EXPR_COLI2F, /* push integer column vals[o] as a float (cm[o] 4) or
+					 * a double (8), rounded as float4(int) and float8(int) */
+	GH_EXPR_FCONST, /* push the double whose bits are cm[o] */
+	GH_EXPR_FADD,	/* float arithmetic in the precision of the operator's */
+	GH_EXPR_FSUB,	/* result type, cm[o] 4 (float4) or 8 (float8), with */
+	GH_EXPR_FMUL,	/* float.h's checks: out of them, the host raises */
+	GH_EXPR_FDIV,	/* PostgreSQL's overflow, underflow or division by */
+	GH_EXPR_FNEG	/* zero error */
 } gh_expr_op;
 
-#define GH_EXPR_OP_LAST GH_EXPR_INEG
+#define GH_EXPR_OP_LAST GH_EXPR_FNEG
+
+/* why a float program left a row to the host (gh_agg_fexpr_eval) */
+#define GH_FEXPR_OVERFLOW 1
+#define GH_FEXPR_UNDERFLOW 2
+#define GH_FEXPR_DIV_ZERO 3
 
 /* ops that make a program conditional (see above) */
 #define GH_EXPR_IS_CONDITION(op) \
@@ -356,6 +370,20 @@ typedef enum gh_expr_op
  * integer on the stack is within int64, so each op is exact in 128 bits
  * before its range check; a row that leaves the range is listed for the
  * host, which raises PostgreSQL's "out of range" error for it.
+ */
+
+/*
+ * Float programs: an aggregate argument of float4 or float8 arithmetic (+,
+ * -, *, /, unary -) over float columns (COLF), integer columns cast to a
+ * float type (COLI2F) and constants (FCONST) has those ops alone, and
+ * float_out set: its values are doubles (a float4's exactly), as the
+ * engine keeps float columns.  Each op computes in its result type's
+ * precision, rounded to nearest with no fused multiply-add (on the GPU
+ * through the _rn intrinsics), so every value is the one PostgreSQL's
+ * float4pl, float8mul, float48div ... compute; where float.h's checks
+ * would raise (an infinite result of finite operands, a zero product or
+ * quotient of non-zero ones, a division by zero) the row goes to the host,
+ * which raises that error.
  */
 
 /* Results of gh_agg_expr_eval for one row. */
@@ -374,6 +402,7 @@ typedef struct gh_agg_expr
 {
 	int nops;
 	int int_out;	 /* an integer program: out is the int64 value itself */
+	int float_out;	 /* a float program: out is the double's bits */
 	int out_scale;
 	int all_host;
 	int conditional; /* has a condition: NULL inputs go to the host */
@@ -512,6 +541,168 @@ gh_expr_scale_up(__int128 *m, int k)
  * up below 2^62 first, every sum below 2^124; anything else goes to the
  * host, which is exact whatever the size.
  */
+/* gh_fbits and gh_bitsf move a double to and from its bits. */
+GH_HD int64_t
+gh_fbits(double d)
+{
+	union
+	{
+		double d;
+		int64_t i;
+	} v;
+
+	v.d = d;
+	return v.i;
+}
+
+GH_HD double
+gh_bitsf(int64_t i)
+{
+	union
+	{
+		double d;
+		int64_t i;
+	} v;
+
+	v.i = i;
+	return v.d;
+}
+
+/*
+ * gh_fexpr_op is float op (FADD, FSUB, FMUL, FDIV) of a and b in single
+ * (prec 4: both are float4 values) or double precision, rounded to
+ * nearest, with float.h's checks: *why is set where PostgreSQL would raise.
+ */
+GH_HD double
+gh_fexpr_op(int op, int prec, double a, double b, int *why)
+{
+	double r;
+	int ainf = a - a != 0 && a == a; /* infinite, not NaN */
+	int binf = b - b != 0 && b == b;
+
+	*why = 0;
+	if (op == GH_EXPR_FDIV && b == 0.0 && a == a)
+	{
+		*why = GH_FEXPR_DIV_ZERO;
+		return 0;
+	}
+#ifdef __CUDA_ARCH__
+	if (prec == 4)
+		r = op == GH_EXPR_FADD ? __fadd_rn((float) a, (float) b) :
+			op == GH_EXPR_FSUB ? __fsub_rn((float) a, (float) b) :
+			op == GH_EXPR_FMUL ? __fmul_rn((float) a, (float) b) :
+			__fdiv_rn((float) a, (float) b);
+	else
+		r = op == GH_EXPR_FADD ? __dadd_rn(a, b) :
+			op == GH_EXPR_FSUB ? __dsub_rn(a, b) :
+			op == GH_EXPR_FMUL ? __dmul_rn(a, b) : __ddiv_rn(a, b);
+#else
+	if (prec == 4)
+	{
+		volatile float fr = op == GH_EXPR_FADD ? (float) a + (float) b :
+			op == GH_EXPR_FSUB ? (float) a - (float) b :
+			op == GH_EXPR_FMUL ? (float) a * (float) b : (float) a / (float) b;
+
+		r = fr;
+	}
+	else
+	{
+		volatile double dr = op == GH_EXPR_FADD ? a + b : op == GH_EXPR_FSUB ? a - b :
+			op == GH_EXPR_FMUL ? a * b : a / b;
+
+		r = dr;
+	}
+#endif
+	if (r - r != 0 && r == r && !ainf && !(binf && op != GH_EXPR_FDIV))
+		*why = GH_FEXPR_OVERFLOW;
+	else if (r == 0.0 && a != 0.0 &&
+			 ((op == GH_EXPR_FMUL && b != 0.0) || (op == GH_EXPR_FDIV && !binf)))
+		*why = GH_FEXPR_UNDERFLOW;
+	return r;
+}
+
+/*
+ * gh_agg_fexpr_eval runs float program e over row i (gh_agg_expr_eval's
+ * contract; *out the double's bits); where it returns GH_EXPR_HOST, *why
+ * (when not NULL) says which of PostgreSQL's errors the row raises.
+ */
+GH_HD int
+gh_agg_fexpr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out, int *why)
+{
+	double st[GH_EXPR_STACK];
+	uint8_t nul[GH_EXPR_STACK];
+	int sp = 0;
+
+	for (int o = 0; o < e->nops; o++)
+	{
+		int op = e->op[o];
+		int w = 0;
+
+		switch (op)
+		{
+			case GH_EXPR_COLF:
+			case GH_EXPR_COLI2F:
+				if (!e->valid[o][i])
+					return GH_EXPR_NULL;
+				if (op == GH_EXPR_COLF)
+					st[sp] = gh_bitsf(e->vals[o][i]);
+				else if (e->cm[o] == 4)
+				{
+#ifdef __CUDA_ARCH__
+					st[sp] = __ll2float_rn((long long) e->vals[o][i]);
+#else
+					volatile float f = (float) e->vals[o][i];
+
+					st[sp] = f;
+#endif
+				}
+				else
+				{
+#ifdef __CUDA_ARCH__
+					st[sp] = __ll2double_rn((long long) e->vals[o][i]);
+#else
+					st[sp] = (double) e->vals[o][i];
+#endif
+				}
+				nul[sp++] = 0;
+				break;
+			case GH_EXPR_FCONST:
+				st[sp] = gh_bitsf(e->cm[o]);
+				nul[sp++] = 0;
+				break;
+			case GH_EXPR_NULLV:
+				st[sp] = 0;
+				nul[sp++] = 1;
+				break;
+			case GH_EXPR_FNEG:
+				st[sp - 1] = -st[sp - 1];
+				break;
+			case GH_EXPR_FADD:
+			case GH_EXPR_FSUB:
+			case GH_EXPR_FMUL:
+			case GH_EXPR_FDIV:
+				sp--;
+				nul[sp - 1] |= nul[sp];
+				if (nul[sp - 1])
+					break;
+				st[sp - 1] = gh_fexpr_op(op, (int) e->cm[o], st[sp - 1], st[sp], &w);
+				if (w != 0)
+				{
+					if (why)
+						*why = w;
+					return GH_EXPR_HOST;
+				}
+				break;
+			default:
+				return GH_EXPR_HOST;
+		}
+	}
+	if (nul[0])
+		return GH_EXPR_NULL;
+	*out = gh_fbits(st[0]);
+	return GH_EXPR_OK;
+}
+
 GH_HD int
 gh_agg_expr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out)
 {
@@ -522,6 +713,9 @@ gh_agg_expr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out)
 	int d[GH_EXPR_STACK];
 	uint8_t nul[GH_EXPR_STACK];
 	int sp = 0;
+
+	if (e->float_out)
+		return gh_agg_fexpr_eval(e, i, out, NULL);
 
 	for (int o = 0; o < e->nops; o++)
 	{

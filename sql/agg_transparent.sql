@@ -573,6 +573,85 @@ RESET gpuhash.batch_rows;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
+-- float arithmetic: a float4 or float8 aggregate argument of +, -, *, /
+-- and unary - over float columns, integer columns cast to a float type and
+-- constants is a float program on the device, each op in its result
+-- type's precision with float.h's checks: value by value over pairs of
+-- edge values (gha_fok: where PostgreSQL computes the op without an
+-- error), one group a pair, so each min and max is one value, compared as
+-- text; PostgreSQL's overflow, underflow and division-by-zero errors
+CREATE FUNCTION gha_fok(a float8, b float8, op text) RETURNS bool LANGUAGE plpgsql AS $$
+DECLARE r float8;
+BEGIN
+  r := CASE op WHEN '+' THEN a + b WHEN '-' THEN a - b WHEN '*' THEN a * b ELSE a / b END;
+  RETURN true;
+EXCEPTION WHEN OTHERS THEN RETURN false;
+END $$;
+CREATE FUNCTION gha_f4ok(a float4, b float4, op text) RETURNS bool LANGUAGE plpgsql AS $$
+DECLARE r float4;
+BEGIN
+  r := CASE op WHEN '+' THEN a + b WHEN '-' THEN a - b WHEN '*' THEN a * b ELSE a / b END;
+  RETURN true;
+EXCEPTION WHEN OTHERS THEN RETURN false;
+END $$;
+CREATE TABLE gha_fpair AS
+SELECT row_number() OVER () AS i, a.v AS a, b.v AS b, a.v::float4 AS a4, b.v::float4 AS b4,
+       (row_number() OVER () * 7919 % 40 - 20)::int4 AS n
+  FROM (VALUES (0::float8), ('-0'), (1), (-1), (0.1), (3.5), (1e30), (-3e38), (1e-30), (1e-40),
+               ('NaN'), ('Infinity'), ('-Infinity'), (NULL)) a(v),
+       (VALUES (0::float8), (2), (-0.5), (1e10), (1e-10), (3e-39), ('NaN'), ('Infinity'), (NULL),
+               (7e37)) b(v);
+INSERT INTO gha_fpair VALUES (1001, 1e308, 1e308, 3e38, 3e38, 16777217),
+  (1002, 5e-324, -5e-324, 1e-45, -1e-45, -2147483648), (1003, 1e-300, 1e-300, 1e-30, 1e-30, 2147483647);
+CREATE TABLE gha_fint AS
+SELECT i, v AS b FROM (VALUES (1, 9007199254740993::int8), (2, -9223372036854775808), (3, 16777217),
+                              (4, 9223372036854775807), (5, NULL), (6, 123456789012345678)) x(i, v);
+ALTER TABLE gha_fpair ADD COLUMN ok8 text, ADD COLUMN ok4 text, ADD COLUMN ok48 text;
+UPDATE gha_fpair SET
+  ok8 = concat(CASE WHEN gha_fok(a, b, '+') THEN '+' END, CASE WHEN gha_fok(a, b, '-') THEN '-' END,
+               CASE WHEN gha_fok(a, b, '*') THEN '*' END, CASE WHEN gha_fok(a, b, '/') THEN '/' END),
+  ok4 = concat(CASE WHEN gha_f4ok(a4, b4, '+') THEN '+' END, CASE WHEN gha_f4ok(a4, b4, '-') THEN '-' END,
+               CASE WHEN gha_f4ok(a4, b4, '*') THEN '*' END, CASE WHEN gha_f4ok(a4, b4, '/') THEN '/' END),
+  ok48 = concat(CASE WHEN gha_fok(a4, b, '*') THEN '*' END, CASE WHEN gha_fok(a, b4, '/') THEN '/' END);
+ANALYZE gha_fpair;
+SELECT count(*) AS pairs, count(*) FILTER (WHERE ok8 <> '+-*/') AS float8_errors,
+       count(*) FILTER (WHERE ok4 <> '+-*/') AS float4_errors
+  FROM gha_fpair;
+CREATE VIEW gha_f_q(q) AS VALUES
+  ('SELECT i, min(a + b), max(a - b), min(-a) FROM gha_fpair WHERE ok8 ~ ''\+'' AND ok8 ~ ''-'' GROUP BY i'),
+  ('SELECT i, min(a * b), max(a * b) FROM gha_fpair WHERE ok8 ~ ''\*'' GROUP BY i'),
+  ('SELECT i, min(a / b), max(-(a / b)) FROM gha_fpair WHERE ok8 ~ ''/'' GROUP BY i'),
+  ('SELECT i, min(a4 + b4), max(a4 - b4), min(-a4) FROM gha_fpair WHERE ok4 ~ ''\+'' AND ok4 ~ ''-'' GROUP BY i'),
+  ('SELECT i, min(a4 * b4), max(a4 / b4) FROM gha_fpair WHERE ok4 ~ ''\*'' AND ok4 ~ ''/'' GROUP BY i'),
+  ('SELECT i, min(a4 * b), max(a / b4) FROM gha_fpair WHERE ok48 = ''*/'' GROUP BY i'),
+  ('SELECT i, min(n::float8 * 0.1), max(n::float4 / 3), min(n::float8 - 1e-17), max(n * 1.5::float8) FROM gha_fpair GROUP BY i'),
+  ('SELECT i, min(b::float8), max(b::float4 * 1), min(b::float8 + 1) FROM gha_fint GROUP BY i'),
+  ('SELECT n % 3 AS k, sum(n * 0.25::float8), avg(n::float8 - 0.5), count(a * 0), sum(n::float4 * 2) FROM gha_fpair WHERE i <= 1000 GROUP BY 1');
+SELECT q, gha_check(q) FROM gha_f_q;
+SET gpuhash.force_agg = on;
+SELECT count(*) AS queries,
+       count(*) FILTER (WHERE (SELECT count(*) FROM gha_verbose(q) l
+                                WHERE l ~ '^\s{6,}Output: .*[-+*/]') = 0) AS children_without_arithmetic
+  FROM gha_f_q;
+RESET gpuhash.force_agg;
+SELECT gha_errors('SELECT i, sum(a * b) FROM gha_fpair GROUP BY i');
+SELECT gha_errors('SELECT sum(a + a) FROM gha_fpair WHERE i = 1001');
+SELECT gha_errors('SELECT sum(a * b) FROM gha_fpair WHERE i = 1003');
+SELECT gha_errors('SELECT max(a / b) FROM gha_fpair WHERE b = 0');
+SELECT gha_errors('SELECT min(a4 * 10::float4) FROM gha_fpair WHERE i = 1001');
+SELECT gha_errors('SELECT min(a4 * b4) FROM gha_fpair WHERE i = 1002');
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SET gpuhash.batch_rows = 20;
+SELECT q, gha_check(q) FROM gha_f_q;
+SELECT gha_errors('SELECT i, sum(a * 1e300::float8) FROM gha_fpair GROUP BY i');
+RESET max_parallel_workers_per_gather;
+RESET gpuhash.batch_rows;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
 -- more expression inputs than the engine's columns (34 inputs for 17
 -- products), and an expression of more operations than a program takes (39
 -- additions): the child computes such arguments, with no device
@@ -635,5 +714,6 @@ RESET gpuhash.force_agg;
 SELECT count(*) AS gpuhashagg FROM gh_plan_lines('SELECT g, sum(a4) FROM gha_t GROUP BY g', 'gpuhash') l
  WHERE l ~ 'GpuHashAgg';
 
-DROP TABLE gha_t, gha_pk, gha_e, gha_num, gha_time, gha_int CASCADE;
+DROP TABLE gha_t, gha_pk, gha_e, gha_num, gha_time, gha_int, gha_fpair, gha_fint CASCADE;
+DROP FUNCTION gha_fok(float8, float8, text), gha_f4ok(float4, float4, text);
 DROP FUNCTION gha_check(text, int), gha_analyze(text), gha_errors(text), gha_plan(text);

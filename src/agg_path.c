@@ -633,6 +633,117 @@ compile_num(Node *n, List **prog, List **inputs, int *depth, int level,
 }
 
 /*
+ * float_op is the program's op for float arithmetic function f (+, -, *, /
+ * between float4 and float8, unary -), 0 for any other.
+ */
+static int
+float_op(Oid f)
+{
+	switch (f)
+	{
+		case F_FLOAT4PL:
+		case F_FLOAT8PL:
+		case F_FLOAT48PL:
+		case F_FLOAT84PL:
+			return GH_EXPR_FADD;
+		case F_FLOAT4MI:
+		case F_FLOAT8MI:
+		case F_FLOAT48MI:
+		case F_FLOAT84MI:
+			return GH_EXPR_FSUB;
+		case F_FLOAT4MUL:
+		case F_FLOAT8MUL:
+		case F_FLOAT48MUL:
+		case F_FLOAT84MUL:
+			return GH_EXPR_FMUL;
+		case F_FLOAT4DIV:
+		case F_FLOAT8DIV:
+		case F_FLOAT48DIV:
+		case F_FLOAT84DIV:
+			return GH_EXPR_FDIV;
+		case F_FLOAT4UM:
+		case F_FLOAT8UM:
+			return GH_EXPR_FNEG;
+		default:
+			return 0;
+	}
+}
+
+/*
+ * compile_float appends float4 or float8 expression n: float arithmetic
+ * (float_op, in the precision of the operator's result type), a float
+ * column, an integer column cast to a float type, float8(float4) (exact),
+ * a constant (as a double, a float4's exactly) or a NULL.  Such a program
+ * is never conditional: PostgreSQL computes the whole argument for every
+ * row, so its errors are raised where PostgreSQL raises them.
+ */
+static bool
+compile_float(Node *n, List **prog, List **inputs, int *depth, int level)
+{
+	Oid			t = exprType(n);
+
+	if (level > GH_EXPR_MAX_OPS || (t != FLOAT4OID && t != FLOAT8OID))
+		return false;
+	if (IsA(n, OpExpr))
+	{
+		OpExpr	   *e = (OpExpr *) n;
+		int			op;
+		ListCell   *lc;
+
+		set_opfuncid(e);
+		op = float_op(e->opfuncid);
+		if (op == 0 || list_length(e->args) != (op == GH_EXPR_FNEG ? 1 : 2))
+			return false;
+		foreach(lc, e->args)
+			if (!compile_float(lfirst(lc), prog, inputs, depth, level + 1))
+				return false;
+		if (!emit(prog, op, depth, op == GH_EXPR_FNEG ? 1 : 2))
+			return false;
+		lsecond((List *) llast(*prog)) = makeInteger(t == FLOAT4OID ? 4 : 8);
+		return true;
+	}
+	if (IsA(n, FuncExpr) && list_length(((FuncExpr *) n)->args) == 1)
+	{
+		FuncExpr   *f = (FuncExpr *) n;
+		Node	   *arg = linitial(f->args);
+
+		if (f->funcid == F_FLOAT8_FLOAT4)
+			return compile_float(arg, prog, inputs, depth, level + 1);
+		if ((f->funcid == F_FLOAT8_INT2 || f->funcid == F_FLOAT8_INT4 ||
+			 f->funcid == F_FLOAT8_INT8 || f->funcid == F_FLOAT4_INT2 ||
+			 f->funcid == F_FLOAT4_INT4 || f->funcid == F_FLOAT4_INT8) &&
+			IsA(arg, Var) && value_kind(exprType(arg)) == 'i')
+		{
+			*prog = lappend(*prog,
+							list_make2(makeInteger(GH_EXPR_COLI2F),
+									   list_make2(makeInteger(input_col(inputs, (Expr *) arg)),
+												  makeInteger(t == FLOAT4OID ? 4 : 8))));
+			return emit_checked(prog, depth);
+		}
+		return false;
+	}
+	if (IsA(n, Const))
+	{
+		Const	   *k = (Const *) n;
+
+		if (k->constisnull)
+			return emit(prog, GH_EXPR_NULLV, depth, 0);
+		*prog = lappend(*prog, list_make2(makeInteger(GH_EXPR_FCONST),
+										  makeConst(FLOAT8OID, -1, InvalidOid, 8,
+													Float8GetDatum(t == FLOAT4OID ?
+																   (double) DatumGetFloat4(k->constvalue) :
+																   DatumGetFloat8(k->constvalue)),
+													false, true)));
+		return emit_checked(prog, depth);
+	}
+	if (!IsA(n, Var))
+		return false;
+	*prog = lappend(*prog, list_make2(makeInteger(GH_EXPR_COLF),
+									  makeInteger(input_col(inputs, (Expr *) n))));
+	return emit_checked(prog, depth);
+}
+
+/*
  * compile_case appends a searched CASE (a CASE with an operand is left to
  * the child) whose conditions compile_cond takes and whose results
  * compile_num (numeric) or compile_int takes: "c1 JUMPF(a) r1 JUMP(end) a:
@@ -715,6 +826,8 @@ compile_args(GhaQuery *q, List *arg_calls, bool device)
 		if (device && type == NUMERICOID &&
 			(IsA(arg, OpExpr) || IsA(arg, CaseExpr) || IsA(arg, FuncExpr)))
 			compiled = compile_num((Node *) arg, &prog, &inputs, &depth, 0, false);
+		else if (device && (type == FLOAT4OID || type == FLOAT8OID) && IsA(arg, OpExpr))
+			compiled = compile_float((Node *) arg, &prog, &inputs, &depth, 0);
 		else if (device && value_kind(type) == 'i' && (IsA(arg, OpExpr) || IsA(arg, CaseExpr)))
 		{
 			ListCell   *lp;

@@ -507,7 +507,7 @@ add_expr(GhAggPlan *plan, List *prog)
 	x->type = (Oid) intVal(lsecond(head));
 	if (intVal(linitial(head)) != GH_EXPR_PROG_TYPE ||
 		(x->type != NUMERICOID && x->type != INT2OID && x->type != INT4OID &&
-		 x->type != INT8OID))
+		 x->type != INT8OID && x->type != FLOAT4OID && x->type != FLOAT8OID))
 		elog(ERROR, "GpuHashAgg: malformed device expression");
 	for_each_from(lc, prog, 1)
 	{
@@ -517,17 +517,50 @@ add_expr(GhAggPlan *plan, List *prog)
 		x->op[o] = (uint8) intVal(linitial(pair));
 		if (x->op[o] < GH_EXPR_COL || x->op[o] > GH_EXPR_OP_LAST)
 			elog(ERROR, "GpuHashAgg: malformed device expression");
-		/* an integer program has no NUMERIC column or arithmetic */
-		if (x->type != NUMERICOID &&
-			(x->op[o] == GH_EXPR_COL || x->op[o] == GH_EXPR_ADD ||
-			 x->op[o] == GH_EXPR_SUB || x->op[o] == GH_EXPR_MUL ||
-			 x->op[o] == GH_EXPR_NEG))
+		/*
+		 * an integer program has no NUMERIC column or arithmetic, and a
+		 * float program nothing but its own ops and NULLs; no other has
+		 * float ops
+		 */
+		if ((x->type != NUMERICOID &&
+			 (x->op[o] == GH_EXPR_COL || x->op[o] == GH_EXPR_ADD ||
+			  x->op[o] == GH_EXPR_SUB || x->op[o] == GH_EXPR_MUL ||
+			  x->op[o] == GH_EXPR_NEG)) ||
+			((x->type == FLOAT4OID || x->type == FLOAT8OID) !=
+			 (x->op[o] >= GH_EXPR_COLF) && x->op[o] != GH_EXPR_NULLV))
 			elog(ERROR, "GpuHashAgg: malformed device expression");
-		if (x->op[o] >= GH_EXPR_IADD)
+		if (x->op[o] == GH_EXPR_FCONST)
 		{
-			x->cm[o] = intVal(lsecond(pair));
-			if (x->cm[o] != 2 && x->cm[o] != 4 && x->cm[o] != 8)
+			Const	   *k = lsecond_node(Const, pair);
+
+			if (k->consttype != FLOAT8OID || k->constisnull)
 				elog(ERROR, "GpuHashAgg: malformed device expression");
+			x->cm[o] = gh_fbits(DatumGetFloat8(k->constvalue));
+			continue;
+		}
+		if (x->op[o] >= GH_EXPR_IADD && x->op[o] != GH_EXPR_COLF)
+		{
+			x->cm[o] = x->op[o] == GH_EXPR_COLI2F ?
+				intVal(lsecond(lsecond(pair))) : intVal(lsecond(pair));
+			if (x->cm[o] != 8 && x->cm[o] != 4 &&
+				(x->cm[o] != 2 || x->op[o] >= GH_EXPR_COLF))
+				elog(ERROR, "GpuHashAgg: malformed device expression");
+		}
+		if (x->op[o] == GH_EXPR_COLF || x->op[o] == GH_EXPR_COLI2F)
+		{
+			int			c = intVal(x->op[o] == GH_EXPR_COLF ? lsecond(pair) :
+								   linitial(lsecond(pair)));
+			GhValType	vt;
+
+			if (c < 0 || c >= plan->ncols)
+				elog(ERROR, "GpuHashAgg: malformed device expression");
+			vt = plan->cols[c].vtype;
+			if (x->op[o] == GH_EXPR_COLF ? vt != GHV_FLOAT4 && vt != GHV_FLOAT8 :
+				vt != GHV_INT2 && vt != GHV_INT4 && vt != GHV_INT8)
+				elog(ERROR, "GpuHashAgg: malformed device expression");
+			x->col[o] = (int16) c;
+			plan->cols[c].leaf = true;
+			continue;
 		}
 		if (x->op[o] == GH_EXPR_COL)
 		{

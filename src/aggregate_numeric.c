@@ -543,15 +543,24 @@ prepare_exprs(GhAggRun *run)
 				e->cm[o] = x->cm[o];
 			}
 			else if (x->op[o] == GH_EXPR_JUMP || x->op[o] == GH_EXPR_JUMPF ||
-					 x->op[o] >= GH_EXPR_IADD)
+					 (x->op[o] >= GH_EXPR_IADD && x->op[o] != GH_EXPR_COLF))
 				e->cm[o] = x->cm[o];
-			else if (x->op[o] == GH_EXPR_COLI)
+			if (x->op[o] == GH_EXPR_COLI || x->op[o] == GH_EXPR_COLF ||
+				x->op[o] == GH_EXPR_COLI2F)
 			{
 				e->vals[o] = (const int64_t *) run->batch.d_vals[x->col[o]];
 				e->valid[o] = run->batch.d_valid[x->col[o]];
 			}
 		}
-		/* an integer program's column holds its int64 values as they are */
+		/*
+		 * an integer program's column holds its int64 values as they are,
+		 * a float program's its doubles
+		 */
+		if (x->type == FLOAT4OID || x->type == FLOAT8OID)
+		{
+			e->float_out = 1;
+			continue;
+		}
 		if (x->type != NUMERICOID)
 		{
 			e->int_out = 1;
@@ -607,6 +616,30 @@ expr_host_int(int op, int bytes, Datum l, Datum r)
 				 errmsg(bytes == 2 ? "smallint out of range" :
 						bytes == 4 ? "integer out of range" : "bigint out of range")));
 	return NumericGetDatum(int64_to_numeric(v));
+}
+
+/*
+ * expr_host_float_error raises the error of the row of float program e
+ * (over host arrays) that the device listed: the program run again tells
+ * which of float.h's errors PostgreSQL raises for it.
+ */
+static void
+expr_host_float_error(const gh_agg_expr *e, uint32 row)
+{
+	int64_t		v;
+	int			why = 0;
+
+	if (gh_agg_fexpr_eval(e, row, &v, &why) != GH_EXPR_HOST)
+		elog(ERROR, "gpuhash_aggregate: float device expression left row %u to the host",
+			 row);
+	if (why == GH_FEXPR_DIV_ZERO)
+		ereport(ERROR,
+				(errcode(ERRCODE_DIVISION_BY_ZERO),
+				 errmsg("division by zero")));
+	ereport(ERROR,
+			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+			 errmsg(why == GH_FEXPR_OVERFLOW ? "value out of range: overflow" :
+					"value out of range: underflow")));
 }
 
 /*
@@ -807,7 +840,8 @@ gh_agg_expr_fixups(GhAggRun *run, const uint32 *absent, uint32 nabsent,
 
 		/* the colliding rows' values, for the fallback set */
 		for (int o = 0; o < x->nops; o++)
-			if (x->op[o] == GH_EXPR_COL || x->op[o] == GH_EXPR_COLI)
+			if (x->op[o] == GH_EXPR_COL || x->op[o] == GH_EXPR_COLI ||
+				x->op[o] == GH_EXPR_COLF || x->op[o] == GH_EXPR_COLI2F)
 			{
 				he.vals[o] = (const int64_t *) b->h_vals[x->col[o]];
 				he.valid[o] = b->h_valid[x->col[o]];
@@ -846,6 +880,8 @@ gh_agg_expr_fixups(GhAggRun *run, const uint32 *absent, uint32 nabsent,
 			if ((j > 0 && rows[j - 1] == i) ||
 				(nabsent > 0 && bsearch(&i, absent, nabsent, sizeof(uint32), cmp_row_absent)))
 				continue;
+			if (he.float_out)
+				expr_host_float_error(&he, i);
 			v = expr_host_value(run, x, i, nsorted, &isnull);
 			if (isnull)
 				continue;
