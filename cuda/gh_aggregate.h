@@ -339,6 +339,9 @@ typedef enum gh_expr_op
 	GH_EXPR_ISUB,	/* exact, then checked against the range of the */
 	GH_EXPR_IMUL,	/* operator's result type, cm[o] bytes wide (2, 4 or */
 	GH_EXPR_INEG,	/* 8); out of it, the host raises PostgreSQL's error */
+	GH_EXPR_DDIFF,	/* date - date: days (an infinite date: the host raises) */
+	GH_EXPR_DADDI,	/* date + integer, date - integer: an infinite date as */
+	GH_EXPR_DSUBI,	/* it is; past the dates' range the host raises */
 	GH_EXPR_COLF,	/* float programs: push float column vals[o] (doubles) */
 	GH_EXPR_COLI2F, /* push integer column vals[o] as a float (cm[o] 4) or
 					 * a double (8), rounded as float4(int) and float8(int) */
@@ -351,6 +354,14 @@ typedef enum gh_expr_op
 } gh_expr_op;
 
 #define GH_EXPR_OP_LAST GH_EXPR_FNEG
+
+/*
+ * The dates PostgreSQL allows, in its numbering (days from 2000-01-01):
+ * Julian day 0 up to, not including, 5874898-01-01; INT32_MIN and INT32_MAX
+ * are -infinity and infinity.
+ */
+#define GH_DATE_MIN (-2451545)
+#define GH_DATE_END 2145031949
 
 /* why a float program left a row to the host (gh_agg_fexpr_eval) */
 #define GH_FEXPR_OVERFLOW 1
@@ -858,11 +869,15 @@ gh_agg_expr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out)
 			case GH_EXPR_ISUB:
 			case GH_EXPR_IMUL:
 			case GH_EXPR_INEG:
+			case GH_EXPR_DDIFF:
+			case GH_EXPR_DADDI:
+			case GH_EXPR_DSUBI:
 			{
 				int x = op == GH_EXPR_INEG ? b : a;
 				__int128 hi = e->cm[o] == 2 ? 32767 :
 					e->cm[o] == 4 ? (__int128) 2147483647 :
 					(__int128) INT64_MAX;
+				int ainf = m[a] == INT32_MIN || m[a] == INT32_MAX;
 
 				if (op != GH_EXPR_INEG)
 				{
@@ -874,10 +889,26 @@ gh_agg_expr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out)
 					m[x] = 0;
 					break;
 				}
+				sg[x] = d[x] = 0;
+				if (op == GH_EXPR_DDIFF)
+				{
+					if (ainf || m[b] == INT32_MIN || m[b] == INT32_MAX)
+						return GH_EXPR_HOST;
+					m[a] -= m[b];
+					break;
+				}
+				if (op == GH_EXPR_DADDI || op == GH_EXPR_DSUBI)
+				{
+					if (ainf)
+						break;
+					m[a] = op == GH_EXPR_DADDI ? m[a] + m[b] : m[a] - m[b];
+					if (m[a] < GH_DATE_MIN || m[a] >= GH_DATE_END)
+						return GH_EXPR_HOST;
+					break;
+				}
 				m[x] = op == GH_EXPR_IADD ? m[a] + m[b] :
 					op == GH_EXPR_ISUB ? m[a] - m[b] :
 					op == GH_EXPR_IMUL ? m[a] * m[b] : -m[b];
-				sg[x] = d[x] = 0;
 				if (m[x] > hi || m[x] < -hi - 1)
 					return GH_EXPR_HOST;
 				break;

@@ -573,6 +573,45 @@ RESET gpuhash.batch_rows;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
+-- date arithmetic: date - date (days), date + integer and date - integer in
+-- integer programs (a date argument too: min(d + 7)) and conditions, as
+-- date_mi, date_pli and date_mii compute them: an infinite date stays
+-- infinite, past the dates' range "date out of range", an infinite date
+-- subtracted "cannot subtract infinite dates"
+CREATE TABLE gha_dates AS
+SELECT i, i % 4 AS g, date '1992-01-01' + (i * 37 % 2500) AS d1,
+       CASE WHEN i % 13 = 0 THEN NULL ELSE date '1992-01-01' + (i * 53 % 2600) END AS d2,
+       CASE WHEN i % 11 = 0 THEN NULL ELSE i % 61 - 30 END::int4 AS n, true AS fin
+  FROM generate_series(1, 3000) i;
+INSERT INTO gha_dates VALUES (3001, 0, 'infinity', '2000-01-01', 5, false),
+  (3002, 1, '-infinity', 'infinity', -5, false), (3003, 2, '5874897-12-31', '4714-11-24 BC', 0, false);
+ANALYZE gha_dates;
+CREATE VIEW gha_d_q(q) AS VALUES
+  ('SELECT g, avg(d2 - d1), sum(d2 - d1), min(d1 - d2), sum(CASE WHEN d2 - d1 > 10 THEN 1 ELSE 0 END), count(CASE WHEN d1 + 30 < d2 THEN 1 END), sum(CASE WHEN d2 - d1 >= n THEN (d2 - d1)::numeric * 1.5 END) FROM gha_dates WHERE fin GROUP BY g'),
+  ('SELECT g, min(d1 + n), max(d1 - n), max(d2 + 1), min(CASE WHEN n > 0 THEN d1 - n ELSE d2 END), count(CASE WHEN d1 - 1 > d2 THEN 1 END) FROM gha_dates WHERE i <> 3003 GROUP BY g'),
+  ('SELECT g, min(d1 - 0), max(d2 + 0), max(CASE WHEN d1 > date ''2000-01-01'' THEN d1 ELSE d2 - 1 END) FROM gha_dates WHERE i <> 3003 OR d2 IS NOT NULL GROUP BY g');
+SELECT q, gha_check(q) FROM gha_d_q;
+SET gpuhash.force_agg = on;
+SELECT count(*) AS queries,
+       count(*) FILTER (WHERE (SELECT count(*) FROM gha_verbose(q) l
+                                WHERE l ~ '^\s{6,}Output: .*[-+*]') = 0) AS children_without_arithmetic
+  FROM gha_d_q;
+RESET gpuhash.force_agg;
+SELECT gha_errors('SELECT g, avg(d2 - d1) FROM gha_dates GROUP BY g');
+SELECT gha_errors('SELECT g, max(d1 + 1) FROM gha_dates GROUP BY g');
+SELECT gha_errors('SELECT g, min(d2 - 1) FROM gha_dates WHERE i = 3003 GROUP BY g');
+SELECT gha_errors('SELECT g, sum(CASE WHEN d1 + 1 > d2 THEN 1 END) FROM gha_dates GROUP BY g');
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SET gpuhash.batch_rows = 100;
+SELECT q, gha_check(q) FROM gha_d_q;
+RESET max_parallel_workers_per_gather;
+RESET gpuhash.batch_rows;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
 -- float arithmetic: a float4 or float8 aggregate argument of +, -, *, /
 -- and unary - over float columns, integer columns cast to a float type and
 -- constants is a float program on the device, each op in its result
@@ -714,6 +753,6 @@ RESET gpuhash.force_agg;
 SELECT count(*) AS gpuhashagg FROM gh_plan_lines('SELECT g, sum(a4) FROM gha_t GROUP BY g', 'gpuhash') l
  WHERE l ~ 'GpuHashAgg';
 
-DROP TABLE gha_t, gha_pk, gha_e, gha_num, gha_time, gha_int, gha_fpair, gha_fint CASCADE;
+DROP TABLE gha_t, gha_pk, gha_e, gha_num, gha_time, gha_int, gha_fpair, gha_fint, gha_dates CASCADE;
 DROP FUNCTION gha_fok(float8, float8, text), gha_f4ok(float4, float4, text);
 DROP FUNCTION gha_check(text, int), gha_analyze(text), gha_errors(text), gha_plan(text);

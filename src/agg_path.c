@@ -401,6 +401,12 @@ int_op(Oid f)
 		case F_INT4UM:
 		case F_INT8UM:
 			return GH_EXPR_INEG;
+		case F_DATE_MI:
+			return GH_EXPR_DDIFF;
+		case F_DATE_PLI:
+			return GH_EXPR_DADDI;
+		case F_DATE_MII:
+			return GH_EXPR_DSUBI;
 		default:
 			return 0;
 	}
@@ -422,7 +428,7 @@ compile_int(Node *n, List **prog, List **inputs, int *depth, int level)
 {
 	if (level > GH_EXPR_MAX_OPS)
 		return false;
-	if (IsA(n, OpExpr) && value_kind(exprType(n)) == 'i')
+	if (IsA(n, OpExpr) && value_kind(exprType(n)) != 0 && value_kind(exprType(n)) != 'n')
 	{
 		OpExpr	   *e = (OpExpr *) n;
 		Oid			t = e->opresulttype;
@@ -434,9 +440,17 @@ compile_int(Node *n, List **prog, List **inputs, int *depth, int level)
 		if (op == 0 || list_length(e->args) != (op == GH_EXPR_INEG ? 1 : 2))
 			return false;
 		foreach(lc, e->args)
-			if (value_kind(exprType(lfirst(lc))) != 'i' ||
+		{
+			/* integers, but a date_mi's two dates and a date_pli's first */
+			bool		date = op == GH_EXPR_DDIFF ||
+				((op == GH_EXPR_DADDI || op == GH_EXPR_DSUBI) &&
+				 foreach_current_index(lc) == 0);
+
+			if (exprType(lfirst(lc)) != (date ? DATEOID : exprType(lfirst(lc))) ||
+				value_kind(exprType(lfirst(lc))) != (date ? 'd' : 'i') ||
 				!compile_int(lfirst(lc), prog, inputs, depth, level + 1))
 				return false;
+		}
 		if (!emit(prog, op, depth, op == GH_EXPR_INEG ? 1 : 2))
 			return false;
 		lsecond((List *) llast(*prog)) = makeInteger(t == INT2OID ? 2 : t == INT4OID ? 4 : 8);
@@ -447,7 +461,7 @@ compile_int(Node *n, List **prog, List **inputs, int *depth, int level)
 		 ((FuncExpr *) n)->funcid == F_INT8_INT2 ||
 		 ((FuncExpr *) n)->funcid == F_INT8_INT4))
 		return compile_int(linitial(((FuncExpr *) n)->args), prog, inputs, depth, level + 1);
-	if (IsA(n, CaseExpr) && value_kind(exprType(n)) == 'i')
+	if (IsA(n, CaseExpr) && (value_kind(exprType(n)) == 'i' || exprType(n) == DATEOID))
 		return compile_case((CaseExpr *) n, prog, inputs, depth, level, false);
 	if (IsA(n, Const))
 	{
@@ -828,7 +842,8 @@ compile_args(GhaQuery *q, List *arg_calls, bool device)
 			compiled = compile_num((Node *) arg, &prog, &inputs, &depth, 0, false);
 		else if (device && (type == FLOAT4OID || type == FLOAT8OID) && IsA(arg, OpExpr))
 			compiled = compile_float((Node *) arg, &prog, &inputs, &depth, 0);
-		else if (device && value_kind(type) == 'i' && (IsA(arg, OpExpr) || IsA(arg, CaseExpr)))
+		else if (device && (value_kind(type) == 'i' || type == DATEOID) &&
+				 (IsA(arg, OpExpr) || IsA(arg, CaseExpr)))
 		{
 			ListCell   *lp;
 

@@ -507,7 +507,8 @@ add_expr(GhAggPlan *plan, List *prog)
 	x->type = (Oid) intVal(lsecond(head));
 	if (intVal(linitial(head)) != GH_EXPR_PROG_TYPE ||
 		(x->type != NUMERICOID && x->type != INT2OID && x->type != INT4OID &&
-		 x->type != INT8OID && x->type != FLOAT4OID && x->type != FLOAT8OID))
+		 x->type != INT8OID && x->type != DATEOID && x->type != FLOAT4OID &&
+		 x->type != FLOAT8OID))
 		elog(ERROR, "GpuHashAgg: malformed device expression");
 	for_each_from(lc, prog, 1)
 	{

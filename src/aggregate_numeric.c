@@ -481,6 +481,9 @@ expr_scale(GhAggRun *run, const GhAggExprDef *x)
 			case GH_EXPR_IADD:
 			case GH_EXPR_ISUB:
 			case GH_EXPR_IMUL:
+			case GH_EXPR_DDIFF:
+			case GH_EXPR_DADDI:
+			case GH_EXPR_DSUBI:
 				if (sp < 2)
 					elog(ERROR, "gpuhash_aggregate: malformed device expression");
 				st[sp - 2] = 0;
@@ -601,6 +604,24 @@ expr_host_int(int op, int bytes, Datum l, Datum r)
 	int64		v;
 	bool		overflow;
 
+	/* date - date, date + integer and date - integer: date_mi, date_pli, date_mii */
+	if (op == GH_EXPR_DDIFF || op == GH_EXPR_DADDI || op == GH_EXPR_DSUBI)
+	{
+		bool		ainf = a == PG_INT32_MIN || a == PG_INT32_MAX;
+
+		if (op == GH_EXPR_DDIFF && (ainf || b == PG_INT32_MIN || b == PG_INT32_MAX))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+					 errmsg("cannot subtract infinite dates")));
+		if (op != GH_EXPR_DDIFF && ainf)
+			return l;
+		v = op == GH_EXPR_DSUBI ? a - b : op == GH_EXPR_DADDI ? a + b : a - b;
+		if (op != GH_EXPR_DDIFF && (v < GH_DATE_MIN || v >= GH_DATE_END))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+					 errmsg("date out of range")));
+		return NumericGetDatum(int64_to_numeric(v));
+	}
 	if (op == GH_EXPR_IADD)
 		overflow = pg_add_s64_overflow(a, b, &v);
 	else if (op == GH_EXPR_ISUB)
@@ -743,6 +764,9 @@ expr_host_value(GhAggRun *run, const GhAggExprDef *x, uint32 row, int nsorted,
 			case GH_EXPR_ISUB:
 			case GH_EXPR_IMUL:
 			case GH_EXPR_INEG:
+			case GH_EXPR_DDIFF:
+			case GH_EXPR_DADDI:
+			case GH_EXPR_DSUBI:
 				if (op == GH_EXPR_INEG)
 					a = sp - 1;
 				else
