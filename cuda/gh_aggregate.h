@@ -342,6 +342,8 @@ typedef enum gh_expr_op
 	GH_EXPR_DDIFF,	/* date - date: days (an infinite date: the host raises) */
 	GH_EXPR_DADDI,	/* date + integer, date - integer: an infinite date as */
 	GH_EXPR_DSUBI,	/* it is; past the dates' range the host raises */
+	GH_EXPR_YEAR,	/* extract(year from a date (cm[o] 4) or timestamp (8)):
+					 * a NUMERIC of scale 0; an infinite one to the host */
 	GH_EXPR_COLF,	/* float programs: push float column vals[o] (doubles) */
 	GH_EXPR_COLI2F, /* push integer column vals[o] as a float (cm[o] 4) or
 					 * a double (8), rounded as float4(int) and float8(int) */
@@ -552,6 +554,24 @@ gh_expr_scale_up(__int128 *m, int k)
  * up below 2^62 first, every sum below 2^124; anything else goes to the
  * host, which is exact whatever the size.
  */
+/*
+ * gh_year_of_days is the proleptic Gregorian year (astronomical: 0 is 1
+ * BC) of the day z days after 2000-01-01, by eras of 400 years counted
+ * from 0000-03-01, so that a leap day ends its year.
+ */
+GH_HD int64_t
+gh_year_of_days(int64_t z)
+{
+	int64_t days = z + 730425; /* 2000-01-01 is day 730425 of 0000-03-01 */
+	int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+	int64_t doe = days - era * 146097; /* day of the era, 0 to 146096 */
+	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	int64_t mp = (5 * doy + 2) / 153; /* month from March, 0 to 11 */
+
+	return yoe + era * 400 + (mp >= 10);
+}
+
 /* gh_fbits and gh_bitsf move a double to and from its bits. */
 GH_HD int64_t
 gh_fbits(double d)
@@ -781,6 +801,24 @@ gh_agg_expr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out)
 			case GH_EXPR_NOT:
 				m[b] = !m[b];
 				break;
+			case GH_EXPR_YEAR:
+			{
+				int64_t v = (int64_t) m[b];
+				int64_t day;
+
+				if (nul[b])
+					break;
+				if (e->cm[o] == 4 ? v == INT32_MIN || v == INT32_MAX :
+					v == INT64_MIN || v == INT64_MAX)
+					return GH_EXPR_HOST;
+				/* a timestamp's day: microseconds divided, rounded down */
+				day = e->cm[o] == 4 ? v :
+					(v >= 0 ? v : v - (INT64_C(86400000000) - 1)) / INT64_C(86400000000);
+				v = gh_year_of_days(day);
+				m[b] = v > 0 ? v : v - 1; /* there is no year 0 */
+				sg[b] = d[b] = 0;
+				break;
+			}
 			case GH_EXPR_ISNULL:
 			case GH_EXPR_NOTNULL:
 				m[b] = nul[b] == (op == GH_EXPR_ISNULL);

@@ -612,6 +612,34 @@ RESET gpuhash.batch_rows;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
+-- extract(year from a date or timestamp) in NUMERIC programs: every day
+-- from 1800 to 2200 and days around the calendar's edges (BC years, leap
+-- days, the first and last dates and timestamps, infinities, which the
+-- host computes), one group a value, against extract's own
+CREATE TABLE gha_years AS
+SELECT row_number() OVER () AS i, d,
+       CASE WHEN d < '294276-12-31' THEN d::timestamp + (row_number() OVER () % 86400) * interval '1 second' END AS ts
+  FROM (SELECT date '1800-01-01' + k AS d FROM generate_series(0, 146097) k
+        UNION ALL
+        SELECT v::date FROM (VALUES ('4714-11-24 BC'), ('0001-12-31 BC'), ('0001-01-01'), ('0005-02-29 BC'),
+                                    ('1900-02-28'), ('1900-03-01'), ('2000-02-29'), ('5874897-12-31'),
+                                    ('infinity'), ('-infinity')) x(v)) y;
+INSERT INTO gha_years VALUES (200001, NULL, '294276-12-31 23:59:59.999999'),
+  (200002, NULL, '4714-11-24 00:00:00 BC'), (200003, NULL, '1999-12-31 23:59:59.999999'),
+  (200004, NULL, '0001-12-31 23:59:59.999999 BC'), (200005, NULL, 'infinity'), (200006, NULL, '-infinity');
+UPDATE gha_years SET ts = 'infinity' WHERE d = 'infinity';
+ANALYZE gha_years;
+CREATE VIEW gha_y_q(q) AS VALUES
+  ('SELECT i, sum(extract(year from d)), min(extract(year from ts)), max(extract(year from d) * 2 - 1) FROM gha_years GROUP BY i'),
+  ('SELECT extract(year from d) AS y, count(*), sum(CASE WHEN extract(year from d) = 1996 THEN 1.5 WHEN extract(year from ts) < 1900 THEN -1 END) FROM gha_years GROUP BY 1'),
+  ('SELECT sum(extract(YEAR from d + 365)) FROM gha_years WHERE d < ''5874896-01-01''');
+SELECT q, gha_check(q) FROM gha_y_q;
+SET gpuhash.force_agg = on;
+SELECT count(*) AS queries,
+       count(*) FILTER (WHERE (SELECT count(*) FROM gha_verbose(q) l
+                                WHERE l ~ 'Device Expressions: .*EXTRACT') = 1) AS with_device_extract
+  FROM gha_y_q;
+RESET gpuhash.force_agg;
 -- float arithmetic: a float4 or float8 aggregate argument of +, -, *, /
 -- and unary - over float columns, integer columns cast to a float type and
 -- constants is a float program on the device, each op in its result
@@ -753,6 +781,6 @@ RESET gpuhash.force_agg;
 SELECT count(*) AS gpuhashagg FROM gh_plan_lines('SELECT g, sum(a4) FROM gha_t GROUP BY g', 'gpuhash') l
  WHERE l ~ 'GpuHashAgg';
 
-DROP TABLE gha_t, gha_pk, gha_e, gha_num, gha_time, gha_int, gha_fpair, gha_fint, gha_dates CASCADE;
+DROP TABLE gha_t, gha_pk, gha_e, gha_num, gha_time, gha_int, gha_fpair, gha_fint, gha_dates, gha_years CASCADE;
 DROP FUNCTION gha_fok(float8, float8, text), gha_f4ok(float4, float4, text);
 DROP FUNCTION gha_check(text, int), gha_analyze(text), gha_errors(text), gha_plan(text);

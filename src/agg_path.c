@@ -68,6 +68,7 @@
 #include "access/stratnum.h"
 #include "catalog/pg_am_d.h"
 #include "commands/defrem.h"
+#include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/numeric.h"
@@ -609,6 +610,28 @@ compile_num(Node *n, List **prog, List **inputs, int *depth, int level,
 	}
 	if (IsA(n, CaseExpr) && ((CaseExpr *) n)->casetype == NUMERICOID)
 		return compile_case((CaseExpr *) n, prog, inputs, depth, level, true);
+	/*
+	 * extract(year from a date or timestamp): its day's year, as
+	 * extract_date and extract_timestamp give it
+	 */
+	if (IsA(n, FuncExpr) && list_length(((FuncExpr *) n)->args) == 2 &&
+		(((FuncExpr *) n)->funcid == F_EXTRACT_TEXT_DATE ||
+		 ((FuncExpr *) n)->funcid == F_EXTRACT_TEXT_TIMESTAMP))
+	{
+		FuncExpr   *f = (FuncExpr *) n;
+		Node	   *field = linitial(f->args);
+
+		if (IsA(field, Const) && !((Const *) field)->constisnull &&
+			pg_strcasecmp(TextDatumGetCString(((Const *) field)->constvalue), "year") == 0 &&
+			compile_int(lsecond(f->args), prog, inputs, depth, level + 1) &&
+			emit(prog, GH_EXPR_YEAR, depth, 1))
+		{
+			lsecond((List *) llast(*prog)) =
+				makeInteger(f->funcid == F_EXTRACT_TEXT_DATE ? 4 : 8);
+			return true;
+		}
+		return false;
+	}
 	/* numeric(int2/int4/int8): the integer's value at scale 0, exactly */
 	if (IsA(n, FuncExpr) && list_length(((FuncExpr *) n)->args) == 1 &&
 		(((FuncExpr *) n)->funcid == F_NUMERIC_INT2 ||

@@ -526,7 +526,7 @@ add_expr(GhAggPlan *plan, List *prog)
 		if ((x->type != NUMERICOID &&
 			 (x->op[o] == GH_EXPR_COL || x->op[o] == GH_EXPR_ADD ||
 			  x->op[o] == GH_EXPR_SUB || x->op[o] == GH_EXPR_MUL ||
-			  x->op[o] == GH_EXPR_NEG)) ||
+			  x->op[o] == GH_EXPR_NEG || x->op[o] == GH_EXPR_YEAR)) ||
 			((x->type == FLOAT4OID || x->type == FLOAT8OID) !=
 			 (x->op[o] >= GH_EXPR_COLF) && x->op[o] != GH_EXPR_NULLV))
 			elog(ERROR, "GpuHashAgg: malformed device expression");

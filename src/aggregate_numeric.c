@@ -63,6 +63,8 @@
 #include "common/int.h"
 
 #include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/timestamp.h"
 #include "utils/datum.h"
 #include "utils/memutils.h"
 #include "utils/numeric.h"
@@ -476,6 +478,7 @@ expr_scale(GhAggRun *run, const GhAggExprDef *x)
 			case GH_EXPR_ISNULL:
 			case GH_EXPR_NOTNULL:
 			case GH_EXPR_INEG:
+			case GH_EXPR_YEAR:
 				st[sp - 1] = 0;
 				break;
 			case GH_EXPR_IADD:
@@ -728,6 +731,18 @@ expr_host_value(GhAggRun *run, const GhAggExprDef *x, uint32 row, int nsorted,
 			case GH_EXPR_NOT:
 				if (!nul[sp - 1])
 					st[sp - 1] = BoolGetDatum(!DatumGetBool(st[sp - 1]));
+				break;
+			case GH_EXPR_YEAR:
+				if (!nul[sp - 1])
+				{
+					int64		v = DatumGetInt64(DirectFunctionCall1(numeric_int8, st[sp - 1]));
+
+					st[sp - 1] = x->cm[o] == 4 ?
+						DirectFunctionCall2(extract_date, CStringGetTextDatum("year"),
+											DateADTGetDatum((DateADT) v)) :
+						DirectFunctionCall2(extract_timestamp, CStringGetTextDatum("year"),
+											TimestampGetDatum(v));
+				}
 				break;
 			case GH_EXPR_ISNULL:
 			case GH_EXPR_NOTNULL:
