@@ -719,6 +719,14 @@ RESET gpuhash.batch_rows;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
+-- force_parallel_mode = regress: every plan that may run in a worker does
+-- (GpuHashAgg itself stays in the leader: it reads its input whole); the
+-- device expressions of each kind, against native under the same setting
+SET force_parallel_mode = regress;
+SELECT q, gha_check(q) FROM (
+  SELECT q FROM gha_x_q UNION ALL SELECT q FROM gha_cond_q UNION ALL SELECT q FROM gha_int_q
+  UNION ALL SELECT q FROM gha_d_q UNION ALL SELECT q FROM gha_f_q) v;
+RESET force_parallel_mode;
 -- more expression inputs than the engine's columns (34 inputs for 17
 -- products), and an expression of more operations than a program takes (39
 -- additions): the child computes such arguments, with no device
