@@ -226,10 +226,42 @@ SELECT q, gha_check(q, 0) FROM (VALUES
   ('SELECT g, max(t) FROM gha_t GROUP BY g'),
   ('SELECT g, sum(a4) FILTER (WHERE g > 0) IS NULL AS x FROM gha_t GROUP BY g')
 ) v(q);
--- a column that depends on a grouped primary key is PostgreSQL's
+-- a column that depends on a grouped primary key (the parser accepts it in
+-- the target list and HAVING, and the planner drops it from an explicit
+-- GROUP BY) is grouped by too: the same groups, and the node returns it
 CREATE TABLE gha_pk (id int PRIMARY KEY, v int);
 INSERT INTO gha_pk SELECT i, i % 4 FROM generate_series(1, 100) i;
-SELECT gha_check('SELECT id, v, count(*) FROM gha_pk GROUP BY id', 0);
+SELECT gha_check('SELECT id, v, count(*) FROM gha_pk GROUP BY id');
+CREATE TABLE gha_cust (ck int PRIMARY KEY, name text, bal numeric(12,2), since date, loc point,
+                       note varchar(40));
+INSERT INTO gha_cust
+SELECT i, 'Customer#' || lpad(i::text, 6, '0'), CASE WHEN i % 9 = 0 THEN NULL ELSE (i * 7.31) % 1000 END,
+       date '2000-01-01' + i, point(i, -i), CASE WHEN i % 5 = 0 THEN NULL ELSE repeat('x', i % 40) END
+  FROM generate_series(1, 3000) i;
+ANALYZE gha_cust;
+CREATE VIEW gha_dep_q(q) AS VALUES
+  ('SELECT c.ck, c.name, c.bal, count(*), sum(t.a4) FROM gha_cust c JOIN gha_t t ON t.i % 3000 + 1 = c.ck GROUP BY c.ck'),
+  ('SELECT c.ck, c.name, c.since, c.note, sum(t.n2) AS s FROM gha_cust c JOIN gha_t t ON t.i % 3000 + 1 = c.ck GROUP BY c.ck, c.name, c.since, c.note HAVING c.bal > 100 OR c.bal IS NULL'),
+  ('SELECT c.name || ''!'' AS n, max(t.a8) FROM gha_cust c JOIN gha_t t ON t.i % 3000 + 1 = c.ck GROUP BY c.ck ORDER BY 1 LIMIT 20');
+SELECT q, gha_check(q) FROM gha_dep_q;
+SET gpuhash.force_agg = on;
+SELECT l FROM gh_plan_lines('SELECT c.ck, c.name, count(*) FROM gha_cust c JOIN gha_t t ON t.i % 3000 + 1 = c.ck GROUP BY c.ck', 'gpuhash') l
+ WHERE l ~ 'Group Key';
+RESET gpuhash.force_agg;
+-- a dependent column of a type with no hash function (point) stays
+-- PostgreSQL's
+SELECT gha_check('SELECT c.ck, c.loc, count(*) FROM gha_cust c JOIN gha_t t ON t.i % 3000 + 1 = c.ck GROUP BY c.ck', 0);
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SET gpuhash.batch_rows = 100;
+SELECT q, gha_check(q) FROM gha_dep_q;
+RESET max_parallel_workers_per_gather;
+RESET gpuhash.batch_rows;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
 
 -- edge values: NaN, infinities, -0, the largest integers
 CREATE TABLE gha_e (g int, f float8, n numeric, b int8);
@@ -789,6 +821,6 @@ RESET gpuhash.force_agg;
 SELECT count(*) AS gpuhashagg FROM gh_plan_lines('SELECT g, sum(a4) FROM gha_t GROUP BY g', 'gpuhash') l
  WHERE l ~ 'GpuHashAgg';
 
-DROP TABLE gha_t, gha_pk, gha_e, gha_num, gha_time, gha_int, gha_fpair, gha_fint, gha_dates, gha_years CASCADE;
+DROP TABLE gha_t, gha_pk, gha_cust, gha_e, gha_num, gha_time, gha_int, gha_fpair, gha_fint, gha_dates, gha_years CASCADE;
 DROP FUNCTION gha_fok(float8, float8, text), gha_f4ok(float4, float4, text);
 DROP FUNCTION gha_check(text, int), gha_analyze(text), gha_errors(text), gha_plan(text);

@@ -13,8 +13,8 @@
  *		max over int2/4/8, float4/8 and numeric; no DISTINCT, ORDER BY or
  *		FILTER), over at most GH_AGG_MAX_COLS distinct arguments;
  *	  - the target list and HAVING refer to the input only through the GROUP
- *		BY expressions and those aggregate calls (a column functionally
- *		dependent on a grouped primary key is left to PostgreSQL).
+ *		BY expressions, those aggregate calls and columns that depend on a
+ *		grouped primary key, which become keys too (add_dependent_keys).
  * Anything else keeps PostgreSQL's plan.
  *
  * The path's child is the input's cheapest path projected to the GROUP BY
@@ -75,6 +75,7 @@
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
 #include "utils/selfuncs.h"
+#include "utils/typcache.h"
 
 #include "aggregate.h"
 #include "gpuhash_join.h"
@@ -118,6 +119,8 @@ typedef struct GhaQuery
 								 * (gh_agg_plan_node) */
 	bool		device_keys;	/* keys grouped exactly on the device: a
 								 * parallel input can be packed */
+	int			ngrouped;		/* the GROUP BY's own keys, the first of
+								 * keys; after them, dependent columns */
 } GhaQuery;
 
 static void gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
@@ -205,6 +208,76 @@ outside_groups(Node *node, List *keys)
 	return expression_tree_walker(node, outside_groups, keys);
 }
 
+static bool dependent_vars_failed(Node *node, void *context);
+
+/*
+ * dependent_vars adds to *vars (once each) the Vars of this query level
+ * that node refers to outside the GROUP BY expressions keys and aggregate
+ * calls, as outside_groups finds them; false where node has a grouping
+ * function or a Var of an outer level there.
+ */
+static bool
+dependent_vars(Node *node, List *keys, List **vars)
+{
+	if (node == NULL || IsA(node, Aggref) || list_member(keys, node))
+		return true;
+	/* a placeholder outside the keys keeps its NULLs of an outer join: no */
+	if (IsA(node, GroupingFunc) || IsA(node, PlaceHolderVar) ||
+		(IsA(node, Var) && ((Var *) node)->varlevelsup > 0))
+		return false;
+	if (IsA(node, Var))
+	{
+		*vars = list_append_unique(*vars, node);
+		return true;
+	}
+	/* the walker stops at the first "true": ask it for a failure */
+	return !expression_tree_walker(node, dependent_vars_failed, (void *) list_make2(keys, vars));
+}
+
+/* dependent_vars_failed is dependent_vars as a walker: true on failure. */
+static bool
+dependent_vars_failed(Node *node, void *context)
+{
+	List	   *c = (List *) context;
+
+	return !dependent_vars(node, linitial(c), (List **) lsecond(c));
+}
+
+/*
+ * add_dependent_keys makes each column that the target list or HAVING
+ * reads outside the GROUP BY expressions a key too.  The parser accepts
+ * such a column only where it depends on a grouped primary key (and the
+ * planner drops a grouped column that does, remove_useless_groupby_columns):
+ * every row of a group has the same value there, so grouping by it as well
+ * makes the same groups, and the node's scan tuple then holds it.  False
+ * where such a column's type has no hashable equality with an extended
+ * hash function, or a reference is not to a column of this query level.
+ */
+static bool
+add_dependent_keys(PathTarget *target, List *having, GhaQuery *q)
+{
+	List	   *vars = NIL;
+	ListCell   *lc;
+
+	if (!dependent_vars((Node *) target->exprs, q->keys, &vars) ||
+		!dependent_vars((Node *) having, q->keys, &vars))
+		return false;
+	foreach(lc, vars)
+	{
+		Var		   *v = lfirst_node(Var, lc);
+		TypeCacheEntry *tc = lookup_type_cache(v->vartype, TYPECACHE_EQ_OPR | TYPECACHE_HASH_PROC);
+		Oid			hash_proc;
+		Oid			rhs_proc;
+
+		if (!OidIsValid(tc->eq_opr) || !OidIsValid(tc->hash_proc) ||
+			!gpuhash_extended_hash_functions(tc->eq_opr, &hash_proc, &rhs_proc))
+			return false;
+		q->keys = lappend(q->keys, v);
+		q->eqops = lappend_oid(q->eqops, tc->eq_opr);
+	}
+	return true;
+}
+
 /*
  * check_query fills q from the query's GROUP BY and the grouping target and
  * HAVING of its grouping stage; false where GpuHashAgg cannot run it.
@@ -231,6 +304,12 @@ check_query(PlannerInfo *root, PathTarget *target, List *having, GhaQuery *q)
 		q->keys = lappend(q->keys, get_sortgroupclause_expr(sgc, root->processed_tlist));
 		q->eqops = lappend_oid(q->eqops, sgc->eqop);
 	}
+	q->ngrouped = list_length(q->keys);
+	/* columns that depend on a grouped primary key become keys too */
+	if ((outside_groups((Node *) target->exprs, q->keys) ||
+		 outside_groups((Node *) having, q->keys)) &&
+		!add_dependent_keys(target, having, q))
+		return false;
 	q->device_keys = list_length(q->keys) <= GH_AGG_MAX_KEYS;
 	for (int i = 0; i < list_length(q->keys); i++)
 	{
@@ -1045,8 +1124,10 @@ gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 	foreach(lc, q.inputs)
 		add_column_to_pathtarget(child_target, (Expr *) lfirst(lc), 0);
 	child_target = set_pathtarget_cost_width(root, child_target);
-	ngroups = q.keys == NIL ? 1 :
-		estimate_num_groups(root, q.keys, input_rel->rows, NULL, NULL);
+	/* the groups of the GROUP BY's own keys: the columns after them depend on them */
+	ngroups = q.ngrouped == 0 ? 1 :
+		estimate_num_groups(root, list_truncate(list_copy(q.keys), q.ngrouped),
+							input_rel->rows, NULL, NULL);
 
 	child = (Path *) create_projection_path(root, input_rel, input, child_target);
 	add_gha_path(output_rel, child, &q, having, ngroups);
