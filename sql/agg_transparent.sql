@@ -219,13 +219,33 @@ SET max_parallel_workers_per_gather = 0;
 SELECT q, gha_check(q, 0) FROM (VALUES
   ('SELECT g, count(DISTINCT a4) FROM gha_t GROUP BY g'),
   ('SELECT g, string_agg(t, '','' ORDER BY t) FROM gha_t WHERE i < 50 GROUP BY g'),
-  ('SELECT g, count(*) FILTER (WHERE a4 > 5) FROM gha_t GROUP BY g'),
   ('SELECT g, gn, count(*) FROM gha_t GROUP BY GROUPING SETS ((g), (gn))'),
   ('SELECT g, bit_or(a4) FROM gha_t GROUP BY g'),
   ('SELECT DISTINCT g FROM gha_t'),
-  ('SELECT g, max(t) FROM gha_t GROUP BY g'),
-  ('SELECT g, sum(a4) FILTER (WHERE g > 0) IS NULL AS x FROM gha_t GROUP BY g')
+  ('SELECT g, max(t) FROM gha_t GROUP BY g')
 ) v(q);
+-- FILTER (WHERE c): the aggregate reads CASE WHEN c THEN argument END
+-- (count(*): THEN 1), which its strict transition skips where c is not
+-- true, as PostgreSQL skips the row; on the device where c compiles, else
+-- computed by the child
+CREATE VIEW gha_filter_q(q) AS VALUES
+  ('SELECT g, count(*) FILTER (WHERE a4 > 5), sum(a4) FILTER (WHERE g > 0) IS NULL AS x FROM gha_t GROUP BY g'),
+  ('SELECT g, count(*) FILTER (WHERE a8 IS NULL), sum(n2) FILTER (WHERE f8 > 100), avg(a8) FILTER (WHERE t LIKE ''%1%''), min(nx) FILTER (WHERE i % 2 = 0), max(s2) FILTER (WHERE a4 < 0), count(gn) FILTER (WHERE gn > 2) FROM gha_t GROUP BY g'),
+  ('SELECT count(*) FILTER (WHERE a4 > 100), sum(n2 * 2) FILTER (WHERE n2 > 10 AND a4 < 5000), count(*), avg(f8) FILTER (WHERE d < date ''2020-01-15'') FROM gha_t'),
+  ('SELECT g, sum(a4) FILTER (WHERE false), count(*) FILTER (WHERE a4 IS NULL), max(d) FILTER (WHERE t IS NULL) FROM gha_t GROUP BY g'),
+  ('SELECT g, sum(a4 * 2) FILTER (WHERE a4 > 10000), count(*) FILTER (WHERE a4 > 10000) FROM gha_t GROUP BY g HAVING count(*) FILTER (WHERE a4 > 19990) > 1');
+SELECT q, gha_check(q) FROM gha_filter_q;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SET gpuhash.batch_rows = 100;
+SELECT q, gha_check(q) FROM gha_filter_q;
+RESET max_parallel_workers_per_gather;
+RESET gpuhash.batch_rows;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
 -- a column that depends on a grouped primary key (the parser accepts it in
 -- the target list and HAVING, and the planner drops it from an explicit
 -- GROUP BY) is grouped by too: the same groups, and the node returns it
@@ -751,6 +771,16 @@ RESET gpuhash.batch_rows;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
+-- a FILTER's CASE on the device (gha_filter_q above); the filtered argument
+-- is computed only where the filter is true
+SET gpuhash.force_agg = on;
+SELECT l FROM gha_verbose('SELECT g, count(*) FILTER (WHERE a4 > 5), sum(n2) FILTER (WHERE n2 > 10) FROM gha_t GROUP BY g') l
+ WHERE l ~ 'Device Expressions';
+RESET gpuhash.force_agg;
+-- the filtered argument is computed only where the filter is true
+SELECT gha_errors('SELECT g, sum(1 / (a4 - 5)) FILTER (WHERE a4 <> 5) FROM gha_t GROUP BY g');
+SELECT gha_errors('SELECT g, sum(a4 * 200000) FILTER (WHERE a4 < 10000) FROM gha_t GROUP BY g');
+SELECT gha_errors('SELECT g, sum(a4 * 200000) FILTER (WHERE a4 < 11000) FROM gha_t GROUP BY g');
 -- force_parallel_mode = regress: every plan that may run in a worker does
 -- (GpuHashAgg itself stays in the leader: it reads its input whole); the
 -- device expressions of each kind, against native under the same setting

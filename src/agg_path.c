@@ -10,8 +10,9 @@
  *		function in its operator's family, as the engine hashes keys;
  *	  - every aggregate call of the target list and HAVING is one the engine
  *		runs as PostgreSQL does (gh_agg_call_supported: count, sum, avg, min,
- *		max over int2/4/8, float4/8 and numeric; no DISTINCT, ORDER BY or
- *		FILTER), over at most GH_AGG_MAX_COLS distinct arguments;
+ *		max over int2/4/8, float4/8 and numeric; no DISTINCT or ORDER BY; a
+ *		FILTER becomes the argument's CASE, gh_agg_call_input), over at most
+ *		GH_AGG_MAX_COLS distinct arguments;
  *	  - the target list and HAVING refer to the input only through the GROUP
  *		BY expressions, those aggregate calls and columns that depend on a
  *		grouped primary key, which become keys too (add_dependent_keys).
@@ -330,13 +331,12 @@ check_query(PlannerInfo *root, PathTarget *target, List *having, GhaQuery *q)
 	{
 		Aggref	   *agg = lfirst_node(Aggref, lc);
 		int			col = -1;
+		Expr	   *arg = gh_agg_call_input(agg);
 
 		if (!gh_agg_call_supported(agg))
 			return false;
-		if (agg->args != NIL)
+		if (arg != NULL)
 		{
-			Expr	   *arg = linitial_node(TargetEntry, agg->args)->expr;
-
 			col = list_length(q->args);
 			for (int i = 0; i < list_length(q->args); i++)
 				if (equal(list_nth(q->args, i), arg))
@@ -1450,7 +1450,7 @@ gha_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 				agg = (Aggref *) list_nth_node(TargetEntry, cscan->custom_scan_tlist,
 											   nkeys + i)->expr;
 				shown = lappend(shown,
-								deparse_expression((Node *) linitial_node(TargetEntry, agg->args)->expr,
+								deparse_expression((Node *) gh_agg_call_input(agg),
 												   context, true, false));
 				break;
 			}

@@ -643,7 +643,14 @@ gh_agg_plan_node(int nkeys, const Oid *key_types, const Oid *key_colls,
 	if (plan->ncols > GH_AGG_MAX_COLS)
 		elog(ERROR, "GpuHashAgg: malformed plan");
 	for (int i = 0; i < ncalls; i++)
-		(void) set_call(plan, agg_def(aggs[i]->aggfnoid), aggs[i], call_cols[i]);
+	{
+		const GhAggDef *def = agg_def(aggs[i]->aggfnoid);
+
+		/* count(*) FILTER (WHERE c) counts its input, CASE WHEN c THEN 1 END */
+		if (def->func == GHAF_COUNT_STAR && call_cols[i] >= 0)
+			def = agg_def(F_COUNT_ANY);
+		(void) set_call(plan, def, aggs[i], call_cols[i]);
+	}
 	for (int i = 0; i < nkeys + ncalls; i++)
 	{
 		GhAggOut   *out = &plan->out[plan->nout++];
@@ -782,10 +789,11 @@ agg_def(Oid fnoid)
 
 /*
  * gh_agg_call_supported: whether the engine runs aggregate call agg as
- * PostgreSQL would, in one stage (no DISTINCT, ORDER BY or FILTER, an
- * aggregate of this level, one of gh_agg_defs over its own argument type).
- * The planner's test for the GpuHashAgg path (agg_path.c); add_call raises
- * the same refusals for gpuhash_aggregate.
+ * PostgreSQL would, in one stage (no DISTINCT or ORDER BY, an aggregate of
+ * this level, one of gh_agg_defs over its own argument type).  A FILTER is
+ * the caller's (agg_path.c makes it its argument's CASE, gh_agg_call_input);
+ * gpuhash_aggregate's add_call refuses it.  The planner's test for the
+ * GpuHashAgg path; add_call raises the same refusals for gpuhash_aggregate.
  */
 bool
 gh_agg_call_supported(Aggref *agg)
@@ -793,13 +801,47 @@ gh_agg_call_supported(Aggref *agg)
 	const GhAggDef *def = agg_def(agg->aggfnoid);
 
 	if (def == NULL || agg->aggdistinct != NIL || agg->aggorder != NIL ||
-		agg->aggkind != AGGKIND_NORMAL || agg->aggfilter != NULL ||
+		agg->aggkind != AGGKIND_NORMAL ||
 		agg->agglevelsup != 0 || agg->aggsplit != AGGSPLIT_SIMPLE)
 		return false;
 	if (def->func == GHAF_COUNT_STAR || def->func == GHAF_COUNT)
 		return true;
 	return list_length(agg->args) == 1 &&
 		col_vtype(exprType((Node *) linitial_node(TargetEntry, agg->args)->expr)) == def->vtype;
+}
+
+/*
+ * gh_agg_call_input is what aggregate call agg reads per row: its argument,
+ * NULL for count(*); with a FILTER, CASE WHEN filter THEN argument END
+ * (count(*)'s: THEN 1), which count, sum, avg, min and max, all strict,
+ * aggregate as PostgreSQL aggregates the filtered rows: a row whose filter
+ * is not true gives a NULL, which they skip, and its argument is computed
+ * only where the filter is true.
+ */
+Expr *
+gh_agg_call_input(Aggref *agg)
+{
+	Expr	   *arg = agg->args != NIL ? linitial_node(TargetEntry, agg->args)->expr : NULL;
+	CaseExpr   *c;
+	CaseWhen   *w;
+
+	if (agg->aggfilter == NULL)
+		return arg;
+	if (arg == NULL)
+		arg = (Expr *) makeConst(INT4OID, -1, InvalidOid, sizeof(int32),
+								 Int32GetDatum(1), false, true);
+	w = makeNode(CaseWhen);
+	w->expr = copyObject(agg->aggfilter);
+	w->result = copyObject(arg);
+	w->location = -1;
+	c = makeNode(CaseExpr);
+	c->casetype = exprType((Node *) arg);
+	c->casecollid = exprCollation((Node *) arg);
+	c->arg = NULL;
+	c->args = list_make1(w);
+	c->defresult = (Expr *) makeNullConst(c->casetype, exprTypmod((Node *) arg), c->casecollid);
+	c->location = -1;
+	return (Expr *) c;
 }
 
 /*
