@@ -222,7 +222,8 @@ SELECT q, gha_check(q, 0) FROM (VALUES
   ('SELECT g, gn, count(*) FROM gha_t GROUP BY GROUPING SETS ((g), (gn))'),
   ('SELECT g, bit_or(a4) FROM gha_t GROUP BY g'),
   ('SELECT DISTINCT g FROM gha_t'),
-  ('SELECT g, max(t) FROM gha_t GROUP BY g')
+  ('SELECT g, max(t) FROM gha_t GROUP BY g'),
+  ('SELECT g, count(*) FILTER (WHERE random() < 2), sum(a4 + (random() * 0)::int) FROM gha_t GROUP BY g')
 ) v(q);
 -- FILTER (WHERE c): the aggregate reads CASE WHEN c THEN argument END
 -- (count(*): THEN 1), which its strict transition skips where c is not

@@ -333,7 +333,11 @@ check_query(PlannerInfo *root, PathTarget *target, List *having, GhaQuery *q)
 		int			col = -1;
 		Expr	   *arg = gh_agg_call_input(agg);
 
-		if (!gh_agg_call_supported(agg))
+		/*
+		 * equal inputs are read once; PostgreSQL computes a volatile one
+		 * for each call (find_compatible_agg shares no such state)
+		 */
+		if (!gh_agg_call_supported(agg) || contain_volatile_functions((Node *) arg))
 			return false;
 		if (arg != NULL)
 		{
