@@ -571,7 +571,8 @@ SELECT gha_errors('SELECT g, sum(CASE WHEN w > 0 THEN w * 1e131000 * 1e131000 EL
 -- it, PostgreSQL's error ("smallint/integer/bigint out of range"), raised
 -- by the host for the row the device listed; a branch not taken is not
 -- computed.  A searched CASE of integer results (widening casts included)
--- over conditions of integers is an integer program too.  Rows 5001-5003
+-- over conditions of integers is an integer program too, and a narrowing
+-- cast is checked as int84, int82 and int42 check it.  Rows 5001-5003
 -- hold the types' extremes.
 CREATE TABLE gha_int AS
 SELECT i, i % 5 AS g,
@@ -590,6 +591,7 @@ CREATE VIEW gha_int_q(q) AS VALUES
   ('SELECT g, sum(CASE WHEN a + s > 0 THEN 1.5 WHEN a * 2 < -1000 THEN (a - s)::numeric END), sum((b - a)::numeric * 0.5), max((s * 30)::numeric), count(CASE WHEN -a >= s THEN 1.0 END) FROM gha_int WHERE i <= 5000 GROUP BY g'),
   ('SELECT sum(a + 0), max(b - 0), min(s * 1), sum(CASE WHEN i > 5000 THEN 1.0 ELSE (b * 2)::numeric END) FROM gha_int'),
   ('SELECT i, sum(b * b), min(a * a), max(s * s) FROM gha_int WHERE i = 5003 GROUP BY i'),
+  ('SELECT g, sum((s * 2)::int2), min((b - b)::int4 + a), max((a - a + s)::int2), count(b::int2) FILTER (WHERE b = 0) FROM gha_int WHERE i <= 5000 GROUP BY g'),
   ('SELECT g, sum(CASE WHEN a > 0 THEN 1 ELSE 0 END), count(CASE WHEN s IS NULL THEN 1 END), sum(CASE WHEN a > s THEN a - s WHEN b IS NULL THEN -1 END), sum(CASE WHEN s > 0 THEN s ELSE a END), min(CASE WHEN b > 0 AND i <= 5000 THEN b * 2 END), max(CASE WHEN i > 5000 THEN 0 ELSE s * 2::int2 END), avg(CASE WHEN a IS NOT NULL OR s < 0 THEN s - 1 END) FROM gha_int GROUP BY g');
 SELECT q, gha_check(q) FROM gha_int_q;
 SET gpuhash.force_agg = on;
@@ -605,6 +607,8 @@ SELECT gha_errors('SELECT g, avg(b + a) FROM gha_int GROUP BY g');
 SELECT gha_errors('SELECT g, sum(CASE WHEN a * a > 0 THEN 1.0 END) FROM gha_int GROUP BY g');
 SELECT gha_errors('SELECT g, min((b * 3)::numeric) FROM gha_int GROUP BY g');
 SELECT gha_errors('SELECT g, sum(CASE WHEN b > 0 THEN b * 2 ELSE 0 END) FROM gha_int GROUP BY g');
+SELECT gha_errors('SELECT g, sum(b::int4) FROM gha_int GROUP BY g');
+SELECT gha_errors('SELECT g, max(a::int2) FROM gha_int GROUP BY g');
 -- an integer CASE whose condition reads a NUMERIC stays in the child
 SELECT gha_check('SELECT g, sum(CASE WHEN w > 0 THEN 1 ELSE 0 END), count(CASE WHEN q IS NULL THEN 1 END) FROM gha_x GROUP BY g');
 SET parallel_setup_cost = 0;

@@ -503,7 +503,8 @@ int_op(Oid f)
  * NULL constant, or, for integers, integer arithmetic (int_op: exact, then
  * checked against the range of the operator's result type, whose overflow
  * the host raises as PostgreSQL does), a widening cast (int4(int2),
- * int8(int2), int8(int4)) and a searched CASE of integer results.  Only
+ * int8(int2), int8(int4)), a narrowing one (checked, as the arithmetic) and
+ * a searched CASE of integer results.  Only
  * columns and constants are inputs, so nothing here is computed where
  * PostgreSQL would not.  level is the tree's depth at n.
  */
@@ -545,6 +546,27 @@ compile_int(Node *n, List **prog, List **inputs, int *depth, int level)
 		 ((FuncExpr *) n)->funcid == F_INT8_INT2 ||
 		 ((FuncExpr *) n)->funcid == F_INT8_INT4))
 		return compile_int(linitial(((FuncExpr *) n)->args), prog, inputs, depth, level + 1);
+
+	/*
+	 * int4(int8), int2(int8), int2(int4): the value plus 0, checked against
+	 * the narrower type's range as int84, int82 and int42 check it, with
+	 * their "integer/smallint out of range"
+	 */
+	if (IsA(n, FuncExpr) && list_length(((FuncExpr *) n)->args) == 1 &&
+		(((FuncExpr *) n)->funcid == F_INT4_INT8 ||
+		 ((FuncExpr *) n)->funcid == F_INT2_INT8 ||
+		 ((FuncExpr *) n)->funcid == F_INT2_INT4))
+	{
+		if (!compile_int(linitial(((FuncExpr *) n)->args), prog, inputs, depth, level + 1) ||
+			!compile_int((Node *) makeConst(INT4OID, -1, InvalidOid, sizeof(int32),
+											Int32GetDatum(0), false, true),
+						 prog, inputs, depth, level + 1) ||
+			!emit(prog, GH_EXPR_IADD, depth, 2))
+			return false;
+		lsecond((List *) llast(*prog)) =
+			makeInteger(((FuncExpr *) n)->funcid == F_INT4_INT8 ? 4 : 2);
+		return true;
+	}
 	if (IsA(n, CaseExpr) && (value_kind(exprType(n)) == 'i' || exprType(n) == DATEOID))
 		return compile_case((CaseExpr *) n, prog, inputs, depth, level, false);
 	if (IsA(n, Const))
@@ -949,7 +971,7 @@ compile_args(GhaQuery *q, List *arg_calls, bool device)
 		else if (device && (type == FLOAT4OID || type == FLOAT8OID) && IsA(arg, OpExpr))
 			compiled = compile_float((Node *) arg, &prog, &inputs, &depth, 0);
 		else if (device && (value_kind(type) == 'i' || type == DATEOID) &&
-				 (IsA(arg, OpExpr) || IsA(arg, CaseExpr)))
+				 (IsA(arg, OpExpr) || IsA(arg, CaseExpr) || IsA(arg, FuncExpr)))
 		{
 			ListCell   *lp;
 
