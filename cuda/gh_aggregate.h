@@ -548,13 +548,6 @@ gh_expr_scale_up(__int128 *m, int k)
 }
 
 /*
- * gh_agg_expr_eval runs program e over row i: GH_EXPR_OK with *out the
- * packed result at e->out_scale, GH_EXPR_NULL, or GH_EXPR_HOST.  The bounds
- * are kept simple and safe: a product's factors below 2^62, a value scaled
- * up below 2^62 first, every sum below 2^124; anything else goes to the
- * host, which is exact whatever the size.
- */
-/*
  * gh_year_of_days is the proleptic Gregorian year (astronomical: 0 is 1
  * BC) of the day z days after 2000-01-01, by eras of 400 years counted
  * from 0000-03-01, so that a leap day ends its year.
@@ -734,6 +727,13 @@ gh_agg_fexpr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out, int *why)
 	return GH_EXPR_OK;
 }
 
+/*
+ * gh_agg_expr_eval runs program e over row i: GH_EXPR_OK with *out the
+ * packed result at e->out_scale, GH_EXPR_NULL, or GH_EXPR_HOST.  The bounds
+ * are kept simple and safe: a product's factors below 2^62, a value scaled
+ * up below 2^62 first, every sum below 2^124; anything else goes to the
+ * host, which is exact whatever the size.
+ */
 GH_HD int
 gh_agg_expr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out)
 {
@@ -915,7 +915,8 @@ gh_agg_expr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out)
 				__int128 hi = e->cm[o] == 2 ? 32767 :
 					e->cm[o] == 4 ? (__int128) 2147483647 :
 					(__int128) INT64_MAX;
-				int ainf = m[a] == INT32_MIN || m[a] == INT32_MAX;
+				/* a date operand (the first of DDIFF, DADDI, DSUBI) infinite */
+				int ainf = op != GH_EXPR_INEG && (m[a] == INT32_MIN || m[a] == INT32_MAX);
 
 				if (op != GH_EXPR_INEG)
 				{

@@ -485,6 +485,58 @@ finish_plan(GhAggPlan *plan)
 }
 
 /*
+ * expr_depth_ok: whether program x, read op by op (a branch's JUMP pops its
+ * value; the next branch, or the ELSE, pushes its own), never pops what is
+ * not there nor pushes past the device's stack, and ends with one value.
+ */
+static bool
+expr_depth_ok(const GhAggExprDef *x)
+{
+	int			sp = 0;
+
+	for (int o = 0; o < x->nops; o++)
+	{
+		int			pops;
+		int			pushes;
+
+		switch (x->op[o])
+		{
+			case GH_EXPR_COL:
+			case GH_EXPR_COLI:
+			case GH_EXPR_CONST:
+			case GH_EXPR_NULLV:
+			case GH_EXPR_COLF:
+			case GH_EXPR_COLI2F:
+			case GH_EXPR_FCONST:
+				pops = 0, pushes = 1;
+				break;
+			case GH_EXPR_NEG:
+			case GH_EXPR_NOT:
+			case GH_EXPR_ISNULL:
+			case GH_EXPR_NOTNULL:
+			case GH_EXPR_INEG:
+			case GH_EXPR_YEAR:
+			case GH_EXPR_FNEG:
+				pops = 1, pushes = 1;
+				break;
+			case GH_EXPR_JUMPF:
+			case GH_EXPR_JUMP:
+				pops = 1, pushes = 0;
+				break;
+			default:
+				pops = 2, pushes = 1;
+				break;
+		}
+		if (sp < pops)
+			return false;
+		sp += pushes - pops;
+		if (sp > GH_EXPR_STACK)
+			return false;
+	}
+	return sp == 1;
+}
+
+/*
  * add_expr adds a device expression's result column: prog is its postfix
  * program as the planner wrote it (agg_path.c): the pair (GH_EXPR_PROG_TYPE,
  * the result's type: NUMERIC, or int2, int4 or int8 for a program of
@@ -605,6 +657,8 @@ add_expr(GhAggPlan *plan, List *prog)
 			x->cval[o] = k->constvalue;
 		}
 	}
+	if (!expr_depth_ok(x))
+		elog(ERROR, "GpuHashAgg: malformed device expression");
 	add_col(plan, NULL, x->type);
 	plan->cols[plan->ncols - 1].dexpr = plan->nexprs++;
 }
