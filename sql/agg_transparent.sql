@@ -47,6 +47,18 @@ BEGIN
   RETURN res;
 END $$;
 
+-- gha_check_packed(query): gha_check with the input read by two workers
+-- that pack it in packets of 100 rows (the settings local to the call)
+CREATE FUNCTION gha_check_packed(query text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM set_config('parallel_setup_cost', '0', true);
+  PERFORM set_config('parallel_tuple_cost', '0', true);
+  PERFORM set_config('min_parallel_table_scan_size', '0', true);
+  PERFORM set_config('max_parallel_workers_per_gather', '2', true);
+  PERFORM set_config('gpuhash.batch_rows', '100', true);
+  RETURN gha_check(query);
+END $$;
+
 CREATE TABLE gha_t AS
 SELECT i,
        i % 7 AS g,
@@ -236,17 +248,7 @@ CREATE VIEW gha_filter_q(q) AS VALUES
   ('SELECT g, sum(a4) FILTER (WHERE false), count(*) FILTER (WHERE a4 IS NULL), max(d) FILTER (WHERE t IS NULL) FROM gha_t GROUP BY g'),
   ('SELECT g, sum(a4 * 2) FILTER (WHERE a4 > 10000), count(*) FILTER (WHERE a4 > 10000) FROM gha_t GROUP BY g HAVING count(*) FILTER (WHERE a4 > 19990) > 1');
 SELECT q, gha_check(q) FROM gha_filter_q;
-SET parallel_setup_cost = 0;
-SET parallel_tuple_cost = 0;
-SET min_parallel_table_scan_size = 0;
-SET max_parallel_workers_per_gather = 2;
-SET gpuhash.batch_rows = 100;
-SELECT q, gha_check(q) FROM gha_filter_q;
-RESET max_parallel_workers_per_gather;
-RESET gpuhash.batch_rows;
-RESET parallel_setup_cost;
-RESET parallel_tuple_cost;
-RESET min_parallel_table_scan_size;
+SELECT q, gha_check_packed(q) FROM gha_filter_q;
 -- a column that depends on a grouped primary key (the parser accepts it in
 -- the target list and HAVING, and the planner drops it from an explicit
 -- GROUP BY) is grouped by too: the same groups, and the node returns it
@@ -272,17 +274,7 @@ RESET gpuhash.force_agg;
 -- a dependent column of a type with no hash function (point) stays
 -- PostgreSQL's
 SELECT gha_check('SELECT c.ck, c.loc, count(*) FROM gha_cust c JOIN gha_t t ON t.i % 3000 + 1 = c.ck GROUP BY c.ck', 0);
-SET parallel_setup_cost = 0;
-SET parallel_tuple_cost = 0;
-SET min_parallel_table_scan_size = 0;
-SET max_parallel_workers_per_gather = 2;
-SET gpuhash.batch_rows = 100;
-SELECT q, gha_check(q) FROM gha_dep_q;
-RESET max_parallel_workers_per_gather;
-RESET gpuhash.batch_rows;
-RESET parallel_setup_cost;
-RESET parallel_tuple_cost;
-RESET min_parallel_table_scan_size;
+SELECT q, gha_check_packed(q) FROM gha_dep_q;
 
 -- edge values: NaN, infinities, -0, the largest integers
 CREATE TABLE gha_e (g int, f float8, n numeric, b int8);
@@ -471,6 +463,14 @@ BEGIN
     RETURN NEXT l;
   END LOOP;
 END $$;
+-- gha_child_computes(query, ops): whether the child of query's forced
+-- GpuHashAgg returns a column with one of the characters ops (an
+-- operator it computes, where the device computes none)
+CREATE FUNCTION gha_child_computes(query text, ops text) RETURNS bool LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM set_config('gpuhash.force_agg', 'on', true);
+  RETURN EXISTS (SELECT FROM gha_verbose(query) l WHERE l ~ ('^\s{6,}Output: .*' || ops));
+END $$;
 SET gpuhash.force_agg = on;
 SELECT count(*) AS queries,
        count(*) FILTER (WHERE (SELECT count(*) FROM gha_verbose(q) l
@@ -594,12 +594,9 @@ CREATE VIEW gha_int_q(q) AS VALUES
   ('SELECT g, sum((s * 2)::int2), min((b - b)::int4 + a), max((a - a + s)::int2), count(b::int2) FILTER (WHERE b = 0) FROM gha_int WHERE i <= 5000 GROUP BY g'),
   ('SELECT g, sum(CASE WHEN a > 0 THEN 1 ELSE 0 END), count(CASE WHEN s IS NULL THEN 1 END), sum(CASE WHEN a > s THEN a - s WHEN b IS NULL THEN -1 END), sum(CASE WHEN s > 0 THEN s ELSE a END), min(CASE WHEN b > 0 AND i <= 5000 THEN b * 2 END), max(CASE WHEN i > 5000 THEN 0 ELSE s * 2::int2 END), avg(CASE WHEN a IS NOT NULL OR s < 0 THEN s - 1 END) FROM gha_int GROUP BY g');
 SELECT q, gha_check(q) FROM gha_int_q;
-SET gpuhash.force_agg = on;
 SELECT count(*) AS queries,
-       count(*) FILTER (WHERE (SELECT count(*) FROM gha_verbose(q) l
-                                WHERE l ~ '^\s{6,}Output: .*[-+*]') = 0) AS children_without_arithmetic
+       count(*) FILTER (WHERE NOT gha_child_computes(q, '[-+*]')) AS children_without_arithmetic
   FROM gha_int_q;
-RESET gpuhash.force_agg;
 SELECT gha_errors('SELECT g, sum(a * a) FROM gha_int GROUP BY g');
 SELECT gha_errors('SELECT g, max(s * 100::int2) FROM gha_int GROUP BY g');
 SELECT gha_errors('SELECT sum(-b) FROM gha_int');
@@ -648,27 +645,14 @@ CREATE VIEW gha_d_q(q) AS VALUES
   ('SELECT g, min(d1 + n), max(d1 - n), max(d2 + 1), min(CASE WHEN n > 0 THEN d1 - n ELSE d2 END), count(CASE WHEN d1 - 1 > d2 THEN 1 END) FROM gha_dates WHERE i <> 3003 GROUP BY g'),
   ('SELECT g, min(d1 - 0), max(d2 + 0), max(CASE WHEN d1 > date ''2000-01-01'' THEN d1 ELSE d2 - 1 END) FROM gha_dates WHERE i <> 3003 OR d2 IS NOT NULL GROUP BY g');
 SELECT q, gha_check(q) FROM gha_d_q;
-SET gpuhash.force_agg = on;
 SELECT count(*) AS queries,
-       count(*) FILTER (WHERE (SELECT count(*) FROM gha_verbose(q) l
-                                WHERE l ~ '^\s{6,}Output: .*[-+*]') = 0) AS children_without_arithmetic
+       count(*) FILTER (WHERE NOT gha_child_computes(q, '[-+*]')) AS children_without_arithmetic
   FROM gha_d_q;
-RESET gpuhash.force_agg;
 SELECT gha_errors('SELECT g, avg(d2 - d1) FROM gha_dates GROUP BY g');
 SELECT gha_errors('SELECT g, max(d1 + 1) FROM gha_dates GROUP BY g');
 SELECT gha_errors('SELECT g, min(d2 - 1) FROM gha_dates WHERE i = 3003 GROUP BY g');
 SELECT gha_errors('SELECT g, sum(CASE WHEN d1 + 1 > d2 THEN 1 END) FROM gha_dates GROUP BY g');
-SET parallel_setup_cost = 0;
-SET parallel_tuple_cost = 0;
-SET min_parallel_table_scan_size = 0;
-SET max_parallel_workers_per_gather = 2;
-SET gpuhash.batch_rows = 100;
-SELECT q, gha_check(q) FROM gha_d_q;
-RESET max_parallel_workers_per_gather;
-RESET gpuhash.batch_rows;
-RESET parallel_setup_cost;
-RESET parallel_tuple_cost;
-RESET min_parallel_table_scan_size;
+SELECT q, gha_check_packed(q) FROM gha_d_q;
 -- extract(year from a date or timestamp) in NUMERIC programs: every day
 -- from 1800 to 2200 and days around the calendar's edges (BC years, leap
 -- days, the first and last dates and timestamps, infinities, which the
@@ -752,30 +736,16 @@ CREATE VIEW gha_f_q(q) AS VALUES
   ('SELECT i, min(b::float8), max(b::float4 * 1), min(b::float8 + 1) FROM gha_fint GROUP BY i'),
   ('SELECT n % 3 AS k, sum(n * 0.25::float8), avg(n::float8 - 0.5), count(a * 0), sum(n::float4 * 2) FROM gha_fpair WHERE i <= 1000 GROUP BY 1');
 SELECT q, gha_check(q) FROM gha_f_q;
-SET gpuhash.force_agg = on;
 SELECT count(*) AS queries,
-       count(*) FILTER (WHERE (SELECT count(*) FROM gha_verbose(q) l
-                                WHERE l ~ '^\s{6,}Output: .*[-+*/]') = 0) AS children_without_arithmetic
+       count(*) FILTER (WHERE NOT gha_child_computes(q, '[-+*/]')) AS children_without_arithmetic
   FROM gha_f_q;
-RESET gpuhash.force_agg;
 SELECT gha_errors('SELECT i, sum(a * b) FROM gha_fpair GROUP BY i');
 SELECT gha_errors('SELECT sum(a + a) FROM gha_fpair WHERE i = 1001');
 SELECT gha_errors('SELECT sum(a * b) FROM gha_fpair WHERE i = 1003');
 SELECT gha_errors('SELECT max(a / b) FROM gha_fpair WHERE b = 0');
 SELECT gha_errors('SELECT min(a4 * 10::float4) FROM gha_fpair WHERE i = 1001');
 SELECT gha_errors('SELECT min(a4 * b4) FROM gha_fpair WHERE i = 1002');
-SET parallel_setup_cost = 0;
-SET parallel_tuple_cost = 0;
-SET min_parallel_table_scan_size = 0;
-SET max_parallel_workers_per_gather = 2;
-SET gpuhash.batch_rows = 20;
-SELECT q, gha_check(q) FROM gha_f_q;
-SELECT gha_errors('SELECT i, sum(a * 1e300::float8) FROM gha_fpair GROUP BY i');
-RESET max_parallel_workers_per_gather;
-RESET gpuhash.batch_rows;
-RESET parallel_setup_cost;
-RESET parallel_tuple_cost;
-RESET min_parallel_table_scan_size;
+SELECT q, gha_check_packed(q) FROM gha_f_q;
 -- a FILTER's CASE on the device (gha_filter_q above); the filtered argument
 -- is computed only where the filter is true
 SET gpuhash.force_agg = on;
@@ -858,4 +828,4 @@ SELECT count(*) AS gpuhashagg FROM gh_plan_lines('SELECT g, sum(a4) FROM gha_t G
 
 DROP TABLE gha_t, gha_pk, gha_cust, gha_e, gha_num, gha_time, gha_int, gha_fpair, gha_fint, gha_dates, gha_years CASCADE;
 DROP FUNCTION gha_fok(float8, float8, text), gha_f4ok(float4, float4, text);
-DROP FUNCTION gha_check(text, int), gha_analyze(text), gha_errors(text), gha_plan(text);
+DROP FUNCTION gha_child_computes(text, text), gha_check_packed(text), gha_check(text, int), gha_analyze(text), gha_errors(text), gha_plan(text);

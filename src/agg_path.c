@@ -381,11 +381,22 @@ static bool compile_num(Node *n, List **prog, List **inputs, int *depth,
 static bool compile_case(CaseExpr *c, List **prog, List **inputs, int *depth,
 						 int level, bool numeric);
 
+static int	input_col(List **inputs, Expr *expr);
+
 /* emit_checked counts the push of the op just appended to *prog. */
 static bool
 emit_checked(List **prog, int *depth)
 {
 	return ++(*depth) <= GH_EXPR_STACK && list_length(*prog) <= GH_EXPR_MAX_OPS;
+}
+
+/* emit_input appends op (COL, COLI, COLF) pushing input column expr. */
+static bool
+emit_input(List **prog, int op, List **inputs, Node *expr, int *depth)
+{
+	*prog = lappend(*prog, list_make2(makeInteger(op),
+									  makeInteger(input_col(inputs, (Expr *) expr))));
+	return emit_checked(prog, depth);
 }
 
 /* emit appends op (argument 0) to *prog, which pops pops and pushes one. */
@@ -594,9 +605,7 @@ compile_int(Node *n, List **prog, List **inputs, int *depth, int level)
 	}
 	if (!IsA(n, Var))
 		return false;
-	*prog = lappend(*prog, list_make2(makeInteger(GH_EXPR_COLI),
-									  makeInteger(input_col(inputs, (Expr *) n))));
-	return emit_checked(prog, depth);
+	return emit_input(prog, GH_EXPR_COLI, inputs, n, depth);
 }
 
 /*
@@ -769,9 +778,7 @@ compile_num(Node *n, List **prog, List **inputs, int *depth, int level,
 	 */
 	if (lazy && !IsA(n, Var) && !IsA(n, Const) && !IsA(n, Param))
 		return false;
-	*prog = lappend(*prog, list_make2(makeInteger(GH_EXPR_COL),
-									  makeInteger(input_col(inputs, (Expr *) n))));
-	return emit_checked(prog, depth);
+	return emit_input(prog, GH_EXPR_COL, inputs, n, depth);
 }
 
 /*
@@ -880,9 +887,7 @@ compile_float(Node *n, List **prog, List **inputs, int *depth, int level)
 	}
 	if (!IsA(n, Var))
 		return false;
-	*prog = lappend(*prog, list_make2(makeInteger(GH_EXPR_COLF),
-									  makeInteger(input_col(inputs, (Expr *) n))));
-	return emit_checked(prog, depth);
+	return emit_input(prog, GH_EXPR_COLF, inputs, n, depth);
 }
 
 /*
