@@ -20,6 +20,11 @@
 #     --timeout SEC      statement_timeout per statement (default 0: none)
 #     --decorrelate      Q17 and Q20 in their decorrelated forms (queries.sh
 #                        --decorrelate), marked as such in the table
+#     --extra DIR        after the TPC-H queries, every DIR/NAME.sql (queries
+#                        of this project's own over the TPC-H tables, e.g.
+#                        bench/tpch/extra), run and checked the same way,
+#                        shown as "NAME (not TPC-H)" and left out of the
+#                        geometric mean; --queries "" runs them alone
 #     --explain-timing   the logged EXPLAIN with every node's time and VERBOSE
 #                        (EXPLAIN (ANALYZE, VERBOSE)), to see where a query's
 #                        time goes; its run is not one of the timed ones
@@ -58,7 +63,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 scale=1 repeats=3 workers=16 queries="$(seq -s ' ' 1 22)" variants="native gpuhash" device=auto
 work_mem="" timeout=0 out="" extra_conf="" datadir="" keep=0 explain_opts="analyze, timing off" reuse="" load_only=0 jobs=$(nproc)
-tbl_dir="" keep_tbl=0 decorrelate=""
+tbl_dir="" keep_tbl=0 decorrelate="" extra_dir="" extras=""
 while [ $# -gt 0 ]; do
   case $1 in
     --scale) scale=$2; shift ;;
@@ -75,6 +80,7 @@ while [ $# -gt 0 ]; do
     --keep) keep=1 ;;
     --explain-timing) explain_opts="analyze, verbose" ;;
     --decorrelate) decorrelate=--decorrelate ;;
+    --extra) extra_dir=$2; shift ;;
     --reuse) reuse=$2; shift ;;
     --load-only) load_only=1 ;;
     --jobs) jobs=$2; shift ;;
@@ -93,6 +99,15 @@ done
 for q in $queries; do
   case $q in [1-9]|1[0-9]|2[0-2]) ;; *) echo "no TPC-H query $q" >&2; exit 2 ;; esac
 done
+if [ -n "$extra_dir" ]; then
+  for f in "$extra_dir"/*.sql; do
+    [ -f "$f" ] || { echo "--extra $extra_dir: no .sql file there" >&2; exit 2; }
+    x=$(basename "$f" .sql)
+    case $x in [0-9]*|*[!A-Za-z0-9_]*) echo "--extra: $x.sql: a name of letters, digits and _ that starts with a letter" >&2; exit 2 ;; esac
+    extras="$extras $x"
+  done
+fi
+[ -n "$queries$extras" ] || { echo "no query to run" >&2; exit 2; }
 if [ ! -x "$here/.dbgen/qgen" ]; then
   echo "bench/tpch/.dbgen not built: running build.sh" >&2
   "$here/build.sh" >&2 || exit 1
@@ -151,8 +166,10 @@ psqlq -c "SELECT relname, reltuples::bigint AS rows, pg_size_pretty(pg_total_rel
            ORDER BY 1" >>"$log" 2>&1
 
 # the queries, as qgen writes them for this scale; psql (the cluster user) reads them
-"$here/queries.sh" --scale "$scale" $decorrelate "$work/q" $queries
-for q in $queries; do
+mkdir -p "$work/q"
+[ -z "$queries" ] || "$here/queries.sh" --scale "$scale" $decorrelate "$work/q" $queries
+for x in $extras; do cp "$extra_dir/$x.sql" "$work/q/$x.sql"; done
+for q in $queries $extras; do
   # the EXPLAIN form: the statement that returns rows (Q15: the select
   # between its create view and drop view) under EXPLAIN (ANALYZE, TIMING OFF),
   # or (ANALYZE, VERBOSE) with --explain-timing
@@ -257,9 +274,9 @@ if [ "$with_gpuhash" -eq 1 ]; then hdr="$hdr GpuHashJoin / GpuHashAgg nodes |"; 
 if [ "$both" -eq 1 ]; then hdr="$hdr speed-up |"; sep="$sep---|"; fi
 echo "$hdr rows | max workers launched | result |"
 echo "$sep---|---|---|"
-for q in $queries; do
+for q in $queries $extras; do
   say "== Q$q"
-  label=Q$q
+  case $q in [0-9]*) label=Q$q ;; *) label="$q (not TPC-H)" ;; esac
   [ -n "$decorrelate" ] && { [ "$q" = 17 ] || [ "$q" = 20 ]; } && label="Q$q (decorrelated)"
   row="| $label |" ref="" ok="" gjs="" rows="" wls=""
   for kind in $variants; do
@@ -302,7 +319,8 @@ for q in $queries; do
     sp=""
     if [ -n "${MED[$q/native]:-}" ] && [ -n "${MED[$q/gpuhash]:-}" ]; then
       sp=$(awk -v n="${MED[$q/native]}" -v g="${MED[$q/gpuhash]}" 'BEGIN { if (n > 0 && g > 0) printf "%.2fx", n / g }')
-      if [ -n "$sp" ]; then
+      # the geometric mean is TPC-H's: --extra queries stay out of it
+      if [ -n "$sp" ] && [ "$label" = "${label#* (not TPC-H)}" ]; then
         n_both=$((n_both + 1))
         log_sum=$(awk -v s="$log_sum" -v n="${MED[$q/native]}" -v g="${MED[$q/gpuhash]}" 'BEGIN { printf "%.12f", s + log(n / g) }')
       fi
