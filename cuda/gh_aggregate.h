@@ -352,10 +352,16 @@ typedef enum gh_expr_op
 	GH_EXPR_FSUB,	/* result type, cm[o] 4 (float4) or 8 (float8), with */
 	GH_EXPR_FMUL,	/* float.h's checks: out of them, the host raises */
 	GH_EXPR_FDIV,	/* PostgreSQL's overflow, underflow or division by */
-	GH_EXPR_FNEG	/* zero error */
+	GH_EXPR_FNEG,	/* zero error */
+	GH_EXPR_COLFK,	/* conditions: push float column vals[o] as its order
+					 * key (gh_agg_float_cmp_key), a value of scale 0 */
+	GH_EXPR_FKCONST /* push the order key cm[o] of a float constant */
 } gh_expr_op;
 
-#define GH_EXPR_OP_LAST GH_EXPR_FNEG
+#define GH_EXPR_OP_LAST GH_EXPR_FKCONST
+
+/* the ops of float programs (and only theirs) */
+#define GH_EXPR_IS_FLOAT_OP(op) ((op) >= GH_EXPR_COLF && (op) <= GH_EXPR_FNEG)
 
 /*
  * The dates PostgreSQL allows, in its numbering (days from 2000-01-01):
@@ -563,6 +569,18 @@ gh_year_of_days(int64_t z)
 	int64_t mp = (5 * doy + 2) / 153; /* month from March, 0 to 11 */
 
 	return yoe + era * 400 + (mp >= 10);
+}
+
+/*
+ * gh_agg_float_cmp_key is a signed int64 whose order is PostgreSQL's float
+ * comparison (float8_cmp_internal): -0 equals 0, every NaN equals every
+ * other and is above +Infinity.  Conditions compare floats through it, so
+ * they compare as integers do.
+ */
+GH_HD int64_t
+gh_agg_float_cmp_key(double d)
+{
+	return (int64_t) (gh_agg_float_key(d == 0 ? 0.0 : d) ^ UINT64_C(0x8000000000000000));
 }
 
 /* gh_fbits and gh_bitsf move a double to and from its bits. */
@@ -786,6 +804,18 @@ gh_agg_expr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out)
 				d[sp] = e->scale[o];
 				sg[sp] = e->scale[o];
 				nul[sp] = 0;
+				sp++;
+				break;
+			case GH_EXPR_COLFK:
+			case GH_EXPR_FKCONST:
+				/* a float column is never held on the host: not valid is NULL */
+				if (op == GH_EXPR_COLFK && !e->valid[o][i] && !e->conditional)
+					return GH_EXPR_NULL;
+				nul[sp] = op == GH_EXPR_COLFK && !e->valid[o][i];
+				m[sp] = op == GH_EXPR_FKCONST ? e->cm[o] :
+					nul[sp] ? 0 : gh_agg_float_cmp_key(gh_bitsf(e->vals[o][i]));
+				d[sp] = 0;
+				sg[sp] = 0;
 				sp++;
 				break;
 			case GH_EXPR_NULLV:

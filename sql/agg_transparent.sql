@@ -739,6 +739,18 @@ SELECT q, gha_check(q) FROM gha_f_q;
 SELECT count(*) AS queries,
        count(*) FILTER (WHERE NOT gha_child_computes(q, '[-+*/]')) AS children_without_arithmetic
   FROM gha_f_q;
+-- float comparisons in conditions (< <= = <> >= > and IS NULL of float4
+-- and float8, each other and constants), compared through an order key
+-- that is PostgreSQL's: -0 = 0, NaN = NaN and above Infinity
+CREATE VIEW gha_fc_q(q) AS VALUES
+  ('SELECT i, count(CASE WHEN a < b THEN 1 END), count(CASE WHEN a <= b THEN 1 END), count(CASE WHEN a = b THEN 1 END), count(CASE WHEN a <> b THEN 1 END), count(CASE WHEN a >= b THEN 1 END), count(CASE WHEN a > b THEN 1 END) FROM gha_fpair GROUP BY i'),
+  ('SELECT i, count(CASE WHEN a4 < b THEN 1 END), count(CASE WHEN a4 = b4 THEN 1 END), count(CASE WHEN a > 0.5 THEN 1 END), count(CASE WHEN a = ''NaN'' THEN 1 END), count(CASE WHEN b = ''-0'' THEN 1 END), count(CASE WHEN a4 IS NULL OR b > ''Infinity'' THEN 1 END) FROM gha_fpair GROUP BY i'),
+  ('SELECT n % 4 AS k, sum(CASE WHEN a > 1 AND b < 1e20 THEN n::numeric * 1.5 WHEN a IS NULL THEN -1 END), sum(CASE WHEN a4 >= -1 THEN n ELSE 0 END) FROM gha_fpair GROUP BY 1');
+SELECT q, gha_check(q) FROM gha_fc_q;
+SELECT q, gha_check_packed(q) FROM gha_fc_q;
+SELECT count(*) AS queries,
+       count(*) FILTER (WHERE NOT gha_child_computes(q, '[<>=]')) AS children_without_comparisons
+  FROM gha_fc_q;
 SELECT gha_errors('SELECT i, sum(a * b) FROM gha_fpair GROUP BY i');
 SELECT gha_errors('SELECT sum(a + a) FROM gha_fpair WHERE i = 1001');
 SELECT gha_errors('SELECT sum(a * b) FROM gha_fpair WHERE i = 1003');
@@ -762,7 +774,7 @@ SELECT gha_errors('SELECT g, sum(a4 * 200000) FILTER (WHERE a4 < 11000) FROM gha
 SET force_parallel_mode = regress;
 SELECT q, gha_check(q) FROM (
   SELECT q FROM gha_x_q UNION ALL SELECT q FROM gha_cond_q UNION ALL SELECT q FROM gha_int_q
-  UNION ALL SELECT q FROM gha_d_q UNION ALL SELECT q FROM gha_f_q) v;
+  UNION ALL SELECT q FROM gha_d_q UNION ALL SELECT q FROM gha_f_q UNION ALL SELECT q FROM gha_fc_q) v;
 RESET force_parallel_mode;
 -- more expression inputs than the engine's columns (34 inputs for 17
 -- products), and an expression of more operations than a program takes (39

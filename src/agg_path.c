@@ -410,13 +410,16 @@ emit(List **prog, int op, int *depth, int pops)
 
 /*
  * value_kind is how a program takes values of type t: 'n' NUMERIC, 'i' an
- * integer, 'd' a date or timestamp (both as their int64 values); 0 none.
+ * integer, 'd' a date or timestamp (both as their int64 values), 'f' a
+ * float (in conditions, as its order key); 0 none.
  */
 static int
 value_kind(Oid t)
 {
 	if (t == NUMERICOID)
 		return 'n';
+	if (t == FLOAT4OID || t == FLOAT8OID)
+		return 'f';
 	if (t == INT2OID || t == INT4OID || t == INT8OID)
 		return 'i';
 	if (t == DATEOID || t == TIMESTAMPOID || t == TIMESTAMPTZOID)
@@ -609,10 +612,43 @@ compile_int(Node *n, List **prog, List **inputs, int *depth, int level)
 }
 
 /*
+ * compile_fkey appends a float4 or float8 value for a condition, as its
+ * order key (gh_agg_float_cmp_key: PostgreSQL's float comparison as an
+ * integer's): a column, float8(float4) of one (exact), a constant or a NULL.
+ */
+static bool
+compile_fkey(Node *n, List **prog, List **inputs, int *depth)
+{
+	if (IsA(n, FuncExpr) && ((FuncExpr *) n)->funcid == F_FLOAT8_FLOAT4 &&
+		list_length(((FuncExpr *) n)->args) == 1)
+		n = linitial(((FuncExpr *) n)->args);
+	if (value_kind(exprType(n)) != 'f')
+		return false;
+	if (IsA(n, Const))
+	{
+		Const	   *k = (Const *) n;
+
+		if (k->constisnull)
+			return emit(prog, GH_EXPR_NULLV, depth, 0);
+		*prog = lappend(*prog, list_make2(makeInteger(GH_EXPR_FKCONST),
+										  makeConst(FLOAT8OID, -1, InvalidOid, 8,
+													Float8GetDatum(k->consttype == FLOAT4OID ?
+																   (double) DatumGetFloat4(k->constvalue) :
+																   DatumGetFloat8(k->constvalue)),
+													false, true)));
+		return emit_checked(prog, depth);
+	}
+	if (!IsA(n, Var))
+		return false;
+	return emit_input(prog, GH_EXPR_COLFK, inputs, n, depth);
+}
+
+/*
  * compile_cond appends the program of boolean expression n: a comparison
  * (< <= = <> >= > of the types' btree family) of two NUMERICs, whose sides
  * compile_num takes, of two integers, or of two dates or timestamps of one
- * type, whose sides are columns or constants (compile_int); IS [NOT] NULL
+ * type, whose sides are columns or constants (compile_int), of two floats
+ * (compile_fkey); IS [NOT] NULL
  * of such a value; AND, OR and NOT of such conditions.  Anything else
  * does not compile (false): the whole argument is then the child's.
  */
@@ -639,6 +675,10 @@ compile_cond(Node *n, List **prog, List **inputs, int *depth, int level)
 			return compile_num(linitial(e->args), prog, inputs, depth, level + 1, true) &&
 				compile_num(lsecond(e->args), prog, inputs, depth, level + 1, true) &&
 				emit(prog, op, depth, 2);
+		if (kl == 'f')
+			return compile_fkey(linitial(e->args), prog, inputs, depth) &&
+				compile_fkey(lsecond(e->args), prog, inputs, depth) &&
+				emit(prog, op, depth, 2);
 		return compile_int(linitial(e->args), prog, inputs, depth, level + 1) &&
 			compile_int(lsecond(e->args), prog, inputs, depth, level + 1) &&
 			emit(prog, op, depth, 2);
@@ -651,6 +691,8 @@ compile_cond(Node *n, List **prog, List **inputs, int *depth, int level)
 
 		return (value_kind(exprType(arg)) == 'n' ?
 				compile_num(arg, prog, inputs, depth, level + 1, true) :
+				value_kind(exprType(arg)) == 'f' ?
+				compile_fkey(arg, prog, inputs, depth) :
 				compile_int(arg, prog, inputs, depth, level + 1)) &&
 			emit(prog, t->nulltesttype == IS_NULL ? GH_EXPR_ISNULL : GH_EXPR_NOTNULL,
 				 depth, 1);

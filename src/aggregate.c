@@ -508,6 +508,8 @@ expr_depth_ok(const GhAggExprDef *x)
 			case GH_EXPR_COLF:
 			case GH_EXPR_COLI2F:
 			case GH_EXPR_FCONST:
+			case GH_EXPR_COLFK:
+			case GH_EXPR_FKCONST:
 				pops = 0, pushes = 1;
 				break;
 			case GH_EXPR_NEG:
@@ -580,18 +582,20 @@ add_expr(GhAggPlan *plan, List *prog)
 			  x->op[o] == GH_EXPR_SUB || x->op[o] == GH_EXPR_MUL ||
 			  x->op[o] == GH_EXPR_NEG || x->op[o] == GH_EXPR_YEAR)) ||
 			((x->type == FLOAT4OID || x->type == FLOAT8OID) !=
-			 (x->op[o] >= GH_EXPR_COLF) && x->op[o] != GH_EXPR_NULLV))
+			 GH_EXPR_IS_FLOAT_OP(x->op[o]) && x->op[o] != GH_EXPR_NULLV))
 			elog(ERROR, "GpuHashAgg: malformed device expression");
-		if (x->op[o] == GH_EXPR_FCONST)
+		if (x->op[o] == GH_EXPR_FCONST || x->op[o] == GH_EXPR_FKCONST)
 		{
 			Const	   *k = lsecond_node(Const, pair);
 
 			if (k->consttype != FLOAT8OID || k->constisnull)
 				elog(ERROR, "GpuHashAgg: malformed device expression");
-			x->cm[o] = gh_fbits(DatumGetFloat8(k->constvalue));
+			x->cm[o] = x->op[o] == GH_EXPR_FCONST ?
+				gh_fbits(DatumGetFloat8(k->constvalue)) :
+				gh_agg_float_cmp_key(DatumGetFloat8(k->constvalue));
 			continue;
 		}
-		if (x->op[o] >= GH_EXPR_IADD && x->op[o] != GH_EXPR_COLF)
+		if (x->op[o] >= GH_EXPR_IADD && x->op[o] <= GH_EXPR_FNEG && x->op[o] != GH_EXPR_COLF)
 		{
 			x->cm[o] = x->op[o] == GH_EXPR_COLI2F ?
 				intVal(lsecond(lsecond(pair))) : intVal(lsecond(pair));
@@ -599,16 +603,17 @@ add_expr(GhAggPlan *plan, List *prog)
 				(x->cm[o] != 2 || x->op[o] >= GH_EXPR_COLF))
 				elog(ERROR, "GpuHashAgg: malformed device expression");
 		}
-		if (x->op[o] == GH_EXPR_COLF || x->op[o] == GH_EXPR_COLI2F)
+		if (x->op[o] == GH_EXPR_COLF || x->op[o] == GH_EXPR_COLI2F ||
+			x->op[o] == GH_EXPR_COLFK)
 		{
-			int			c = intVal(x->op[o] == GH_EXPR_COLF ? lsecond(pair) :
+			int			c = intVal(x->op[o] != GH_EXPR_COLI2F ? lsecond(pair) :
 								   linitial(lsecond(pair)));
 			GhValType	vt;
 
 			if (c < 0 || c >= plan->ncols)
 				elog(ERROR, "GpuHashAgg: malformed device expression");
 			vt = plan->cols[c].vtype;
-			if (x->op[o] == GH_EXPR_COLF ? vt != GHV_FLOAT4 && vt != GHV_FLOAT8 :
+			if (x->op[o] != GH_EXPR_COLI2F ? vt != GHV_FLOAT4 && vt != GHV_FLOAT8 :
 				vt != GHV_INT2 && vt != GHV_INT4 && vt != GHV_INT8)
 				elog(ERROR, "GpuHashAgg: malformed device expression");
 			x->col[o] = (int16) c;

@@ -457,6 +457,8 @@ expr_scale(GhAggRun *run, const GhAggExprDef *x)
 				break;
 			case GH_EXPR_NULLV:
 			case GH_EXPR_COLI:
+			case GH_EXPR_COLFK:
+			case GH_EXPR_FKCONST:
 				st[sp++] = 0;
 				break;
 			case GH_EXPR_LT:
@@ -549,10 +551,11 @@ prepare_exprs(GhAggRun *run)
 				e->cm[o] = x->cm[o];
 			}
 			else if (x->op[o] == GH_EXPR_JUMP || x->op[o] == GH_EXPR_JUMPF ||
-					 (x->op[o] >= GH_EXPR_IADD && x->op[o] != GH_EXPR_COLF))
+					 (x->op[o] >= GH_EXPR_IADD && x->op[o] != GH_EXPR_COLF &&
+					  x->op[o] != GH_EXPR_COLFK))
 				e->cm[o] = x->cm[o];
 			if (x->op[o] == GH_EXPR_COLI || x->op[o] == GH_EXPR_COLF ||
-				x->op[o] == GH_EXPR_COLI2F)
+				x->op[o] == GH_EXPR_COLI2F || x->op[o] == GH_EXPR_COLFK)
 			{
 				e->vals[o] = (const int64_t *) run->batch.d_vals[x->col[o]];
 				e->valid[o] = run->batch.d_valid[x->col[o]];
@@ -720,6 +723,15 @@ expr_host_value(GhAggRun *run, const GhAggExprDef *x, uint32 row, int nsorted,
 				nul[sp] = false;
 				st[sp++] = x->cval[o];
 				break;
+			case GH_EXPR_COLFK:
+			case GH_EXPR_FKCONST:
+				/* a float's order key (conditions compare floats through it) */
+				nul[sp] = op == GH_EXPR_COLFK && !b->h_valid[c][row];
+				st[sp] = nul[sp] ? (Datum) 0 :
+					NumericGetDatum(int64_to_numeric(op == GH_EXPR_FKCONST ? x->cm[o] :
+													 gh_agg_float_cmp_key(((double *) b->h_vals[c])[row])));
+				sp++;
+				break;
 			case GH_EXPR_NULLV:
 				nul[sp] = true;
 				st[sp++] = (Datum) 0;
@@ -880,7 +892,8 @@ gh_agg_expr_fixups(GhAggRun *run, const uint32 *absent, uint32 nabsent,
 		/* the colliding rows' values, for the fallback set */
 		for (int o = 0; o < x->nops; o++)
 			if (x->op[o] == GH_EXPR_COL || x->op[o] == GH_EXPR_COLI ||
-				x->op[o] == GH_EXPR_COLF || x->op[o] == GH_EXPR_COLI2F)
+				x->op[o] == GH_EXPR_COLF || x->op[o] == GH_EXPR_COLI2F ||
+				x->op[o] == GH_EXPR_COLFK)
 			{
 				he.vals[o] = (const int64_t *) b->h_vals[x->col[o]];
 				he.valid[o] = b->h_valid[x->col[o]];
