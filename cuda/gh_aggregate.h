@@ -360,6 +360,11 @@ typedef enum gh_expr_op
 
 #define GH_EXPR_OP_LAST GH_EXPR_FKCONST
 
+/* the ops that push an input column vals[o] */
+#define GH_EXPR_READS_INPUT(op) \
+	((op) == GH_EXPR_COL || (op) == GH_EXPR_COLI || (op) == GH_EXPR_COLF || \
+	 (op) == GH_EXPR_COLI2F || (op) == GH_EXPR_COLFK)
+
 /* the ops of float programs (and only theirs) */
 #define GH_EXPR_IS_FLOAT_OP(op) ((op) >= GH_EXPR_COLF && (op) <= GH_EXPR_FNEG)
 

@@ -382,6 +382,7 @@ static bool compile_case(CaseExpr *c, List **prog, List **inputs, int *depth,
 						 int level, bool numeric);
 
 static int	input_col(List **inputs, Expr *expr);
+static bool emit(List **prog, int op, int *depth, int pops);
 
 /* emit_checked counts the push of the op just appended to *prog. */
 static bool
@@ -399,6 +400,25 @@ emit_input(List **prog, int op, List **inputs, Node *expr, int *depth)
 	return emit_checked(prog, depth);
 }
 
+/*
+ * emit_float_const appends op (FCONST, FKCONST) pushing float4 or float8
+ * constant k as a double (a float4's exactly), or a NULL.
+ */
+static bool
+emit_float_const(List **prog, int op, Const *k, int *depth)
+{
+	double		v;
+
+	if (k->constisnull)
+		return emit(prog, GH_EXPR_NULLV, depth, 0);
+	v = k->consttype == FLOAT4OID ? (double) DatumGetFloat4(k->constvalue) :
+		DatumGetFloat8(k->constvalue);
+	*prog = lappend(*prog, list_make2(makeInteger(op),
+									  makeConst(FLOAT8OID, -1, InvalidOid, 8,
+												Float8GetDatum(v), false, true)));
+	return emit_checked(prog, depth);
+}
+
 /* emit appends op (argument 0) to *prog, which pops pops and pushes one. */
 static bool
 emit(List **prog, int op, int *depth, int pops)
@@ -406,6 +426,16 @@ emit(List **prog, int op, int *depth, int pops)
 	*prog = lappend(*prog, list_make2(makeInteger(op), makeInteger(0)));
 	*depth -= pops - 1;
 	return list_length(*prog) <= GH_EXPR_MAX_OPS && *depth <= GH_EXPR_STACK;
+}
+
+/* emit_sized is emit for an op whose argument is a width in bytes. */
+static bool
+emit_sized(List **prog, int op, int *depth, int pops, int bytes)
+{
+	if (!emit(prog, op, depth, pops))
+		return false;
+	lsecond((List *) llast(*prog)) = makeInteger(bytes);
+	return true;
 }
 
 /*
@@ -550,10 +580,8 @@ compile_int(Node *n, List **prog, List **inputs, int *depth, int level)
 				!compile_int(lfirst(lc), prog, inputs, depth, level + 1))
 				return false;
 		}
-		if (!emit(prog, op, depth, op == GH_EXPR_INEG ? 1 : 2))
-			return false;
-		lsecond((List *) llast(*prog)) = makeInteger(t == INT2OID ? 2 : t == INT4OID ? 4 : 8);
-		return true;
+		return emit_sized(prog, op, depth, op == GH_EXPR_INEG ? 1 : 2,
+						  t == INT2OID ? 2 : t == INT4OID ? 4 : 8);
 	}
 	if (IsA(n, FuncExpr) && list_length(((FuncExpr *) n)->args) == 1 &&
 		(((FuncExpr *) n)->funcid == F_INT4_INT2 ||
@@ -574,12 +602,10 @@ compile_int(Node *n, List **prog, List **inputs, int *depth, int level)
 		if (!compile_int(linitial(((FuncExpr *) n)->args), prog, inputs, depth, level + 1) ||
 			!compile_int((Node *) makeConst(INT4OID, -1, InvalidOid, sizeof(int32),
 											Int32GetDatum(0), false, true),
-						 prog, inputs, depth, level + 1) ||
-			!emit(prog, GH_EXPR_IADD, depth, 2))
+						 prog, inputs, depth, level + 1))
 			return false;
-		lsecond((List *) llast(*prog)) =
-			makeInteger(((FuncExpr *) n)->funcid == F_INT4_INT8 ? 4 : 2);
-		return true;
+		return emit_sized(prog, GH_EXPR_IADD, depth, 2,
+						  ((FuncExpr *) n)->funcid == F_INT4_INT8 ? 4 : 2);
 	}
 	if (IsA(n, CaseExpr) && (value_kind(exprType(n)) == 'i' || exprType(n) == DATEOID))
 		return compile_case((CaseExpr *) n, prog, inputs, depth, level, false);
@@ -625,19 +651,7 @@ compile_fkey(Node *n, List **prog, List **inputs, int *depth)
 	if (value_kind(exprType(n)) != 'f')
 		return false;
 	if (IsA(n, Const))
-	{
-		Const	   *k = (Const *) n;
-
-		if (k->constisnull)
-			return emit(prog, GH_EXPR_NULLV, depth, 0);
-		*prog = lappend(*prog, list_make2(makeInteger(GH_EXPR_FKCONST),
-										  makeConst(FLOAT8OID, -1, InvalidOid, 8,
-													Float8GetDatum(k->consttype == FLOAT4OID ?
-																   (double) DatumGetFloat4(k->constvalue) :
-																   DatumGetFloat8(k->constvalue)),
-													false, true)));
-		return emit_checked(prog, depth);
-	}
+		return emit_float_const(prog, GH_EXPR_FKCONST, (Const *) n, depth);
 	if (!IsA(n, Var))
 		return false;
 	return emit_input(prog, GH_EXPR_COLFK, inputs, n, depth);
@@ -779,13 +793,9 @@ compile_num(Node *n, List **prog, List **inputs, int *depth, int level,
 
 		if (IsA(field, Const) && !((Const *) field)->constisnull &&
 			pg_strcasecmp(TextDatumGetCString(((Const *) field)->constvalue), "year") == 0 &&
-			compile_int(lsecond(f->args), prog, inputs, depth, level + 1) &&
-			emit(prog, GH_EXPR_YEAR, depth, 1))
-		{
-			lsecond((List *) llast(*prog)) =
-				makeInteger(f->funcid == F_EXTRACT_TEXT_DATE ? 4 : 8);
-			return true;
-		}
+			compile_int(lsecond(f->args), prog, inputs, depth, level + 1))
+			return emit_sized(prog, GH_EXPR_YEAR, depth, 1,
+							  f->funcid == F_EXTRACT_TEXT_DATE ? 4 : 8);
 		return false;
 	}
 	/* numeric(int2/int4/int8): the integer's value at scale 0, exactly */
@@ -888,10 +898,8 @@ compile_float(Node *n, List **prog, List **inputs, int *depth, int level)
 		foreach(lc, e->args)
 			if (!compile_float(lfirst(lc), prog, inputs, depth, level + 1))
 				return false;
-		if (!emit(prog, op, depth, op == GH_EXPR_FNEG ? 1 : 2))
-			return false;
-		lsecond((List *) llast(*prog)) = makeInteger(t == FLOAT4OID ? 4 : 8);
-		return true;
+		return emit_sized(prog, op, depth, op == GH_EXPR_FNEG ? 1 : 2,
+						  t == FLOAT4OID ? 4 : 8);
 	}
 	if (IsA(n, FuncExpr) && list_length(((FuncExpr *) n)->args) == 1)
 	{
@@ -914,19 +922,7 @@ compile_float(Node *n, List **prog, List **inputs, int *depth, int level)
 		return false;
 	}
 	if (IsA(n, Const))
-	{
-		Const	   *k = (Const *) n;
-
-		if (k->constisnull)
-			return emit(prog, GH_EXPR_NULLV, depth, 0);
-		*prog = lappend(*prog, list_make2(makeInteger(GH_EXPR_FCONST),
-										  makeConst(FLOAT8OID, -1, InvalidOid, 8,
-													Float8GetDatum(t == FLOAT4OID ?
-																   (double) DatumGetFloat4(k->constvalue) :
-																   DatumGetFloat8(k->constvalue)),
-													false, true)));
-		return emit_checked(prog, depth);
-	}
+		return emit_float_const(prog, GH_EXPR_FCONST, (Const *) n, depth);
 	if (!IsA(n, Var))
 		return false;
 	return emit_input(prog, GH_EXPR_COLF, inputs, n, depth);

@@ -537,25 +537,15 @@ prepare_exprs(GhAggRun *run)
 		for (int o = 0; o < x->nops; o++)
 		{
 			e->op[o] = x->op[o];
+			/* add_expr set cm for the ops that have one, 0 for the others */
+			e->cm[o] = x->cm[o];
 			if (GH_EXPR_IS_CONDITION(x->op[o]))
 				e->conditional = 1;
 			if (x->op[o] == GH_EXPR_COL)
-			{
 				e->scale[o] = (int8) Max(run->num.scale[x->col[o]], 0);
-				e->vals[o] = (const int64_t *) run->batch.d_vals[x->col[o]];
-				e->valid[o] = run->batch.d_valid[x->col[o]];
-			}
 			else if (x->op[o] == GH_EXPR_CONST)
-			{
 				e->scale[o] = (int8) x->cds[o];
-				e->cm[o] = x->cm[o];
-			}
-			else if (x->op[o] == GH_EXPR_JUMP || x->op[o] == GH_EXPR_JUMPF ||
-					 (x->op[o] >= GH_EXPR_IADD && x->op[o] != GH_EXPR_COLF &&
-					  x->op[o] != GH_EXPR_COLFK))
-				e->cm[o] = x->cm[o];
-			if (x->op[o] == GH_EXPR_COLI || x->op[o] == GH_EXPR_COLF ||
-				x->op[o] == GH_EXPR_COLI2F || x->op[o] == GH_EXPR_COLFK)
+			if (GH_EXPR_READS_INPUT(x->op[o]))
 			{
 				e->vals[o] = (const int64_t *) run->batch.d_vals[x->col[o]];
 				e->valid[o] = run->batch.d_valid[x->col[o]];
@@ -621,7 +611,7 @@ expr_host_int(int op, int bytes, Datum l, Datum r)
 					 errmsg("cannot subtract infinite dates")));
 		if (op != GH_EXPR_DDIFF && ainf)
 			return l;
-		v = op == GH_EXPR_DSUBI ? a - b : op == GH_EXPR_DADDI ? a + b : a - b;
+		v = op == GH_EXPR_DADDI ? a + b : a - b;
 		if (op != GH_EXPR_DDIFF && (v < GH_DATE_MIN || v >= GH_DATE_END))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
@@ -891,9 +881,7 @@ gh_agg_expr_fixups(GhAggRun *run, const uint32 *absent, uint32 nabsent,
 
 		/* the colliding rows' values, for the fallback set */
 		for (int o = 0; o < x->nops; o++)
-			if (x->op[o] == GH_EXPR_COL || x->op[o] == GH_EXPR_COLI ||
-				x->op[o] == GH_EXPR_COLF || x->op[o] == GH_EXPR_COLI2F ||
-				x->op[o] == GH_EXPR_COLFK)
+			if (GH_EXPR_READS_INPUT(x->op[o]))
 			{
 				he.vals[o] = (const int64_t *) b->h_vals[x->col[o]];
 				he.valid[o] = b->h_valid[x->col[o]];
