@@ -222,6 +222,35 @@ RESET gpuhash.batch_rows;
 -- a packed input is read with the leader draining the queues only; the
 -- setting is the session's again afterwards
 SHOW parallel_leader_participation;
+-- GpuHashAgg's Gather asks for every worker a Gather may have
+-- (max_parallel_workers_per_gather, at most max_parallel_workers), not the
+-- few its partial plan was priced for: a base relation's scan planned again
+-- for that many, any other partial plan (here a join, priced for its outer
+-- side's one worker) as it is under the wider Gather
+ALTER TABLE gha_t SET (parallel_workers = 1);
+SET max_parallel_workers_per_gather = 3;
+SET gpuhash.force_agg = on;
+SELECT q, (SELECT string_agg(substring(l from 'Workers Planned: [0-9]+'), ', ')
+             FROM gh_plan_lines(q, 'gpuhash') l WHERE l ~ 'Workers Planned') AS gpuhash,
+          (SELECT string_agg(substring(l from 'Workers Planned: [0-9]+'), ', ')
+             FROM gh_plan_lines(q, 'native') l WHERE l ~ 'Workers Planned') AS native
+  FROM (VALUES
+  ('SELECT a.g, count(*), sum(b.a4), max(b.d) FROM gha_t a JOIN gha_t b ON a.i = b.i + 1 GROUP BY a.g'),
+  ('SELECT g, count(*), sum(a8) FROM gha_t GROUP BY g')
+) v(q);
+SET max_parallel_workers = 2;
+SELECT string_agg(substring(l from 'Workers Planned: [0-9]+'), ', ')
+  FROM gh_plan_lines('SELECT a.g, count(*) FROM gha_t a JOIN gha_t b ON a.i = b.i + 1 GROUP BY a.g', 'gpuhash') l
+ WHERE l ~ 'Workers Planned';
+RESET max_parallel_workers;
+RESET gpuhash.force_agg;
+SELECT q, gha_check(q) FROM (VALUES
+  ('SELECT a.g, count(*), sum(b.a4), max(b.d) FROM gha_t a JOIN gha_t b ON a.i = b.i + 1 GROUP BY a.g'),
+  ('SELECT a.t, b.gn, count(*), sum(b.n2), avg(a.f8) FROM gha_t a JOIN gha_t b ON a.i = b.i GROUP BY 1, 2'),
+  ('SELECT count(*), sum(a.a8), min(b.d) FROM gha_t a JOIN gha_t b ON a.i = b.i * 2')
+) v(q);
+ALTER TABLE gha_t RESET (parallel_workers);
+SET max_parallel_workers_per_gather = 2;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;

@@ -1095,7 +1095,13 @@ spill_cost(double rows, double ngroups, int nkeys, int ncols, bool device_keys)
  *	 gha_planner: device keys), the partial plan and one Gather tuple per
  *	 packet, not per row; the workers' packing, a fraction of an operator a
  *	 column, over the workers; and the leader's copy of every row's bytes,
- *	 a smaller fraction, not divided.  Not packed, the child as PostgreSQL
+ *	 a smaller fraction, not divided.  A Gather widened past the workers its
+ *	 partial plan was priced for (gha_upper_paths) divides half of that
+ *	 plan's run among the added ones: PostgreSQL's model divides only a
+ *	 partial plan's CPU, not a scan's page reads, while with the tables in
+ *	 memory the workers' whole time divides (TPC-H scale 10 Q1 on an H100:
+ *	 4.9 s with 7 workers, 3.2-3.5 s with 16 on a host slower by half,
+ *	 bench/results/2026-11-25-gpuhashagg-dict-exprs-tpch-sf10.md).  Not packed, the child as PostgreSQL
  *	 prices it (a Gather passes every row) and the leader's staging of every
  *	 row, a quarter of an operator a column.
  * - A fixed device set-up (gpuhash.join_setup_cost).
@@ -1133,10 +1139,15 @@ cost_gha(CustomPath *path, Path *child, PathTarget *target, double ngroups,
 	if (IsA(child, GatherPath) && device_keys)
 	{
 		GatherPath *gather = (GatherPath *) child;
+		Path	   *sub = gather->subpath;
 		double		workers = Max(gather->num_workers, 1);
 		double		packets = ceil(rows / Max(gpuhash_batch_rows, 1));
+		Cost		run = sub->total_cost - sub->startup_cost;
 
-		input = gather->subpath->total_cost + parallel_setup_cost +
+		if (gather->num_workers > sub->parallel_workers)
+			run *= 0.5 + 0.5 * ghj_parallel_divisor(sub->parallel_workers) /
+				ghj_parallel_divisor(gather->num_workers);
+		input = sub->startup_cost + run + parallel_setup_cost +
 			packets * parallel_tuple_cost;
 		per_row = cpu_operator_cost * cols * (0.1 / workers + 0.05);
 	}
@@ -1204,30 +1215,34 @@ gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 	/*
 	 * And the cheapest partial input, projected in the workers under a
 	 * Gather: the planner hook (gha_planner) then packs the rows there when
-	 * the engine can take packets.
+	 * the engine can take packets.  Offered also where the input's cheapest
+	 * path is already a Gather (apply_scanjoin_target_to_paths gathers the
+	 * final scan/join relation), since then the first path's rows cross the
+	 * Gather one by one and are projected in the leader.
 	 */
-	if (input_rel->partial_pathlist != NIL && input_rel->consider_parallel &&
-		!IsA(input, GatherPath))
+	if (input_rel->partial_pathlist != NIL && input_rel->consider_parallel)
 	{
 		Path	   *partial = linitial(input_rel->partial_pathlist);
 		double		rows = input_rel->rows;
+		int			workers = Min(max_parallel_workers_per_gather, max_parallel_workers);
+		GatherPath *gather;
 
 		/*
 		 * The workers here only read and pack rows for the device: with
 		 * the aggregation gone from them, more of them keep the device fed.
-		 * A base relation's parallel scan gets every worker a Gather may
-		 * have, not the few its size would give it.
+		 * The Gather asks for every worker it may have, not the few the
+		 * input's size gives it (see cost_gha).  A base relation's parallel
+		 * scan is planned again for that many, priced by PostgreSQL.
 		 */
 		if (partial->pathtype == T_SeqScan && input_rel->reloptkind == RELOPT_BASEREL &&
-			partial->parallel_workers > 0 &&
-			partial->parallel_workers < max_parallel_workers_per_gather)
-			partial = create_seqscan_path(root, input_rel, NULL,
-										  max_parallel_workers_per_gather);
+			partial->parallel_workers > 0 && partial->parallel_workers < workers)
+			partial = create_seqscan_path(root, input_rel, NULL, workers);
 
 		child = (Path *) create_projection_path(root, input_rel, partial, child_target);
-		child = (Path *) create_gather_path(root, input_rel, child, child_target,
-											NULL, &rows);
-		add_gha_path(output_rel, child, &q, having, ngroups);
+		gather = create_gather_path(root, input_rel, child, child_target, NULL, &rows);
+		if (gather->num_workers > 0 && gather->num_workers < workers)
+			gather->num_workers = workers;
+		add_gha_path(output_rel, (Path *) gather, &q, having, ngroups);
 	}
 }
 

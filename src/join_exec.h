@@ -456,7 +456,6 @@ extern int	ghj_shared_attach(GhjState *s);
 extern Size ghj_shared_add(GhjState *s, const Datum *rec, uint64 hash,
 						   Size byref_bytes);
 extern bool ghj_shared_claim(GhjShared *sh, bool *claimed);
-extern double ghj_parallel_divisor(int nworkers);
 extern void ghj_shared_spill_chunks(GhjState *s);
 extern void ghj_shared_preallocate(GhjState *s);
 extern bool ghj_shared_loaded(GhjState *s);
