@@ -170,14 +170,15 @@ RESET gpuhash.device_memory_limit;
 -- the share of PostgreSQL's own price that GpuHashJoin is charged
 -- (gpuhash.gpu_join_cost_fraction) counts where the inner side's hash table
 -- outgrows a core's cache (db_o's 50,000 rows and db_i's 100,000 both
--- would), not where it stays in it (20,000 and 1,000 rows, whichever side is
--- the inner one): there the device saves PostgreSQL's probe nothing (the plan is a GpuHashJoin, native's
--- joins being off: its cost is below their disable_cost)
+-- would), not where it stays in it (5,000 and 1,000 rows, whichever side is
+-- the inner one): there the device saves PostgreSQL's probe nothing (the
+-- plan is a GpuHashJoin, native's joins being off: its cost is below their
+-- disable_cost)
 SET gpuhash.gpu_join_cost_fraction = 0.25;
 SELECT db_cost('SELECT * FROM db_o o JOIN db_i i ON o.k = i.k') < :cost_unbounded AS large_sides_fraction_counts;
-SELECT db_cost('SELECT * FROM db_o o JOIN db_i i ON o.k = i.k AND i.k < 1000 AND o.id < 20000') AS small_quarter \gset
+SELECT db_cost('SELECT * FROM db_o o JOIN db_i i ON o.k = i.k AND i.k < 1000 AND o.id < 5000') AS small_quarter \gset
 RESET gpuhash.gpu_join_cost_fraction;
-SELECT db_cost('SELECT * FROM db_o o JOIN db_i i ON o.k = i.k AND i.k < 1000 AND o.id < 20000') = :small_quarter
+SELECT db_cost('SELECT * FROM db_o o JOIN db_i i ON o.k = i.k AND i.k < 1000 AND o.id < 5000') = :small_quarter
        AND :small_quarter < 1e9 AS cached_sides_fraction_ignored;
 RESET gpuhash.device;
 RESET gpuhash.device_memory_limit;

@@ -66,11 +66,15 @@ typedef struct HashKey
 
 /*
  * cost_gpu_join: an inner hash table of fewer bytes than this stays in a
- * core's cache (the L2 of current server CPUs holds 1 to 2 MB); a row takes
- * its width and the overhead of PostgreSQL's hash table (tuple header and
- * bucket pointer).
+ * core's cache (a quarter of the L2 of current server CPUs); a row takes its
+ * width and the overhead of PostgreSQL's hash table (tuple header and bucket
+ * pointer).  At TPC-H scale 10 on an H200 a join over 25 nation rows was
+ * slower on the GPU (Q9), while one over 21,551 part rows (about 600 kB)
+ * was not: Q20 took 9.5 s with it as a GpuHashJoin and 11.4 s with
+ * PostgreSQL's hash join, in two leases whose native Q20 took 14.2 s and
+ * 13.8 s (bench/results/2026-11-27-tpch-sf10-all-22.md).
  */
-#define GH_CACHED_INNER_BYTES (1024.0 * 1024.0)
+#define GH_CACHED_INNER_BYTES (256.0 * 1024.0)
 #define GH_CACHED_ROW_OVERHEAD 24.0
 
 static double spill_pages(double rows, int width);
@@ -387,9 +391,8 @@ cost_gpu_join(PlannerInfo *root, CustomPath *path, RelOptInfo *joinrel,
 		/*
 		 * An inner side whose hash table stays in a core's cache costs
 		 * PostgreSQL's probe no memory stalls, which is what the device
-		 * saves: there GpuHashJoin only adds its batches.  At TPC-H scale
-		 * 10 on an H200 (bench/results/2026-11-27-tpch-sf10-all-22.md), Q9
-		 * over 25 nation rows took 0.88x native's time.
+		 * saves: there GpuHashJoin only adds its batches (see
+		 * GH_CACHED_INNER_BYTES).
 		 */
 		if (table_rows * (inner->pathtarget->width + GH_CACHED_ROW_OVERHEAD) <
 			GH_CACHED_INNER_BYTES)
