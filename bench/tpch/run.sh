@@ -12,7 +12,14 @@
 #     --workers W        max_parallel_workers_per_gather of every variant
 #                        (default 16; 0 = serial)
 #     --queries "..."    query numbers (default "1 2 ... 22")
-#     --variants "..."   subset of: native gpuhash (default both)
+#     --variants "..."   subset of: native native-wide gpuhash (default:
+#                        native gpuhash).  native-wide is native with
+#                        min_parallel_table_scan_size and
+#                        min_parallel_index_scan_size 0, so that PostgreSQL
+#                        gives each parallel scan as many workers as its size
+#                        allows up to --workers (13 for scale 10's lineitem,
+#                        against 7 by default): how much of gpuhash's gain
+#                        its wider Gathers alone would give
 #     --device D         gpuhash.device of the gpuhash variant: auto, gpu or
 #                        cpu (default auto)
 #     --work-mem M       work_mem of every variant (default: not set, i.e.
@@ -94,7 +101,7 @@ done
 case $device in auto|gpu|cpu) ;; *) echo "--device is auto, gpu or cpu" >&2; exit 2 ;; esac
 [ "$repeats" -ge 1 ] || { echo "--repeats must be at least 1" >&2; exit 2; }
 for v in $variants; do
-  case $v in native|gpuhash) ;; *) echo "unknown variant $v (native, gpuhash)" >&2; exit 2 ;; esac
+  case $v in native|native-wide|gpuhash) ;; *) echo "unknown variant $v (native, native-wide, gpuhash)" >&2; exit 2 ;; esac
 done
 for q in $queries; do
   case $q in [1-9]|1[0-9]|2[0-2]) ;; *) echo "no TPC-H query $q" >&2; exit 2 ;; esac
@@ -118,9 +125,10 @@ out=$(cd "$out" && pwd)
 log=$out/bench.log
 : >"$log"
 say() { echo "$*" >&2; echo "$*" >>"$log"; }
-with_gpuhash=0 both=0
+with_gpuhash=0 both=0 wide=0
 case " $variants " in *" gpuhash "*) with_gpuhash=1 ;; esac
 case " $variants " in *" native "*) [ "$with_gpuhash" -eq 1 ] && both=1 ;; esac
+case " $variants " in *" native-wide "*) [ "$with_gpuhash" -eq 1 ] && wide=1 ;; esac
 
 # ---------------------------------------------------------------- cluster
 # max_parallel_workers_per_gather is set per session; the pool is large
@@ -190,8 +198,12 @@ settings() {
   echo "SET max_parallel_workers_per_gather = $workers;"
   [ -n "$work_mem" ] && echo "SET work_mem = '$work_mem';"
   echo "SET statement_timeout = '${timeout}s';"
-  if [ "$kind" = native ]; then
+  if [ "$kind" = native ] || [ "$kind" = native-wide ]; then
     echo "SET gpuhash.enabled = off;"
+    if [ "$kind" = native-wide ]; then
+      echo "SET min_parallel_table_scan_size = 0;"
+      echo "SET min_parallel_index_scan_size = 0;"
+    fi
   else
     echo "SET gpuhash.enabled = on;"
     echo "SET gpuhash.device = $device;"
@@ -266,12 +278,13 @@ run_variant() {
 fmt() { awk -v x="$1" 'BEGIN { printf "%.3f", x }'; }
 
 declare -A MED
-status=0 n_both=0 log_sum=0
+status=0 n_both=0 log_sum=0 n_wide=0 log_wide=0
 # the table: one row per query, median and min of each variant
 hdr="| query |" sep="|---|"
 for v in $variants; do hdr="$hdr $v median s | $v min s |"; sep="$sep---|---|"; done
 if [ "$with_gpuhash" -eq 1 ]; then hdr="$hdr GpuHashJoin / GpuHashAgg nodes |"; sep="$sep---|"; fi
 if [ "$both" -eq 1 ]; then hdr="$hdr speed-up |"; sep="$sep---|"; fi
+if [ "$wide" -eq 1 ]; then hdr="$hdr speed-up over native-wide |"; sep="$sep---|"; fi
 echo "$hdr rows | max workers launched | result |"
 echo "$sep---|---|---|"
 for q in $queries $extras; do
@@ -327,11 +340,25 @@ for q in $queries $extras; do
     fi
     row="$row $sp |"
   fi
+  if [ "$wide" -eq 1 ]; then
+    sp=""
+    if [ -n "${MED[$q/native-wide]:-}" ] && [ -n "${MED[$q/gpuhash]:-}" ]; then
+      sp=$(awk -v n="${MED[$q/native-wide]}" -v g="${MED[$q/gpuhash]}" 'BEGIN { if (n > 0 && g > 0) printf "%.2fx", n / g }')
+      if [ -n "$sp" ] && [ "$label" = "${label#* (not TPC-H)}" ]; then
+        n_wide=$((n_wide + 1))
+        log_wide=$(awk -v s="$log_wide" -v n="${MED[$q/native-wide]}" -v g="${MED[$q/gpuhash]}" 'BEGIN { printf "%.12f", s + log(n / g) }')
+      fi
+    fi
+    row="$row $sp |"
+  fi
   echo "$row $rows | $wls | ${ok:-same} |"
 done
 echo
 if [ "$n_both" -gt 0 ]; then
   echo "Geometric mean of the speed-ups (native median / gpuhash median) over the $n_both queries that ran on both: $(awk -v s="$log_sum" -v n="$n_both" 'BEGIN { printf "%.2fx", exp(s / n) }')."
+fi
+if [ "$n_wide" -gt 0 ]; then
+  echo "Geometric mean of the speed-ups over native-wide (native-wide median / gpuhash median; native-wide: min_parallel_table_scan_size and min_parallel_index_scan_size 0) over the $n_wide queries that ran on both: $(awk -v s="$log_wide" -v n="$n_wide" 'BEGIN { printf "%.2fx", exp(s / n) }')."
 fi
 wm=${work_mem:-"PostgreSQL's default (4MB)"}
 echo "TPC-H scale $scale, queries from qgen -d (the default substitution parameters); max_parallel_workers_per_gather $workers; work_mem $wm; $repeats timed runs after one warm-up per query and variant, median and min in seconds$( [ "$with_gpuhash" -eq 1 ] && echo "; gpuhash.device $device")."
