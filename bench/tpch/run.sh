@@ -278,7 +278,20 @@ run_variant() {
 fmt() { awk -v x="$1" 'BEGIN { printf "%.3f", x }'; }
 
 declare -A MED
-status=0 n_both=0 log_sum=0 n_wide=0 log_wide=0
+status=0
+
+# speedup QUERY REF LABEL: REF's median over gpuhash's for QUERY ("" where
+# either did not run); a TPC-H query's ratio (not an --extra query's) is kept
+# in $work/sp.REF for the geometric mean
+speedup() {
+  local q=$1 ref=$2 label=$3 sp=""
+  if [ -n "${MED[$q/$ref]:-}" ] && [ -n "${MED[$q/gpuhash]:-}" ]; then
+    sp=$(awk -v n="${MED[$q/$ref]}" -v g="${MED[$q/gpuhash]}" 'BEGIN { if (n > 0 && g > 0) printf "%.6f", n / g }')
+    [ -n "$sp" ] && [ "$label" = "${label#* (not TPC-H)}" ] && echo "$sp" >>"$work/sp.$ref"
+  fi
+  [ -n "$sp" ] && awk -v x="$sp" 'BEGIN { printf "%.2fx", x }'
+  return 0
+}
 # the table: one row per query, median and min of each variant
 hdr="| query |" sep="|---|"
 for v in $variants; do hdr="$hdr $v median s | $v min s |"; sep="$sep---|---|"; done
@@ -328,38 +341,21 @@ for q in $queries $extras; do
     fi
   done
   [ "$with_gpuhash" -eq 1 ] && row="$row ${gjs} |"
-  if [ "$both" -eq 1 ]; then
-    sp=""
-    if [ -n "${MED[$q/native]:-}" ] && [ -n "${MED[$q/gpuhash]:-}" ]; then
-      sp=$(awk -v n="${MED[$q/native]}" -v g="${MED[$q/gpuhash]}" 'BEGIN { if (n > 0 && g > 0) printf "%.2fx", n / g }')
-      # the geometric mean is TPC-H's: --extra queries stay out of it
-      if [ -n "$sp" ] && [ "$label" = "${label#* (not TPC-H)}" ]; then
-        n_both=$((n_both + 1))
-        log_sum=$(awk -v s="$log_sum" -v n="${MED[$q/native]}" -v g="${MED[$q/gpuhash]}" 'BEGIN { printf "%.12f", s + log(n / g) }')
-      fi
-    fi
-    row="$row $sp |"
-  fi
-  if [ "$wide" -eq 1 ]; then
-    sp=""
-    if [ -n "${MED[$q/native-wide]:-}" ] && [ -n "${MED[$q/gpuhash]:-}" ]; then
-      sp=$(awk -v n="${MED[$q/native-wide]}" -v g="${MED[$q/gpuhash]}" 'BEGIN { if (n > 0 && g > 0) printf "%.2fx", n / g }')
-      if [ -n "$sp" ] && [ "$label" = "${label#* (not TPC-H)}" ]; then
-        n_wide=$((n_wide + 1))
-        log_wide=$(awk -v s="$log_wide" -v n="${MED[$q/native-wide]}" -v g="${MED[$q/gpuhash]}" 'BEGIN { printf "%.12f", s + log(n / g) }')
-      fi
-    fi
-    row="$row $sp |"
-  fi
+  [ "$both" -eq 1 ] && row="$row $(speedup "$q" native "$label") |"
+  [ "$wide" -eq 1 ] && row="$row $(speedup "$q" native-wide "$label") |"
   echo "$row $rows | $wls | ${ok:-same} |"
 done
 echo
-if [ "$n_both" -gt 0 ]; then
-  echo "Geometric mean of the speed-ups (native median / gpuhash median) over the $n_both queries that ran on both: $(awk -v s="$log_sum" -v n="$n_both" 'BEGIN { printf "%.2fx", exp(s / n) }')."
-fi
-if [ "$n_wide" -gt 0 ]; then
-  echo "Geometric mean of the speed-ups over native-wide (native-wide median / gpuhash median; native-wide: min_parallel_table_scan_size and min_parallel_index_scan_size 0) over the $n_wide queries that ran on both: $(awk -v s="$log_wide" -v n="$n_wide" 'BEGIN { printf "%.2fx", exp(s / n) }')."
-fi
+for ref in native native-wide; do
+  [ -s "$work/sp.$ref" ] || continue
+  n=$(wc -l <"$work/sp.$ref")
+  gm=$(awk '{ s += log($1) } END { printf "%.2fx", exp(s / NR) }' "$work/sp.$ref")
+  if [ "$ref" = native ]; then
+    echo "Geometric mean of the speed-ups (native median / gpuhash median) over the $n queries that ran on both: $gm."
+  else
+    echo "Geometric mean of the speed-ups over native-wide (native-wide median / gpuhash median; native-wide: min_parallel_table_scan_size and min_parallel_index_scan_size 0) over the $n queries that ran on both: $gm."
+  fi
+done
 wm=${work_mem:-"PostgreSQL's default (4MB)"}
 echo "TPC-H scale $scale, queries from qgen -d (the default substitution parameters); max_parallel_workers_per_gather $workers; work_mem $wm; $repeats timed runs after one warm-up per query and variant, median and min in seconds$( [ "$with_gpuhash" -eq 1 ] && echo "; gpuhash.device $device")."
 [ -n "$decorrelate" ] && echo "Q17 and Q20 ran in their decorrelated forms (bench/tpch/queries.sh --decorrelate: the correlated subquery as a GROUP BY of lineitem joined on its correlation columns; same rows)."
