@@ -1101,9 +1101,10 @@ spill_cost(double rows, double ngroups, int nkeys, int ncols, bool device_keys)
  *	 partial plan's CPU, not a scan's page reads, while with the tables in
  *	 memory the workers' whole time divides (TPC-H scale 10 Q1 on an H100:
  *	 4.9 s with 7 workers, 3.2-3.5 s with 16 on a host slower by half,
- *	 bench/results/2026-11-25-gpuhashagg-dict-exprs-tpch-sf10.md).  Not packed, the child as PostgreSQL
- *	 prices it (a Gather passes every row) and the leader's staging of every
- *	 row, a quarter of an operator a column.
+ *	 bench/results/2026-11-25-gpuhashagg-dict-exprs-tpch-sf10.md).  Not
+ *	 packed, the child as PostgreSQL prices it (a Gather passes every row)
+ *	 and the leader's staging of every row, a quarter of an operator a
+ *	 column.
  * - A fixed device set-up (gpuhash.join_setup_cost).
  * - Per group, the target list and HAVING.
  * - The spill, when the estimated groups need more than their budget
