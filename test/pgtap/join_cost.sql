@@ -10,7 +10,7 @@
 \pset tuples_only true
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS gpuhash;
-SELECT plan(13);
+SELECT plan(16);
 SET LOCAL jit = off;
 SET LOCAL gpuhash.device = gpu;
 SET LOCAL gpuhash.force_join = off;
@@ -99,6 +99,31 @@ INSERT INTO jc_q VALUES
   ('SELECT count(*) FROM jc_big_o o JOIN jc_big_i i ON o.k + 1 = i.k * 2');
 SELECT is((SELECT count(*) FROM jc_q WHERE pg_temp.plan_text(q) ~ 'GpuHashJoin'), (SELECT count(*) FROM jc_q),
           'every join type, multi-column, cross-type and expression keys: a GpuHashJoin when the GPU is nearly free');
+RESET gpuhash.gpu_join_cost_fraction;
+RESET gpuhash.join_setup_cost;
+
+------------------------------------------------------------------------------
+-- a key expression is computed once per row of its side, on the CPU
+-- (GpuHashJoin compares the stored values), not once per bucket comparison
+-- as PostgreSQL's model charges its own hash clauses: a key of COST 10000
+-- around jc_big_i.k adds its 50,000 rows' evaluations to the price in full,
+-- however small the fraction (the per-comparison charge, scaled by the
+-- fraction, added about a twentieth of that), and not the 400,000 of the
+-- other side
+CREATE FUNCTION pg_temp.dear(int) RETURNS int LANGUAGE plpgsql IMMUTABLE STRICT COST 10000
+  AS 'BEGIN RETURN $1; END';
+\set dear 'SELECT count(*) FROM jc_big_o o JOIN jc_big_i i ON o.k = pg_temp.dear(i.k)'
+SET LOCAL gpuhash.gpu_join_cost_fraction = 0.01;
+SET LOCAL gpuhash.join_setup_cost = 0;
+SELECT pg_temp.total_cost(:'big') AS plain_key_cost \gset
+SELECT pg_temp.total_cost(:'dear') AS dear_key_cost \gset
+SELECT alike(pg_temp.plan_text(:'dear'), '%GpuHashJoin%', 'the join on a costly key is a GpuHashJoin');
+SELECT cmp_ok(:dear_key_cost::float8 - :plain_key_cost::float8, '>=',
+              0.99 * 50000 * 10000 * current_setting('cpu_operator_cost')::float8,
+              'the costly key is priced once per row of its side, in full');
+SELECT cmp_ok(:dear_key_cost::float8 - :plain_key_cost::float8, '<',
+              2 * 50000 * 10000 * current_setting('cpu_operator_cost')::float8,
+              'and only for that side''s rows');
 RESET gpuhash.gpu_join_cost_fraction;
 RESET gpuhash.join_setup_cost;
 
