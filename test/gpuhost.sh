@@ -33,7 +33,11 @@ cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/gpuhost-out}
 mkdir -p "$out"
 chmod -R a+rX .
-source .gpuhost/pg.sh ${GPUHOST_PORT:-5432} >"$out/pg.log" 2>&1 || { cat "$out/pg.log"; exit 1; }
+# the next free port from GPUHOST_PORT (5432): a call made on a still warm
+# machine finds the cluster of the one before it running
+port=${GPUHOST_PORT:-5432}
+while [ -e "/tmp/.s.PGSQL.$port.lock" ]; do port=$((port + 1)); done
+source .gpuhost/pg.sh "$port" >"$out/pg.log" 2>&1 || { cat "$out/pg.log"; exit 1; }
 export GPUHASH_SKIP_DEPS=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 # sqlsmith and its libpqxx, when carried (the GPU hosts have no package access)
