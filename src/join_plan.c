@@ -62,6 +62,8 @@ typedef struct HashKey
 	Oid			inner_hash;
 	Oid			eqfunc;
 	Oid			collation;
+	QualCost	outer_cost;		/* computing outer_expr for one row */
+	QualCost	inner_cost;		/* and inner_expr */
 } HashKey;
 
 /*
@@ -78,7 +80,7 @@ typedef struct HashKey
 #define GH_CACHED_ROW_OVERHEAD 24.0
 
 static double spill_pages(double rows, int width);
-static QualCost key_eval_cost(PlannerInfo *root, List *keys, bool inner);
+static QualCost key_eval_cost(List *keys, bool inner);
 static int	join_batches(Path *inner, GhTarget target);
 static bool shared_inner_fits(Path *inner, int nkeys, int parallel_workers);
 
@@ -120,7 +122,7 @@ gpuhash_init_join_plan(void)
  * extended hash functions for both sides.
  */
 static bool
-hash_key_for_clause(RestrictInfo *rinfo, RelOptInfo *outerrel,
+hash_key_for_clause(PlannerInfo *root, RestrictInfo *rinfo, RelOptInfo *outerrel,
 					RelOptInfo *innerrel, HashKey *key)
 {
 	OpExpr	   *op;
@@ -183,6 +185,8 @@ hash_key_for_clause(RestrictInfo *rinfo, RelOptInfo *outerrel,
 			key->swapped = true;
 		}
 	}
+	cost_qual_eval_node(&key->outer_cost, (Node *) key->outer_expr, root);
+	cost_qual_eval_node(&key->inner_cost, (Node *) key->inner_expr, root);
 	return true;
 }
 
@@ -235,17 +239,15 @@ native_hashjoin(PlannerInfo *root, RelOptInfo *joinrel, JoinType jointype,
 	{
 		HashKey    *key = lfirst(lc);
 		RestrictInfo *rinfo = key->rinfo;
-		QualCost	whole,
-					outer_side,
-					inner_side;
+		QualCost	whole;
 
 		hashclauses = lappend(hashclauses, rinfo);
 		cost_qual_eval_node(&whole, (Node *) rinfo->clause, root);
-		cost_qual_eval_node(&outer_side, (Node *) key->outer_expr, root);
-		cost_qual_eval_node(&inner_side, (Node *) key->inner_expr, root);
 		saved_cost[i++] = rinfo->eval_cost;
-		rinfo->eval_cost.startup = Max(whole.startup - outer_side.startup - inner_side.startup, 0);
-		rinfo->eval_cost.per_tuple = Max(whole.per_tuple - outer_side.per_tuple - inner_side.per_tuple, 0);
+		rinfo->eval_cost.startup =
+			Max(whole.startup - key->outer_cost.startup - key->inner_cost.startup, 0);
+		rinfo->eval_cost.per_tuple =
+			Max(whole.per_tuple - key->outer_cost.per_tuple - key->inner_cost.per_tuple, 0);
 	}
 
 	/*
@@ -278,7 +280,7 @@ native_hashjoin(PlannerInfo *root, RelOptInfo *joinrel, JoinType jointype,
  * outer) for one row: what GpuHashJoin does once per row and side.
  */
 static QualCost
-key_eval_cost(PlannerInfo *root, List *keys, bool inner)
+key_eval_cost(List *keys, bool inner)
 {
 	QualCost	total = {0, 0};
 	ListCell   *lc;
@@ -286,11 +288,10 @@ key_eval_cost(PlannerInfo *root, List *keys, bool inner)
 	foreach(lc, keys)
 	{
 		HashKey    *key = lfirst(lc);
-		QualCost	c;
+		QualCost   *c = inner ? &key->inner_cost : &key->outer_cost;
 
-		cost_qual_eval_node(&c, (Node *) (inner ? key->inner_expr : key->outer_expr), root);
-		total.startup += c.startup;
-		total.per_tuple += c.per_tuple;
+		total.startup += c->startup;
+		total.per_tuple += c->per_tuple;
 	}
 	return total;
 }
@@ -434,8 +435,8 @@ cost_gpu_join(PlannerInfo *root, CustomPath *path, RelOptInfo *joinrel,
 		Cost		probe = native->jpath.path.total_cost -
 			native->jpath.path.startup_cost - outer_run;
 		double		fraction = gpuhash_gpu_join_cost_fraction;
-		QualCost	inner_keys = key_eval_cost(root, keys, true);
-		QualCost	outer_keys = key_eval_cost(root, keys, false);
+		QualCost	inner_keys = key_eval_cost(keys, true);
+		QualCost	outer_keys = key_eval_cost(keys, false);
 
 		/*
 		 * Less the disable_cost that PostgreSQL adds to its own startup when
@@ -632,7 +633,7 @@ gpuhash_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 			otherquals = lappend(otherquals, rinfo);
 			continue;
 		}
-		if (hash_key_for_clause(rinfo, outerrel, innerrel, key))
+		if (hash_key_for_clause(root, rinfo, outerrel, innerrel, key))
 			keys = lappend(keys, key);
 		else
 		{
