@@ -197,12 +197,7 @@ hash_key_for_clause(PlannerInfo *root, RestrictInfo *rinfo, RelOptInfo *outerrel
 static double
 parallel_divisor(Path *path)
 {
-	double		divisor = path->parallel_workers;
-	double		leader = 1.0 - (0.3 * path->parallel_workers);
-
-	if (parallel_leader_participation && leader > 0)
-		divisor += leader;
-	return divisor;
+	return ghj_parallel_divisor(path->parallel_workers);
 }
 
 /*
