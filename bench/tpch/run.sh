@@ -280,14 +280,14 @@ fmt() { awk -v x="$1" 'BEGIN { printf "%.3f", x }'; }
 declare -A MED
 status=0
 
-# speedup QUERY REF LABEL: REF's median over gpuhash's for QUERY ("" where
-# either did not run); a TPC-H query's ratio (not an --extra query's) is kept
-# in $work/sp.REF for the geometric mean
+# speedup QUERY REF: REF's median over gpuhash's for QUERY ("" where either
+# did not run); a TPC-H query's ratio (a number, not an --extra query's name)
+# is kept in $work/sp.REF for the geometric mean
 speedup() {
-  local q=$1 ref=$2 label=$3 sp=""
+  local q=$1 ref=$2 sp=""
   if [ -n "${MED[$q/$ref]:-}" ] && [ -n "${MED[$q/gpuhash]:-}" ]; then
     sp=$(awk -v n="${MED[$q/$ref]}" -v g="${MED[$q/gpuhash]}" 'BEGIN { if (n > 0 && g > 0) printf "%.6f", n / g }')
-    [ -n "$sp" ] && [ "$label" = "${label#* (not TPC-H)}" ] && echo "$sp" >>"$work/sp.$ref"
+    case $q in [0-9]*) [ -n "$sp" ] && echo "$sp" >>"$work/sp.$ref" ;; esac
   fi
   [ -n "$sp" ] && awk -v x="$sp" 'BEGIN { printf "%.2fx", x }'
   return 0
@@ -341,8 +341,8 @@ for q in $queries $extras; do
     fi
   done
   [ "$with_gpuhash" -eq 1 ] && row="$row ${gjs} |"
-  [ "$both" -eq 1 ] && row="$row $(speedup "$q" native "$label") |"
-  [ "$wide" -eq 1 ] && row="$row $(speedup "$q" native-wide "$label") |"
+  [ "$both" -eq 1 ] && row="$row $(speedup "$q" native) |"
+  [ "$wide" -eq 1 ] && row="$row $(speedup "$q" native-wide) |"
   echo "$row $rows | $wls | ${ok:-same} |"
 done
 echo
