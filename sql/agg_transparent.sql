@@ -541,6 +541,22 @@ SELECT q, gha_check(q) FROM (VALUES
   ('SELECT i, sum(a + b), sum(a - b), sum(a * b), sum(-a), min(b - a), max(a * -b) FROM gha_edge GROUP BY i'),
   ('SELECT i, sum(a * b * a), sum(1.5 * a - b * 0.25), avg(a + 1e-20) FROM gha_edge GROUP BY i')
 ) v(q);
+-- NUMERIC arguments as the host reads them into fixed point (up to four
+-- base-10000 digits at once, longer ones digit by digit): values at the
+-- edges of both ways, three rows a group, serial and packed by workers;
+-- 9999999999999999.000 and 9.3e18 do not fit 64 bits at their scale and
+-- travel whole
+CREATE TABLE gha_dec AS
+SELECT i, v FROM (VALUES (1, 9999999999999999), (2, 9999999999999999.0), (3, 9999999999999999.000),
+  (4, 999999999999.9999), (5, 0.001), (6, 0.1), (7, 12.5), (8, 12.50), (9, -0.05), (10, 1e15),
+  (11, 1e18), (12, 9e18), (13, 9.3e18), (14, 922337203685477.5807), (15, -9999999999999999),
+  (16, 0.00000000000000001), (17, 0.00000), (18, 92233720368547758.07), (19, -922337203685477.5808),
+  (20, 1234.5678), (21, 0.12345), (22, 100000000), (23, 99999999999999.99)) d(i, v),
+  generate_series(1, 3);
+ANALYZE gha_dec;
+SELECT q, gha_check(q), gha_check_packed(q) FROM (VALUES
+  ('SELECT i, sum(v), min(v), max(v), avg(v), sum(v * 2), sum(-v) FROM gha_dec GROUP BY i')
+) v(q);
 -- conditions: NUMERIC comparisons, AND, OR, NOT and searched CASE in an
 -- aggregate's argument run on the device too (EXPLAIN VERBOSE shows each
 -- query's arguments as Device Expressions); a row with a NULL, NaN,
@@ -862,11 +878,11 @@ BEGIN
   END LOOP;
   RAISE NOTICE 'device time lines under EXPLAIN (ANALYZE): %', n;
 END $$;
--- without force_agg (and enable_agg off, the default) PostgreSQL plans alone
+-- without force_agg the cost model keeps a table this small PostgreSQL's
 RESET gpuhash.force_agg;
 SELECT count(*) AS gpuhashagg FROM gh_plan_lines('SELECT g, sum(a4) FROM gha_t GROUP BY g', 'gpuhash') l
  WHERE l ~ 'GpuHashAgg';
 
-DROP TABLE gha_t, gha_pk, gha_cust, gha_e, gha_num, gha_time, gha_int, gha_fpair, gha_fint, gha_dates, gha_years CASCADE;
+DROP TABLE gha_dec, gha_t, gha_pk, gha_cust, gha_e, gha_num, gha_time, gha_int, gha_fpair, gha_fint, gha_dates, gha_years CASCADE;
 DROP FUNCTION gha_fok(float8, float8, text), gha_f4ok(float4, float4, text);
 DROP FUNCTION gha_child_computes(text, text), gha_check_packed(text), gha_check(text, int), gha_analyze(text), gha_errors(text), gha_plan(text);

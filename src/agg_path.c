@@ -1387,7 +1387,9 @@ gha_begin(CustomScanState *node, EState *estate, int eflags)
 	node->custom_ps = list_make1(st->child);
 	st->packed = intVal(list_nth(cscan->custom_private, GHA_PRIV_PACKED)) != 0;
 	st->plan = engine_plan(cscan);
-	st->target = gpuhash_plan_target() == GH_TARGET_GPU ? GH_TARGET_GPU : GH_TARGET_CPU;
+	/* device = cpu runs the CPU twin, also where gpuhash.cost_as_gpu planned */
+	st->target = gpuhash_device != GPUHASH_DEVICE_CPU &&
+		gpuhash_plan_target() == GH_TARGET_GPU ? GH_TARGET_GPU : GH_TARGET_CPU;
 }
 
 /*

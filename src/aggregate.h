@@ -794,6 +794,66 @@ gh_agg_num_decode(Datum d, int64 *m, int *dscale)
 	}
 	if (ds > GH_NUM_SCALE_CAP)
 		return GH_NUMV_BIG;
+
+	/*
+	 * At most four base-10000 digits (the common case: below 10^16 at the
+	 * value's own precision): Horner's rule in 64 bits gives value *
+	 * 10000^f, f the digits after the point, then one scaling by 10^(ds -
+	 * 4f) with constant divisors.  Anything else takes the general loop,
+	 * which gives the same answer.
+	 */
+	if (len - hdr <= 8)
+	{
+		uint64		u = 0;
+		int			nd = (len - hdr) / 2;
+		int			e = ds - 4 * (nd - 1 - weight);
+		bool		ok = true;
+
+		for (int i = 0; i < nd; i++)
+		{
+			int16		digit;
+
+			memcpy(&digit, p + hdr + 2 * i, sizeof(digit));
+			ok &= digit >= 0 && digit < 10000;
+			u = u * 10000 + (uint64) (uint16) digit;
+		}
+		if (e >= 0 && e <= 18)
+		{
+			static const uint64 pow10[19] = {
+				1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000,
+				1000000000, UINT64CONST(10000000000), UINT64CONST(100000000000),
+				UINT64CONST(1000000000000), UINT64CONST(10000000000000),
+				UINT64CONST(100000000000000), UINT64CONST(1000000000000000),
+				UINT64CONST(10000000000000000), UINT64CONST(100000000000000000),
+				UINT64CONST(1000000000000000000)};
+
+			ok &= !__builtin_mul_overflow(u, pow10[e], &u) &&
+				u <= (uint64) PG_INT64_MAX;
+		}
+		else if (e == -1)
+		{
+			ok &= u % 10 == 0;
+			u /= 10;
+		}
+		else if (e == -2)
+		{
+			ok &= u % 100 == 0;
+			u /= 100;
+		}
+		else if (e == -3)
+		{
+			ok &= u % 1000 == 0;
+			u /= 1000;
+		}
+		else
+			ok = false;
+		if (ok)
+		{
+			*m = neg ? -(int64) u : (int64) u;
+			*dscale = ds;
+			return GH_NUMV_FINITE;
+		}
+	}
 	for (int i = 0; i < (len - hdr) / 2; i++)
 	{
 		int16		digit;

@@ -431,8 +431,13 @@ pack_numeric(PackState *ps, int c, uint32 n, Datum v)
 	struct varlena *whole;
 	uint32		len;
 	uint16		col = (uint16) c;
-	MemoryContext old = MemoryContextSwitchTo(ps->detoast_cxt);
-	bool		fixed = gh_agg_num_decode(v, &m, &ds) == GH_NUMV_FINITE;
+	MemoryContext old = CurrentMemoryContext;
+	bool		fixed;
+
+	/* decoding allocates only for a compressed or out-of-line value */
+	if (VARATT_IS_EXTERNAL(DatumGetPointer(v)) || VARATT_IS_COMPRESSED(DatumGetPointer(v)))
+		MemoryContextSwitchTo(ps->detoast_cxt);
+	fixed = gh_agg_num_decode(v, &m, &ds) == GH_NUMV_FINITE;
 
 	if (fixed)
 	{
@@ -443,6 +448,7 @@ pack_numeric(PackState *ps, int c, uint32 n, Datum v)
 	{
 		((int64 *) ps->vals[c])[n] = 0;
 		ps->ds[c][n] = 0;
+		MemoryContextSwitchTo(ps->detoast_cxt);
 		whole = PG_DETOAST_DATUM(v);
 		len = VARSIZE(whole);
 		appendBinaryStringInfo(&ps->exc, (char *) &n, 4);

@@ -151,6 +151,8 @@ gh_log_no_gpu(void)
  * and no GPU it still answers GPU, so that the executor raises the ERROR the
  * user asked for.  In a database without CREATE EXTENSION gpuhash (or with
  * gpuhash.enabled off) it answers NONE: PostgreSQL's plans stay as they are.
+ * device = cpu with gpuhash.cost_as_gpu answers GPU: the GPU's plans, which
+ * gpuhash_exec_target then gives to the CPU twin.
  */
 GhTarget
 gpuhash_plan_target(void)
@@ -160,7 +162,7 @@ gpuhash_plan_target(void)
 	switch ((GpuhashDeviceSetting) gpuhash_device)
 	{
 		case GPUHASH_DEVICE_CPU:
-			return GH_TARGET_CPU;
+			return gpuhash_cost_as_gpu ? GH_TARGET_GPU : GH_TARGET_CPU;
 		case GPUHASH_DEVICE_GPU:
 			return GH_TARGET_GPU;
 		case GPUHASH_DEVICE_AUTO:

@@ -40,7 +40,8 @@ PG_MODULE_MAGIC;
 bool		gpuhash_enabled = true;
 int			gpuhash_device = GPUHASH_DEVICE_AUTO;
 bool		gpuhash_force_join = false;
-bool		gpuhash_enable_agg = false;
+bool		gpuhash_enable_agg = true;
+bool		gpuhash_cost_as_gpu = false;
 bool		gpuhash_force_agg = false;
 int			gpuhash_inject_alloc_failure = 0;
 int			gpuhash_batch_rows = GPUHASH_BATCH_ROWS_DEFAULT;
@@ -133,8 +134,19 @@ _PG_init(void)
 
 	DefineCustomBoolVariable("gpuhash.enable_agg",
 							 "Lets the planner choose GpuHashAgg for GROUP BY and aggregates on the GPU.",
-							 "Off by default until its cost model is measured on a GPU: only gpuhash.force_agg plans it.",
+							 "Its cost model plans it on a GPU (gpuhash.device gpu, or auto with one); off: only gpuhash.force_agg plans it.",
 							 &gpuhash_enable_agg,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpuhash.cost_as_gpu",
+							 "With gpuhash.device = cpu, plans as if the operators ran on a GPU.",
+							 "Meant for tests: the GPU's cost model and its choices by cost, "
+							 "executed by the CPU twin, so that a machine without a GPU sees "
+							 "the plans a GPU host would choose.",
+							 &gpuhash_cost_as_gpu,
 							 false,
 							 PGC_USERSET,
 							 0,

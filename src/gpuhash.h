@@ -30,6 +30,7 @@ extern int	gpuhash_device;
 extern bool gpuhash_force_join;
 extern bool gpuhash_enable_agg;
 extern bool gpuhash_force_agg;
+extern bool gpuhash_cost_as_gpu;
 extern int	gpuhash_inject_alloc_failure;
 extern int	gpuhash_server_device_memory;
 extern int	gpuhash_device_memory_limit;

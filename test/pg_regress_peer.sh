@@ -34,7 +34,11 @@
 # Environment:
 #   GPUHASH_TEST_DEVICE     cpu (default), gpu or auto
 #   GPUHASH_PEER_FORCE      what the gpuhash pass forces: "join agg" (default:
-#                           gpuhash.force_join and gpuhash.force_agg), "join"
+#                           gpuhash.force_join and gpuhash.force_agg), "join",
+#                           or "" (nothing: the planner's choice by cost)
+#   GPUHASH_PEER_CONF       more lines for the gpuhash pass's configuration,
+#                           e.g. "gpuhash.cost_as_gpu = on" (with device cpu:
+#                           the plans a GPU host would choose, on the CPU twin)
 #   GPUHASH_PGSRC_CACHE     where PostgreSQL's test sources are kept between
 #                           runs (default .pgsrc/ in the project, git-ignored);
 #                           fetched with apt-get source when empty
@@ -59,7 +63,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 cd "$GPUHASH_ROOT" || exit 2
 
 device=${GPUHASH_TEST_DEVICE:-cpu}
-force=${GPUHASH_PEER_FORCE:-join agg}
+force=${GPUHASH_PEER_FORCE-join agg}
+peer_conf=${GPUHASH_PEER_CONF:-}
 case $device in cpu|gpu|auto) ;; *) echo "GPUHASH_TEST_DEVICE must be cpu, gpu or auto" >&2; exit 2 ;; esac
 cache=${GPUHASH_PGSRC_CACHE:-$GPUHASH_ROOT/.pgsrc}
 pass_timeout=${GPUHASH_PEER_TIMEOUT:-1200}
@@ -251,6 +256,7 @@ run_pass() {
     else
       echo "gpuhash.enabled = on"
       for f in $force; do echo "gpuhash.force_$f = on"; done
+      [ -n "$peer_conf" ] && printf '%s\n' "$peer_conf"
     fi
     echo "statement_timeout = '$stmt_timeout'"
     [ -n "$gpu_service" ] && echo "gpuhash.gpu_service = $gpu_service"

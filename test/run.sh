@@ -144,9 +144,12 @@ part regress && run_installcheck regress ""
 # nested ones too, with ANALYZE, VERBOSE, BUFFERS, WAL, SETTINGS and
 # triggers, in XML (an EXPLAIN that fails makes its statement fail, so the
 # expected output changes).  The plans go nowhere (log level DEBUG5); making
-# them is the test.
-note "pg_regress under auto_explain (VERBOSE, ANALYZE, FORMAT XML; gpuhash.device = $device)"
-part autoexplain && run_installcheck regress-auto-explain "session_preload_libraries = 'auto_explain'
+# them is the test.  This pass also plans with the GPU's cost model
+# (gpuhash.cost_as_gpu; on the CPU twin it then runs the plans a GPU host
+# would choose), whose results must be the same expected output.
+note "pg_regress under auto_explain (VERBOSE, ANALYZE, FORMAT XML; gpuhash.device = $device, GPU costs)"
+part autoexplain && run_installcheck regress-auto-explain "gpuhash.cost_as_gpu = on
+session_preload_libraries = 'auto_explain'
 auto_explain.log_min_duration = 0
 auto_explain.log_analyze = on
 auto_explain.log_verbose = on
