@@ -867,13 +867,17 @@ SELECT count(*) FILTER (WHERE l ~ '^\s+Memory Usage: \d+ kB') AS memory,
        max(substring(l FROM '^\s+Rows In: (\d+)$')::bigint) = (SELECT count(*) FROM gha_t WHERE i > 5) AS rows_in_ok,
        max(substring(l FROM '^\s+Groups: (\d+)$')::bigint) = (SELECT count(DISTINCT g) FROM gha_t WHERE i > 5) AS groups_ok
   FROM gha_analyze('SELECT g, sum(a4) FROM gha_t WHERE i > 5 GROUP BY g') l;
--- the device's time, where EXPLAIN times the nodes
+-- the device's time under EXPLAIN (ANALYZE), with or without TIMING
 SELECT count(*) AS device_time
   FROM gh_plan_lines('SELECT g, sum(a4) FROM gha_t GROUP BY g', 'gpuhash') l WHERE l ~ 'Device Time';
 DO $$
 DECLARE l text; n int := 0;
 BEGIN
   FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF) SELECT g, sum(a4) FROM gha_t GROUP BY g' LOOP
+    IF l ~ '^\s+Device Time: \d+\.\d{3} ms$' THEN n := n + 1; END IF;
+  END LOOP;
+  -- and with TIMING OFF, as GpuHashJoin's
+  FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT g, sum(a4) FROM gha_t GROUP BY g' LOOP
     IF l ~ '^\s+Device Time: \d+\.\d{3} ms$' THEN n := n + 1; END IF;
   END LOOP;
   RAISE NOTICE 'device time lines under EXPLAIN (ANALYZE): %', n;

@@ -458,8 +458,8 @@ gh_agg_explain_memory(GhAggRun *run, ExplainState *es)
 	gh_agg_run_memory(run, &mem);
 	ExplainPropertyUInteger("Rows In", NULL, mem.rows_in, es);
 	ExplainPropertyUInteger("Groups", NULL, mem.groups, es);
-	if (es->timing)
-		ExplainPropertyFloat("Device Time", "ms", mem.ms_device, 3, es);
+	/* measured per batch whatever EXPLAIN times, as GpuHashJoin's is */
+	ExplainPropertyFloat("Device Time", "ms", mem.ms_device, 3, es);
 	ExplainPropertyUInteger("Batches", NULL, mem.passes, es);
 	ExplainPropertyUInteger("Memory Usage", "kB", (mem.peak + 1023) / 1024, es);
 	ExplainPropertyInteger("Disk Usage", "kB", mem.disk_kb, es);
