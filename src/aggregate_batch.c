@@ -548,10 +548,25 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 		elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
 	for (int k = 0; k < run->nkeys; k++)
 		need += (size_t) n * gh_agg_key_width(&run->plan->keys[k]);
+	if (run->ncols_in < GH_AGG_MAX_COLS &&
+		((pkt->narrowcols | pkt->onedscols | pkt->nullcols) >> run->ncols_in) != 0)
+		elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
 	for (int c = 0; c < run->ncols_in; c++)
-		need += (size_t) n * (gh_agg_col_width(&run->plan->cols[c]) +
-							  ((pkt->nullcols >> c) & 1) +
-							  gh_agg_col_has_ds(&run->plan->cols[c]));
+	{
+		const GhAggCol *col = &run->plan->cols[c];
+		bool		narrow = (pkt->narrowcols >> c) & 1;
+		bool		oneds = (pkt->onedscols >> c) & 1;
+
+		if ((narrow && (gh_agg_col_width(col) != 8 ||
+						!(col->vtype == GHV_INT8 || col->vtype == GHV_TIMESTAMP ||
+						  col->vtype == GHV_NUMERIC))) ||
+			(oneds && !gh_agg_col_has_ds(col)))
+			elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
+		need += (size_t) n * ((narrow ? 4 : gh_agg_col_width(col)) +
+							  ((pkt->nullcols >> c) & 1));
+		if (gh_agg_col_has_ds(col))
+			need += oneds ? 1 : n;
+	}
 	if (pkt->flags & GH_PACKET_KEY_NULLS)
 		need += n;
 	need += pkt->exc_bytes;
@@ -577,7 +592,9 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 		}
 		for (int c = 0; c < run->ncols_in; c++)
 		{
-			if (gh_agg_col_width(&run->plan->cols[c]) != w)
+			bool		narrow = (pkt->narrowcols >> c) & 1;
+
+			if ((narrow ? 4 : gh_agg_col_width(&run->plan->cols[c])) != w)
 				continue;
 			if (w == 8)
 				memcpy(run->batch.h_vals[c] + run->batch.n, p, (size_t) n * 8);
@@ -610,14 +627,24 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 
 		if (!gh_agg_col_has_ds(&run->plan->cols[c]))
 			continue;
-		memcpy(run->batch.h_ds[c] + run->batch.n, p, n);
-		for (uint32 i = 0; i < n; i++)
-			if (valid[i] && (uint8) p[i] > maxds)
-				maxds = (uint8) p[i];
+		if ((pkt->onedscols >> c) & 1)
+		{
+			/* the scale of every valid row, at least one */
+			memset(run->batch.h_ds[c] + run->batch.n, (uint8) p[0], n);
+			maxds = Max(maxds, (uint8) p[0]);
+			p += 1;
+		}
+		else
+		{
+			memcpy(run->batch.h_ds[c] + run->batch.n, p, n);
+			for (uint32 i = 0; i < n; i++)
+				if (valid[i] && (uint8) p[i] > maxds)
+					maxds = (uint8) p[i];
+			p += n;
+		}
 		if (maxds > GH_NUM_SCALE_CAP)
 			elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
 		run->batch.max_dscale[c] = maxds;
-		p += n;
 	}
 	read_exceptions(run, p, pkt->exc_bytes, pkt->nexc, run->batch.n, n);
 	p += pkt->exc_bytes;

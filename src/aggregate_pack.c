@@ -540,6 +540,65 @@ pack_array(char **p, const void *src, uint32 n, int w)
 }
 
 /*
+ * pack_fits32 says whether column c's n values, 8-byte integers (int8,
+ * timestamp, NUMERIC's scaled m; 0 where not valid), all fit an int32.
+ */
+static bool
+pack_fits32(PackState *ps, int c, uint32 n)
+{
+	const int64 *v = (const int64 *) ps->vals[c];
+	int64		lo = 0;
+	int64		hi = 0;
+
+	if (ps->cwidth[c] != 8 ||
+		!(ps->vtype[c] == GHV_INT8 || ps->vtype[c] == GHV_TIMESTAMP ||
+		  ps->vtype[c] == GHV_NUMERIC))
+		return false;
+	for (uint32 i = 0; i < n; i++)
+	{
+		lo = Min(lo, v[i]);
+		hi = Max(hi, v[i]);
+	}
+	return lo >= PG_INT32_MIN && hi <= PG_INT32_MAX;
+}
+
+/*
+ * pack_one_ds says whether NUMERIC column c's valid rows, at least one, all
+ * have one display scale, and sets *ds to it.
+ */
+static bool
+pack_one_ds(PackState *ps, int c, uint32 n, uint8 *ds)
+{
+	const uint8 *valid = ps->valid[c];
+	const uint8 *d = ps->ds[c];
+	int			first = -1;
+	bool		same = true;
+
+	for (uint32 i = 0; i < n; i++)
+	{
+		if (!valid[i])
+			continue;
+		if (first < 0)
+			first = d[i];
+		same &= d[i] == first;
+	}
+	*ds = (uint8) Max(first, 0);
+	return first >= 0 && same;
+}
+
+/* pack_narrow appends n int64 values that fit 32 bits as int32s at *p. */
+static inline void
+pack_narrow(char **p, const void *src, uint32 n)
+{
+	const int64 *s = (const int64 *) src;
+	int32	   *d = (int32 *) *p;
+
+	for (uint32 i = 0; i < n; i++)
+		d[i] = (int32) s[i];
+	*p += (size_t) n * 4;
+}
+
+/*
  * pack_exec returns the next packet: up to cap rows of the child, as one
  * bytea in the form gh_agg_run_add_packet reads.
  */
@@ -552,6 +611,9 @@ pack_exec(CustomScanState *node)
 	uint32		n = 0;
 	uint8		anynull = 0;
 	uint32		nullcols = 0;
+	uint32		narrowcols = 0;
+	uint32		onedscols = 0;
+	uint8		onedsval[GH_AGG_MAX_COLS];
 	instr_time	t0;
 	char	   *p;
 
@@ -674,6 +736,13 @@ pack_exec(CustomScanState *node)
 		ps->packet = repalloc(ps->packet, ps->packet_cap);
 		hdr = (GhAggPacketHeader *) ps->packet;
 	}
+	for (int c = 0; c < ps->ncols; c++)
+	{
+		if (pack_fits32(ps, c, n))
+			narrowcols |= (uint32) 1 << c;
+		if (ps->kind[c] == GH_AGG_KIND_NUMERIC && pack_one_ds(ps, c, n, &onedsval[c]))
+			onedscols |= (uint32) 1 << c;
+	}
 	p = (char *) (hdr + 1);
 	for (int w = 8; w >= 4; w -= 4)
 	{
@@ -681,8 +750,16 @@ pack_exec(CustomScanState *node)
 			if (ps->kwidth[k] == w)
 				pack_array(&p, ps->keys[k], n, w);
 		for (int c = 0; c < ps->ncols; c++)
-			if (ps->cwidth[c] == w)
+		{
+			bool		narrow = (narrowcols >> c) & 1;
+
+			if ((narrow ? 4 : ps->cwidth[c]) != w)
+				continue;
+			if (narrow)
+				pack_narrow(&p, ps->vals[c], n);
+			else
 				pack_array(&p, ps->vals[c], n, w);
+		}
 	}
 	if (anynull)
 		pack_array(&p, ps->nullmask, n, 1);
@@ -690,8 +767,14 @@ pack_exec(CustomScanState *node)
 		if (nullcols & ((uint32) 1 << c))
 			pack_array(&p, ps->valid[c], n, 1);
 	for (int c = 0; c < ps->ncols; c++)
-		if (ps->kind[c] == GH_AGG_KIND_NUMERIC)
+	{
+		if (ps->kind[c] != GH_AGG_KIND_NUMERIC)
+			continue;
+		if ((onedscols >> c) & 1)
+			pack_array(&p, &onedsval[c], 1, 1);
+		else
 			pack_array(&p, ps->ds[c], n, 1);
+	}
 	pack_array(&p, ps->exc.data, ps->exc.len, 1);
 	for (int k = 0; k < ps->nkeys; k++)
 	{
@@ -712,6 +795,8 @@ pack_exec(CustomScanState *node)
 	hdr->ncols = (uint16) ps->ncols;
 	hdr->flags = anynull ? GH_PACKET_KEY_NULLS : 0;
 	hdr->nullcols = nullcols;
+	hdr->narrowcols = narrowcols;
+	hdr->onedscols = onedscols;
 	hdr->busy_us = (uint32) Min(gh_agg_ms_since(t0) * 1000.0, (double) PG_UINT32_MAX);
 	SET_VARSIZE(ps->packet, p - (char *) ps->packet);
 	out->tts_values[0] = PointerGetDatum(ps->packet);
