@@ -13,7 +13,10 @@
 #                        CPU twin while its process's CUDA context is made)
 #     --workers "A B"    parallel worker counts (default "8 16")
 #     --workloads "..."  subset of: int4 text twocol mult selective left star floor
-#     --variants "..."   subset of: native gpuhash (default both)
+#     --variants "..."   subset of: native gpuhash gpuhash-noagg (default: native
+#                        gpuhash); gpuhash-noagg is gpuhash with
+#                        gpuhash.enable_agg = off: the aggregate above the join
+#                        stays PostgreSQL's, whatever GpuHashAgg's cost
 #     --force-join       gpuhash variants also set gpuhash.force_join = on
 #     --timeout SEC      statement_timeout per query (default 0: none)
 #     --datadir DIR      cluster directory to create (default: a temporary one);
@@ -133,11 +136,13 @@ settings() {
     echo "SET gpuhash.enabled = on;"
     echo "SET gpuhash.device = $device;"
     [ "$force" -eq 1 ] && echo "SET gpuhash.force_join = on;"
+    [ "$kind" = gpuhash-noagg ] && echo "SET gpuhash.enable_agg = off;"
   fi
   return 0
 }
 
-# run_variant WORKLOAD KIND NW: prints "median min result gpuhashjoin" (or "FAIL ...")
+# run_variant WORKLOAD KIND NW: prints "median min first nodes workers result"
+# (nodes: GpuHashJoin/GpuHashAgg), or FAIL
 run_variant() {
   local w=$1 kind=$2 nw=$3 f="$work/q.sql" o="$work/q.out"
   local q="SELECT 'RESULT', string_agg(x::text, ';' ORDER BY x::text) FROM (${Q[$w]}) x"
@@ -164,7 +169,7 @@ run_variant() {
   local res gj times
   res=$(grep -m1 '^RESULT|' "$o" | cut -d'|' -f2-)
   if [ "$(grep '^RESULT|' "$o" | sort -u | wc -l)" -ne 1 ]; then res="INCONSISTENT:$res"; fi
-  gj=$(grep -c 'GpuHashJoin' "$work/plan.out" || true)
+  gj="$(grep -c 'GpuHashJoin' "$work/plan.out" || true)/$(grep -c 'GpuHashAgg)' "$work/plan.out" || true)"
   wp=$(grep -oE 'Workers Planned: [0-9]+' "$work/plan.out" | awk '{s += $3} END {print s + 0}')
   times=$(grep -E '^Time:' "$o" | tail -n "$repeats" | awk '{print $2 / 1000}' | sort -g)
   local first; first=$(grep -E '^Time:' "$o" | head -1 | awk '{print $2 / 1000}')
@@ -176,14 +181,14 @@ run_variant() {
 
 declare -A MED
 status=0
-echo "| workload | variant | workers planned | GpuHashJoin nodes | median s | min s | first run s | speed-up vs native, same workers | result |"
+echo "| workload | variant | workers planned | GpuHashJoin / GpuHashAgg nodes | median s | min s | first run s | speed-up vs native, same workers | result |"
 echo "|---|---|---|---|---|---|---|---|---|"
 for w in $workloads; do
   say "== $w: ${Q[$w]}"
   ref=""
   for nw in $( [ "$serial" -eq 1 ] && echo 0 ) $workers; do
     for kind in $variants; do
-      [ "$w" = floor ] && [ "$kind" = gpuhash ] && continue
+      [ "$w" = floor ] && [ "$kind" != native ] && continue
       r=$(run_variant "$w" "$kind" "$nw")
       label="$kind $( [ "$nw" -eq 0 ] && echo serial || echo "parallel $nw")"
       if [ "$r" = FAIL ]; then
@@ -194,10 +199,10 @@ for w in $workloads; do
       if [ -z "$ref" ]; then ref=$res; ok=same; elif [ "$res" = "$ref" ]; then ok=same; else ok="DIFFERENT"; status=1; fi
       case $res in INCONSISTENT:*) ok="INCONSISTENT"; status=1 ;; esac
       sp=""
-      if [ "$kind" = gpuhash ] && [ -n "${MED[$w/native/$nw]:-}" ]; then
+      if [ "$kind" != native ] && [ -n "${MED[$w/native/$nw]:-}" ]; then
         sp=$(awk -v n="${MED[$w/native/$nw]}" -v g="$med" 'BEGIN { if (g > 0) printf "%.2fx", n / g }')
       fi
-      say "$w $label: median $med s, min $min s, GpuHashJoin nodes $gj, result $res"
+      say "$w $label: median $med s, min $min s, GpuHashJoin/GpuHashAgg nodes $gj, result $res"
       echo "| $w | $label | $wp | $gj | $med | $min | $first | $sp | $ok |"
     done
   done
