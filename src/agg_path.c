@@ -1405,6 +1405,7 @@ gha_group(GhaState *st)
 {
 	MemoryContext old = MemoryContextSwitchTo(st->css.ss.ps.state->es_query_cxt);
 	int			nest = -1;
+	instr_time	t0;
 
 	st->run = gh_agg_run_begin(st->plan, gpuhash_exec_target());
 	MemoryContextSwitchTo(old);
@@ -1415,6 +1416,7 @@ gha_group(GhaState *st)
 								 PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
 	}
+	INSTR_TIME_SET_CURRENT(t0);
 	for (;;)
 	{
 		TupleTableSlot *slot = ExecProcNode(st->child);
@@ -1426,6 +1428,13 @@ gha_group(GhaState *st)
 		else
 			gh_agg_run_add(st->run, slot);
 	}
+	/* the input's workers and wall time, for the DEBUG2 account */
+	if (IsA(st->child, GatherState))
+		gh_agg_run_note_input(st->run, ((Gather *) st->child->plan)->num_workers,
+							  ((GatherState *) st->child)->nworkers_launched,
+							  gh_agg_ms_since(t0));
+	else
+		gh_agg_run_note_input(st->run, 0, 0, gh_agg_ms_since(t0));
 	if (nest >= 0)
 		AtEOXact_GUC(true, nest);
 	gh_agg_run_complete(st->run);
