@@ -52,7 +52,8 @@
 #
 # For each query and variant, one new session: the settings, one warm-up run,
 # --repeats timed runs (psql's \timing; Q15's time is the sum of its three
-# statements), then one EXPLAIN (ANALYZE, TIMING OFF) for the log.  Every run
+# statements), then one EXPLAIN (ANALYZE, TIMING OFF) for the log (for
+# gpuhash with the DEBUG2 account of each GpuHashAgg after the plan).  Every run
 # of a variant must return the same text as its warm-up (else INCONSISTENT),
 # and every variant the same text as the first variant run (else "differs",
 # with a diff in the output directory); either makes the script exit 1, as
@@ -235,9 +236,12 @@ run_variant() {
     echo "\\echo PLAN"
     echo "\\pset tuples_only off"
     echo "\\pset format aligned"
+    # gpuhash's DEBUG2 account of each GpuHashAgg (where its time went)
+    [ "$kind" = gpuhash ] && echo "SET client_min_messages = debug2;"
     echo "\\o $work/plan.$q.$kind"
     echo "\\i $work/q/$q.explain.sql"
     echo "\\o"
+    [ "$kind" = gpuhash ] && echo "RESET client_min_messages;"
   } >"$f"
   chmod a+r "$f"
   rm -f "$work"/res."$q"."$kind".* "$work/plan.$q.$kind"
@@ -247,6 +251,7 @@ run_variant() {
     return 0
   fi
   cp "$work/plan.$q.$kind" "$out/plans/q$q.$kind.txt"
+  awk '/^PLAN/ { p = 1 } p && /DEBUG: +gpuhash_aggregate/' "$o" >>"$out/plans/q$q.$kind.txt"
   cp "$work/res.$q.$kind.0" "$out/results/q$q.$kind.txt"
   # per run: the sum of its statements' times (only Q15 has more than one)
   local times first med min
