@@ -1200,12 +1200,7 @@ run_input(GhAggPlan *plan, GhAggRun *run)
 	ExecutorRun(qd, ForwardScanDirection, 0, true);
 	INSTR_TIME_SET_CURRENT(t1);
 	INSTR_TIME_SUBTRACT(t1, t0);
-	if (IsA(pstmt->planTree, Gather))
-		gh_agg_run_note_input(run, ((Gather *) pstmt->planTree)->num_workers,
-							  ((GatherState *) qd->planstate)->nworkers_launched,
-							  INSTR_TIME_GET_MILLISEC(t1));
-	else
-		gh_agg_run_note_input(run, 0, 0, INSTR_TIME_GET_MILLISEC(t1));
+	gh_agg_run_note_input(run, qd->planstate, INSTR_TIME_GET_MILLISEC(t1));
 	ExecutorFinish(qd);
 	ExecutorEnd(qd);
 	FreeQueryDesc(qd);

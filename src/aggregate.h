@@ -286,6 +286,16 @@ gh_agg_col_width(const GhAggCol *col)
 		col->vtype == GHV_DATE ? 4 : 8;
 }
 
+/*
+ * gh_agg_vtype_narrows: whether a packet may send a column of this type,
+ * when it is 8 bytes wide, as int32 (narrowcols): integers, not floats.
+ */
+static inline bool
+gh_agg_vtype_narrows(GhValType vtype)
+{
+	return vtype == GHV_INT8 || vtype == GHV_TIMESTAMP || vtype == GHV_NUMERIC;
+}
+
 /* gh_agg_col_has_ds: whether a packet has a display-scale array for col. */
 static inline bool
 gh_agg_col_has_ds(const GhAggCol *col)
@@ -667,8 +677,8 @@ extern void gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot);
 extern void gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt);
 extern void gh_agg_run_add_packet_slot(GhAggRun *run, TupleTableSlot *slot,
 									   const char *who);
-extern void gh_agg_run_note_input(GhAggRun *run, int workers_planned,
-								  int workers_launched, double ms_input);
+extern void gh_agg_run_note_input(GhAggRun *run, struct PlanState *input,
+								  double ms_input);
 extern void gh_agg_flush(GhAggRun *run);
 extern void gh_agg_run_end(GhAggRun *run);
 

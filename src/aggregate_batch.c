@@ -47,6 +47,7 @@
 #include "postgres.h"
 
 #include "executor/tuptable.h"
+#include "nodes/execnodes.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
@@ -557,9 +558,7 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 		bool		narrow = (pkt->narrowcols >> c) & 1;
 		bool		oneds = (pkt->onedscols >> c) & 1;
 
-		if ((narrow && (gh_agg_col_width(col) != 8 ||
-						!(col->vtype == GHV_INT8 || col->vtype == GHV_TIMESTAMP ||
-						  col->vtype == GHV_NUMERIC))) ||
+		if ((narrow && (gh_agg_col_width(col) != 8 || !gh_agg_vtype_narrows(col->vtype))) ||
 			(oneds && !gh_agg_col_has_ds(col)))
 			elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
 		need += (size_t) n * ((narrow ? 4 : gh_agg_col_width(col)) +
@@ -661,15 +660,17 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 }
 
 /*
- * gh_agg_run_note_input records, for the DEBUG2 account, how the input query
- * ran: its parallel workers and the wall time of the executor.
+ * gh_agg_run_note_input records, for the DEBUG2 account, how the input ran:
+ * the workers planned and launched where input (the plan state the rows
+ * came from) is a Gather, and the wall time of reading it.
  */
 void
-gh_agg_run_note_input(GhAggRun *run, int workers_planned, int workers_launched,
-					  double ms_input)
+gh_agg_run_note_input(GhAggRun *run, PlanState *input, double ms_input)
 {
-	run->stats.workers_planned = workers_planned;
-	run->stats.workers_launched = workers_launched;
+	bool		gather = IsA(input, GatherState);
+
+	run->stats.workers_planned = gather ? ((Gather *) input->plan)->num_workers : 0;
+	run->stats.workers_launched = gather ? ((GatherState *) input)->nworkers_launched : 0;
 	run->stats.ms_input = ms_input;
 	run->stats.ms_flush_input = run->stats.ms_flush;
 }

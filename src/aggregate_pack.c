@@ -550,9 +550,7 @@ pack_fits32(PackState *ps, int c, uint32 n)
 	int64		lo = 0;
 	int64		hi = 0;
 
-	if (ps->cwidth[c] != 8 ||
-		!(ps->vtype[c] == GHV_INT8 || ps->vtype[c] == GHV_TIMESTAMP ||
-		  ps->vtype[c] == GHV_NUMERIC))
+	if (ps->cwidth[c] != 8 || !gh_agg_vtype_narrows(ps->vtype[c]))
 		return false;
 	for (uint32 i = 0; i < n; i++)
 	{

@@ -64,6 +64,7 @@ typedef struct HashKey
 	Oid			collation;
 	QualCost	outer_cost;		/* computing outer_expr for one row */
 	QualCost	inner_cost;		/* and inner_expr */
+	QualCost	op_cost;		/* the clause less both key expressions */
 } HashKey;
 
 /*
@@ -187,6 +188,11 @@ hash_key_for_clause(PlannerInfo *root, RestrictInfo *rinfo, RelOptInfo *outerrel
 	}
 	cost_qual_eval_node(&key->outer_cost, (Node *) key->outer_expr, root);
 	cost_qual_eval_node(&key->inner_cost, (Node *) key->inner_expr, root);
+	cost_qual_eval_node(&key->op_cost, (Node *) rinfo->clause, root);
+	key->op_cost.startup = Max(key->op_cost.startup - key->outer_cost.startup -
+							   key->inner_cost.startup, 0);
+	key->op_cost.per_tuple = Max(key->op_cost.per_tuple - key->outer_cost.per_tuple -
+								 key->inner_cost.per_tuple, 0);
 	return true;
 }
 
@@ -234,15 +240,10 @@ native_hashjoin(PlannerInfo *root, RelOptInfo *joinrel, JoinType jointype,
 	{
 		HashKey    *key = lfirst(lc);
 		RestrictInfo *rinfo = key->rinfo;
-		QualCost	whole;
 
 		hashclauses = lappend(hashclauses, rinfo);
-		cost_qual_eval_node(&whole, (Node *) rinfo->clause, root);
 		saved_cost[i++] = rinfo->eval_cost;
-		rinfo->eval_cost.startup =
-			Max(whole.startup - key->outer_cost.startup - key->inner_cost.startup, 0);
-		rinfo->eval_cost.per_tuple =
-			Max(whole.per_tuple - key->outer_cost.per_tuple - key->inner_cost.per_tuple, 0);
+		rinfo->eval_cost = key->op_cost;
 	}
 
 	/*

@@ -61,7 +61,7 @@ SELECT cmp_ok(:gpu_cost::float8, '>', 0.5 * :native_cost::float8, 'but above hal
 ------------------------------------------------------------------------------
 -- the fraction decides: at 1 (as dear as PostgreSQL's hash join) plus the
 -- setup cost, PostgreSQL's plan wins.  But not where the inner side's hash
--- table stays in a core's cache (under 1 MB): there PostgreSQL's probe waits
+-- table stays in a core's cache (under 256 kB): there PostgreSQL's probe waits
 -- on no memory and the device saves nothing, so even at a tenth and without
 -- the setup cost the small join keeps PostgreSQL's plan, and priced as a
 -- GpuHashJoin (PostgreSQL's joins off) it costs what it costs at 0.5
