@@ -21,6 +21,8 @@
 #   bg:STEP runs in the background; the step "wait" waits for them.  The
 #   steps' log folders end up in $OUT/step-logs.tgz.
 #
+#   aggbench: bench/agg/run.sh (AGGBENCH_ROWS, AGGBENCH_GROUPS, AGGBENCH_CONFIGS).
+#
 #   tpch-load, tpch: TPC-H at $TPCH_SCALE (default 10) loaded once and kept
 #   in /tmp/tpchdata, then bench/tpch/run.sh $TPCH_ARGS against it, in this
 #   call or the next one on the still warm machine; $OUT/$TPCH_TAG.md.
@@ -65,6 +67,12 @@ run_step() {
       # for "joinbench" with JOINBENCH_ARGS="--reuse /tmp/jbdata ..."
       bash bench/join/run.sh --out /tmp/joingen --gen-only --keep --datadir /tmp/jbdata \
         --scale "${JOINBENCH_SCALE:-1.0}" >"$out/joingen.log" 2>&1 || { rc=1; tail -5 "$out/joingen.log"; } ;;
+    aggbench)
+      # bench/agg/run.sh at AGGBENCH_ROWS (10^8) rows and AGGBENCH_GROUPS (10^6)
+      # groups, configurations AGGBENCH_CONFIGS (p16 gpu_p16 agg chosen)
+      CONFIGS=${AGGBENCH_CONFIGS:-"p16 gpu_p16 agg chosen"} BENCH_LOG="$out/aggbench.log" \
+        bash bench/agg/run.sh "${AGGBENCH_ROWS:-100000000}" ${AGGBENCH_GROUPS:-1000000} \
+        2>"$out/aggbench.err" | tee "$out/aggbench.md" || rc=1 ;;
     joinexplain)
       bash bench/join/explain.sh /tmp/jbdata 2>&1 | tee "$out/joinexplain.txt" || rc=1 ;;
     multimap)

@@ -22,8 +22,10 @@
 # DEBUG2 account of where the time went.  Before the group counts, the scan
 # floor: SELECT count(*), sum(v) FROM bench_agg with 16 workers.
 #
-# Environment: REPEATS (3), CONFIGS (serial p8 p16 gpu_p16; also gpu, and agg:
-# the same SQL with gpuhash.force_agg, a GpuHashAgg above a Gather),
+# Environment: REPEATS (3), CONFIGS (serial p8 p16 gpu_p16; also gpu, agg:
+# the same SQL with gpuhash.force_agg, a GpuHashAgg above a Gather, and
+# chosen: the same SQL at the planner's choice with gpuhash on; the native
+# configurations set gpuhash.enabled = off),
 # and for one group count G: CONFIGS_G (the configurations run at G, a
 # subset of CONFIGS, in that order), REPEATS_G_CONFIG (timed runs of CONFIG
 # at G; 0: the warm-up and its checksum only), WARMUP_G_CONFIG=0 (no warm-up
@@ -118,10 +120,15 @@ t1=$(date +%s.%N)
 # --- runs ---------------------------------------------------------------
 setting() {
   case $1 in
-    serial|gpu) echo "SET max_parallel_workers_per_gather = 0;" ;;
-    p8) echo "SET max_parallel_workers_per_gather = 8;" ;;
-    p16|gpu_p16) echo "SET max_parallel_workers_per_gather = 16;" ;;
+    # native: gpuhash off, or GpuHashAgg (enable_agg, on by default) would
+    # take PostgreSQL's place on a GPU host
+    serial) echo "SET max_parallel_workers_per_gather = 0; SET gpuhash.enabled = off;" ;;
+    p8) echo "SET max_parallel_workers_per_gather = 8; SET gpuhash.enabled = off;" ;;
+    p16) echo "SET max_parallel_workers_per_gather = 16; SET gpuhash.enabled = off;" ;;
+    gpu) echo "SET max_parallel_workers_per_gather = 0;" ;;
+    gpu_p16) echo "SET max_parallel_workers_per_gather = 16;" ;;
     agg) echo "SET max_parallel_workers_per_gather = 16; SET gpuhash.force_agg = on;" ;;
+    chosen) echo "SET max_parallel_workers_per_gather = 16;" ;;
   esac
 }
 query() {  # query CONFIG COLUMN
@@ -162,9 +169,9 @@ printf 'Median of %s runs after a warm-up, ms (planning + execution, result not 
 
 # the scan floor: what reading the table costs with 16 workers
 times=()
-explain_ms "SET max_parallel_workers_per_gather = 16;" "SELECT count(*), sum(v) FROM bench_agg" >/dev/null
+explain_ms "SET max_parallel_workers_per_gather = 16; SET gpuhash.enabled = off;" "SELECT count(*), sum(v) FROM bench_agg" >/dev/null
 for r in $(seq 1 "$repeats"); do
-  times+=("$(explain_ms "SET max_parallel_workers_per_gather = 16;" "SELECT count(*), sum(v) FROM bench_agg")")
+  times+=("$(explain_ms "SET max_parallel_workers_per_gather = 16; SET gpuhash.enabled = off;" "SELECT count(*), sum(v) FROM bench_agg")")
   logline "scan floor p16 run $r: ${times[-1]} ms"
 done
 printf 'Scan floor, SELECT count(*), sum(v) FROM bench_agg with 16 workers: %s ms (median).\n\n' \
@@ -190,7 +197,8 @@ hdr="| groups |"; sep="|---|"
 for c in $configs; do
   case $c in serial) h="native serial" ;; p8) h="native 8 workers" ;; p16) h="native 16 workers" ;;
     gpu) h="gpuhash, serial input" ;; gpu_p16) h="gpuhash, 16-worker input" ;;
-    agg) h="GpuHashAgg (force_agg), input through a Gather" ;; esac
+    agg) h="GpuHashAgg (force_agg), input through a Gather" ;;
+    chosen) h="the planner's choice, gpuhash on" ;; esac
   hdr="$hdr $h |"; sep="$sep---|"
 done
 case " $configs " in *" p16 "*) hdr="$hdr best gpuhash vs native 16 workers |"; sep="$sep---|" ;; esac
@@ -256,7 +264,7 @@ for g in "${groups[@]}"; do
     checked+=("$c")
     [ -z "$ref" ] && ref=${sum[$g,$c]}
     [ "${sum[$g,$c]}" != "$ref" ] && { same=NO; allsame=0; }
-    case $c in gpu|gpu_p16|agg)
+    case $c in gpu|gpu_p16|agg|chosen)
       [ "${ms[$g,$c]}" = "-" ] && continue
       v=${ms[$g,$c]%% *}
       if [ -z "$best" ] || awk -v a="$v" -v b="$best" 'BEGIN {exit !(a < b)}'; then
