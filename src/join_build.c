@@ -44,7 +44,6 @@
 static Size record_byref_size(GhjState *s, const Datum *rec);
 static void store_columns(GhjState *s, TupleTableSlot *slot, Datum *rec,
 						  MemoryContext cxt);
-static void advise_huge(void *p, Size len);
 static inline Datum arena_copy(char *arena, Size *used, Datum v, int16 typlen);
 static void ghj_regroup(GhjState *s);
 static GhTable *ghj_service_table(GhjState *s, uint64 *hashes, bool grouped);
@@ -112,13 +111,15 @@ store_columns(GhjState *s, TupleTableSlot *slot, Datum *rec, MemoryContext cxt)
 }
 
 /*
- * advise_huge asks the kernel for huge pages behind a large array that is
+ * ghj_advise_huge asks the kernel for huge pages behind a large array that is
  * about to be written: the probe reads the inner records and their arena
  * at addresses far apart, and with 4 kB pages nearly every such read would
- * also miss the TLB.  Only a hint; nothing changes where it is not honoured.
+ * also miss the TLB; and the first writes of fresh memory fault once a 4 kB
+ * page (a parallel build's chunks, join_parallel.c).  Only a hint; nothing
+ * changes where it is not honoured.
  */
-static void
-advise_huge(void *p, Size len)
+void
+ghj_advise_huge(void *p, Size len)
 {
 #ifdef MADV_HUGEPAGE
 	const uintptr_t huge = 2 * 1024 * 1024;
@@ -173,11 +174,11 @@ ghj_regroup(GhjState *s)
 	recs = palloc_extended(sizeof(Datum) * Max(s->ninner, 1) * stride + 64,
 						   MCXT_ALLOC_HUGE);
 	recs = (Datum *) TYPEALIGN(64, recs);
-	advise_huge(recs, sizeof(Datum) * s->ninner * stride);
+	ghj_advise_huge(recs, sizeof(Datum) * s->ninner * stride);
 	if (s->byref_bytes > 0)
 	{
 		arena = palloc_extended(s->byref_bytes, MCXT_ALLOC_HUGE);
-		advise_huge(arena, s->byref_bytes);
+		ghj_advise_huge(arena, s->byref_bytes);
 	}
 	for (uint32 j = 0; j < s->ninner; j++)
 	{
@@ -740,7 +741,7 @@ ghj_build_private(GhjState *s)
 		cap /= 2;
 	old = MemoryContextSwitchTo(s->build_tmp_cxt);
 	s->inner_recs = palloc_extended(sizeof(Datum) * cap * s->stride, MCXT_ALLOC_HUGE);
-	advise_huge(s->inner_recs, sizeof(Datum) * cap * s->stride);
+	ghj_advise_huge(s->inner_recs, sizeof(Datum) * cap * s->stride);
 	s->store_hashes = palloc_extended(sizeof(uint64) * cap, MCXT_ALLOC_HUGE);
 	MemoryContextSwitchTo(old);
 	s->store_cap = cap;

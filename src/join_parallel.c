@@ -80,8 +80,8 @@
  * GHJ_CHUNK_DATA bytes of data, less under a small budget (ghj_shared_add):
  * the participants count their chunks against the budget (join_parts.c).
  */
-#define GHJ_CHUNK_ROWS 16384
-#define GHJ_CHUNK_DATA (1024 * 1024)
+#define GHJ_CHUNK_ROWS 65536
+#define GHJ_CHUNK_DATA (4 * 1024 * 1024)
 typedef struct GhjChunk
 {
 	struct GhjChunk *next;
@@ -335,6 +335,7 @@ ghj_shared_add(GhjState *s, const Datum *tmp, uint64 hash, Size byref_bytes)
 			sizeof(Datum) * cap * s->stride +
 			(s->inner_has_byref ? data_size : 0);
 		chunk = s->chunk = MemoryContextAllocHuge(s->build_tmp_cxt, grown);
+		ghj_advise_huge(chunk, grown);
 		chunk->cap = cap;
 		chunk->next = NULL;
 		chunk->nrows = 0;
