@@ -708,7 +708,8 @@ compact_exchange(GhjState *s, uint64 row, uint64 nrows, dsm_segment **seg)
  * store it takes for them (GHJ_PH_COMPACT, every participant): hashes and
  * records as they are, each chunk's by-reference data as one block into the
  * arena, whose offsets the records' by-reference values then become; and
- * frees them.
+ * frees them.  Its ranges of the store are populated first (gh_populate),
+ * as the exchange area's are.
  */
 void
 ghj_shared_compact(GhjState *s)
@@ -739,6 +740,11 @@ ghj_shared_compact(GhjState *s)
 	recs = dsa_get_address(area, sh->store_recs);
 	arena = sh->arena_bytes > 0 ? dsa_get_address(area, sh->store_arena) : NULL;
 	xchg = compact_exchange(s, row, nrows, &xseg);
+	/* this participant's ranges, mapped at once rather than a fault a page */
+	gh_populate(&hashes[row], sizeof(uint64) * nrows, true);
+	gh_populate(&recs[row * s->stride], sizeof(Datum) * nrows * s->stride, true);
+	if (nbytes > 0)
+		gh_populate(arena + base, nbytes, true);
 	for (GhjChunk *c = s->chunks; c; c = c->next)
 	{
 		Datum	   *dst = &recs[row * s->stride];
