@@ -557,6 +557,23 @@ ANALYZE gha_dec;
 SELECT q, gha_check(q), gha_check_packed(q) FROM (VALUES
   ('SELECT i, sum(v), min(v), max(v), avg(v), sum(v * 2), sum(-v) FROM gha_dec GROUP BY i')
 ) v(q);
+-- a batch's packets whose NUMERIC values share one display scale, the
+-- column's, are packed as they are staged; a packet of another scale or of
+-- values past 32 bits unpacks the batch's earlier rows again: scales 2,
+-- then 3, then 2, values of 12 digits and more, and NULLs, in table order
+-- (packets of 100 rows, 16 a batch)
+CREATE TABLE gha_prepack AS
+SELECT i, i % 5 AS g,
+       CASE WHEN i % 97 = 0 THEN NULL
+            WHEN i BETWEEN 3001 AND 4000 THEN round(i / 7.0, 3)
+            WHEN i BETWEEN 6001 AND 6200 THEN (i * 1e9)::numeric(20,2)
+            ELSE round(i / 3.0, 2) END AS v
+  FROM generate_series(1, 10000) i;
+ANALYZE gha_prepack;
+SELECT q, gha_check(q), gha_check_packed(q) FROM (VALUES
+  ('SELECT g, sum(v), min(v), max(v), avg(v), count(v), sum(v * 2) FROM gha_prepack GROUP BY g'),
+  ('SELECT sum(v), min(v), max(v), avg(v) FROM gha_prepack WHERE i <= 3000 OR i > 4000')
+) v(q);
 -- conditions: NUMERIC comparisons, AND, OR, NOT and searched CASE in an
 -- aggregate's argument run on the device too (EXPLAIN VERBOSE shows each
 -- query's arguments as Device Expressions); a row with a NULL, NaN,
@@ -887,6 +904,6 @@ RESET gpuhash.force_agg;
 SELECT count(*) AS gpuhashagg FROM gh_plan_lines('SELECT g, sum(a4) FROM gha_t GROUP BY g', 'gpuhash') l
  WHERE l ~ 'GpuHashAgg';
 
-DROP TABLE gha_dec, gha_t, gha_pk, gha_cust, gha_e, gha_num, gha_time, gha_int, gha_fpair, gha_fint, gha_dates, gha_years CASCADE;
+DROP TABLE gha_dec, gha_prepack, gha_t, gha_pk, gha_cust, gha_e, gha_num, gha_time, gha_int, gha_fpair, gha_fint, gha_dates, gha_years CASCADE;
 DROP FUNCTION gha_fok(float8, float8, text), gha_f4ok(float4, float4, text);
 DROP FUNCTION gha_child_computes(text, text), gha_check_packed(text), gha_check(text, int), gha_analyze(text), gha_errors(text), gha_plan(text);

@@ -445,6 +445,12 @@ typedef struct GhAggBatch
 	uint8	   *h_valid[GH_AGG_MAX_COLS];
 	uint8	   *h_ds[GH_AGG_MAX_COLS];	/* NUMERIC: display scale */
 	int			max_dscale[GH_AGG_MAX_COLS];	/* NUMERIC: largest h_ds, -1: none */
+	bool		prepacked[GH_AGG_MAX_COLS]; /* NUMERIC: h_vals of every row
+											 * staged is packed already, at
+											 * the column's scale (packets
+											 * of one display scale, equal
+											 * to it): gh_agg_prepare_numeric
+											 * has nothing to do */
 	Datum	   *keys;			/* cap x nkeys */
 	bool	   *knulls;
 	GhSideRow  *side_rows;
@@ -675,6 +681,7 @@ extern void gh_agg_staging_alloc(GhAggRun *run);
 extern void gh_agg_staging_free(GhAggRun *run);
 extern void gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot);
 extern void gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt);
+extern void gh_agg_unprepack(GhAggRun *run, int c);
 extern void gh_agg_run_add_packet_slot(GhAggRun *run, TupleTableSlot *slot,
 									   const char *who);
 extern void gh_agg_run_note_input(GhAggRun *run, struct PlanState *input,

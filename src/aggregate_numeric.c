@@ -388,7 +388,12 @@ gh_agg_prepare_numeric(GhAggRun *run)
 		if (run->plan->cols[c].kind != GH_AGG_KIND_NUMERIC)
 			continue;
 		if (run->batch.max_dscale[c] > run->num.scale[c])
+		{
+			gh_agg_unprepack(run, c);
 			rescale_column(run, c, run->batch.max_dscale[c]);
+		}
+		if (run->batch.prepacked[c])
+			continue;			/* packed as the packets were staged */
 		scale = run->num.scale[c];
 		/* the arrays in locals: the stores below cannot alias run's fields */
 		for (uint32 i = 0; i < n; i++)
