@@ -82,6 +82,7 @@ typedef struct PackDict
 	uint32	   *hash;			/* per entry */
 	uint32	   *off;			/* per entry: its offset in ent */
 	uint32		n;
+	int32		last;			/* the entry of the row before, -1: none */
 } PackDict;
 
 #define PACK_KEY_PRIV	4		/* custom_private entries per key */
@@ -401,6 +402,7 @@ pack_begin(CustomScanState *node, EState *estate, int eflags)
 		d->slots = palloc0(sizeof(uint32) * d->nslots);
 		d->hash = palloc(sizeof(uint32) * ps->cap);
 		d->off = palloc(sizeof(uint32) * ps->cap);
+		d->last = -1;
 	}
 	ps->nullmask = palloc(ps->cap);
 	for (int c = 0; c < ps->ncols; c++)
@@ -467,6 +469,18 @@ pack_numeric(PackState *ps, int c, uint32 n, Datum v)
  * there: compared by bytes (the leader numbers values by the type's own
  * equality, so equal values of other bytes only cost an entry).
  */
+/* d_entry_equals says whether entry e of key k's dictionary has these bytes. */
+static inline bool
+d_entry_equals(PackState *ps, int k, int32 e, const char *data, Size len)
+{
+	const char *stored = ps->dict[k].ent.data + ps->dict[k].off[e];
+
+	if (ps->ktyplen[k] == -1 && !ps->kbyval[k])
+		return VARSIZE(stored) - VARHDRSZ == len &&
+			memcmp(stored + VARHDRSZ, data, len) == 0;
+	return memcmp(stored, data, len) == 0;
+}
+
 static uint32
 pack_dict_entry(PackState *ps, int k, Datum v)
 {
@@ -497,6 +511,9 @@ pack_dict_entry(PackState *ps, int k, Datum v)
 		data = VARDATA_ANY(p);
 		len = VARSIZE_ANY_EXHDR(p);
 	}
+	/* rows in scan order often repeat the value before: no hash then */
+	if (d->last >= 0 && d_entry_equals(ps, k, d->last, data, len))
+		return (uint32) d->last;
 	h = hash_bytes((const unsigned char *) data, (int) len);
 	for (slot = h & mask; (e = d->slots[slot]) != 0; slot = (slot + 1) & mask)
 	{
@@ -508,10 +525,10 @@ pack_dict_entry(PackState *ps, int k, Datum v)
 		{
 			if (VARSIZE(stored) - VARHDRSZ == len &&
 				memcmp(stored + VARHDRSZ, data, len) == 0)
-				return e - 1;
+				return d->last = e - 1;
 		}
 		else if (memcmp(stored, data, len) == 0)
-			return e - 1;
+			return d->last = e - 1;
 	}
 	e = d->n++;
 	d->hash[e] = h;
@@ -528,6 +545,7 @@ pack_dict_entry(PackState *ps, int k, Datum v)
 		appendStringInfoCharMacro(&d->ent, '\0');
 	d->slots[slot] = e + 1;
 	ps->dict_bytes += d->ent.len - d->off[e];
+	d->last = (int32) e;
 	return e;
 }
 
@@ -630,6 +648,7 @@ pack_exec(CustomScanState *node)
 		if (d->n > 0)
 			memset(d->slots, 0, sizeof(uint32) * d->nslots);
 		d->n = 0;
+		d->last = -1;
 		resetStringInfo(&d->ent);
 		ps->dict_bytes += 8;
 	}
