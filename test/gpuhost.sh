@@ -23,6 +23,20 @@
 #
 #   aggbench: bench/agg/run.sh (AGGBENCH_ROWS, AGGBENCH_GROUPS, AGGBENCH_CONFIGS).
 #
+#   The suite on an H100 no longer fits one call of 600 s beside tpch-load
+#   (it ended inside join_batches at 583 s); split it over two calls on the
+#   same warm machine with test/run.sh's GPUHASH_TEST_PARTS and
+#   GPUHASH_TEST_REGRESS (the schedule's suites to run; later suites need
+#   setup and join_setup, aggregate_keys/_refuse/_coldef need aggregate):
+#     GPUHASH_TEST_PARTS="cuda regress" GPUHASH_TEST_REGRESS="setup roles
+#       extension_scope settings devices join_setup join_types join_keys
+#       join_multi join_shapes join_exec join_explain join_explain_forms
+#       join_dml join_plan" ... install bg:tpch-load tests wait
+#     GPUHASH_TEST_PARTS="regress" GPUHASH_TEST_REGRESS="setup join_setup
+#       join_batches settings_limits device_budget aggregate aggregate_keys
+#       aggregate_refuse aggregate_coldef aggregate_differences aggregate_spill
+#       agg_transparent robust_estimates" ... tests
+#
 #   tpch-load, tpch: TPC-H at $TPCH_SCALE (default 10) loaded once and kept
 #   in /tmp/tpchdata, then bench/tpch/run.sh $TPCH_ARGS against it, in this
 #   call or the next one on the still warm machine; $OUT/$TPCH_TAG.md.
