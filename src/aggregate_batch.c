@@ -67,7 +67,7 @@ static void stage_values(GhAggRun *run, uint32 i, Datum *values, bool *isnull);
 static void widen32(int64 *dst, const char *src, uint32 n);
 static void widen32_pack(int64 *dst, const char *src, uint32 n, int ds);
 static void packet_prepack(GhAggRun *run, const GhAggPacketHeader *pkt,
-						   const char *p, int *pre_ds);
+						   const char *dsp, int *pre_ds);
 static uint32 device_generic(GhAggRun *run);
 static uint32 device_exact(GhAggRun *run);
 static void send_values(GhAggRun *run, gh_agg_batch *b);
@@ -305,7 +305,8 @@ stage_values(GhAggRun *run, uint32 i, Datum *values, bool *isnull)
 				if (col->kind == GH_AGG_KIND_NONE)
 					break;
 				kind = gh_agg_num_decode(v, &m, &ds);
-				gh_agg_unprepack(run, c);	/* rows come unpacked */
+				if (run->batch.prepacked[c])
+					gh_agg_unprepack(run, c);	/* rows come unpacked */
 				if (kind == GH_NUMV_FINITE)
 				{
 					run->batch.h_vals[c][i] = m;
@@ -564,8 +565,8 @@ number_packet_keys(GhAggRun *run, const uint32 *const *local, const char *p,
 
 /*
  * packet_prepack decides, for each NUMERIC column of the (checked) packet
- * whose arrays begin at p, whether its values are packed as they are
- * copied (pre_ds[c], their one display scale) or left to
+ * whose display scales begin at dsp, whether its values are packed as they
+ * are copied (pre_ds[c], their one display scale) or left to
  * gh_agg_prepare_numeric (-1): packed where the packet sends them as int32
  * of one display scale equal to the column's present scale and the batch's
  * rows so far are packed too.  A column that cannot be is unpacked.  At
@@ -573,21 +574,11 @@ number_packet_keys(GhAggRun *run, const uint32 *const *local, const char *p,
  * NUMERIC arguments in a pass of their own (an H200 host).
  */
 static void
-packet_prepack(GhAggRun *run, const GhAggPacketHeader *pkt, const char *p,
+packet_prepack(GhAggRun *run, const GhAggPacketHeader *pkt, const char *dsp,
 			   int *pre_ds)
 {
 	uint32		n = pkt->n;
-	const char *dsp = p;
 
-	/* the display scales follow the value arrays, key NULLs and valid[]s */
-	for (int k = 0; k < run->nkeys; k++)
-		dsp += (size_t) n * gh_agg_key_width(&run->plan->keys[k]);
-	for (int c = 0; c < run->ncols_in; c++)
-		dsp += (size_t) n * (((pkt->narrowcols >> c) & 1) ? 4 :
-							 gh_agg_col_width(&run->plan->cols[c])) +
-			(((pkt->nullcols >> c) & 1) ? n : 0);
-	if (pkt->flags & GH_PACKET_KEY_NULLS)
-		dsp += n;
 	for (int c = 0; c < run->ncols_in; c++)
 	{
 		const GhAggCol *col = &run->plan->cols[c];
@@ -622,6 +613,7 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 	const char *p = (const char *) (pkt + 1);
 	const char *end = (const char *) pkt + VARSIZE(pkt);
 	size_t		need = 0;
+	size_t		ds_bytes = 0;
 	const uint32 *local[GH_AGG_MAX_KEYS] = {0};
 	int			pre_ds[GH_AGG_MAX_COLS];
 	instr_time	t0;
@@ -647,8 +639,9 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 		need += (size_t) n * ((narrow ? 4 : gh_agg_col_width(col)) +
 							  ((pkt->nullcols >> c) & 1));
 		if (gh_agg_col_has_ds(col))
-			need += oneds ? 1 : n;
+			ds_bytes += oneds ? 1 : n;
 	}
+	need += ds_bytes;
 	if (pkt->flags & GH_PACKET_KEY_NULLS)
 		need += n;
 	need += pkt->exc_bytes;
@@ -658,7 +651,8 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 	if (run->batch.n + n > run->batch.cap)
 		gh_agg_flush(run);
 	INSTR_TIME_SET_CURRENT(t0);
-	packet_prepack(run, pkt, p, pre_ds);
+	/* the display scales come last before the exceptions and dictionaries */
+	packet_prepack(run, pkt, end - pkt->exc_bytes - pkt->dict_bytes - ds_bytes, pre_ds);
 	for (int w = 8; w >= 4; w -= 4)
 	{
 		for (int k = 0; k < run->nkeys; k++)

@@ -463,15 +463,9 @@ pack_numeric(PackState *ps, int c, uint32 n, Datum v)
 	return fixed;
 }
 
-/*
- * pack_dict_entry returns the number, in the packet's dictionary of
- * numbered key k, of its value v (not NULL), adding the value if it is not
- * there: compared by bytes (the leader numbers values by the type's own
- * equality, so equal values of other bytes only cost an entry).
- */
 /* d_entry_equals says whether entry e of key k's dictionary has these bytes. */
 static inline bool
-d_entry_equals(PackState *ps, int k, int32 e, const char *data, Size len)
+d_entry_equals(PackState *ps, int k, uint32 e, const char *data, Size len)
 {
 	const char *stored = ps->dict[k].ent.data + ps->dict[k].off[e];
 
@@ -481,6 +475,12 @@ d_entry_equals(PackState *ps, int k, int32 e, const char *data, Size len)
 	return memcmp(stored, data, len) == 0;
 }
 
+/*
+ * pack_dict_entry returns the number, in the packet's dictionary of
+ * numbered key k, of its value v (not NULL), adding the value if it is not
+ * there: compared by bytes (the leader numbers values by the type's own
+ * equality, so equal values of other bytes only cost an entry).
+ */
 static uint32
 pack_dict_entry(PackState *ps, int k, Datum v)
 {
@@ -512,22 +512,12 @@ pack_dict_entry(PackState *ps, int k, Datum v)
 		len = VARSIZE_ANY_EXHDR(p);
 	}
 	/* rows in scan order often repeat the value before: no hash then */
-	if (d->last >= 0 && d_entry_equals(ps, k, d->last, data, len))
+	if (d->last >= 0 && d_entry_equals(ps, k, (uint32) d->last, data, len))
 		return (uint32) d->last;
 	h = hash_bytes((const unsigned char *) data, (int) len);
 	for (slot = h & mask; (e = d->slots[slot]) != 0; slot = (slot + 1) & mask)
 	{
-		const char *stored = d->ent.data + d->off[e - 1];
-
-		if (d->hash[e - 1] != h)
-			continue;
-		if (ps->ktyplen[k] == -1 && !ps->kbyval[k])
-		{
-			if (VARSIZE(stored) - VARHDRSZ == len &&
-				memcmp(stored + VARHDRSZ, data, len) == 0)
-				return d->last = e - 1;
-		}
-		else if (memcmp(stored, data, len) == 0)
+		if (d->hash[e - 1] == h && d_entry_equals(ps, k, e - 1, data, len))
 			return d->last = e - 1;
 	}
 	e = d->n++;

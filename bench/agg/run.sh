@@ -169,9 +169,9 @@ printf 'Median of %s runs after a warm-up, ms (planning + execution, result not 
 
 # the scan floor: what reading the table costs with 16 workers
 times=()
-explain_ms "SET max_parallel_workers_per_gather = 16; SET gpuhash.enabled = off;" "SELECT count(*), sum(v) FROM bench_agg" >/dev/null
+explain_ms "$(setting p16)" "SELECT count(*), sum(v) FROM bench_agg" >/dev/null
 for r in $(seq 1 "$repeats"); do
-  times+=("$(explain_ms "SET max_parallel_workers_per_gather = 16; SET gpuhash.enabled = off;" "SELECT count(*), sum(v) FROM bench_agg")")
+  times+=("$(explain_ms "$(setting p16)" "SELECT count(*), sum(v) FROM bench_agg")")
   logline "scan floor p16 run $r: ${times[-1]} ms"
 done
 printf 'Scan floor, SELECT count(*), sum(v) FROM bench_agg with 16 workers: %s ms (median).\n\n' \
