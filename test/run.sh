@@ -117,10 +117,14 @@ gpuhash_test.gpu = $expect_gpu
 $extra
 CONF
   chmod a+r "$work/device.conf"
-  # GPUHASH_TEST_REGRESS="setup ...": only these suites, no isolation specs
-  # (a GPU host's second call); CI never sets it
+  # GPUHASH_TEST_REGRESS="setup ...": only these suites, and no isolation
+  # specs unless GPUHASH_TEST_ISOLATION=on (a GPU host's later calls); CI
+  # never sets them
   local only=()
-  [ -n "${GPUHASH_TEST_REGRESS:-}" ] && only=(REGRESS="$GPUHASH_TEST_REGRESS" ISOLATION=)
+  if [ -n "${GPUHASH_TEST_REGRESS:-}" ]; then
+    only=(REGRESS="$GPUHASH_TEST_REGRESS")
+    [ "${GPUHASH_TEST_ISOLATION:-}" = on ] || only+=(ISOLATION=)
+  fi
   gh_as_pg make -C "$work/tree" --no-print-directory installcheck PG_CONFIG="$(command -v pg_config)" \
     GPUHASH_TEST_CONF="$work/device.conf" "${only[@]}" "$@" >"$logdir/$label.log" 2>&1
   grep -E '^(test|ok|not ok)|^ +[a-z_]+ +\.\.\.|tests (passed|failed)' "$logdir/$label.log" || true
