@@ -65,11 +65,13 @@ record_byref_size(GhjState *s, const Datum *rec)
 {
 	Size		bytes = 0;
 
-	for (int k = 0; k < s->nkeys + s->ninner_cols; k++)
+	for (int j = 0; j < s->nbyref_pos; j++)
 	{
+		int			k = s->byref_pos[j];
 		int16		typlen;
 
-		if (byref_attr(s, k, &typlen) && !byref_null(s, rec, k))
+		(void) byref_attr(s, k, &typlen);
+		if (!byref_null(s, rec, k))
 			bytes += byref_size(rec[k], typlen);
 	}
 	return bytes;

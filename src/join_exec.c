@@ -305,6 +305,16 @@ ghj_init_inner_stored(GhjState *s, List *exprs)
 			s->inner_has_byref = true;
 	}
 	s->nullwords = (s->ninner_cols + 63) / 64;
+	/* the record's by-reference positions, keys first (ghj_shared_add) */
+	s->byref_pos = palloc(sizeof(int) * (s->nkeys + s->ninner_cols));
+	s->nbyref_pos = 0;
+	for (int k = 0; k < s->nkeys + s->ninner_cols; k++)
+	{
+		int16		typlen;
+
+		if (byref_attr(s, k, &typlen))
+			s->byref_pos[s->nbyref_pos++] = k;
+	}
 	/* only ghj_load_inner fills inner_slot, and only the kept columns */
 	memset(s->inner_slot->tts_isnull, true, sizeof(bool) * desc->natts);
 }
@@ -406,7 +416,7 @@ init_key(GhKeySet *keys, int i, Expr *expr, int varno, Oid hashfn,
 	keys->exprs[i] = ExecInitExpr(expr, ps);
 	gh_key_set_hash(keys, i, hashfn, exprType((Node *) expr));
 	if (IsA(expr, Var) && ((Var *) expr)->varno == varno &&
-		((Var *) expr)->varattno > 0 && keys->byval[i])
+		((Var *) expr)->varattno > 0)
 		keys->att[i] = ((Var *) expr)->varattno;
 }
 

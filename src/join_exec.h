@@ -259,6 +259,8 @@ typedef struct GhjState
 	int16	   *inner_attlen;	/* of the kept columns */
 	bool	   *inner_attbyval;
 	bool		inner_has_byref;	/* a by-reference key or column */
+	int		   *byref_pos;		/* the record's by-reference positions */
+	int			nbyref_pos;		/* how many */
 	bool		inner_key_byref;	/* a by-reference key */
 	int			nbyref_keys;	/* how many */
 	int			nullwords;		/* uint64 words of a record's null bitmap */
@@ -518,11 +520,25 @@ ghj_reset(ExprContext *econtext)
 		MemoryContextReset(cxt);
 }
 
+/*
+ * byref_len is datumGetSize of a by-reference value, in line for the
+ * lengths a record's values mostly have.
+ */
+static inline Size
+byref_len(Datum v, int16 typlen)
+{
+	if (typlen == -1)
+		return VARSIZE_ANY(DatumGetPointer(v));
+	if (typlen > 0)
+		return typlen;
+	return datumGetSize(v, false, typlen);
+}
+
 /* byref_size is the room a by-reference value takes in the record arena. */
 static inline Size
 byref_size(Datum v, int16 typlen)
 {
-	return MAXALIGN(datumGetSize(v, false, typlen));
+	return MAXALIGN(byref_len(v, typlen));
 }
 
 /* ghj_kept_index is the position of col in cols[0..n), or -1. */

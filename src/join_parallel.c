@@ -280,16 +280,19 @@ ghj_free_chunks(GhjState *s)
 }
 
 /*
- * shared_value: if an earlier field of the record tmp holds the same value
- * of the row as field k (the same pointer, a by-reference field of the same
- * type length), field k of its copy rec takes that field's offset in the
- * chunk, and true.
+ * shared_value: if an earlier by-reference field of the record tmp holds
+ * the same value of the row as its i-th, field k = byref_pos[i] (the same
+ * pointer, a field of the same type length), field k of its copy rec takes
+ * that field's offset in the chunk, and true.
  */
 static inline bool
-shared_value(GhjState *s, const Datum *tmp, Datum *rec, int k, int16 typlen)
+shared_value(GhjState *s, const Datum *tmp, Datum *rec, int i, int16 typlen)
 {
-	for (int j = 0; j < k; j++)
+	int			k = s->byref_pos[i];
+
+	for (int p = 0; p < i; p++)
 	{
+		int			j = s->byref_pos[p];
 		int16		jlen;
 
 		if (tmp[j] == tmp[k] && byref_attr(s, j, &jlen) && jlen == typlen &&
@@ -314,7 +317,6 @@ shared_value(GhjState *s, const Datum *tmp, Datum *rec, int k, int16 typlen)
 Size
 ghj_shared_add(GhjState *s, const Datum *tmp, uint64 hash, Size byref_bytes)
 {
-	int			nfields = s->nkeys + s->ninner_cols;
 	GhjChunk   *chunk = s->chunk;
 	Datum	   *rec;
 	char	   *data;
@@ -345,16 +347,16 @@ ghj_shared_add(GhjState *s, const Datum *tmp, uint64 hash, Size byref_bytes)
 	rec = GhjChunkRecs(chunk) + (size_t) chunk->nrows * s->stride;
 	memcpy(rec, tmp, sizeof(Datum) * s->stride);
 	data = GhjChunkData(chunk, s->stride);
-	for (int k = 0; k < nfields; k++)
+	for (int i = 0; i < s->nbyref_pos; i++)
 	{
+		int			k = s->byref_pos[i];
 		int16		typlen;
 		Size		len;
 
-		if (!byref_attr(s, k, &typlen) || byref_null(s, rec, k))
+		(void) byref_attr(s, k, &typlen);
+		if (byref_null(s, rec, k) || shared_value(s, tmp, rec, i, typlen))
 			continue;
-		if (shared_value(s, tmp, rec, k, typlen))
-			continue;
-		len = datumGetSize(rec[k], false, typlen);
+		len = byref_len(rec[k], typlen);
 		memcpy(data + chunk->data_used, DatumGetPointer(rec[k]), len);
 		rec[k] = (Datum) chunk->data_used;	/* an offset, in the chunk */
 		chunk->data_used += MAXALIGN(len);
