@@ -718,7 +718,6 @@ ghj_shared_compact(GhjState *s)
 {
 	GhjShared  *sh = s->shared;
 	dsa_area   *area = store_area(s);
-	int			nfields = s->nkeys + s->ninner_cols;
 	uint64		nrows;
 	Size		nbytes;
 	uint64		row;
@@ -763,11 +762,11 @@ ghj_shared_compact(GhjState *s)
 			{
 				Datum	   *rec = &dst[(size_t) j * s->stride];
 
-				for (int k = 0; k < nfields; k++)
+				for (int i = 0; i < s->nbyref_pos; i++)
 				{
-					int16		typlen;
+					int			k = s->byref_pos[i];
 
-					if (byref_attr(s, k, &typlen) && !byref_null(s, rec, k))
+					if (!byref_null(s, rec, k))
 						rec[k] += base;
 				}
 			}
