@@ -89,7 +89,7 @@ store_columns(GhjState *s, TupleTableSlot *slot, Datum *rec, MemoryContext cxt)
 	Datum	   *vals = rec + s->nkeys;
 	uint64	   *nulls = (uint64 *) (vals + s->ninner_cols);
 
-	slot_getallattrs(slot);
+	slot_getsomeattrs(slot, s->inner_deform);
 	memset(nulls, 0, sizeof(uint64) * s->nullwords);
 	for (int c = 0; c < s->ninner_cols; c++)
 	{
@@ -452,7 +452,7 @@ ghj_load_shared(GhjState *s)
 
 		if ((slot = ghj_next_inner(s, econtext)) == NULL)
 			break;
-		slot_getallattrs(slot);
+		slot_getsomeattrs(slot, s->inner_deform);
 
 		/*
 		 * By-reference keys and columns stay where they are, in the slot's
@@ -761,7 +761,7 @@ ghj_build_private(GhjState *s)
 
 		if ((slot = ghj_next_inner(s, econtext)) == NULL)
 			break;
-		slot_getallattrs(slot);
+		slot_getsomeattrs(slot, s->inner_deform);
 		if (s->nbatch == 1 && s->ninner == s->store_cap)
 			ghj_store_grow(s);
 		if (s->nbatch > 1)

@@ -305,6 +305,16 @@ ghj_init_inner_stored(GhjState *s, List *exprs)
 			s->inner_has_byref = true;
 	}
 	s->nullwords = (s->ninner_cols + 63) / 64;
+	/*
+	 * The build deforms the inner row up to the last column it keeps or
+	 * reads a key from (a Seq Scan child may return whole rows: join_plan.c);
+	 * a key expression deforms what it reads itself.
+	 */
+	s->inner_deform = 0;
+	for (int j = 0; j < s->ninner_cols; j++)
+		s->inner_deform = Max(s->inner_deform, s->inner_col[j] + 1);
+	for (int k = 0; k < s->nkeys; k++)
+		s->inner_deform = Max(s->inner_deform, s->inner_key_col[k] + 1);
 	/* the record's by-reference positions, keys first (ghj_shared_add) */
 	s->byref_pos = palloc(sizeof(int) * (s->nkeys + s->ninner_cols));
 	s->nbyref_pos = 0;

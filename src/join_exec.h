@@ -259,6 +259,7 @@ typedef struct GhjState
 	int16	   *inner_attlen;	/* of the kept columns */
 	bool	   *inner_attbyval;
 	bool		inner_has_byref;	/* a by-reference key or column */
+	int			inner_deform;	/* the inner row's attributes read, 1 .. n */
 	int		   *byref_pos;		/* the record's by-reference positions */
 	int			nbyref_pos;		/* how many */
 	bool		inner_key_byref;	/* a by-reference key */

@@ -302,16 +302,41 @@ put_inner(GhjState *s, int p, MinimalTuple tup)
 	s->part_bytes[p] += tup->t_len;
 }
 
-/* ghj_parts_put_inner writes the inner row in slot, of hash hash. */
+/*
+ * ghj_parts_put_inner writes the inner row in slot, of hash hash: the
+ * columns the join keeps or reads its keys from, the others NULL (a Seq
+ * Scan child may return whole rows: join_plan.c).
+ */
 void
 ghj_parts_put_inner(GhjState *s, TupleTableSlot *slot, uint64 hash)
 {
-	bool		should_free;
-	MinimalTuple tup = ExecFetchSlotMinimalTuple(slot, &should_free);
+	TupleDesc	desc = slot->tts_tupleDescriptor;
+	Datum	   *vals = s->part_vals;
+	bool	   *nulls = s->part_null;
+	MinimalTuple tup;
 
+	slot_getsomeattrs(slot, s->inner_deform);
+	memset(nulls, true, sizeof(bool) * desc->natts);
+	for (int k = 0; k < s->nkeys; k++)
+	{
+		int			a = s->inner_key_col[k];
+
+		if (a >= 0)
+		{
+			nulls[a] = slot->tts_isnull[a];
+			vals[a] = slot->tts_values[a];
+		}
+	}
+	for (int c = 0; c < s->ninner_cols; c++)
+	{
+		int			a = s->inner_col[c];
+
+		nulls[a] = slot->tts_isnull[a];
+		vals[a] = slot->tts_values[a];
+	}
+	tup = heap_form_minimal_tuple(desc, vals, nulls);
 	put_inner(s, part_of(s->shared->nparts, hash), tup);
-	if (should_free)
-		pfree(tup);
+	pfree(tup);
 }
 
 /*

@@ -707,8 +707,10 @@ gpuhash_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
  * as PostgreSQL's own hash join lets its outer child do (createplan.c's
  * physical target list): a child made for a CustomScan projects exactly the
  * columns its parent asked for, and that projection costs the outer side
- * of a big join more than reading the heap.  The join then keeps only the
- * columns it reads (join_probe.c).  Only a plain table whose rows need no
+ * of a big join more than reading the heap, and the build of a large inner
+ * side a tenth of its load.  The join then keeps only the columns it reads,
+ * of either side (join_probe.c, join_build.c), and writes only those to
+ * temporary files (join_parts.c).  Only a plain table whose rows need no
  * conversion qualifies: no dropped columns, no columns added with a default
  * after the rows were written, no expression, system column or whole row
  * in the target list.
@@ -899,6 +901,7 @@ gpuhash_plan_join(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 		record_plan_function_dependency(root, extfunc);
 
 	scan_whole_rows(root, outer_plan);
+	scan_whole_rows(root, inner_plan);
 	foreach(lc, outer_plan->targetlist)
 	{
 		TargetEntry *tle = lfirst_node(TargetEntry, lc);
