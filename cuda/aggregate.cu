@@ -330,6 +330,18 @@ exact_verify_kernel(TableView t, char *acc, gh_agg_layout l, gh_agg_keys k,
 }
 
 __global__ void
+key_from_col_kernel(const int64_t *vals, const uint8_t *valid, uint32_t n,
+					uint8_t bit, uint64_t *keys, uint8_t *nullmask)
+{
+	uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	bool ok = valid[i] != 0;
+	keys[i] = ok ? (uint64_t) vals[i] : 0;
+	nullmask[i] = ok ? (uint8_t) (nullmask[i] & ~bit) : (uint8_t) (nullmask[i] | bit);
+}
+
+__global__ void
 skip_kernel(uint32_t *ids, const uint32_t *rows, uint32_t nrows)
 {
 	uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -638,6 +650,19 @@ gh_agg_assign_exact_gpu(void *mem, uint64_t capacity, void *acc,
 	exact_verify_kernel<<<grid_for(n), kThreads, 0, s>>>(t, (char *) acc, *l,
 														 *k, n, ids, bad);
 	GH_CUDA_LAUNCHED("exact_verify_kernel");
+	return GH_OK;
+}
+
+extern "C" gh_status
+gh_agg_key_from_col_gpu(const int64_t *vals, const uint8_t *valid, uint32_t n,
+						uint8_t bit, uint64_t *keys, uint8_t *nullmask,
+						void *stream, gh_error *err)
+{
+	if (n == 0)
+		return GH_OK;
+	key_from_col_kernel<<<grid_for(n), kThreads, 0, (cudaStream_t) stream>>>(
+		vals, valid, n, bit, keys, nullmask);
+	GH_CUDA_LAUNCHED("key_from_col_kernel");
 	return GH_OK;
 }
 

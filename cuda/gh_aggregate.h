@@ -245,6 +245,20 @@ gh_status gh_agg_assign_exact_cpu(void *mem, uint64_t capacity, void *acc,
 								  uint32_t n, uint32_t *ids, uint32_t *scratch,
 								  uint32_t *bad, gh_error *err);
 
+/*
+ * A GROUP BY key computed on the device (a device expression's column of
+ * values vals and valid flags valid, gh_agg_expr_eval_*) becomes exact key
+ * `bit` (1 << its position) of rows i < n: keys[i] = vals[i] where valid,
+ * else 0 with bit set in nullmask[i] (cleared where valid), which is what
+ * gh_agg_assign_exact_* takes of a key the host sent.  keys may be vals.
+ */
+gh_status gh_agg_key_from_col_gpu(const int64_t *vals, const uint8_t *valid,
+								  uint32_t n, uint8_t bit, uint64_t *keys,
+								  uint8_t *nullmask, void *stream, gh_error *err);
+gh_status gh_agg_key_from_col_cpu(const int64_t *vals, const uint8_t *valid,
+								  uint32_t n, uint8_t bit, uint64_t *keys,
+								  uint8_t *nullmask, gh_error *err);
+
 /* ids[rows[i]] = GH_AGG_NO_GROUP for i < nrows. */
 gh_status gh_agg_skip_gpu(uint32_t *ids, const uint32_t *rows, uint32_t nrows,
 						  void *stream, gh_error *err);

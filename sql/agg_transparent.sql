@@ -904,6 +904,57 @@ RESET gpuhash.force_agg;
 SELECT count(*) AS gpuhashagg FROM gh_plan_lines('SELECT g, sum(a4) FROM gha_t GROUP BY g', 'gpuhash') l
  WHERE l ~ 'GpuHashAgg';
 
+-- GROUP BY keys the device computes: integer and date arithmetic over
+-- columns and constants, and a searched CASE of them (compile_key), grouped
+-- by the value the device computes; NULL results make their group, an
+-- infinite date stays infinite, and the errors are PostgreSQL's
+CREATE TABLE gha_kx AS
+SELECT i, (i % 7)::int2 AS s, CASE WHEN i % 11 = 0 THEN NULL ELSE i % 5 END AS n,
+       (i % 13)::int8 * 1000000000000 AS l, date '2020-01-01' + (i % 40) AS d,
+       CASE WHEN i % 17 = 0 THEN NULL ELSE date '1999-12-25' + (i % 9) END AS dn
+  FROM generate_series(1, 5000) i;
+INSERT INTO gha_kx VALUES (NULL, NULL, NULL, NULL, NULL, NULL),
+  (5001, -32768, -2147483648, -9223372036854775807, 'infinity', '-infinity'),
+  (5002, 32767, 2147483647, 9223372036854775807, '-infinity', 'infinity');
+CREATE TABLE gha_kx_q (q text);
+INSERT INTO gha_kx_q VALUES
+  ('SELECT s + 1 AS k, count(*), sum(i) FROM gha_kx GROUP BY s + 1'),
+  ('SELECT n * 2 AS k, count(*), min(i), max(s) FROM gha_kx WHERE coalesce(i, 0) < 5001 GROUP BY n * 2'),
+  ('SELECT l / 1000000000000 + i AS k, count(*) FROM gha_kx WHERE i < 5001 GROUP BY 1'),
+  ('SELECT l - i AS k, count(*), sum(n) FROM gha_kx WHERE i < 5001 GROUP BY l - i'),
+  ('SELECT d + 3 AS k, s, count(*) FROM gha_kx GROUP BY d + 3, s'),
+  ('SELECT dn - 1 AS k, count(*), max(d) FROM gha_kx GROUP BY dn - 1'),
+  ('SELECT d - date ''2020-01-01'' AS k, count(*) FROM gha_kx WHERE i < 5001 GROUP BY 1'),
+  ('SELECT CASE WHEN s > 3 THEN s * 10 WHEN n IS NULL THEN -1 ELSE -s END AS k, count(*) FROM gha_kx WHERE coalesce(i, 0) < 5001 GROUP BY 1'),
+  ('SELECT (s + 1) * 2 AS k2, count(*) FROM gha_kx GROUP BY s + 1 HAVING s + 1 > 2'),
+  ('SELECT n::int8 + l AS k, s::int4 - 1 AS k2, count(*) FROM gha_kx WHERE coalesce(i, 0) < 5001 GROUP BY 1, 2');
+SELECT q, gha_check(q) FROM gha_kx_q;
+-- which keys the device computes: then the child returns no sum,
+-- difference or product, and EXPLAIN (VERBOSE) names them
+SET gpuhash.force_agg = on;
+SELECT q,
+       (SELECT count(*) FROM gha_verbose(q) l WHERE l ~ '^\s{6,}Output: .*[-+*/]') = 0 AS child_without_arithmetic,
+       (SELECT string_agg(substring(l FROM 'Device Expressions: (.*)$'), '') FROM gha_verbose(q) l
+         WHERE l ~ '^\s+Device Expressions: ') AS device_expressions
+  FROM gha_kx_q;
+RESET gpuhash.force_agg;
+-- read by two workers in packets of 100 rows
+SELECT q, gha_check_packed(q) FROM gha_kx_q;
+-- past the budget, the groups spill and later passes compute the keys again
+SET work_mem = '64kB';
+SET gpuhash.device_memory_limit = '1MB';
+SELECT gha_check('SELECT l - i AS k, count(*), sum(s) FROM gha_kx WHERE i < 5001 GROUP BY 1');
+SELECT gha_check_packed('SELECT l - i AS k, n * 3 AS k2, count(*) FROM gha_kx WHERE i < 5001 GROUP BY 1, 2');
+RESET work_mem;
+RESET gpuhash.device_memory_limit;
+-- PostgreSQL's errors: out of range, and infinite dates subtracted
+SELECT gha_errors('SELECT s * 2::int2 AS k, count(*) FROM gha_kx GROUP BY 1');
+SELECT gha_errors('SELECT n + 1 AS k, count(*) FROM gha_kx GROUP BY 1');
+SELECT gha_errors('SELECT l * 2 AS k, count(*) FROM gha_kx GROUP BY 1');
+SELECT gha_errors('SELECT d - dn AS k, count(*) FROM gha_kx GROUP BY 1');
+SELECT gha_errors('SELECT dn + 2147483647 AS k, count(*) FROM gha_kx GROUP BY 1');
+
+DROP TABLE gha_kx, gha_kx_q;
 DROP TABLE gha_dec, gha_prepack, gha_t, gha_pk, gha_cust, gha_e, gha_num, gha_time, gha_int, gha_fpair, gha_fint, gha_dates, gha_years CASCADE;
 DROP FUNCTION gha_fok(float8, float8, text), gha_f4ok(float4, float4, text);
 DROP FUNCTION gha_child_computes(text, text), gha_check_packed(text), gha_check(text, int), gha_analyze(text), gha_errors(text), gha_plan(text);

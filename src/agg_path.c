@@ -91,7 +91,10 @@ enum
 	GHA_PRIV_CALL_COLS,			/* integer list: each Aggref's input column */
 	GHA_PRIV_COL_TYPES,			/* OID list: the input columns' types */
 	GHA_PRIV_PACKED,			/* Integer: the child returns packets */
-	GHA_PRIV_EXPRS				/* list: device expressions' programs */
+	GHA_PRIV_EXPRS,				/* list: device expressions' programs */
+	GHA_PRIV_KEY_COLS			/* integer list: per key, the device
+								 * expression's column that computes it, or
+								 * -1 */
 };
 
 typedef struct GhaState
@@ -120,6 +123,8 @@ typedef struct GhaQuery
 								 * (gh_agg_plan_node) */
 	bool		device_keys;	/* keys grouped exactly on the device: a
 								 * parallel input can be packed */
+	List	   *key_cols;		/* per key, the engine column of the device
+								 * expression that computes it, or -1 */
 	int			ngrouped;		/* the GROUP BY's own keys, the first of
 								 * keys; after them, dependent columns */
 } GhaQuery;
@@ -130,6 +135,8 @@ static void gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 static void add_gha_path(RelOptInfo *output_rel, Path *child, GhaQuery *q,
 						 List *having, double ngroups);
 static void compile_args(GhaQuery *q, List *arg_calls, bool device);
+static int	compile_key(GhaQuery *q, Expr *key);
+static Expr *key_placeholder(GhaQuery *q, int i);
 static Plan *gha_plan_path(PlannerInfo *root, RelOptInfo *rel,
 						   CustomPath *best_path, List *tlist, List *clauses,
 						   List *custom_plans);
@@ -1040,6 +1047,15 @@ compile_args(GhaQuery *q, List *arg_calls, bool device)
 			argcol[i++] = input_col(&q->inputs, arg);
 	}
 	q->call_cols = NIL;
+	/* the GROUP BY keys the device can compute (compile_key) */
+	q->key_cols = NIL;
+	foreach(lc, q->keys)
+		q->key_cols = lappend_int(q->key_cols,
+								  device && foreach_current_index(lc) < q->ngrouped ?
+								  compile_key(q, lfirst(lc)) : 0);
+	foreach(lc, q->key_cols)
+		lfirst_int(lc) = lfirst_int(lc) < 0 ?
+			list_length(q->inputs) - lfirst_int(lc) - 1 : -1;
 	foreach(lc, arg_calls)
 	{
 		int			a = lfirst_int(lc);
@@ -1048,6 +1064,76 @@ compile_args(GhaQuery *q, List *arg_calls, bool device)
 			a = argcol[a] >= 0 ? argcol[a] : list_length(q->inputs) - argcol[a] - 1;
 		q->call_cols = lappend_int(q->call_cols, a);
 	}
+}
+
+/*
+ * compile_key compiles GROUP BY expression key into a device expression of
+ * its own type when it is integer or date arithmetic over columns and
+ * constants that compile_int takes (GROUP BY a + b, d - 30, CASE WHEN ...):
+ * the device then computes the key from the program's inputs, which the
+ * child returns instead of the key.  Returns minus the expression's number
+ * (counting from 1, as compile_args numbers the arguments'), or 0 if the key
+ * stays the child's.  A program's rows leave the device only where
+ * PostgreSQL raises an error (out of range), so a key never needs a value
+ * computed on the host.
+ */
+static int
+compile_key(GhaQuery *q, Expr *key)
+{
+	Oid			type = exprType((Node *) key);
+	List	   *prog = NIL;
+	List	   *inputs = list_copy(q->inputs);
+	int			depth = 0;
+	bool		reads = false;
+	ListCell   *lp;
+
+	if ((type != INT2OID && type != INT4OID && type != INT8OID && type != DATEOID) ||
+		!(IsA(key, OpExpr) || IsA(key, CaseExpr) || IsA(key, FuncExpr)) ||
+		contain_volatile_functions((Node *) key) ||
+		!compile_int((Node *) key, &prog, &inputs, &depth, 0) ||
+		depth != 1 || list_length(prog) < 2)
+		return 0;
+	foreach(lp, prog)
+	{
+		int			op = intVal(linitial((List *) lfirst(lp)));
+
+		if (op == GH_EXPR_COL)
+			return 0;			/* a NUMERIC's NULL or wide rows need the host */
+		if (GH_EXPR_READS_INPUT(op))
+			reads = true;
+	}
+	if (!reads || list_length(inputs) + list_length(q->exprs) + 1 > GH_AGG_MAX_COLS)
+		return 0;
+	q->inputs = inputs;
+	q->exprs = lappend(q->exprs,
+					   lcons(list_make2(makeInteger(GH_EXPR_PROG_TYPE), makeInteger(type)),
+							 prog));
+	return -list_length(q->exprs);
+}
+
+/*
+ * key_placeholder is what the child returns in the place of a key the
+ * device computes (key_cols[i] >= 0): the first input its program reads,
+ * a column the child returns anyway.  Its value is never used (the device
+ * overwrites the key), but a Gather passes a column through where it would
+ * evaluate a constant, and the workers can then pack the rows.
+ */
+static Expr *
+key_placeholder(GhaQuery *q, int i)
+{
+	int			c = list_nth_int(q->key_cols, i);
+	List	   *prog = list_nth(q->exprs, c - list_length(q->inputs));
+	ListCell   *lp;
+
+	for_each_from(lp, prog, 1)
+	{
+		List	   *pair = lfirst(lp);
+
+		if (GH_EXPR_READS_INPUT(intVal(linitial(pair))))
+			return list_nth(q->inputs, intVal(lsecond(pair)));
+	}
+	elog(ERROR, "GpuHashAgg: a device key without an input");
+	return NULL;				/* keep compiler quiet */
 }
 
 /*
@@ -1216,7 +1302,10 @@ gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 	/* the child: the input projected to the keys, then the arguments */
 	child_target = create_empty_pathtarget();
 	foreach(lc, q.keys)
-		add_column_to_pathtarget(child_target, (Expr *) lfirst(lc), 0);
+		add_column_to_pathtarget(child_target,
+								 list_nth_int(q.key_cols, foreach_current_index(lc)) >= 0 ?
+								 key_placeholder(&q, foreach_current_index(lc)) :
+								 (Expr *) lfirst(lc), 0);
 	foreach(lc, q.inputs)
 		add_column_to_pathtarget(child_target, (Expr *) lfirst(lc), 0);
 	child_target = set_pathtarget_cost_width(root, child_target);
@@ -1283,6 +1372,7 @@ add_gha_path(RelOptInfo *output_rel, Path *child, GhaQuery *q, List *having,
 	cpath->custom_paths = list_make1(child);
 	cpath->custom_private = list_make5(q->keys, q->eqops, q->aggs, q->call_cols, having);
 	cpath->custom_private = lappend(cpath->custom_private, q->exprs);
+	cpath->custom_private = lappend(cpath->custom_private, q->key_cols);
 	cpath->methods = &gha_path_methods;
 	cost_gha(cpath, child, output_rel->reltarget, ngroups, q);
 	add_path(output_rel, &cpath->path);
@@ -1303,6 +1393,7 @@ gha_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	List	   *call_cols = lfourth(best_path->custom_private);
 	List	   *having = list_nth(best_path->custom_private, 4);
 	List	   *exprs = list_nth(best_path->custom_private, 5);
+	List	   *key_cols = list_nth(best_path->custom_private, 6);
 	Plan	   *child = linitial(custom_plans);
 	List	   *scan_tlist = NIL;
 	List	   *col_types = NIL;
@@ -1332,6 +1423,7 @@ gha_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->custom_exprs = NIL;
 	cscan->custom_private = list_make5(list_copy(eqops), list_copy(call_cols), col_types,
 									   makeInteger(0), copyObject(exprs));
+	cscan->custom_private = lappend(cscan->custom_private, list_copy(key_cols));
 	cscan->flags = best_path->flags;
 	cscan->methods = &gha_scan_methods;
 	return &cscan->scan.plan;
@@ -1366,8 +1458,10 @@ engine_plan(CustomScan *cscan)
 	Oid		   *types = palloc(sizeof(Oid) * (ncols + 1));
 	Aggref	  **aggs = palloc(sizeof(Aggref *) * (ncalls + 1));
 	int		   *cols = palloc(sizeof(int) * (ncalls + 1));
+	int		   *key_cols = palloc(sizeof(int) * (nkeys + 1));
 
-	if (list_length(cscan->custom_scan_tlist) != nkeys + ncalls)
+	if (list_length(cscan->custom_scan_tlist) != nkeys + ncalls ||
+		list_length(list_nth(cscan->custom_private, GHA_PRIV_KEY_COLS)) != nkeys)
 		elog(ERROR, "GpuHashAgg: malformed plan");
 	for (int i = 0; i < nkeys; i++)
 	{
@@ -1385,9 +1479,11 @@ engine_plan(CustomScan *cscan)
 										   nkeys + i)->expr;
 		cols[i] = list_nth_int(call_cols, i);
 	}
+	for (int i = 0; i < nkeys; i++)
+		key_cols[i] = list_nth_int(list_nth(cscan->custom_private, GHA_PRIV_KEY_COLS), i);
 	return gh_agg_plan_node(nkeys, key_types, key_colls, key_eqops,
 							ncols, types, ncalls, aggs, cols,
-							list_nth(cscan->custom_private, GHA_PRIV_EXPRS));
+							list_nth(cscan->custom_private, GHA_PRIV_EXPRS), key_cols);
 }
 
 /* gha_begin starts the child and makes the engine's plan. */
@@ -1539,26 +1635,27 @@ gha_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyList("Group Key", keys, es);
 	if (es->verbose)
 	{
-		/* the aggregate arguments the device computes, one per program */
+		/* the aggregate arguments and keys the device computes, one per program */
 		List	   *call_cols = list_nth(cscan->custom_private, GHA_PRIV_CALL_COLS);
+		List	   *key_cols = list_nth(cscan->custom_private, GHA_PRIV_KEY_COLS);
 		int			ncols_in = list_length(list_nth(cscan->custom_private, GHA_PRIV_COL_TYPES));
 		int			nexprs = list_length(list_nth(cscan->custom_private, GHA_PRIV_EXPRS));
 		List	   *shown = NIL;
 
 		for (int x = 0; x < nexprs; x++)
-			for (int i = 0; i < list_length(call_cols); i++)
-			{
-				Aggref	   *agg;
+		{
+			Node	   *e = NULL;
 
-				if (list_nth_int(call_cols, i) != ncols_in + x)
-					continue;
-				agg = (Aggref *) list_nth_node(TargetEntry, cscan->custom_scan_tlist,
-											   nkeys + i)->expr;
-				shown = lappend(shown,
-								deparse_expression((Node *) gh_agg_call_input(agg),
-												   context, true, false));
-				break;
-			}
+			for (int i = 0; e == NULL && i < list_length(call_cols); i++)
+				if (list_nth_int(call_cols, i) == ncols_in + x)
+					e = (Node *) gh_agg_call_input((Aggref *) list_nth_node(TargetEntry, cscan->custom_scan_tlist,
+																			nkeys + i)->expr);
+			for (int i = 0; e == NULL && i < nkeys; i++)
+				if (list_nth_int(key_cols, i) == ncols_in + x)
+					e = (Node *) list_nth_node(TargetEntry, cscan->custom_scan_tlist, i)->expr;
+			if (e != NULL)
+				shown = lappend(shown, deparse_expression(e, context, true, false));
+		}
 		if (shown != NIL)
 			ExplainPropertyList("Device Expressions", shown, es);
 	}

@@ -478,6 +478,11 @@ finish_plan(GhAggPlan *plan)
 		for (int i = 0; i < plan->nkeys; i++)
 			plan->keys[i].dict = false;
 	plan->ncols_in = plan->ncols - plan->nexprs;
+	/* a key computed on the device is grouped exactly there, or not at all */
+	for (int i = 0; i < plan->nkeys; i++)
+		if (plan->keys[i].prog_col >= 0 &&
+			(!plan->device_keys || plan->keys[i].dict))
+			elog(ERROR, "GpuHashAgg: malformed plan");
 	for (int i = 0; i < plan->ncols; i++)
 		if (plan->cols[i].ops == GH_AGG_OP_COUNT && !plan->cols[i].leaf &&
 			plan->cols[i].dexpr < 0)
@@ -679,7 +684,8 @@ add_expr(GhAggPlan *plan, List *prog)
 GhAggPlan *
 gh_agg_plan_node(int nkeys, const Oid *key_types, const Oid *key_colls,
 				 const Oid *eqops, int ncols, const Oid *col_types,
-				 int ncalls, Aggref **aggs, const int *call_cols, List *exprs)
+				 int ncalls, Aggref **aggs, const int *call_cols, List *exprs,
+				 const int *key_cols)
 {
 	GhAggPlan  *plan = palloc0(sizeof(GhAggPlan));
 	Oid		   *hashfn = palloc(sizeof(Oid) * (nkeys + 1));
@@ -701,6 +707,19 @@ gh_agg_plan_node(int nkeys, const Oid *key_types, const Oid *key_colls,
 		add_expr(plan, lfirst_node(List, lc));
 	if (plan->ncols > GH_AGG_MAX_COLS)
 		elog(ERROR, "GpuHashAgg: malformed plan");
+	/* keys the device computes: a device expression of the key's own type */
+	for (int i = 0; key_cols != NULL && i < nkeys; i++)
+	{
+		int			c = key_cols[i];
+
+		if (c < 0)
+			continue;
+		if (c < ncols || c >= plan->ncols || plan->cols[c].dexpr < 0 ||
+			plan->exprs[plan->cols[c].dexpr].type != key_types[i] ||
+			!plan->keys[i].typbyval)
+			elog(ERROR, "GpuHashAgg: malformed plan");
+		plan->keys[i].prog_col = c;
+	}
 	for (int i = 0; i < ncalls; i++)
 	{
 		const GhAggDef *def = agg_def(aggs[i]->aggfnoid);
@@ -748,6 +767,7 @@ add_key(GhAggPlan *plan, Expr *expr, Oid type, Oid collation, Oid eqop,
 	key->expr = expr;
 	key->type = type;
 	key->collation = collation;
+	key->prog_col = -1;
 	get_typlenbyval(key->type, &key->typlen, &key->typbyval);
 	if (!hashable || !gpuhash_extended_hash_functions(eqop, &hash_proc, &rhs_proc))
 		REFUSE_DETAIL(psprintf("GROUP BY expression %d has type %s, which has no hash operator class with an extended hash function.",
@@ -803,6 +823,7 @@ add_carried(GhAggPlan *plan, Expr *expr, int position, const char *name)
 	key->expr = expr;
 	key->type = exprType((Node *) expr);
 	key->collation = exprCollation((Node *) expr);
+	key->prog_col = -1;
 	get_typlenbyval(key->type, &key->typlen, &key->typbyval);
 	key->carried = true;
 	return plan->nkeys++;

@@ -98,6 +98,9 @@ typedef struct GhAggKey
 	uint8		eq_kind;		/* GhKeyEqKind: how gh_key_equal compares */
 	bool		dict;			/* numbered: the device groups the key's number
 								 * in the run's dictionary (aggregate_dict.c) */
+	int			prog_col;		/* computed on the device: the column of its
+								 * device expression (the input row's key
+								 * column is a NULL placeholder); -1 if not */
 	FmgrInfo	eq;				/* equality function */
 } GhAggKey;
 
@@ -716,7 +719,7 @@ extern GhAggPlan *gh_agg_plan_node(int nkeys, const Oid *key_types,
 								   const Oid *key_colls, const Oid *eqops,
 								   int ncols, const Oid *col_types, int ncalls,
 								   Aggref **aggs, const int *call_cols,
-								   List *exprs);
+								   List *exprs, const int *key_cols);
 
 /* in aggregate_scan.c */
 extern void gpuhash_init_aggregate(void);

@@ -984,6 +984,14 @@ device_exact(GhAggRun *run)
 	keys.nullmask = run->batch.d_knull;
 	send_values(run, &b);
 	run_exprs(run);
+	/* keys the device computed, in place of the child's placeholders */
+	for (int k = 0; k < run->nkeys; k++)
+		if (run->plan->keys[k].prog_col >= 0)
+			GH_AGG_DEVICE_CALL(gh_agg_key_from_col, run->target,
+							   ON_TARGET(run, "grouping rows"),
+							   (const int64_t *) run->batch.d_vals[run->plan->keys[k].prog_col],
+							   run->batch.d_valid[run->plan->keys[k].prog_col], n,
+							   (uint8) (1 << k), run->batch.d_keys[k], run->batch.d_knull);
 	GH_AGG_DEVICE_CALL(gh_agg_assign_exact, run->target, ON_TARGET(run, "grouping rows"),
 					   s->table, s->table_cap, s->acc, &s->layout, &keys, n,
 					   run->batch.d_ids, run->batch.d_scratch, run->batch.d_bad);
@@ -1001,7 +1009,17 @@ device_exact(GhAggRun *run)
 	if (nbad > 0 || run->batch.nside > 0 || fix)
 	{
 		if (nbad > 0)
+		{
 			gh_copy_dtoh(run->target, run->batch.h_bad, run->batch.d_bad, (size_t) nbad * 4);
+			/* the keys the device computed, for the fallback set and the spill */
+			for (int k = 0; k < run->nkeys; k++)
+				if (run->plan->keys[k].prog_col >= 0)
+				{
+					gh_copy_dtoh(run->target, run->batch.h_keys[k], run->batch.d_keys[k],
+								 (size_t) n * 8);
+					gh_copy_dtoh(run->target, run->batch.h_knull, run->batch.d_knull, n);
+				}
+		}
 		if (run->batch.nside > 0 || fix)
 			gh_copy_dtoh(run->target, run->batch.h_ids, run->batch.d_ids, (size_t) n * 4);
 		gh_sync(run->target);
