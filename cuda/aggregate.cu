@@ -342,6 +342,18 @@ key_from_col_kernel(const int64_t *vals, const uint8_t *valid, uint32_t n,
 }
 
 __global__ void
+key_year_kernel(const int64_t *vals, const uint8_t *valid, uint32_t n, int len,
+				uint8_t bit, uint64_t *keys, uint8_t *nullmask)
+{
+	uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	bool ok = valid[i] != 0;
+	keys[i] = ok ? (uint64_t) gh_agg_year_word(vals[i], len) : 0;
+	nullmask[i] = ok ? (uint8_t) (nullmask[i] & ~bit) : (uint8_t) (nullmask[i] | bit);
+}
+
+__global__ void
 skip_kernel(uint32_t *ids, const uint32_t *rows, uint32_t nrows)
 {
 	uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -663,6 +675,19 @@ gh_agg_key_from_col_gpu(const int64_t *vals, const uint8_t *valid, uint32_t n,
 	key_from_col_kernel<<<grid_for(n), kThreads, 0, (cudaStream_t) stream>>>(
 		vals, valid, n, bit, keys, nullmask);
 	GH_CUDA_LAUNCHED("key_from_col_kernel");
+	return GH_OK;
+}
+
+extern "C" gh_status
+gh_agg_key_year_gpu(const int64_t *vals, const uint8_t *valid, uint32_t n,
+					int len, uint8_t bit, uint64_t *keys, uint8_t *nullmask,
+					void *stream, gh_error *err)
+{
+	if (n == 0)
+		return GH_OK;
+	key_year_kernel<<<grid_for(n), kThreads, 0, (cudaStream_t) stream>>>(
+		vals, valid, n, len, bit, keys, nullmask);
+	GH_CUDA_LAUNCHED("key_year_kernel");
 	return GH_OK;
 }
 

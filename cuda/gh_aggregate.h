@@ -259,6 +259,23 @@ gh_status gh_agg_key_from_col_cpu(const int64_t *vals, const uint8_t *valid,
 								  uint32_t n, uint8_t bit, uint64_t *keys,
 								  uint8_t *nullmask, gh_error *err);
 
+/*
+ * extract(year from ...) as a GROUP BY key computed on the device: for rows
+ * i < n, keys[i] = the year of the date (len 4: days) or timestamp (len 8:
+ * microseconds) vals[i], as extract gives it (no year 0), with
+ * GH_AGG_YEAR_PINF and GH_AGG_YEAR_NINF for the infinities; where valid[i]
+ * is 0, keys[i] = 0 and bit is set in nullmask[i] (else cleared), as
+ * gh_agg_key_from_col_* does.
+ */
+#define GH_AGG_YEAR_PINF INT64_MAX
+#define GH_AGG_YEAR_NINF INT64_MIN
+gh_status gh_agg_key_year_gpu(const int64_t *vals, const uint8_t *valid,
+							  uint32_t n, int len, uint8_t bit, uint64_t *keys,
+							  uint8_t *nullmask, void *stream, gh_error *err);
+gh_status gh_agg_key_year_cpu(const int64_t *vals, const uint8_t *valid,
+							  uint32_t n, int len, uint8_t bit, uint64_t *keys,
+							  uint8_t *nullmask, gh_error *err);
+
 /* ids[rows[i]] = GH_AGG_NO_GROUP for i < nrows. */
 gh_status gh_agg_skip_gpu(uint32_t *ids, const uint32_t *rows, uint32_t nrows,
 						  void *stream, gh_error *err);
@@ -588,6 +605,28 @@ gh_year_of_days(int64_t z)
 	int64_t mp = (5 * doy + 2) / 153; /* month from March, 0 to 11 */
 
 	return yoe + era * 400 + (mp >= 10);
+}
+
+/*
+ * gh_agg_year_word is a GROUP BY key's word for extract(year from v), v a
+ * date (len 4) or timestamp (len 8): its day's year in the proleptic
+ * Gregorian calendar, 1 BC being -1, or GH_AGG_YEAR_PINF / _NINF for an
+ * infinite v (whose extract is numeric's Infinity and -Infinity).
+ */
+GH_HD int64_t
+gh_agg_year_word(int64_t v, int len)
+{
+	int64_t day;
+	int64_t y;
+
+	if (len == 4 ? v == INT32_MAX : v == INT64_MAX)
+		return GH_AGG_YEAR_PINF;
+	if (len == 4 ? v == INT32_MIN : v == INT64_MIN)
+		return GH_AGG_YEAR_NINF;
+	day = len == 4 ? v :
+		(v >= 0 ? v : v - (INT64_C(86400000000) - 1)) / INT64_C(86400000000);
+	y = gh_year_of_days(day);
+	return y > 0 ? y : y - 1;
 }
 
 /*

@@ -97,6 +97,10 @@ NOCUDA_STUB(gh_agg_assign_exact_gpu,
 NOCUDA_STUB(gh_agg_key_from_col_gpu,
 			(const int64_t *vals, const uint8_t *valid, uint32_t n, uint8_t bit,
 			 uint64_t *keys, uint8_t *nullmask, void *stream, gh_error *err))
+NOCUDA_STUB(gh_agg_key_year_gpu,
+			(const int64_t *vals, const uint8_t *valid, uint32_t n, int len,
+			 uint8_t bit, uint64_t *keys, uint8_t *nullmask, void *stream,
+			 gh_error *err))
 NOCUDA_STUB(gh_agg_skip_gpu, (uint32_t * ids, const uint32_t *rows,
 							  uint32_t nrows, void *stream, gh_error *err))
 NOCUDA_STUB(gh_agg_acc_init_gpu,

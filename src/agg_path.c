@@ -92,9 +92,12 @@ enum
 	GHA_PRIV_COL_TYPES,			/* OID list: the input columns' types */
 	GHA_PRIV_PACKED,			/* Integer: the child returns packets */
 	GHA_PRIV_EXPRS,				/* list: device expressions' programs */
-	GHA_PRIV_KEY_COLS			/* integer list: per key, the device
+	GHA_PRIV_KEY_COLS,			/* integer list: per key, the device
 								 * expression's column that computes it, or
 								 * -1 */
+	GHA_PRIV_KEY_YEARS			/* integer list: per key, the input column
+								 * whose year (extract) the device computes
+								 * as the key, or -1 */
 };
 
 typedef struct GhaState
@@ -125,6 +128,9 @@ typedef struct GhaQuery
 								 * parallel input can be packed */
 	List	   *key_cols;		/* per key, the engine column of the device
 								 * expression that computes it, or -1 */
+	List	   *key_years;		/* per key, the input column (date or
+								 * timestamp) whose year the device computes
+								 * as the key, or -1 */
 	int			ngrouped;		/* the GROUP BY's own keys, the first of
 								 * keys; after them, dependent columns */
 } GhaQuery;
@@ -135,7 +141,7 @@ static void gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 static void add_gha_path(RelOptInfo *output_rel, Path *child, GhaQuery *q,
 						 List *having, double ngroups);
 static void compile_args(GhaQuery *q, List *arg_calls, bool device);
-static int	compile_key(GhaQuery *q, Expr *key);
+static int	compile_key(GhaQuery *q, Expr *key, int *year);
 static Expr *key_placeholder(GhaQuery *q, int i);
 static Plan *gha_plan_path(PlannerInfo *root, RelOptInfo *rel,
 						   CustomPath *best_path, List *tlist, List *clauses,
@@ -1049,10 +1055,16 @@ compile_args(GhaQuery *q, List *arg_calls, bool device)
 	q->call_cols = NIL;
 	/* the GROUP BY keys the device can compute (compile_key) */
 	q->key_cols = NIL;
+	q->key_years = NIL;
 	foreach(lc, q->keys)
+	{
+		int			year = -1;
+
 		q->key_cols = lappend_int(q->key_cols,
 								  device && foreach_current_index(lc) < q->ngrouped ?
-								  compile_key(q, lfirst(lc)) : 0);
+								  compile_key(q, lfirst(lc), &year) : 0);
+		q->key_years = lappend_int(q->key_years, year);
+	}
 	foreach(lc, q->key_cols)
 		lfirst_int(lc) = lfirst_int(lc) < 0 ?
 			list_length(q->inputs) - lfirst_int(lc) - 1 : -1;
@@ -1075,10 +1087,11 @@ compile_args(GhaQuery *q, List *arg_calls, bool device)
  * (counting from 1, as compile_args numbers the arguments'), or 0 if the key
  * stays the child's.  A program's rows leave the device only where
  * PostgreSQL raises an error (out of range), so a key never needs a value
- * computed on the host.
+ * computed on the host.  A key that is extract(year from an input) sets
+ * *year to that input's column instead, and returns 0.
  */
 static int
-compile_key(GhaQuery *q, Expr *key)
+compile_key(GhaQuery *q, Expr *key, int *year)
 {
 	Oid			type = exprType((Node *) key);
 	List	   *prog = NIL;
@@ -1087,6 +1100,26 @@ compile_key(GhaQuery *q, Expr *key)
 	bool		reads = false;
 	ListCell   *lp;
 
+	/*
+	 * extract(year from d), d a date or a timestamp (not timestamptz, whose
+	 * year depends on the session's time zone): a NUMERIC of scale 0, which
+	 * the device computes from d as an exact word (gh_agg_year_word)
+	 */
+	if (type == NUMERICOID && IsA(key, FuncExpr) &&
+		list_length(((FuncExpr *) key)->args) == 2 &&
+		(((FuncExpr *) key)->funcid == F_EXTRACT_TEXT_DATE ||
+		 ((FuncExpr *) key)->funcid == F_EXTRACT_TEXT_TIMESTAMP))
+	{
+		Node	   *field = linitial(((FuncExpr *) key)->args);
+		Expr	   *arg = lsecond(((FuncExpr *) key)->args);
+
+		if (IsA(field, Const) && !((Const *) field)->constisnull &&
+			pg_strcasecmp(TextDatumGetCString(((Const *) field)->constvalue), "year") == 0 &&
+			!contain_volatile_functions((Node *) arg) &&
+			list_length(q->inputs) + list_length(q->exprs) + 1 <= GH_AGG_MAX_COLS)
+			*year = input_col(&q->inputs, arg);
+		return 0;
+	}
 	if ((type != INT2OID && type != INT4OID && type != INT8OID && type != DATEOID) ||
 		!(IsA(key, OpExpr) || IsA(key, CaseExpr) || IsA(key, FuncExpr)) ||
 		contain_volatile_functions((Node *) key) ||
@@ -1113,8 +1146,9 @@ compile_key(GhaQuery *q, Expr *key)
 
 /*
  * key_placeholder is what the child returns in the place of a key the
- * device computes (key_cols[i] >= 0): the first input its program reads,
- * a column the child returns anyway.  Its value is never used (the device
+ * device computes (key_cols[i] or key_years[i] >= 0): the first input its
+ * program reads, or the input whose year it is, a column the child returns
+ * anyway.  Its value is never used (the device
  * overwrites the key), but a Gather passes a column through where it would
  * evaluate a constant, and the workers can then pack the rows.
  */
@@ -1122,9 +1156,12 @@ static Expr *
 key_placeholder(GhaQuery *q, int i)
 {
 	int			c = list_nth_int(q->key_cols, i);
-	List	   *prog = list_nth(q->exprs, c - list_length(q->inputs));
+	List	   *prog;
 	ListCell   *lp;
 
+	if (list_nth_int(q->key_years, i) >= 0)
+		return list_nth(q->inputs, list_nth_int(q->key_years, i));
+	prog = list_nth(q->exprs, c - list_length(q->inputs));
 	for_each_from(lp, prog, 1)
 	{
 		List	   *pair = lfirst(lp);
@@ -1303,7 +1340,8 @@ gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 	child_target = create_empty_pathtarget();
 	foreach(lc, q.keys)
 		add_column_to_pathtarget(child_target,
-								 list_nth_int(q.key_cols, foreach_current_index(lc)) >= 0 ?
+								 list_nth_int(q.key_cols, foreach_current_index(lc)) >= 0 ||
+								 list_nth_int(q.key_years, foreach_current_index(lc)) >= 0 ?
 								 key_placeholder(&q, foreach_current_index(lc)) :
 								 (Expr *) lfirst(lc), 0);
 	foreach(lc, q.inputs)
@@ -1373,6 +1411,7 @@ add_gha_path(RelOptInfo *output_rel, Path *child, GhaQuery *q, List *having,
 	cpath->custom_private = list_make5(q->keys, q->eqops, q->aggs, q->call_cols, having);
 	cpath->custom_private = lappend(cpath->custom_private, q->exprs);
 	cpath->custom_private = lappend(cpath->custom_private, q->key_cols);
+	cpath->custom_private = lappend(cpath->custom_private, q->key_years);
 	cpath->methods = &gha_path_methods;
 	cost_gha(cpath, child, output_rel->reltarget, ngroups, q);
 	add_path(output_rel, &cpath->path);
@@ -1394,6 +1433,7 @@ gha_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	List	   *having = list_nth(best_path->custom_private, 4);
 	List	   *exprs = list_nth(best_path->custom_private, 5);
 	List	   *key_cols = list_nth(best_path->custom_private, 6);
+	List	   *key_years = list_nth(best_path->custom_private, 7);
 	Plan	   *child = linitial(custom_plans);
 	List	   *scan_tlist = NIL;
 	List	   *col_types = NIL;
@@ -1424,6 +1464,7 @@ gha_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->custom_private = list_make5(list_copy(eqops), list_copy(call_cols), col_types,
 									   makeInteger(0), copyObject(exprs));
 	cscan->custom_private = lappend(cscan->custom_private, list_copy(key_cols));
+	cscan->custom_private = lappend(cscan->custom_private, list_copy(key_years));
 	cscan->flags = best_path->flags;
 	cscan->methods = &gha_scan_methods;
 	return &cscan->scan.plan;
@@ -1459,9 +1500,11 @@ engine_plan(CustomScan *cscan)
 	Aggref	  **aggs = palloc(sizeof(Aggref *) * (ncalls + 1));
 	int		   *cols = palloc(sizeof(int) * (ncalls + 1));
 	int		   *key_cols = palloc(sizeof(int) * (nkeys + 1));
+	int		   *key_years = palloc(sizeof(int) * (nkeys + 1));
 
 	if (list_length(cscan->custom_scan_tlist) != nkeys + ncalls ||
-		list_length(list_nth(cscan->custom_private, GHA_PRIV_KEY_COLS)) != nkeys)
+		list_length(list_nth(cscan->custom_private, GHA_PRIV_KEY_COLS)) != nkeys ||
+		list_length(list_nth(cscan->custom_private, GHA_PRIV_KEY_YEARS)) != nkeys)
 		elog(ERROR, "GpuHashAgg: malformed plan");
 	for (int i = 0; i < nkeys; i++)
 	{
@@ -1480,10 +1523,14 @@ engine_plan(CustomScan *cscan)
 		cols[i] = list_nth_int(call_cols, i);
 	}
 	for (int i = 0; i < nkeys; i++)
+	{
 		key_cols[i] = list_nth_int(list_nth(cscan->custom_private, GHA_PRIV_KEY_COLS), i);
+		key_years[i] = list_nth_int(list_nth(cscan->custom_private, GHA_PRIV_KEY_YEARS), i);
+	}
 	return gh_agg_plan_node(nkeys, key_types, key_colls, key_eqops,
 							ncols, types, ncalls, aggs, cols,
-							list_nth(cscan->custom_private, GHA_PRIV_EXPRS), key_cols);
+							list_nth(cscan->custom_private, GHA_PRIV_EXPRS), key_cols,
+							key_years);
 }
 
 /* gha_begin starts the child and makes the engine's plan. */
@@ -1656,6 +1703,12 @@ gha_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			if (e != NULL)
 				shown = lappend(shown, deparse_expression(e, context, true, false));
 		}
+		/* and the keys that are an input's year */
+		for (int i = 0; i < nkeys; i++)
+			if (list_nth_int(list_nth(cscan->custom_private, GHA_PRIV_KEY_YEARS), i) >= 0)
+				shown = lappend(shown,
+								deparse_expression((Node *) list_nth_node(TargetEntry, cscan->custom_scan_tlist, i)->expr,
+												   context, true, false));
 		if (shown != NIL)
 			ExplainPropertyList("Device Expressions", shown, es);
 	}

@@ -471,7 +471,7 @@ finish_plan(GhAggPlan *plan)
 		key->dict = false;
 		if (key->carried || key->typlen == -2)
 			plan->device_keys = false;
-		else if (key->eq_kind != GH_EQ_DATUM)
+		else if (key->eq_kind != GH_EQ_DATUM && key->year_col < 0)
 			key->dict = true;
 	}
 	if (!plan->device_keys)
@@ -480,7 +480,7 @@ finish_plan(GhAggPlan *plan)
 	plan->ncols_in = plan->ncols - plan->nexprs;
 	/* a key computed on the device is grouped exactly there, or not at all */
 	for (int i = 0; i < plan->nkeys; i++)
-		if (plan->keys[i].prog_col >= 0 &&
+		if ((plan->keys[i].prog_col >= 0 || plan->keys[i].year_col >= 0) &&
 			(!plan->device_keys || plan->keys[i].dict))
 			elog(ERROR, "GpuHashAgg: malformed plan");
 	for (int i = 0; i < plan->ncols; i++)
@@ -685,7 +685,7 @@ GhAggPlan *
 gh_agg_plan_node(int nkeys, const Oid *key_types, const Oid *key_colls,
 				 const Oid *eqops, int ncols, const Oid *col_types,
 				 int ncalls, Aggref **aggs, const int *call_cols, List *exprs,
-				 const int *key_cols)
+				 const int *key_cols, const int *key_years)
 {
 	GhAggPlan  *plan = palloc0(sizeof(GhAggPlan));
 	Oid		   *hashfn = palloc(sizeof(Oid) * (nkeys + 1));
@@ -719,6 +719,19 @@ gh_agg_plan_node(int nkeys, const Oid *key_types, const Oid *key_colls,
 			!plan->keys[i].typbyval)
 			elog(ERROR, "GpuHashAgg: malformed plan");
 		plan->keys[i].prog_col = c;
+	}
+	/* keys that are the year of an input column, which the device computes */
+	for (int i = 0; key_years != NULL && i < nkeys; i++)
+	{
+		int			c = key_years[i];
+
+		if (c < 0)
+			continue;
+		if (c >= ncols || key_types[i] != NUMERICOID || plan->keys[i].prog_col >= 0 ||
+			(plan->cols[c].vtype != GHV_DATE && plan->cols[c].vtype != GHV_TIMESTAMP))
+			elog(ERROR, "GpuHashAgg: malformed plan");
+		plan->keys[i].year_col = c;
+		plan->cols[c].leaf = true;
 	}
 	for (int i = 0; i < ncalls; i++)
 	{
@@ -768,6 +781,7 @@ add_key(GhAggPlan *plan, Expr *expr, Oid type, Oid collation, Oid eqop,
 	key->type = type;
 	key->collation = collation;
 	key->prog_col = -1;
+	key->year_col = -1;
 	get_typlenbyval(key->type, &key->typlen, &key->typbyval);
 	if (!hashable || !gpuhash_extended_hash_functions(eqop, &hash_proc, &rhs_proc))
 		REFUSE_DETAIL(psprintf("GROUP BY expression %d has type %s, which has no hash operator class with an extended hash function.",
@@ -824,6 +838,7 @@ add_carried(GhAggPlan *plan, Expr *expr, int position, const char *name)
 	key->type = exprType((Node *) expr);
 	key->collation = exprCollation((Node *) expr);
 	key->prog_col = -1;
+	key->year_col = -1;
 	get_typlenbyval(key->type, &key->typlen, &key->typbyval);
 	key->carried = true;
 	return plan->nkeys++;

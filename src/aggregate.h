@@ -100,7 +100,11 @@ typedef struct GhAggKey
 								 * in the run's dictionary (aggregate_dict.c) */
 	int			prog_col;		/* computed on the device: the column of its
 								 * device expression (the input row's key
-								 * column is a NULL placeholder); -1 if not */
+								 * column is a placeholder); -1 if not */
+	int			year_col;		/* extract(year from the date or timestamp
+								 * input column year_col), computed on the
+								 * device as an exact word (gh_agg_year_word);
+								 * -1 if not */
 	FmgrInfo	eq;				/* equality function */
 } GhAggKey;
 
@@ -275,7 +279,8 @@ typedef struct GhAggPacketHeader
 static inline int
 gh_agg_key_width(const GhAggKey *key)
 {
-	if (key->dict)
+	/* a key the device computes travels only as its placeholder */
+	if (key->dict || key->prog_col >= 0 || key->year_col >= 0)
 		return 4;
 	return key->typbyval && key->typlen > 0 && key->typlen <= 4 ? 4 : 8;
 }
@@ -644,6 +649,7 @@ extern void gh_agg_expr_fixups(GhAggRun *run, const uint32 *absent,
 
 /* in aggregate_dict.c */
 extern uint64 gh_agg_dict_encode(GhAggRun *run, int k, Datum v, uint32 row);
+extern Datum gh_agg_key_value(GhAggRun *run, int k, uint64 word, uint32 row);
 extern Datum gh_agg_dict_value(GhAggRun *run, int k, uint64 word, uint32 row);
 extern void gh_agg_dict_packet(GhAggRun *run, int k, const char *dict,
 							   uint32 count, uint32 bytes, uint64 *words,
@@ -719,7 +725,8 @@ extern GhAggPlan *gh_agg_plan_node(int nkeys, const Oid *key_types,
 								   const Oid *key_colls, const Oid *eqops,
 								   int ncols, const Oid *col_types, int ncalls,
 								   Aggref **aggs, const int *call_cols,
-								   List *exprs, const int *key_cols);
+								   List *exprs, const int *key_cols,
+								   const int *key_years);
 
 /* in aggregate_scan.c */
 extern void gpuhash_init_aggregate(void);

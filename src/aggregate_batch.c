@@ -986,12 +986,23 @@ device_exact(GhAggRun *run)
 	run_exprs(run);
 	/* keys the device computed, in place of the child's placeholders */
 	for (int k = 0; k < run->nkeys; k++)
-		if (run->plan->keys[k].prog_col >= 0)
+	{
+		GhAggKey   *key = &run->plan->keys[k];
+
+		if (key->prog_col >= 0)
 			GH_AGG_DEVICE_CALL(gh_agg_key_from_col, run->target,
 							   ON_TARGET(run, "grouping rows"),
-							   (const int64_t *) run->batch.d_vals[run->plan->keys[k].prog_col],
-							   run->batch.d_valid[run->plan->keys[k].prog_col], n,
+							   (const int64_t *) run->batch.d_vals[key->prog_col],
+							   run->batch.d_valid[key->prog_col], n,
 							   (uint8) (1 << k), run->batch.d_keys[k], run->batch.d_knull);
+		else if (key->year_col >= 0)
+			GH_AGG_DEVICE_CALL(gh_agg_key_year, run->target,
+							   ON_TARGET(run, "grouping rows"),
+							   (const int64_t *) run->batch.d_vals[key->year_col],
+							   run->batch.d_valid[key->year_col], n,
+							   run->plan->cols[key->year_col].vtype == GHV_DATE ? 4 : 8,
+							   (uint8) (1 << k), run->batch.d_keys[k], run->batch.d_knull);
+	}
 	GH_AGG_DEVICE_CALL(gh_agg_assign_exact, run->target, ON_TARGET(run, "grouping rows"),
 					   s->table, s->table_cap, s->acc, &s->layout, &keys, n,
 					   run->batch.d_ids, run->batch.d_scratch, run->batch.d_bad);
@@ -1013,7 +1024,7 @@ device_exact(GhAggRun *run)
 			gh_copy_dtoh(run->target, run->batch.h_bad, run->batch.d_bad, (size_t) nbad * 4);
 			/* the keys the device computed, for the fallback set and the spill */
 			for (int k = 0; k < run->nkeys; k++)
-				if (run->plan->keys[k].prog_col >= 0)
+				if (run->plan->keys[k].prog_col >= 0 || run->plan->keys[k].year_col >= 0)
 				{
 					gh_copy_dtoh(run->target, run->batch.h_keys[k], run->batch.d_keys[k],
 								 (size_t) n * 8);
@@ -1043,9 +1054,7 @@ device_exact(GhAggRun *run)
 				bool	   *kn = &run->batch.knulls[(size_t) i * run->nkeys + k];
 
 				*kn = (run->batch.h_knull[i] >> k) & 1;
-				*kv = (Datum) run->batch.h_keys[k][i];
-				if (run->plan->keys[k].dict && !*kn)
-					*kv = gh_agg_dict_value(run, k, run->batch.h_keys[k][i], i);
+				*kv = *kn ? (Datum) 0 : gh_agg_key_value(run, k, run->batch.h_keys[k][i], i);
 			}
 		}
 		if (fix || (nbad > 0 && run->plan->nexprs > 0))

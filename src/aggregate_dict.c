@@ -27,8 +27,10 @@
  */
 #include "postgres.h"
 
+#include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/memutils.h"
+#include "utils/numeric.h"
 
 #include "aggregate.h"
 
@@ -235,6 +237,31 @@ cmp_miss(const void *a, const void *b)
 	if (x->row != y->row)
 		return x->row < y->row ? -1 : 1;
 	return x->key < y->key ? -1 : x->key > y->key ? 1 : 0;
+}
+
+/*
+ * gh_agg_key_value returns the value of word (not NULL) of device key k for
+ * staged row row: a numbered key's value (gh_agg_dict_value), the NUMERIC
+ * year of a key the device computed with gh_agg_year_word (in the current
+ * memory context), or the word itself, a by-value key's Datum.
+ */
+Datum
+gh_agg_key_value(GhAggRun *run, int k, uint64 word, uint32 row)
+{
+	GhAggKey   *key = &run->plan->keys[k];
+
+	if (key->dict)
+		return gh_agg_dict_value(run, k, word, row);
+	if (key->year_col >= 0)
+	{
+		if ((int64) word == GH_AGG_YEAR_PINF || (int64) word == GH_AGG_YEAR_NINF)
+			return DirectFunctionCall3(numeric_in,
+									   CStringGetDatum((int64) word == GH_AGG_YEAR_PINF ?
+													   "Infinity" : "-Infinity"),
+									   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+		return NumericGetDatum(int64_to_numeric((int64) word));
+	}
+	return (Datum) word;
 }
 
 /*

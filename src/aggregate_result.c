@@ -469,8 +469,8 @@ build_row(GhAggRun *run, GhGroupSet *s, int64 g, Datum *values, bool *nulls)
 			/* a key the device grouped and kept */
 			nulls[o] = (GH_AGG_AT(uint8, s, s->hl.knull_off, g) >> out->index) & 1;
 			values[o] = (Datum) GH_AGG_AT(uint64, s, s->hl.key_off[out->index], g);
-			if (plan->keys[out->index].dict && !nulls[o])
-				values[o] = gh_agg_dict_value(run, out->index, (uint64) values[o], 0);
+			if (!nulls[o])
+				values[o] = gh_agg_key_value(run, out->index, (uint64) values[o], 0);
 		}
 		else if (out->is_key)
 		{

@@ -402,9 +402,7 @@ gh_agg_spill_absent(GhAggRun *run, const uint32 *rows, uint32 n)
 		{
 			words[k] = b->h_keys[k][i];
 			nulls[k] = (b->h_knull[i] >> k) & 1;
-			values[k] = nulls[k] ? (Datum) 0 : (Datum) words[k];
-			if (run->plan->keys[k].dict && !nulls[k])
-				values[k] = gh_agg_dict_value(run, k, words[k], i);
+			values[k] = nulls[k] ? (Datum) 0 : gh_agg_key_value(run, k, words[k], i);
 		}
 		for (int c = 0; c < run->ncols_in; c++)
 		{
