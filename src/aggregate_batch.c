@@ -15,7 +15,11 @@
  * does the rest (gh_agg_assign_exact): it hashes them, numbers the groups,
  * keeps each group's key, checks every row against it, and accumulates.
  * The host only learns the group count and the rows whose key met another
- * key's hash; those go to the fallback set (aggregate_fallback.c).
+ * key's hash; those go to the fallback set (aggregate_fallback.c).  A key
+ * the device computes (integer arithmetic, extract(year ...): agg_path.c's
+ * compile_key) arrives as a placeholder and is written on the device, from
+ * its inputs, before the grouping (gh_agg_key_from_col, gh_agg_key_year);
+ * rows that collide or spill bring the computed keys back.
  *
  * Host-checked keys (anything else: text, numeric, floats, arrays, ...):
  *	1. The host hashes the GROUP BY keys as keys.h hashes a join's
