@@ -331,25 +331,13 @@ exact_verify_kernel(TableView t, char *acc, gh_agg_layout l, gh_agg_keys k,
 
 __global__ void
 key_from_col_kernel(const int64_t *vals, const uint8_t *valid, uint32_t n,
-					uint8_t bit, uint64_t *keys, uint8_t *nullmask)
+					int year_len, uint8_t bit, uint64_t *keys, uint8_t *nullmask)
 {
 	uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
 	if (i >= n)
 		return;
 	bool ok = valid[i] != 0;
-	keys[i] = ok ? (uint64_t) vals[i] : 0;
-	nullmask[i] = ok ? (uint8_t) (nullmask[i] & ~bit) : (uint8_t) (nullmask[i] | bit);
-}
-
-__global__ void
-key_year_kernel(const int64_t *vals, const uint8_t *valid, uint32_t n, int len,
-				uint8_t bit, uint64_t *keys, uint8_t *nullmask)
-{
-	uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-	if (i >= n)
-		return;
-	bool ok = valid[i] != 0;
-	keys[i] = ok ? (uint64_t) gh_agg_year_word(vals[i], len) : 0;
+	keys[i] = ok ? gh_agg_key_word(vals[i], year_len) : 0;
 	nullmask[i] = ok ? (uint8_t) (nullmask[i] & ~bit) : (uint8_t) (nullmask[i] | bit);
 }
 
@@ -667,27 +655,14 @@ gh_agg_assign_exact_gpu(void *mem, uint64_t capacity, void *acc,
 
 extern "C" gh_status
 gh_agg_key_from_col_gpu(const int64_t *vals, const uint8_t *valid, uint32_t n,
-						uint8_t bit, uint64_t *keys, uint8_t *nullmask,
-						void *stream, gh_error *err)
+						int year_len, uint8_t bit, uint64_t *keys,
+						uint8_t *nullmask, void *stream, gh_error *err)
 {
 	if (n == 0)
 		return GH_OK;
 	key_from_col_kernel<<<grid_for(n), kThreads, 0, (cudaStream_t) stream>>>(
-		vals, valid, n, bit, keys, nullmask);
+		vals, valid, n, year_len, bit, keys, nullmask);
 	GH_CUDA_LAUNCHED("key_from_col_kernel");
-	return GH_OK;
-}
-
-extern "C" gh_status
-gh_agg_key_year_gpu(const int64_t *vals, const uint8_t *valid, uint32_t n,
-					int len, uint8_t bit, uint64_t *keys, uint8_t *nullmask,
-					void *stream, gh_error *err)
-{
-	if (n == 0)
-		return GH_OK;
-	key_year_kernel<<<grid_for(n), kThreads, 0, (cudaStream_t) stream>>>(
-		vals, valid, n, len, bit, keys, nullmask);
-	GH_CUDA_LAUNCHED("key_year_kernel");
 	return GH_OK;
 }
 

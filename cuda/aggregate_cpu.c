@@ -276,31 +276,15 @@ gh_agg_assign_exact_cpu(void *mem, uint64_t capacity, void *acc,
 
 gh_status
 gh_agg_key_from_col_cpu(const int64_t *vals, const uint8_t *valid, uint32_t n,
-						uint8_t bit, uint64_t *keys, uint8_t *nullmask,
-						gh_error *err)
+						int year_len, uint8_t bit, uint64_t *keys,
+						uint8_t *nullmask, gh_error *err)
 {
 	(void) err;
 	for (uint32_t i = 0; i < n; i++)
 	{
 		int ok = valid[i] != 0;
 
-		keys[i] = ok ? (uint64_t) vals[i] : 0;
-		nullmask[i] = ok ? (uint8_t) (nullmask[i] & ~bit) : (uint8_t) (nullmask[i] | bit);
-	}
-	return GH_OK;
-}
-
-gh_status
-gh_agg_key_year_cpu(const int64_t *vals, const uint8_t *valid, uint32_t n,
-					int len, uint8_t bit, uint64_t *keys, uint8_t *nullmask,
-					gh_error *err)
-{
-	(void) err;
-	for (uint32_t i = 0; i < n; i++)
-	{
-		int ok = valid[i] != 0;
-
-		keys[i] = ok ? (uint64_t) gh_agg_year_word(vals[i], len) : 0;
+		keys[i] = ok ? gh_agg_key_word(vals[i], year_len) : 0;
 		nullmask[i] = ok ? (uint8_t) (nullmask[i] & ~bit) : (uint8_t) (nullmask[i] | bit);
 	}
 	return GH_OK;

@@ -246,35 +246,25 @@ gh_status gh_agg_assign_exact_cpu(void *mem, uint64_t capacity, void *acc,
 								  uint32_t *bad, gh_error *err);
 
 /*
- * A GROUP BY key computed on the device (a device expression's column of
- * values vals and valid flags valid, gh_agg_expr_eval_*) becomes exact key
- * `bit` (1 << its position) of rows i < n: keys[i] = vals[i] where valid,
- * else 0 with bit set in nullmask[i] (cleared where valid), which is what
- * gh_agg_assign_exact_* takes of a key the host sent.  keys may be vals.
+ * A GROUP BY key computed on the device becomes exact key `bit` (1 << its
+ * position) of rows i < n, as gh_agg_assign_exact_* takes a key the host
+ * sent: where valid[i], keys[i] = vals[i] (a device expression's column,
+ * gh_agg_expr_eval_*; year_len 0) or the year of the date (year_len 4) or
+ * timestamp (8) vals[i] as gh_agg_year_word gives it, with bit cleared in
+ * nullmask[i]; elsewhere keys[i] = 0 with bit set.
  */
 gh_status gh_agg_key_from_col_gpu(const int64_t *vals, const uint8_t *valid,
-								  uint32_t n, uint8_t bit, uint64_t *keys,
-								  uint8_t *nullmask, void *stream, gh_error *err);
+								  uint32_t n, int year_len, uint8_t bit,
+								  uint64_t *keys, uint8_t *nullmask,
+								  void *stream, gh_error *err);
 gh_status gh_agg_key_from_col_cpu(const int64_t *vals, const uint8_t *valid,
-								  uint32_t n, uint8_t bit, uint64_t *keys,
-								  uint8_t *nullmask, gh_error *err);
+								  uint32_t n, int year_len, uint8_t bit,
+								  uint64_t *keys, uint8_t *nullmask,
+								  gh_error *err);
 
-/*
- * extract(year from ...) as a GROUP BY key computed on the device: for rows
- * i < n, keys[i] = the year of the date (len 4: days) or timestamp (len 8:
- * microseconds) vals[i], as extract gives it (no year 0), with
- * GH_AGG_YEAR_PINF and GH_AGG_YEAR_NINF for the infinities; where valid[i]
- * is 0, keys[i] = 0 and bit is set in nullmask[i] (else cleared), as
- * gh_agg_key_from_col_* does.
- */
+/* extract(year ...)'s words for the infinities (gh_agg_year_word) */
 #define GH_AGG_YEAR_PINF INT64_MAX
 #define GH_AGG_YEAR_NINF INT64_MIN
-gh_status gh_agg_key_year_gpu(const int64_t *vals, const uint8_t *valid,
-							  uint32_t n, int len, uint8_t bit, uint64_t *keys,
-							  uint8_t *nullmask, void *stream, gh_error *err);
-gh_status gh_agg_key_year_cpu(const int64_t *vals, const uint8_t *valid,
-							  uint32_t n, int len, uint8_t bit, uint64_t *keys,
-							  uint8_t *nullmask, gh_error *err);
 
 /* ids[rows[i]] = GH_AGG_NO_GROUP for i < nrows. */
 gh_status gh_agg_skip_gpu(uint32_t *ids, const uint32_t *rows, uint32_t nrows,
@@ -629,6 +619,13 @@ gh_agg_year_word(int64_t v, int len)
 	return y > 0 ? y : y - 1;
 }
 
+/* gh_agg_key_word is keys[i] of gh_agg_key_from_col_* for a valid value v. */
+GH_HD uint64_t
+gh_agg_key_word(int64_t v, int year_len)
+{
+	return (uint64_t) (year_len == 0 ? v : gh_agg_year_word(v, year_len));
+}
+
 /*
  * gh_agg_float_cmp_key is a signed int64 whose order is PostgreSQL's float
  * comparison (float8_cmp_internal): -0 equals 0, every NaN equals every
@@ -892,18 +889,13 @@ gh_agg_expr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out)
 			case GH_EXPR_YEAR:
 			{
 				int64_t v = (int64_t) m[b];
-				int64_t day;
 
 				if (nul[b])
 					break;
 				if (e->cm[o] == 4 ? v == INT32_MIN || v == INT32_MAX :
 					v == INT64_MIN || v == INT64_MAX)
 					return GH_EXPR_HOST;
-				/* a timestamp's day: microseconds divided, rounded down */
-				day = e->cm[o] == 4 ? v :
-					(v >= 0 ? v : v - (INT64_C(86400000000) - 1)) / INT64_C(86400000000);
-				v = gh_year_of_days(day);
-				m[b] = v > 0 ? v : v - 1; /* there is no year 0 */
+				m[b] = gh_agg_year_word(v, (int) e->cm[o]);
 				sg[b] = d[b] = 0;
 				break;
 			}

@@ -95,10 +95,7 @@ NOCUDA_STUB(gh_agg_assign_exact_gpu,
 			 const gh_agg_keys *k, uint32_t n, uint32_t *ids,
 			 uint32_t *scratch, uint32_t *bad, void *stream, gh_error *err))
 NOCUDA_STUB(gh_agg_key_from_col_gpu,
-			(const int64_t *vals, const uint8_t *valid, uint32_t n, uint8_t bit,
-			 uint64_t *keys, uint8_t *nullmask, void *stream, gh_error *err))
-NOCUDA_STUB(gh_agg_key_year_gpu,
-			(const int64_t *vals, const uint8_t *valid, uint32_t n, int len,
+			(const int64_t *vals, const uint8_t *valid, uint32_t n, int year_len,
 			 uint8_t bit, uint64_t *keys, uint8_t *nullmask, void *stream,
 			 gh_error *err))
 NOCUDA_STUB(gh_agg_skip_gpu, (uint32_t * ids, const uint32_t *rows,

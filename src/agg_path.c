@@ -142,6 +142,7 @@ static void add_gha_path(RelOptInfo *output_rel, Path *child, GhaQuery *q,
 						 List *having, double ngroups);
 static void compile_args(GhaQuery *q, List *arg_calls, bool device);
 static int	compile_key(GhaQuery *q, Expr *key, int *year);
+static Expr *extract_year_arg(Node *n);
 static Expr *key_placeholder(GhaQuery *q, int i);
 static Plan *gha_plan_path(PlannerInfo *root, RelOptInfo *rel,
 						   CustomPath *best_path, List *tlist, List *clauses,
@@ -554,6 +555,27 @@ int_op(Oid f)
 }
 
 /*
+ * extract_year_arg is x where n is extract(year from x), x a date or a
+ * timestamp (not timestamptz, whose year depends on the session's time
+ * zone); NULL otherwise.
+ */
+static Expr *
+extract_year_arg(Node *n)
+{
+	FuncExpr   *f = (FuncExpr *) n;
+	Node	   *field;
+
+	if (!IsA(n, FuncExpr) || list_length(f->args) != 2 ||
+		(f->funcid != F_EXTRACT_TEXT_DATE && f->funcid != F_EXTRACT_TEXT_TIMESTAMP))
+		return NULL;
+	field = linitial(f->args);
+	if (!IsA(field, Const) || ((Const *) field)->constisnull ||
+		pg_strcasecmp(TextDatumGetCString(((Const *) field)->constvalue), "year") != 0)
+		return NULL;
+	return lsecond(f->args);
+}
+
+/*
  * compile_int appends an integer, date or timestamp value: a column (an
  * input the engine packs as int64, pushed by COLI), a constant (as the
  * NUMERIC of its int64 value, which COLI's values compare with exactly), a
@@ -762,6 +784,7 @@ compile_num(Node *n, List **prog, List **inputs, int *depth, int level,
 			bool lazy)
 {
 	int			op = 0;
+	Expr	   *year_of;
 
 	/* a tree deeper than a program's ops cannot compile: stop descending */
 	if (level > GH_EXPR_MAX_OPS)
@@ -797,20 +820,15 @@ compile_num(Node *n, List **prog, List **inputs, int *depth, int level,
 	 * extract(year from a date or timestamp): its day's year, as
 	 * extract_date and extract_timestamp give it
 	 */
-	if (IsA(n, FuncExpr) && list_length(((FuncExpr *) n)->args) == 2 &&
-		(((FuncExpr *) n)->funcid == F_EXTRACT_TEXT_DATE ||
-		 ((FuncExpr *) n)->funcid == F_EXTRACT_TEXT_TIMESTAMP))
-	{
-		FuncExpr   *f = (FuncExpr *) n;
-		Node	   *field = linitial(f->args);
-
-		if (IsA(field, Const) && !((Const *) field)->constisnull &&
-			pg_strcasecmp(TextDatumGetCString(((Const *) field)->constvalue), "year") == 0 &&
-			compile_int(lsecond(f->args), prog, inputs, depth, level + 1))
-			return emit_sized(prog, GH_EXPR_YEAR, depth, 1,
-							  f->funcid == F_EXTRACT_TEXT_DATE ? 4 : 8);
+	year_of = extract_year_arg(n);
+	if (year_of != NULL)
+		return compile_int((Node *) year_of, prog, inputs, depth, level + 1) &&
+			emit_sized(prog, GH_EXPR_YEAR, depth, 1,
+					   exprType((Node *) year_of) == DATEOID ? 4 : 8);
+	/* extract of another field: neither on the device nor an input */
+	if (IsA(n, FuncExpr) && (((FuncExpr *) n)->funcid == F_EXTRACT_TEXT_DATE ||
+							 ((FuncExpr *) n)->funcid == F_EXTRACT_TEXT_TIMESTAMP))
 		return false;
-	}
 	/* numeric(int2/int4/int8): the integer's value at scale 0, exactly */
 	if (IsA(n, FuncExpr) && list_length(((FuncExpr *) n)->args) == 1 &&
 		(((FuncExpr *) n)->funcid == F_NUMERIC_INT2 ||
@@ -1098,6 +1116,7 @@ compile_key(GhaQuery *q, Expr *key, int *year)
 	List	   *inputs = list_copy(q->inputs);
 	int			depth = 0;
 	bool		reads = false;
+	Expr	   *arg;
 	ListCell   *lp;
 
 	/*
@@ -1105,17 +1124,9 @@ compile_key(GhaQuery *q, Expr *key, int *year)
 	 * year depends on the session's time zone): a NUMERIC of scale 0, which
 	 * the device computes from d as an exact word (gh_agg_year_word)
 	 */
-	if (type == NUMERICOID && IsA(key, FuncExpr) &&
-		list_length(((FuncExpr *) key)->args) == 2 &&
-		(((FuncExpr *) key)->funcid == F_EXTRACT_TEXT_DATE ||
-		 ((FuncExpr *) key)->funcid == F_EXTRACT_TEXT_TIMESTAMP))
+	if ((arg = extract_year_arg((Node *) key)) != NULL)
 	{
-		Node	   *field = linitial(((FuncExpr *) key)->args);
-		Expr	   *arg = lsecond(((FuncExpr *) key)->args);
-
-		if (IsA(field, Const) && !((Const *) field)->constisnull &&
-			pg_strcasecmp(TextDatumGetCString(((Const *) field)->constvalue), "year") == 0 &&
-			!contain_volatile_functions((Node *) arg) &&
+		if (!contain_volatile_functions((Node *) arg) &&
 			list_length(q->inputs) + list_length(q->exprs) + 1 <= GH_AGG_MAX_COLS)
 			*year = input_col(&q->inputs, arg);
 		return 0;
@@ -1685,6 +1696,7 @@ gha_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		/* the aggregate arguments and keys the device computes, one per program */
 		List	   *call_cols = list_nth(cscan->custom_private, GHA_PRIV_CALL_COLS);
 		List	   *key_cols = list_nth(cscan->custom_private, GHA_PRIV_KEY_COLS);
+		List	   *key_years = list_nth(cscan->custom_private, GHA_PRIV_KEY_YEARS);
 		int			ncols_in = list_length(list_nth(cscan->custom_private, GHA_PRIV_COL_TYPES));
 		int			nexprs = list_length(list_nth(cscan->custom_private, GHA_PRIV_EXPRS));
 		List	   *shown = NIL;
@@ -1705,7 +1717,7 @@ gha_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		}
 		/* and the keys that are an input's year */
 		for (int i = 0; i < nkeys; i++)
-			if (list_nth_int(list_nth(cscan->custom_private, GHA_PRIV_KEY_YEARS), i) >= 0)
+			if (list_nth_int(key_years, i) >= 0)
 				shown = lappend(shown,
 								deparse_expression((Node *) list_nth_node(TargetEntry, cscan->custom_scan_tlist, i)->expr,
 												   context, true, false));

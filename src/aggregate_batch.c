@@ -18,7 +18,7 @@
  * key's hash; those go to the fallback set (aggregate_fallback.c).  A key
  * the device computes (integer arithmetic, extract(year ...): agg_path.c's
  * compile_key) arrives as a placeholder and is written on the device, from
- * its inputs, before the grouping (gh_agg_key_from_col, gh_agg_key_year);
+ * its inputs, before the grouping (gh_agg_key_from_col);
  * rows that collide or spill bring the computed keys back.
  *
  * Host-checked keys (anything else: text, numeric, floats, arrays, ...):
@@ -992,19 +992,14 @@ device_exact(GhAggRun *run)
 	for (int k = 0; k < run->nkeys; k++)
 	{
 		GhAggKey   *key = &run->plan->keys[k];
+		int			c = key->prog_col >= 0 ? key->prog_col : key->year_col;
 
-		if (key->prog_col >= 0)
+		if (c >= 0)
 			GH_AGG_DEVICE_CALL(gh_agg_key_from_col, run->target,
 							   ON_TARGET(run, "grouping rows"),
-							   (const int64_t *) run->batch.d_vals[key->prog_col],
-							   run->batch.d_valid[key->prog_col], n,
-							   (uint8) (1 << k), run->batch.d_keys[k], run->batch.d_knull);
-		else if (key->year_col >= 0)
-			GH_AGG_DEVICE_CALL(gh_agg_key_year, run->target,
-							   ON_TARGET(run, "grouping rows"),
-							   (const int64_t *) run->batch.d_vals[key->year_col],
-							   run->batch.d_valid[key->year_col], n,
-							   run->plan->cols[key->year_col].vtype == GHV_DATE ? 4 : 8,
+							   (const int64_t *) run->batch.d_vals[c], run->batch.d_valid[c], n,
+							   key->year_col < 0 ? 0 :
+							   run->plan->cols[c].vtype == GHV_DATE ? 4 : 8,
 							   (uint8) (1 << k), run->batch.d_keys[k], run->batch.d_knull);
 	}
 	GH_AGG_DEVICE_CALL(gh_agg_assign_exact, run->target, ON_TARGET(run, "grouping rows"),
@@ -1025,6 +1020,8 @@ device_exact(GhAggRun *run)
 	{
 		if (nbad > 0)
 		{
+			bool		computed = false;
+
 			gh_copy_dtoh(run->target, run->batch.h_bad, run->batch.d_bad, (size_t) nbad * 4);
 			/* the keys the device computed, for the fallback set and the spill */
 			for (int k = 0; k < run->nkeys; k++)
@@ -1032,8 +1029,10 @@ device_exact(GhAggRun *run)
 				{
 					gh_copy_dtoh(run->target, run->batch.h_keys[k], run->batch.d_keys[k],
 								 (size_t) n * 8);
-					gh_copy_dtoh(run->target, run->batch.h_knull, run->batch.d_knull, n);
+					computed = true;
 				}
+			if (computed)
+				gh_copy_dtoh(run->target, run->batch.h_knull, run->batch.d_knull, n);
 		}
 		if (run->batch.nside > 0 || fix)
 			gh_copy_dtoh(run->target, run->batch.h_ids, run->batch.d_ids, (size_t) n * 4);
