@@ -178,6 +178,9 @@ RESET gpuhash.batch_rows;
 RESET client_min_messages;
 SELECT * FROM agg_check('SELECT k, k * 2 AS twice, count(*), sum(v), avg(v), min(v), max(v) FROM agg_coll GROUP BY k',
                         'k int8, t int8, c bigint, s bigint, a numeric, mi int, ma int');
+-- text extremes of colliding keys' groups (the host keeps them per group)
+SELECT * FROM agg_check('SELECT k, k * 2 AS twice, min(v::text), max(''v'' || v), count(v::text) FROM agg_coll GROUP BY k',
+                        'k int8, t int8, mi text, ma text, c bigint');
 
 -- Collisions on the exact device-key path.  Its group hash chains
 -- gh_agg_mix (murmur3's 64-bit finalizer) over the key Datums, starting from
@@ -211,9 +214,13 @@ SELECT count(*) AS groups, sum(c) AS rows
 RESET client_min_messages;
 SELECT * FROM agg_check('SELECT a, b, count(*), sum(v), avg(v), min(v), max(v) FROM agg_xcoll GROUP BY a, b',
                         'a int8, b int8, c bigint, s bigint, a2 numeric, mi int, ma int');
+SELECT * FROM agg_check('SELECT a, b, min(v::text), max(v::text), count(*) FROM agg_xcoll GROUP BY a, b',
+                        'a int8, b int8, mi text, ma text, c bigint');
 SET gpuhash.batch_rows = 40;
 SELECT * FROM agg_check('SELECT b, a, count(*), sum(v) FROM agg_xcoll GROUP BY a, b',
                         'b int8, a int8, c bigint, s bigint');
+SELECT * FROM agg_check('SELECT a, b, min(v::text), max(v::text) FROM agg_xcoll GROUP BY a, b',
+                        'a int8, b int8, mi text, ma text');
 RESET gpuhash.batch_rows;
 -- The same collisions in a GpuHashAgg whose second key the device computes:
 -- c + d is b (c = b - 7, d = 7), a device expression of the two columns,

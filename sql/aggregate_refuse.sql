@@ -112,7 +112,7 @@ SELECT * FROM gpuhash_aggregate('SELECT k13, string_agg(t, '','') FROM agg_v GRO
 SELECT agg_unchanged() AND current_setting('work_mem') = :'work_mem_before' AS unchanged;
 SELECT * FROM gpuhash_aggregate('SELECT k13, bool_and(i4 > 0) FROM agg_v GROUP BY k13') AS t(k int, b bool);
 SELECT agg_unchanged() AND current_setting('work_mem') = :'work_mem_before' AS unchanged;
-SELECT * FROM gpuhash_aggregate('SELECT k13, min(t) FROM agg_v GROUP BY k13') AS t(k int, m text);
+SELECT * FROM gpuhash_aggregate('SELECT k13, min(t::bpchar) FROM agg_v GROUP BY k13') AS t(k int, m bpchar);
 SELECT agg_unchanged() AND current_setting('work_mem') = :'work_mem_before' AS unchanged;
 SELECT * FROM gpuhash_aggregate('SELECT k13, sum(id * interval ''1 day'') FROM agg_v GROUP BY k13') AS t(k int, s interval);
 SELECT agg_unchanged() AND current_setting('work_mem') = :'work_mem_before' AS unchanged;

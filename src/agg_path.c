@@ -10,7 +10,9 @@
  *		function in its operator's family, as the engine hashes keys;
  *	  - every aggregate call of the target list and HAVING is one the engine
  *		runs as PostgreSQL does (gh_agg_call_supported: count, sum, avg, min,
- *		max over int2/4/8, float4/8 and numeric; no DISTINCT or ORDER BY; a
+ *		max over int2/4/8, float4/8 and numeric; min and max over date,
+ *		timestamp, timestamptz, and text in a deterministic collation (its
+ *		extremes kept on the host, aggregate_numeric.c); no DISTINCT or ORDER BY; a
  *		FILTER becomes the argument's CASE, gh_agg_call_input), over at most
  *		GH_AGG_MAX_COLS distinct arguments;
  *	  - the target list and HAVING refer to the input only through the GROUP

@@ -133,6 +133,8 @@ static const GhAggDef gh_agg_defs[] = {
 	{F_MAX_TIMESTAMP, GHAF_MAX, GHV_TIMESTAMP},
 	{F_MIN_TIMESTAMPTZ, GHAF_MIN, GHV_TIMESTAMP},
 	{F_MAX_TIMESTAMPTZ, GHAF_MAX, GHV_TIMESTAMP},
+	{F_MIN_TEXT, GHAF_MIN, GHV_TEXT},
+	{F_MAX_TEXT, GHAF_MAX, GHV_TEXT},
 };
 
 /* The DestReceiver that feeds the input rows to a run. */
@@ -164,6 +166,7 @@ static void check_coldef(GhAggPlan *plan, TupleDesc expected);
 static void plan_coercions(GhAggPlan *plan, TupleDesc expected);
 static char *describe_columns(GhAggPlan *plan);
 static GhValType col_vtype(Oid type);
+static bool text_extreme_ok(Aggref *agg);
 static void run_input(GhAggPlan *plan, GhAggRun *run);
 static bool dest_receive(TupleTableSlot *slot, DestReceiver *self);
 static void dest_startup(DestReceiver *self, int operation, TupleDesc typeinfo);
@@ -901,8 +904,25 @@ gh_agg_call_supported(Aggref *agg)
 		return false;
 	if (def->func == GHAF_COUNT_STAR || def->func == GHAF_COUNT)
 		return true;
-	return list_length(agg->args) == 1 &&
-		col_vtype(exprType((Node *) linitial_node(TargetEntry, agg->args)->expr)) == def->vtype;
+	if (list_length(agg->args) != 1)
+		return false;
+	if (def->vtype == GHV_TEXT)
+		return text_extreme_ok(agg);
+	return col_vtype(exprType((Node *) linitial_node(TargetEntry, agg->args)->expr)) == def->vtype;
+}
+
+/*
+ * text_extreme_ok: whether min or max of text call agg is exact here, so
+ * that the host may keep it whatever order the rows come in: its collation
+ * is deterministic (two values that compare equal have equal bytes).
+ */
+static bool
+text_extreme_ok(Aggref *agg)
+{
+	Expr	   *arg = linitial_node(TargetEntry, agg->args)->expr;
+
+	return exprType((Node *) arg) == TEXTOID && OidIsValid(agg->inputcollid) &&
+		get_collation_isdeterministic(agg->inputcollid);
 }
 
 /*
@@ -1010,6 +1030,7 @@ add_col(GhAggPlan *plan, Expr *expr, Oid type)
 			col->kind = GH_AGG_KIND_NUMERIC;
 			break;
 		case GHV_OTHER:
+		case GHV_TEXT:
 			col->kind = GH_AGG_KIND_NONE;
 			break;
 	}
@@ -1030,7 +1051,23 @@ set_call(GhAggPlan *plan, const GhAggDef *def, Aggref *agg, int c)
 	call->col = c;
 	if (c < 0)
 		return plan->ncalls++;
-	if (def->func != GHAF_COUNT && plan->cols[c].vtype != def->vtype)
+	if (def->vtype == GHV_TEXT)
+	{
+		/*
+		 * min or max of text: the column stays of kind NONE (the device
+		 * counts its values), its extremes are the host's
+		 */
+		if (plan->cols[c].type != TEXTOID ||
+			(plan->cols[c].vtype == GHV_TEXT && plan->cols[c].collation != agg->inputcollid))
+			elog(ERROR, "gpuhash_aggregate: argument of %s has type %s",
+				 format_procedure(agg->aggfnoid), format_type_be(plan->cols[c].type));
+		if (!text_extreme_ok(agg))
+			REFUSE("gpuhash_aggregate does not run %s in a nondeterministic collation",
+				   format_procedure(agg->aggfnoid));
+		plan->cols[c].vtype = GHV_TEXT;
+		plan->cols[c].collation = agg->inputcollid;
+	}
+	else if (def->func != GHAF_COUNT && plan->cols[c].vtype != def->vtype)
 		elog(ERROR, "gpuhash_aggregate: argument of %s has type %s",
 			 format_procedure(agg->aggfnoid), format_type_be(plan->cols[c].type));
 	plan->cols[c].ops |= GH_AGG_OP_COUNT;

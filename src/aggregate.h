@@ -79,7 +79,11 @@ typedef enum GhValType
 	GHV_FLOAT8,
 	GHV_NUMERIC,
 	GHV_DATE,					/* int32 */
-	GHV_TIMESTAMP				/* int64: timestamp and timestamptz */
+	GHV_TIMESTAMP,				/* int64: timestamp and timestamptz */
+	GHV_TEXT					/* min and max of text in a deterministic
+								 * collation: the device counts, the host
+								 * keeps the extremes (aggregate_numeric.c's
+								 * side state) */
 } GhValType;
 
 /*
@@ -131,6 +135,8 @@ typedef struct GhAggCol
 	GhValType	vtype;
 	uint8		kind;			/* gh_agg_kind */
 	uint8		ops;			/* GH_AGG_OP_* */
+	Oid			collation;		/* GHV_TEXT: the collation min and max
+								 * compare in */
 	bool		leaf;			/* an input of a device expression */
 	int			dexpr;			/* index into the plan's exprs, or -1 */
 } GhAggCol;
@@ -345,17 +351,26 @@ typedef struct GhAggRun GhAggRun;
 #define GH_NUMV_PINF		2
 #define GH_NUMV_NINF		3
 #define GH_NUMV_BIG		4		/* finite, but not for the device */
+#define GH_NUMV_TEXT		5		/* a GHV_TEXT column's value (not NUMERIC) */
 
-/* A NUMERIC value of the batch that the host aggregates. */
+/*
+ * A value of the batch that the host aggregates: a NUMERIC the device cannot
+ * take, or a text value of a GHV_TEXT column (its extremes are the host's).
+ */
 typedef struct GhSideRow
 {
 	uint32		row;
 	int			col;
 	int			kind;			/* GH_NUMV_* */
-	Datum		value;			/* GH_NUMV_BIG: the value, in batch memory */
+	Datum		value;			/* GH_NUMV_BIG, GH_NUMV_TEXT: the value, in
+								 * batch memory */
 } GhSideRow;
 
-/* Host-side NUMERIC state of one (group, column). */
+/*
+ * Host-side state of one (group, column): NUMERIC values the device could
+ * not take, or a GHV_TEXT column's extremes (min and max only; the device
+ * counts its values).
+ */
 typedef struct GhNumSide
 {
 	uint64		key;			/* (group << 8) | column */
@@ -464,6 +479,8 @@ typedef struct GhAggBatch
 	GhSideRow  *side_rows;
 	int			nside;
 	int			side_cap;
+	Size		side_bytes;		/* text side values staged: past
+								 * gh_agg_side_limit the batch is flushed */
 	/* the same on the target */
 	uint64	   *d_keys[GH_AGG_MAX_KEYS];
 	uint8	   *d_knull;
@@ -488,6 +505,8 @@ typedef struct GhAggBatch
 	int			miss_cap;
 	bool		miss_sorted;
 	Size		dict_grew;		/* dictionary bytes the last batch added */
+	Size		side_grew;		/* host-side state (text extremes, NUMERIC
+								 * values) the last batch added */
 } GhAggBatch;
 
 /* NUMERIC state of a run that outlives its batches. */
@@ -644,6 +663,10 @@ extern Datum gh_agg_num_unpack(GhAggRun *run, int c, int64 packed);
 extern Datum gh_agg_num_side_value(GhAggRun *run, const GhSideRow *r);
 extern Datum gh_agg_numeric_value(GhAggRun *run, GhGroupSet *s, uint64 g,
 								  GhAggCall *call, bool *isnull);
+extern void gh_agg_add_text_row(GhAggRun *run, uint32 row, int col, Datum v);
+extern Size gh_agg_side_limit(GhAggRun *run);
+extern Datum gh_agg_text_value(GhAggRun *run, GhGroupSet *s, uint64 g,
+							   GhAggCall *call, bool *isnull);
 extern void gh_agg_expr_fixups(GhAggRun *run, const uint32 *absent,
 							   uint32 nabsent, uint32 nbad);
 

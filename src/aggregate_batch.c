@@ -322,6 +322,9 @@ stage_values(GhAggRun *run, uint32 i, Datum *values, bool *isnull)
 				gh_agg_add_side_row(run, i, c, kind,
 							 kind == GH_NUMV_BIG ? datumCopy(v, false, -1) : (Datum) 0);
 				break;
+			case GHV_TEXT:
+				gh_agg_add_text_row(run, i, c, v);
+				break;
 			case GHV_OTHER:
 				break;
 		}
@@ -391,7 +394,8 @@ gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot)
 	run->batch.n++;
 	run->stats.rows++;
 	MemoryContextSwitchTo(old);
-	if (run->batch.n == run->batch.cap)
+	if (run->batch.n == run->batch.cap ||
+		run->batch.side_bytes > gh_agg_side_limit(run))
 		gh_agg_flush(run);
 }
 
@@ -487,7 +491,8 @@ read_exceptions(GhAggRun *run, const char *p, uint32 bytes, uint32 nexc,
 		memcpy(&len, p + 6, 4);
 		p += GH_PACKET_EXC_HEADER;
 		if (row >= n || col >= run->ncols_in || len < VARHDRSZ || len > (uint32) (end - p) ||
-			run->plan->cols[col].kind != GH_AGG_KIND_NUMERIC || row < prev)
+			(run->plan->cols[col].kind != GH_AGG_KIND_NUMERIC &&
+			 run->plan->cols[col].vtype != GHV_TEXT) || row < prev)
 			elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
 		v = MemoryContextAlloc(run->batch.cxt, len);
 		memcpy(v, p, len);
@@ -495,6 +500,13 @@ read_exceptions(GhAggRun *run, const char *p, uint32 bytes, uint32 nexc,
 			elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
 		p += len;
 		prev = row;
+		if (run->plan->cols[col].vtype == GHV_TEXT)
+		{
+			/* a text value of a column whose extremes the host keeps */
+			run->batch.side_bytes += len + sizeof(GhSideRow);
+			gh_agg_add_side_row(run, first + row, col, GH_NUMV_TEXT, PointerGetDatum(v));
+			continue;
+		}
 		kind = gh_agg_num_decode(PointerGetDatum(v), &m, &ds);
 		if (kind == GH_NUMV_FINITE)
 			elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
@@ -739,7 +751,8 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 	run->stats.packet_bytes += VARSIZE(pkt);
 	run->stats.worker_busy_us += pkt->busy_us;
 	run->stats.ms_copy += gh_agg_ms_since(t0);
-	if (run->batch.n == run->batch.cap)
+	if (run->batch.n == run->batch.cap ||
+		run->batch.side_bytes > gh_agg_side_limit(run))
 		gh_agg_flush(run);
 }
 
@@ -1091,13 +1104,20 @@ gh_agg_flush(GhAggRun *run)
 	nbad = run->exact ? device_exact(run) : device_generic(run);
 	if (nbad > 0)
 		gh_agg_to_fallback(run, nbad);
+	run->batch.side_grew = 0;
 	if (run->batch.nside > 0)
+	{
+		Size		before = MemoryContextMemAllocated(run->set_cxt, true);
+
 		gh_agg_apply_side_rows(run, nbad);
+		run->batch.side_grew = MemoryContextMemAllocated(run->set_cxt, true) - before;
+	}
 
 	run->stats.bad_rows += nbad;
 	run->stats.batches++;
 	run->batch.n = 0;
 	run->batch.nside = 0;
+	run->batch.side_bytes = 0;
 	for (int c = 0; c < run->ncols; c++)
 	{
 		run->batch.max_dscale[c] = -1;

@@ -68,6 +68,7 @@
 #include "utils/datum.h"
 #include "utils/memutils.h"
 #include "utils/numeric.h"
+#include "utils/varlena.h"
 
 #include "aggregate.h"
 
@@ -104,6 +105,7 @@ static void rescale_groups(GhAggRun *run, GhGroupSet *s, int c, int oldscale,
 						   int128 f, uint64 ng, uint64 *lo, int64 *hi,
 						   const uint32 *aux, int64 *mins, int64 *maxs);
 static GhNumSide *side_entry(GhAggRun *run, GhGroupSet *s, uint64 g, int c);
+static void side_text(GhAggRun *run, GhNumSide *e, int c, Datum v);
 static void side_add_finite(GhAggRun *run, GhNumSide *e, Datum v, bool count,
 							bool sum, bool extremes);
 static Datum numeric_total(GhAggRun *run, GhGroupSet *s, uint64 g, int c,
@@ -1093,6 +1095,9 @@ gh_agg_apply_side_rows(GhAggRun *run, uint32 nbad)
 		e = side_entry(run, s, g, r->col);
 		switch (r->kind)
 		{
+			case GH_NUMV_TEXT:
+				side_text(run, e, r->col, r->value);
+				continue;
 			case GH_NUMV_NAN:
 				e->count++;
 				e->nan++;
@@ -1139,6 +1144,115 @@ gh_agg_num_side_value(GhAggRun *run, const GhSideRow *r)
 		default:
 			return r->value;
 	}
+}
+
+/* ---- text: min and max kept on the host ------------------------------ */
+
+/*
+ * Text min and max.  The device groups the rows and counts each text
+ * column's values (a column of kind NONE); every value that is not NULL
+ * becomes a side row of the batch, a copy in batch memory, and the host
+ * keeps each group's extremes in its side state, compared with varstr_cmp
+ * in the column's collation, as text_smaller and text_larger compare.  The
+ * planner takes only deterministic collations (gh_agg_call_supported):
+ * there, two values compare equal only if their bytes are equal, so which of
+ * two equal values a group keeps cannot show, and the result is native's
+ * whatever the order of the rows.
+ *
+ * The copies a batch stages are bounded (gh_agg_side_limit): past the
+ * bound, gh_agg_run_add flushes the batch early.
+ */
+
+/*
+ * gh_agg_add_text_row lists text value v, row row of GHV_TEXT column col,
+ * for the host: detoasted and copied into batch memory.
+ */
+void
+gh_agg_add_text_row(GhAggRun *run, uint32 row, int col, Datum v)
+{
+	MemoryContext old = MemoryContextSwitchTo(run->batch.cxt);
+	struct varlena *copy = PG_DETOAST_DATUM_COPY(v);
+
+	MemoryContextSwitchTo(old);
+	run->batch.side_bytes += VARSIZE(copy) + sizeof(GhSideRow);
+	gh_agg_add_side_row(run, row, col, GH_NUMV_TEXT, PointerGetDatum(copy));
+}
+
+/*
+ * gh_agg_side_limit is how many bytes of side values a batch may stage: a
+ * quarter of the run's memory budget (work_mem * hash_mem_multiplier), at
+ * least 64kB.
+ */
+Size
+gh_agg_side_limit(GhAggRun *run)
+{
+	return Max(run->spill.budget / 4, (Size) 64 * 1024);
+}
+
+/* side_text_cmp compares two detoasted texts as text_cmp does in collation coll. */
+static int
+side_text_cmp(Datum a, Datum b, Oid coll)
+{
+	text	   *x = (text *) DatumGetPointer(a);
+	text	   *y = (text *) DatumGetPointer(b);
+
+	return varstr_cmp(VARDATA_ANY(x), VARSIZE_ANY_EXHDR(x),
+					  VARDATA_ANY(y), VARSIZE_ANY_EXHDR(y), coll);
+}
+
+/*
+ * side_text takes text v of column c into e's extremes, the ones the
+ * column's calls ask for; a replaced extreme is freed.
+ */
+static void
+side_text(GhAggRun *run, GhNumSide *e, int c, Datum v)
+{
+	GhAggCol   *col = &run->plan->cols[c];
+	MemoryContext old = MemoryContextSwitchTo(run->num.cxt);
+
+	if ((col->ops & GH_AGG_OP_MIN) &&
+		(e->min == (Datum) 0 || side_text_cmp(v, e->min, col->collation) < 0))
+	{
+		if (e->min != (Datum) 0)
+			pfree(DatumGetPointer(e->min));
+		e->min = datumCopy(v, false, -1);
+	}
+	if ((col->ops & GH_AGG_OP_MAX) &&
+		(e->max == (Datum) 0 || side_text_cmp(v, e->max, col->collation) > 0))
+	{
+		if (e->max != (Datum) 0)
+			pfree(DatumGetPointer(e->max));
+		e->max = datumCopy(v, false, -1);
+	}
+	e->count++;
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * gh_agg_text_value is min or max (call) of GHV_TEXT column call->col for
+ * group g of set s: NULL when the device counted no value, else the
+ * extreme the side state kept.
+ */
+Datum
+gh_agg_text_value(GhAggRun *run, GhGroupSet *s, uint64 g, GhAggCall *call,
+				  bool *isnull)
+{
+	int			c = call->col;
+	uint64		key = (g << 8) | (uint64) c;
+	GhNumSide  *e = s->side ? hash_search(s->side, &key, HASH_FIND, NULL) : NULL;
+	Datum		v;
+
+	if (GH_AGG_AT(uint64, s, s->hl.nonnull_off[c], g) == 0)
+	{
+		*isnull = true;
+		return (Datum) 0;
+	}
+	v = e == NULL ? (Datum) 0 : call->func == GHAF_MIN ? e->min : e->max;
+	if (v == (Datum) 0 || e->count != GH_AGG_AT(uint64, s, s->hl.nonnull_off[c], g))
+		elog(ERROR, "gpuhash_aggregate: group %llu's text extremes are missing",
+			 (unsigned long long) g);
+	*isnull = false;
+	return v;
 }
 
 /* side_entry returns the host-side NUMERIC state of (g, c), creating it. */

@@ -28,7 +28,9 @@
  * host; such queries take rows one by one in the leader.  NUMERIC arguments travel as the fixed point the device
  * takes (gh_agg_num_decode: a scaled int64 and its display scale); the few
  * values that are not fixed point (NaN, infinities, more than 18 digits)
- * travel whole at the end of the packet, for the leader's host-side state.
+ * travel whole at the end of the packet, for the leader's host-side state,
+ * as do the text values of a column whose min or max the leader keeps (the
+ * device counts them: their valid flags are 1).
  *
  * The plan is changed after planning, so nothing here runs through setrefs:
  * the node has no expressions of its own, reads its child's output columns
@@ -126,6 +128,7 @@ static TupleTableSlot *pack_exec(CustomScanState *node);
 static void pack_end(CustomScanState *node);
 static void pack_rescan(CustomScanState *node);
 static int	max_plan_node_id(Plan *plan);
+static void pack_whole(PackState *ps, int c, uint32 n, Datum v);
 
 static CustomScanMethods pack_scan_methods = {
 	.CustomName = GH_PACK_NAME,
@@ -430,9 +433,6 @@ pack_numeric(PackState *ps, int c, uint32 n, Datum v)
 {
 	int64		m;
 	int			ds;
-	struct varlena *whole;
-	uint32		len;
-	uint16		col = (uint16) c;
 	MemoryContext old = CurrentMemoryContext;
 	bool		fixed;
 
@@ -450,17 +450,31 @@ pack_numeric(PackState *ps, int c, uint32 n, Datum v)
 	{
 		((int64 *) ps->vals[c])[n] = 0;
 		ps->ds[c][n] = 0;
-		MemoryContextSwitchTo(ps->detoast_cxt);
-		whole = PG_DETOAST_DATUM(v);
-		len = VARSIZE(whole);
-		appendBinaryStringInfo(&ps->exc, (char *) &n, 4);
-		appendBinaryStringInfo(&ps->exc, (char *) &col, 2);
-		appendBinaryStringInfo(&ps->exc, (char *) &len, 4);
-		appendBinaryStringInfo(&ps->exc, (char *) whole, len);
-		ps->nexc++;
+		pack_whole(ps, c, n, v);
 	}
 	MemoryContextSwitchTo(old);
 	return fixed;
+}
+
+/*
+ * pack_whole appends value v, row n of column c, whole (detoasted, with a
+ * 4-byte header) to the packet's list of exceptions: a NUMERIC that is not
+ * fixed point, or a text value whose extremes the leader keeps.
+ */
+static void
+pack_whole(PackState *ps, int c, uint32 n, Datum v)
+{
+	MemoryContext old = MemoryContextSwitchTo(ps->detoast_cxt);
+	struct varlena *whole = PG_DETOAST_DATUM(v);
+	uint32		len = VARSIZE(whole);
+	uint16		col = (uint16) c;
+
+	appendBinaryStringInfo(&ps->exc, (char *) &n, 4);
+	appendBinaryStringInfo(&ps->exc, (char *) &col, 2);
+	appendBinaryStringInfo(&ps->exc, (char *) &len, 4);
+	appendBinaryStringInfo(&ps->exc, (char *) whole, len);
+	ps->nexc++;
+	MemoryContextSwitchTo(old);
 }
 
 /* d_entry_equals says whether entry e of key k's dictionary has these bytes. */
@@ -719,6 +733,10 @@ pack_exec(CustomScanState *node)
 						ps->valid[c][n] = 0;
 						nullcols |= (uint32) 1 << c;
 					}
+					break;
+				case GHV_TEXT:
+					/* counted on the device (valid 1), the value for the leader */
+					pack_whole(ps, c, n, v);
 					break;
 				default:
 					break;

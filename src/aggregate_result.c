@@ -349,6 +349,8 @@ call_value(GhAggRun *run, GhGroupSet *s, int64 g, GhAggCall *call, bool *isnull)
 		return Int64GetDatum((int64) GH_AGG_AT(uint64, s, s->hl.rows_off, g));
 	if (vt == GHV_NUMERIC && run->plan->cols[c].kind != GH_AGG_KIND_NONE)
 		return gh_agg_numeric_value(run, s, g, call, isnull);
+	if (vt == GHV_TEXT && call->func != GHAF_COUNT)
+		return gh_agg_text_value(run, s, g, call, isnull);
 	nn = GH_AGG_AT(uint64, s, s->hl.nonnull_off[c], g);
 	if (call->func == GHAF_COUNT)
 		return Int64GetDatum((int64) nn);
@@ -444,6 +446,7 @@ call_value(GhAggRun *run, GhGroupSet *s, int64 g, GhAggCall *call, bool *isnull)
 			}
 			break;
 		case GHV_NUMERIC:
+		case GHV_TEXT:
 		case GHV_OTHER:
 			break;
 	}

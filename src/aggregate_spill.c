@@ -76,6 +76,17 @@ static Size device_budget(void);
 static void write_row(GhAggRun *run, uint64 h, Datum *values, bool *nulls);
 
 /*
+ * spill_whole: whether a spilled row carries column col's value (every
+ * column the device aggregates, and text whose extremes the host keeps), or
+ * only whether it is NULL (count(x) of any other type, as a bool).
+ */
+static inline bool
+spill_whole(const GhAggCol *col)
+{
+	return col->kind != GH_AGG_KIND_NONE || col->vtype == GHV_TEXT;
+}
+
+/*
  * gh_agg_spill_init sets run's budget and prepares what a spill needs but
  * does not create the tapes: a run that fits never touches a file.
  */
@@ -100,7 +111,7 @@ gh_agg_spill_init(GhAggRun *run)
 		TupleDescInitEntry(sp->desc, k + 1, NULL, plan->keys[k].type, -1, 0);
 	for (int c = 0; c < run->ncols_in; c++)
 		TupleDescInitEntry(sp->desc, run->nkeys + c + 1, NULL,
-						   plan->cols[c].kind == GH_AGG_KIND_NONE ? BOOLOID : plan->cols[c].type,
+						   spill_whole(&plan->cols[c]) ? plan->cols[c].type : BOOLOID,
 						   -1, 0);
 	if (natts == 0)
 		TupleDescInitEntry(sp->desc, 1, NULL, BOOLOID, -1, 0);
@@ -186,7 +197,7 @@ gh_agg_spill_check(GhAggRun *run)
 	GhGroupSet *s = &run->main;
 	Size		dev_now;
 	Size		now = gh_agg_group_memory(run, &dev_now);
-	Size		more = run->batch.key_bytes + run->batch.dict_grew;
+	Size		more = run->batch.key_bytes + run->batch.dict_grew + run->batch.side_grew;
 	Size		dev_more = 0;
 	Size	   *grows = sp->device_budget > 0 ? &dev_more : &more;
 	uint64		need = s->ngroups + run->batch.cap;
@@ -352,7 +363,7 @@ gh_agg_spill_keep(GhAggRun *run, TupleTableSlot *slot)
 		memcpy(n, slot->tts_isnull, sizeof(bool) * natts);
 		for (int c = 0; c < run->ncols_in; c++)
 		{
-			if (run->plan->cols[c].kind == GH_AGG_KIND_NONE && !n[run->nkeys + c])
+			if (!spill_whole(&run->plan->cols[c]) && !n[run->nkeys + c])
 				v[run->nkeys + c] = BoolGetDatum(true);
 		}
 		write_row(run, h, v, n);
@@ -415,11 +426,12 @@ gh_agg_spill_absent(GhAggRun *run, const uint32 *rows, uint32 n)
 			nulls[run->nkeys + c] = !b->h_valid[c][i];
 			if (nulls[run->nkeys + c])
 				continue;
-			if (col->kind == GH_AGG_KIND_NONE)
+			if (!spill_whole(col))
 			{
 				*out = BoolGetDatum(true);
 				continue;
 			}
+			/* a text value (whole spill_whole column) comes from its side row */
 			switch (col->vtype)
 			{
 				case GHV_INT2:
@@ -443,6 +455,10 @@ gh_agg_spill_absent(GhAggRun *run, const uint32 *rows, uint32 n)
 					break;
 				case GHV_NUMERIC:
 					*out = gh_agg_num_unpack(run, c, v);
+					break;
+				case GHV_TEXT:
+					*out = (Datum) 0;
+					nulls[run->nkeys + c] = true;
 					break;
 				case GHV_OTHER:
 					elog(ERROR, "gpuhash_aggregate: unexpected staged column %d", c);
