@@ -48,8 +48,8 @@
  * device-ready packets, not rows
  * (custom_private's GHA_PRIV_PACKED).  gpuhash.force_agg plans GpuHashAgg
  * wherever it is legal, on the CPU twin too (the tests), and prefers the
- * parallel input; gpuhash.enable_agg lets the cost model offer it on the
- * GPU, off by default until that model is measured.
+ * parallel input; gpuhash.enable_agg (on by default) lets the cost model
+ * offer it on a GPU, never on the CPU twin.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
