@@ -360,6 +360,8 @@ typedef enum gh_expr_op
 	GH_EXPR_ISUB,	/* exact, then checked against the range of the */
 	GH_EXPR_IMUL,	/* operator's result type, cm[o] bytes wide (2, 4 or */
 	GH_EXPR_INEG,	/* 8); out of it, the host raises PostgreSQL's error */
+	GH_EXPR_IDIV,	/* integer / and % as int4div and int4mod compute them */
+	GH_EXPR_IMOD,	/* (truncated); a zero divisor: the host raises */
 	GH_EXPR_DDIFF,	/* date - date: days (an infinite date: the host raises) */
 	GH_EXPR_DADDI,	/* date + integer, date - integer: an infinite date as */
 	GH_EXPR_DSUBI,	/* it is; past the dates' range the host raises */
@@ -987,6 +989,8 @@ gh_agg_expr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out)
 			case GH_EXPR_ISUB:
 			case GH_EXPR_IMUL:
 			case GH_EXPR_INEG:
+			case GH_EXPR_IDIV:
+			case GH_EXPR_IMOD:
 			case GH_EXPR_DDIFF:
 			case GH_EXPR_DADDI:
 			case GH_EXPR_DSUBI:
@@ -1025,9 +1029,19 @@ gh_agg_expr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out)
 						return GH_EXPR_HOST;
 					break;
 				}
+				if ((op == GH_EXPR_IDIV || op == GH_EXPR_IMOD) && m[b] == 0)
+					return GH_EXPR_HOST;	/* division by zero */
+				/*
+				 * both operands are within 64 bits: in 128 bits neither
+				 * / nor % overflows, and both truncate as C's int64 ones
+				 * do (a quotient past the type is checked below; x % -1
+				 * is 0, as int4mod makes it)
+				 */
 				m[x] = op == GH_EXPR_IADD ? m[a] + m[b] :
 					op == GH_EXPR_ISUB ? m[a] - m[b] :
-					op == GH_EXPR_IMUL ? m[a] * m[b] : -m[b];
+					op == GH_EXPR_IMUL ? m[a] * m[b] :
+					op == GH_EXPR_IDIV ? m[a] / m[b] :
+					op == GH_EXPR_IMOD ? m[a] % m[b] : -m[b];
 				if (m[x] > hi || m[x] < -hi - 1)
 					return GH_EXPR_HOST;
 				break;

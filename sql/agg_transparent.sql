@@ -668,6 +668,29 @@ SELECT gha_errors('SELECT g, min((b * 3)::numeric) FROM gha_int GROUP BY g');
 SELECT gha_errors('SELECT g, sum(CASE WHEN b > 0 THEN b * 2 ELSE 0 END) FROM gha_int GROUP BY g');
 SELECT gha_errors('SELECT g, sum(b::int4) FROM gha_int GROUP BY g');
 SELECT gha_errors('SELECT g, max(a::int2) FROM gha_int GROUP BY g');
+-- integer / and % (int2div ... int84div, int2mod, int4mod, int8mod):
+-- truncated as PostgreSQL truncates, x % -1 is 0, a zero divisor raises
+-- "division by zero" and the smallest value over -1 its type's "out of
+-- range"; under a CASE only the branch taken divides; as a GROUP BY key too
+CREATE VIEW gha_idiv_q(q) AS VALUES
+  ('SELECT g, sum(a / 7), sum(a % 7), min(b / 1000003), max(b % 1000), avg(s / 3::int2), sum(s % 4::int2) FROM gha_int GROUP BY g'),
+  ('SELECT g, sum(a / s), sum(b / a), min(a % s), max(b % a), sum(s / a), min(b / s) FROM gha_int WHERE s <> 0 AND a <> 0 GROUP BY g'),
+  ('SELECT i, min(a / -1), max(a % -1), sum(b % -1), min(s / -1::int2), max(b / -1) FROM gha_int WHERE i = 5001 GROUP BY i'),
+  ('SELECT g, sum(CASE WHEN s <> 0 THEN a / s ELSE 0 END), count(CASE WHEN a % 2 = 0 THEN 1 END) FROM gha_int GROUP BY g'),
+  ('SELECT a / 1000 AS k, count(*), sum(s) FROM gha_int GROUP BY 1'),
+  ('SELECT b / 4611686018427387904 AS k, s % 10::int2 AS k2, count(*) FROM gha_int GROUP BY 1, 2');
+SELECT q, gha_check(q) FROM gha_idiv_q;
+SELECT q, gha_check_packed(q) FROM gha_idiv_q;
+SELECT count(*) AS queries,
+       count(*) FILTER (WHERE NOT gha_child_computes(q, '[/%]')) AS children_without_division
+  FROM gha_idiv_q;
+SELECT gha_errors('SELECT g, sum(a / (s - s)) FROM gha_int GROUP BY g');
+SELECT gha_errors('SELECT g, max(a % (i - i)) FROM gha_int GROUP BY g');
+SELECT gha_errors('SELECT sum(a / -1) FROM gha_int');
+SELECT gha_errors('SELECT min(b / -1) FROM gha_int');
+SELECT gha_errors('SELECT max(s / -1::int2) FROM gha_int');
+SELECT gha_errors('SELECT a / (i - i) AS k, count(*) FROM gha_int GROUP BY 1');
+DROP VIEW gha_idiv_q;
 -- an integer CASE whose condition reads a NUMERIC stays in the child
 SELECT gha_check('SELECT g, sum(CASE WHEN w > 0 THEN 1 ELSE 0 END), count(CASE WHEN q IS NULL THEN 1 END) FROM gha_x GROUP BY g');
 SET parallel_setup_cost = 0;

@@ -503,8 +503,8 @@ cmp_op(Oid opno, Oid t)
 
 /*
  * int_op is the program's op for integer arithmetic function f (the
- * functions of +, - and * between int2, int4 and int8, and of unary -), 0
- * for any other.
+ * functions of +, -, * and / between int2, int4 and int8, of % of one type,
+ * and of unary -), 0 for any other.
  */
 static int
 int_op(Oid f)
@@ -545,6 +545,20 @@ int_op(Oid f)
 		case F_INT4UM:
 		case F_INT8UM:
 			return GH_EXPR_INEG;
+		case F_INT2DIV:
+		case F_INT4DIV:
+		case F_INT8DIV:
+		case F_INT24DIV:
+		case F_INT42DIV:
+		case F_INT28DIV:
+		case F_INT82DIV:
+		case F_INT48DIV:
+		case F_INT84DIV:
+			return GH_EXPR_IDIV;
+		case F_INT2MOD:
+		case F_INT4MOD:
+		case F_INT8MOD:
+			return GH_EXPR_IMOD;
 		case F_DATE_MI:
 			return GH_EXPR_DDIFF;
 		case F_DATE_PLI:
@@ -583,7 +597,7 @@ extract_year_arg(Node *n)
  * NUMERIC of its int64 value, which COLI's values compare with exactly), a
  * NULL constant, or, for integers, integer arithmetic (int_op: exact, then
  * checked against the range of the operator's result type, whose overflow
- * the host raises as PostgreSQL does), a widening cast (int4(int2),
+ * and division by zero the host raises as PostgreSQL does), a widening cast (int4(int2),
  * int8(int2), int8(int4)), a narrowing one (checked, as the arithmetic) and
  * a searched CASE of integer results.  Only
  * columns and constants are inputs, so nothing here is computed where

@@ -493,6 +493,8 @@ expr_scale(GhAggRun *run, const GhAggExprDef *x)
 			case GH_EXPR_IADD:
 			case GH_EXPR_ISUB:
 			case GH_EXPR_IMUL:
+			case GH_EXPR_IDIV:
+			case GH_EXPR_IMOD:
 			case GH_EXPR_DDIFF:
 			case GH_EXPR_DADDI:
 			case GH_EXPR_DSUBI:
@@ -594,10 +596,10 @@ cmp_side_row_col(const void *a, const void *b)
 }
 
 /*
- * expr_host_int computes integer op (GH_EXPR_IADD, ISUB, IMUL, INEG) of
- * NUMERIC integers l and r whose result type is bytes wide, as int2pl,
- * int4mul, int48mi, int8um and their kin do: out of that type's range, their
- * error.
+ * expr_host_int computes integer op (GH_EXPR_IADD, ISUB, IMUL, INEG, IDIV,
+ * IMOD) of NUMERIC integers l and r whose result type is bytes wide, as
+ * int2pl, int4mul, int48mi, int8um, int4div, int8mod and their kin do: out
+ * of that type's range, or over zero, their error.
  */
 static Datum
 expr_host_int(int op, int bytes, Datum l, Datum r)
@@ -625,7 +627,22 @@ expr_host_int(int op, int bytes, Datum l, Datum r)
 					 errmsg("date out of range")));
 		return NumericGetDatum(int64_to_numeric(v));
 	}
-	if (op == GH_EXPR_IADD)
+	if ((op == GH_EXPR_IDIV || op == GH_EXPR_IMOD) && b == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DIVISION_BY_ZERO),
+				 errmsg("division by zero")));
+	if (op == GH_EXPR_IDIV)
+	{
+		/* int8div's one overflow: the smallest int8 over -1 */
+		overflow = b == -1 && a == PG_INT64_MIN;
+		v = overflow ? 0 : b == -1 ? -a : a / b;
+	}
+	else if (op == GH_EXPR_IMOD)
+	{
+		overflow = false;
+		v = b == -1 ? 0 : a % b;
+	}
+	else if (op == GH_EXPR_IADD)
 		overflow = pg_add_s64_overflow(a, b, &v);
 	else if (op == GH_EXPR_ISUB)
 		overflow = pg_sub_s64_overflow(a, b, &v);
@@ -788,6 +805,8 @@ expr_host_value(GhAggRun *run, const GhAggExprDef *x, uint32 row, int nsorted,
 			case GH_EXPR_ISUB:
 			case GH_EXPR_IMUL:
 			case GH_EXPR_INEG:
+			case GH_EXPR_IDIV:
+			case GH_EXPR_IMOD:
 			case GH_EXPR_DDIFF:
 			case GH_EXPR_DADDI:
 			case GH_EXPR_DSUBI:
