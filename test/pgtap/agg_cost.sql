@@ -8,7 +8,7 @@
 \pset tuples_only true
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS gpuhash;
-SELECT plan(9);
+SELECT plan(11);
 SET LOCAL jit = off;
 SET LOCAL gpuhash.device = gpu;
 SET LOCAL gpuhash.force_agg = off;
@@ -34,6 +34,8 @@ ANALYZE ac_t;
 \set plain 'SELECT count(*), sum(v) FROM ac_t'
 \set plainexpr 'SELECT count(*), sum(price * (1 - disc)) FROM ac_t'
 \set grouped 'SELECT k, count(*), sum(v) FROM ac_t GROUP BY k'
+\set fewcount 'SELECT v, count(id::text), sum(k) FROM ac_t GROUP BY v'
+\set fewtext 'SELECT v, min(id::text), max(id::text) FROM ac_t GROUP BY v'
 
 ------------------------------------------------------------------------------
 -- the planner's choice
@@ -45,6 +47,14 @@ SELECT unalike(pg_temp.plan_text(:'plain'), '%GpuHashAgg%',
               'one group of plain columns under a Gather no wider than PostgreSQL''s: PostgreSQL''s partial aggregation');
 SELECT alike(pg_temp.plan_text(:'plain'), '%Partial Aggregate%',
             'which is parallel, as PostgreSQL plans it with gpuhash off');
+
+-- 7 groups: GpuHashAgg, unless the leader must keep a text min and max
+-- of every row (priced GHA_TEXT_EXTREME_OPS operators a value), which
+-- PostgreSQL's workers share in their partial aggregation
+SELECT alike(pg_temp.plan_text(:'fewcount'), '%Custom Scan (GpuHashAgg)%',
+            '7 groups, count and sum: GpuHashAgg');
+SELECT unalike(pg_temp.plan_text(:'fewtext'), '%GpuHashAgg%',
+              '7 groups, min and max of text over 400000 rows: PostgreSQL''s partial aggregation');
 
 -- wider than the table asks for (the Gather takes every worker it may
 -- have): the same one group is GpuHashAgg's again
