@@ -9,6 +9,9 @@
 #     --scale S          TPC-H scale factor (default 1; see load.sh)
 #     --repeats N        timed runs per query and variant, after one warm-up
 #                        (default 3)
+#     --short-repeats M  M timed runs (M > N) where the warm-up took less than
+#     --short-below S    S seconds: more runs of the short queries, whose one
+#                        run moves most from run to run, for little time
 #     --workers W        max_parallel_workers_per_gather of every variant
 #                        (default 16; 0 = serial)
 #     --queries "..."    query numbers (default "1 2 ... 22")
@@ -72,12 +75,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 
 scale=1 repeats=3 workers=16 queries="$(seq -s ' ' 1 22)" variants="native gpuhash" device=auto
-work_mem="" timeout=0 out="" extra_conf="" datadir="" keep=0 explain_opts="analyze, timing off" reuse="" load_only=0 jobs=$(nproc)
+work_mem="" timeout=0 out="" short_repeats=0 short_below=0"" extra_conf="" datadir="" keep=0 explain_opts="analyze, timing off" reuse="" load_only=0 jobs=$(nproc)
 tbl_dir="" keep_tbl=0 decorrelate="" extra_dir="" extras=""
 while [ $# -gt 0 ]; do
   case $1 in
     --scale) scale=$2; shift ;;
     --repeats) repeats=$2; shift ;;
+    --short-repeats) short_repeats=$2; shift ;;
+    --short-below) short_below=$2; shift ;;
     --workers) workers=$2; shift ;;
     --queries) queries=$2; shift ;;
     --variants) variants=$2; shift ;;
@@ -103,6 +108,10 @@ while [ $# -gt 0 ]; do
 done
 case $device in auto|gpu|cpu) ;; *) echo "--device is auto, gpu or cpu" >&2; exit 2 ;; esac
 [ "$repeats" -ge 1 ] || { echo "--repeats must be at least 1" >&2; exit 2; }
+if [ "$short_repeats" -gt 0 ]; then
+  [ "$short_repeats" -gt "$repeats" ] || { echo "--short-repeats must be more than --repeats" >&2; exit 2; }
+  awk -v s="$short_below" 'BEGIN { exit !(s + 0 > 0) }' || { echo "--short-repeats needs --short-below SECONDS" >&2; exit 2; }
+fi
 for v in $variants; do
   case $v in native|native-wide|gpuhash) ;; *) echo "unknown variant $v (native, native-wide, gpuhash)" >&2; exit 2 ;; esac
 done
@@ -227,13 +236,26 @@ run_variant() {
     echo "\\pset tuples_only on"
     echo "\\pset format unaligned"
     echo "\\pset null '(null)'"
+    # the warm-up's wall time decides whether the short runs happen
+    echo "SELECT extract(epoch FROM clock_timestamp()) AS gh_t0 \\gset"
     echo "\\timing on"
-    for k in $(seq 0 "$repeats"); do          # run 0: the warm-up, a new session's first
-      echo "\\echo RUN $k"
+    for k in $(seq 0 $((short_repeats > repeats ? short_repeats : repeats))); do
+      if [ "$k" -eq $((repeats + 1)) ]; then
+        echo "\\timing off"
+        echo "\\if :gh_short"
+        echo "\\timing on"
+      fi
+      echo "\\echo RUN $k"         # run 0: the warm-up, a new session's first
       echo "\\o $work/res.$q.$kind.$k"
       echo "\\i $work/q/$q.sql"
       echo "\\o"
+      if [ "$k" -eq 0 ]; then
+        echo "\\timing off"
+        echo "SELECT extract(epoch FROM clock_timestamp()) - :gh_t0 < ${short_below:-0} AS gh_short \\gset"
+        echo "\\timing on"
+      fi
     done
+    [ "$short_repeats" -gt "$repeats" ] && echo "\\endif"
     echo "\\timing off"
     echo "\\echo PLAN"
     echo "\\pset tuples_only off"
@@ -270,8 +292,9 @@ run_variant() {
   med=$(echo "$sorted" | awk '{a[NR] = $1} END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
   # 1: every run returned the warm-up's text; 2: the same rows, some run in
   # another order (ties of ORDER BY); 0: other rows
-  local consistent=1
-  for k in $(seq 1 "$repeats"); do
+  local consistent=1 runs
+  runs=$(echo "$times" | awk '$1 > 0' | wc -l)
+  for k in $(seq 1 "$runs"); do
     cmp -s "$work/res.$q.$kind.0" "$work/res.$q.$kind.$k" && continue
     if [ "$consistent" -ne 0 ] &&
        cmp -s <(sort "$work/res.$q.$kind.0") <(sort "$work/res.$q.$kind.$k"); then
@@ -281,7 +304,7 @@ run_variant() {
     fi
   done
   if [ "$consistent" -ne 1 ]; then
-    for k in $(seq 1 "$repeats"); do cp "$work/res.$q.$kind.$k" "$out/results/q$q.$kind.run$k.txt"; done
+    for k in $(seq 1 "$runs"); do cp "$work/res.$q.$kind.$k" "$out/results/q$q.$kind.run$k.txt"; done
   fi
   local gj wl rows
   gj=$(grep -c 'GpuHashJoin' "$work/plan.$q.$kind" || true)/$(grep -c 'GpuHashAgg)' "$work/plan.$q.$kind" || true)
@@ -374,7 +397,7 @@ for ref in native native-wide; do
   fi
 done
 wm=${work_mem:-"PostgreSQL's default (4MB)"}
-echo "TPC-H scale $scale, queries from qgen -d (the default substitution parameters); max_parallel_workers_per_gather $workers; work_mem $wm; $repeats timed runs after one warm-up per query and variant, median and min in seconds$( [ "$with_gpuhash" -eq 1 ] && echo "; gpuhash.device $device")."
+echo "TPC-H scale $scale, queries from qgen -d (the default substitution parameters); max_parallel_workers_per_gather $workers; work_mem $wm; $repeats timed runs$( [ "$short_repeats" -gt 0 ] && echo " ($short_repeats where the warm-up took under $short_below s)") after one warm-up per query and variant, median and min in seconds$( [ "$with_gpuhash" -eq 1 ] && echo "; gpuhash.device $device")."
 [ -n "$decorrelate" ] && echo "Q17 and Q20 ran in their decorrelated forms (bench/tpch/queries.sh --decorrelate: the correlated subquery as a GROUP BY of lineitem joined on its correlation columns; same rows)."
 echo "Not a TPC-H result: no refresh functions, no throughput test, not audited. Plans (EXPLAIN ANALYZE of one more run), results and every timing: $out"
 exit $status
