@@ -527,6 +527,7 @@ typedef struct GhAggStats
 	uint64		batches;
 	uint64		bad_rows;
 	uint64		side_values;
+	uint64		text_values;	/* values of text min/max kept by the host */
 	uint64		rescales;
 	uint64		packet_bytes;
 	uint64		worker_busy_us; /* sum over packets */

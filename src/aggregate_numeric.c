@@ -1116,6 +1116,7 @@ gh_agg_apply_side_rows(GhAggRun *run, uint32 nbad)
 		{
 			case GH_NUMV_TEXT:
 				side_text(run, e, r->col, r->value);
+				run->stats.text_values++;
 				continue;
 			case GH_NUMV_NAN:
 				e->count++;

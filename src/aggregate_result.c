@@ -275,14 +275,15 @@ gh_agg_run_report(GhAggRun *run)
 			 (unsigned long long) (1 + run->spill.passes), run->spill.disk_kb);
 	elog(DEBUG2, "gpuhash_aggregate on %s, %s keys: %llu packets from parallel workers, "
 		 "%llu batches, %llu rows in the fallback set, "
-		 "%llu numeric values on the host, %llu rescales; "
+		 "%llu numeric values and %llu text min/max values on the host, %llu rescales; "
 		 "ms: total %.1f, input and staging %.1f, device %.1f, key checks %.1f, "
 		 "other batch work %.1f, result rows %.1f (of which accumulators to the host %.1f, "
 		 "partitions' passes %.1f)",
 		 gpuhash_target_name(run->target), run->exact ? "device" : "host-checked",
 		 (unsigned long long) st->packets, (unsigned long long) st->batches,
 		 (unsigned long long) st->bad_rows,
-		 (unsigned long long) st->side_values, (unsigned long long) st->rescales,
+		 (unsigned long long) st->side_values, (unsigned long long) st->text_values,
+		 (unsigned long long) st->rescales,
 		 gh_agg_ms_since(st->t_begin),
 		 gh_agg_ms_since(st->t_begin) - st->ms_flush - st->ms_finish,
 		 st->ms_device, st->ms_verify,
