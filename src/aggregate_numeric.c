@@ -22,6 +22,9 @@
  * Results.  gh_agg_numeric_value combines a group's device accumulators with
  * its side state into the value PostgreSQL's aggregate returns.
  *
+ * The same side state keeps the extremes of text min and max (below, "text:
+ * min and max kept on the host"), whose values the device only counts.
+ *
  * Every group of a result row may need a NUMERIC: sum(bigint), sum and
  * min/max of numeric, and avg of any integer or numeric.  Going through
  * PostgreSQL's functions for each (numeric_in of a digit string,
@@ -1149,7 +1152,7 @@ gh_agg_num_unpack(GhAggRun *run, int c, int64 packed)
 	return num_make(gh_agg_num_m(packed), run->num.scale[c], gh_agg_num_dscale(packed));
 }
 
-/* gh_agg_num_side_value is the NUMERIC of side row r. */
+/* gh_agg_num_side_value is the value of side row r: a NUMERIC, or a text. */
 Datum
 gh_agg_num_side_value(GhAggRun *run, const GhSideRow *r)
 {
@@ -1275,7 +1278,10 @@ gh_agg_text_value(GhAggRun *run, GhGroupSet *s, uint64 g, GhAggCall *call,
 	return v;
 }
 
-/* side_entry returns the host-side NUMERIC state of (g, c), creating it. */
+/*
+ * side_entry returns the host-side state of (g, c), NUMERIC or text extremes,
+ * creating it.
+ */
 static GhNumSide *
 side_entry(GhAggRun *run, GhGroupSet *s, uint64 g, int c)
 {
@@ -1290,7 +1296,7 @@ side_entry(GhAggRun *run, GhGroupSet *s, uint64 g, int c)
 		ctl.keysize = sizeof(uint64);
 		ctl.entrysize = sizeof(GhNumSide);
 		ctl.hcxt = run->set_cxt;
-		s->side = hash_create("gpuhash_aggregate numeric", 64, &ctl,
+		s->side = hash_create("gpuhash_aggregate side state", 64, &ctl,
 							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
 	e = hash_search(s->side, &key, HASH_ENTER, &found);
