@@ -1305,7 +1305,7 @@ text_extremes(GhaQuery *q)
 	{
 		Aggref	   *a = lfirst_node(Aggref, lc);
 
-		if (a->aggfnoid == F_MIN_TEXT || a->aggfnoid == F_MAX_TEXT)
+		if (gh_agg_call_host_extreme(a))
 			args = list_append_unique(args, gh_agg_call_input(a));
 	}
 	return list_length(args);

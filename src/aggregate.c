@@ -912,6 +912,18 @@ gh_agg_call_supported(Aggref *agg)
 }
 
 /*
+ * gh_agg_call_host_extreme: whether call agg is a min or max whose extremes
+ * the host keeps (text), the leader's work row by row.
+ */
+bool
+gh_agg_call_host_extreme(Aggref *agg)
+{
+	const GhAggDef *def = agg_def(agg->aggfnoid);
+
+	return def != NULL && def->vtype == GHV_TEXT;
+}
+
+/*
  * text_extreme_ok: whether min or max of text call agg is exact here, so
  * that the host may keep it whatever order the rows come in: its collation
  * is deterministic (two values that compare equal have equal bytes).

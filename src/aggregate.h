@@ -743,6 +743,7 @@ extern bool gh_agg_pack_gather(GhAggPlan *plan, Gather *gather, int node_id);
 extern PGDLLEXPORT Datum gpuhash_aggregate(PG_FUNCTION_ARGS);
 extern GhAggRun *gh_agg_start(const char *sql, TupleDesc expected);
 extern bool gh_agg_call_supported(Aggref *agg);
+extern bool gh_agg_call_host_extreme(Aggref *agg);
 extern Expr *gh_agg_call_input(Aggref *agg);
 extern int	gh_agg_key_form(Oid type, Oid eqop, Oid collation);
 extern GhAggPlan *gh_agg_plan_node(int nkeys, const Oid *key_types,

@@ -79,6 +79,17 @@ static void read_ctrl(GhAggRun *run, gh_agg_ctrl *ctrl);
 static int	cmp_uint32(const void *a, const void *b);
 
 /*
+ * batch_full: whether the staged batch goes to the device now: its rows are
+ * at its capacity, or its text copies past gh_agg_side_limit.
+ */
+static inline bool
+batch_full(GhAggRun *run)
+{
+	return run->batch.n == run->batch.cap ||
+		run->batch.side_bytes > gh_agg_side_limit(run);
+}
+
+/*
  * gh_agg_run_begin prepares one gpuhash_aggregate() call: its memory
  * budget, the batch buffers and the two group sets.
  */
@@ -394,8 +405,7 @@ gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot)
 	run->batch.n++;
 	run->stats.rows++;
 	MemoryContextSwitchTo(old);
-	if (run->batch.n == run->batch.cap ||
-		run->batch.side_bytes > gh_agg_side_limit(run))
+	if (batch_full(run))
 		gh_agg_flush(run);
 }
 
@@ -503,7 +513,6 @@ read_exceptions(GhAggRun *run, const char *p, uint32 bytes, uint32 nexc,
 		if (run->plan->cols[col].vtype == GHV_TEXT)
 		{
 			/* a text value of a column whose extremes the host keeps */
-			run->batch.side_bytes += len + sizeof(GhSideRow);
 			gh_agg_add_side_row(run, first + row, col, GH_NUMV_TEXT, PointerGetDatum(v));
 			continue;
 		}
@@ -751,8 +760,7 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 	run->stats.packet_bytes += VARSIZE(pkt);
 	run->stats.worker_busy_us += pkt->busy_us;
 	run->stats.ms_copy += gh_agg_ms_since(t0);
-	if (run->batch.n == run->batch.cap ||
-		run->batch.side_bytes > gh_agg_side_limit(run))
+	if (batch_full(run))
 		gh_agg_flush(run);
 }
 

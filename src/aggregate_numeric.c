@@ -356,10 +356,15 @@ num_cmp(Datum a, Datum b)
 
 /* ---- input: fixed point, and the host-side state -------------------- */
 
-/* gh_agg_add_side_row lists a NUMERIC value of the batch for the host. */
+/*
+ * gh_agg_add_side_row lists a value of the batch for the host: a NUMERIC, or
+ * a text (GH_NUMV_TEXT, whose bytes count towards gh_agg_side_limit).
+ */
 void
 gh_agg_add_side_row(GhAggRun *run, uint32 row, int col, int kind, Datum value)
 {
+	if (kind == GH_NUMV_TEXT)
+		run->batch.side_bytes += VARSIZE(DatumGetPointer(value)) + sizeof(GhSideRow);
 	if (run->batch.nside == run->batch.side_cap)
 	{
 		run->batch.side_cap = Max(run->batch.side_cap * 2, 64);
@@ -638,10 +643,11 @@ expr_host_int(int op, int bytes, Datum l, Datum r)
 	{
 		/* int8div's one overflow: the smallest int8 over -1 */
 		overflow = b == -1 && a == PG_INT64_MIN;
-		v = overflow ? 0 : b == -1 ? -a : a / b;
+		v = overflow ? 0 : a / b;
 	}
 	else if (op == GH_EXPR_IMOD)
 	{
+		/* x % -1 is 0 (in C, the smallest int8's would overflow) */
 		overflow = false;
 		v = b == -1 ? 0 : a % b;
 	}
@@ -1197,7 +1203,6 @@ gh_agg_add_text_row(GhAggRun *run, uint32 row, int col, Datum v)
 	struct varlena *copy = PG_DETOAST_DATUM_COPY(v);
 
 	MemoryContextSwitchTo(old);
-	run->batch.side_bytes += VARSIZE(copy) + sizeof(GhSideRow);
 	gh_agg_add_side_row(run, row, col, GH_NUMV_TEXT, PointerGetDatum(copy));
 }
 
@@ -1263,15 +1268,16 @@ gh_agg_text_value(GhAggRun *run, GhGroupSet *s, uint64 g, GhAggCall *call,
 	int			c = call->col;
 	uint64		key = (g << 8) | (uint64) c;
 	GhNumSide  *e = s->side ? hash_search(s->side, &key, HASH_FIND, NULL) : NULL;
+	uint64		nn = GH_AGG_AT(uint64, s, s->hl.nonnull_off[c], g);
 	Datum		v;
 
-	if (GH_AGG_AT(uint64, s, s->hl.nonnull_off[c], g) == 0)
+	if (nn == 0)
 	{
 		*isnull = true;
 		return (Datum) 0;
 	}
 	v = e == NULL ? (Datum) 0 : call->func == GHAF_MIN ? e->min : e->max;
-	if (v == (Datum) 0 || e->count != GH_AGG_AT(uint64, s, s->hl.nonnull_off[c], g))
+	if (v == (Datum) 0 || e->count != nn)
 		elog(ERROR, "gpuhash_aggregate: group %llu's text extremes are missing",
 			 (unsigned long long) g);
 	*isnull = false;
