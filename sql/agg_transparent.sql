@@ -691,6 +691,24 @@ SELECT gha_errors('SELECT min(b / -1) FROM gha_int');
 SELECT gha_errors('SELECT max(s / -1::int2) FROM gha_int');
 SELECT gha_errors('SELECT a / (i - i) AS k, count(*) FROM gha_int GROUP BY 1');
 DROP VIEW gha_idiv_q;
+-- an AND stops at its first false argument and an OR at its first true one,
+-- where the device computes them all: an argument after the first whose
+-- arithmetic may raise (s is 0 on some rows, a * 100000 overflows on most)
+-- stays in the child, and no error arises where PostgreSQL raises none
+CREATE VIEW gha_shortcut_q(q) AS VALUES
+  ('SELECT g, sum(a) FILTER (WHERE s <> 0 AND a / s > 1) FROM gha_int GROUP BY g'),
+  ('SELECT g, count(*) FILTER (WHERE a > -10 AND a < 10 AND a * 100000 > 5) FROM gha_int GROUP BY g'),
+  ('SELECT g, sum(CASE WHEN s = 0 OR a % s = 0 THEN 1 ELSE 0 END) FROM gha_int GROUP BY g'),
+  ('SELECT g, sum(CASE WHEN s IS NULL OR NOT (s = 0 OR b / s > 0) THEN 1 END) FROM gha_int GROUP BY g');
+SELECT q, gha_check(q) FROM gha_shortcut_q;
+SELECT q, gha_check_packed(q) FROM gha_shortcut_q;
+SELECT count(*) AS queries,
+       count(*) FILTER (WHERE gha_child_computes(q, '[/%*]')) AS children_compute_it
+  FROM gha_shortcut_q;
+-- the first argument is computed wherever PostgreSQL computes it: the device
+SELECT gha_errors('SELECT g, sum(a) FILTER (WHERE a / s > 1 AND s <> 0) FROM gha_int GROUP BY g');
+SELECT gha_child_computes('SELECT g, sum(a) FILTER (WHERE a / s > 1 AND s <> 0) FROM gha_int GROUP BY g', '/') AS child_divides;
+DROP VIEW gha_shortcut_q;
 -- an integer CASE whose condition reads a NUMERIC stays in the child
 SELECT gha_check('SELECT g, sum(CASE WHEN w > 0 THEN 1 ELSE 0 END), count(CASE WHEN q IS NULL THEN 1 END) FROM gha_x GROUP BY g');
 SET parallel_setup_cost = 0;

@@ -717,13 +717,36 @@ compile_fkey(Node *n, List **prog, List **inputs, int *depth)
 }
 
 /*
+ * prog_may_raise: whether an op of prog from its op from on may leave a row
+ * to the host to raise PostgreSQL's error (integer and date arithmetic out
+ * of range, a zero divisor).  NUMERIC arithmetic raises none (a value past
+ * the device's 128 bits is computed on the host), nor do the conditions'
+ * floats, which are columns and constants.
+ */
+static bool
+prog_may_raise(List *prog, int from)
+{
+	ListCell   *lp;
+
+	for_each_from(lp, prog, from)
+	{
+		int			op = intVal(linitial((List *) lfirst(lp)));
+
+		if (op >= GH_EXPR_IADD && op <= GH_EXPR_DSUBI)
+			return true;
+	}
+	return false;
+}
+
+/*
  * compile_cond appends the program of boolean expression n: a comparison
  * (< <= = <> >= > of the types' btree family) of two NUMERICs, whose sides
  * compile_num takes, of two integers, or of two dates or timestamps of one
  * type, whose sides are columns or constants (compile_int), of two floats
  * (compile_fkey); IS [NOT] NULL
- * of such a value; AND, OR and NOT of such conditions.  Anything else
- * does not compile (false): the whole argument is then the child's.
+ * of such a value; AND, OR and NOT of such conditions, where only an AND's
+ * or OR's first argument may raise an error (prog_may_raise).  Anything
+ * else does not compile (false): the whole argument is then the child's.
  */
 static bool
 compile_cond(Node *n, List **prog, List **inputs, int *depth, int level)
@@ -779,7 +802,17 @@ compile_cond(Node *n, List **prog, List **inputs, int *depth, int level)
 
 		foreach(lc, b->args)
 		{
+			int			start = list_length(*prog);
+
 			if (!compile_cond(lfirst(lc), prog, inputs, depth, level + 1))
+				return false;
+
+			/*
+			 * PostgreSQL stops at the first false argument of an AND (true
+			 * of an OR); the device computes them all.  An argument after
+			 * the first may then raise no error of its own.
+			 */
+			if (foreach_current_index(lc) > 0 && prog_may_raise(*prog, start))
 				return false;
 			/* AND and OR fold each further argument into the first */
 			if (op == GH_EXPR_NOT || foreach_current_index(lc) > 0)
