@@ -922,9 +922,18 @@ SELECT count(*) AS device_lines FROM gh_plan_lines('SELECT g, sum(a4) FROM gha_t
 SELECT count(*) FILTER (WHERE l ~ '^\s+Memory Usage: \d+ kB') AS memory,
        count(*) FILTER (WHERE l ~ '^\s+Batches: 1$') AS batches,
        count(*) FILTER (WHERE l ~ 'GpuHashAgg\) \(actual rows=7 ') AS groups,
-       max(substring(l FROM '^\s+Rows In: (\d+)$')::bigint) = (SELECT count(*) FROM gha_t WHERE i > 5) AS rows_in_ok,
+       -- the device evaluates the scan's qual (device_quals): every row comes in
+       count(*) FILTER (WHERE l ~ '^\s+Device Filter: \(i > 5\)$') AS device_filter,
+       max(substring(l FROM '^\s+Rows In: (\d+)$')::bigint) = (SELECT count(*) FROM gha_t) AS rows_in_ok,
        max(substring(l FROM '^\s+Groups: (\d+)$')::bigint) = (SELECT count(DISTINCT g) FROM gha_t WHERE i > 5) AS groups_ok
   FROM gha_analyze('SELECT g, sum(a4) FROM gha_t WHERE i > 5 GROUP BY g') l;
+-- with gpuhash.agg_device_filter off the scan filters: the rows that pass come in
+SET gpuhash.agg_device_filter = off;
+SELECT count(*) FILTER (WHERE l ~ 'Device Filter') AS device_filter,
+       count(*) FILTER (WHERE l ~ '^\s+Filter: \(i > 5\)$') AS scan_filter,
+       max(substring(l FROM '^\s+Rows In: (\d+)$')::bigint) = (SELECT count(*) FROM gha_t WHERE i > 5) AS rows_in_ok
+  FROM gha_analyze('SELECT g, sum(a4) FROM gha_t WHERE i > 5 GROUP BY g') l;
+RESET gpuhash.agg_device_filter;
 -- the device's time under EXPLAIN (ANALYZE), with or without TIMING
 SELECT count(*) AS device_time
   FROM gh_plan_lines('SELECT g, sum(a4) FROM gha_t GROUP BY g', 'gpuhash') l WHERE l ~ 'Device Time';
@@ -1058,6 +1067,97 @@ RESET work_mem;
 -- a nondeterministic collation (gha_ci, above): which of two equal values
 -- min returns depends on the order of the rows, so PostgreSQL keeps it
 SELECT gha_check('SELECT g, min(t COLLATE gha_ci) FROM gha_tx GROUP BY g', 0);
+-- the quals of the table GpuHashAgg reads, evaluated on the device
+-- (device_quals): the scan passes every row, each call reads its argument
+-- where the quals hold, and a group of no row that passes them is dropped
+-- before HAVING.  Dates against timestamp constants (TPC-H Q1's
+-- d <= date - interval), at midnight or not, on either side; infinite
+-- dates; NULLs; numeric, integer and date quals; AND, OR, NOT, IS NULL;
+-- with FILTER; a group (99) and a whole input of rows that do not pass
+CREATE TABLE gha_df AS
+SELECT i % 7 AS g, 'k' || (i % 4) AS k,
+       CASE WHEN i % 13 = 0 THEN NULL ELSE i END::int4 AS a,
+       i::int8 * 1000003 AS b,
+       CASE WHEN i % 17 = 0 THEN NULL ELSE i * 1.25 END::numeric(12,2) AS n,
+       i / 3.0::float8 AS f,
+       CASE WHEN i % 19 = 0 THEN NULL ELSE date '2020-01-01' + i % 600 END AS d
+  FROM generate_series(1, 6000) i;
+INSERT INTO gha_df VALUES
+  (99, 'x', -1, 1, -5, 0, date '1990-01-01'), (99, 'x', NULL, 2, NULL, 0, NULL),
+  (8, 'inf', 1, 3, 1, 0, 'infinity'), (9, 'ninf', 1, 4, 1, 0, '-infinity');
+ANALYZE gha_df;
+CREATE VIEW gha_df_q(q) AS VALUES
+  ('SELECT g, count(*), sum(n), avg(a), max(d), min(b) FROM gha_df WHERE d <= date ''2021-06-01'' - interval ''90'' day GROUP BY g'),
+  ('SELECT g, count(*), sum(n), min(d) FROM gha_df WHERE d < timestamp ''2021-03-03 12:00'' GROUP BY g'),
+  ('SELECT g, count(*), max(d) FROM gha_df WHERE timestamp ''2021-03-03 12:00'' <= d GROUP BY g'),
+  ('SELECT g, count(*), max(d) FROM gha_df WHERE d > timestamp ''2020-12-31 23:59:59.999999'' AND d <> timestamp ''2021-01-03'' GROUP BY g'),
+  ('SELECT g, count(*), sum(a) FROM gha_df WHERE d = timestamp ''2021-01-05'' OR d >= timestamp ''2021-08-20 06:00'' GROUP BY g'),
+  ('SELECT g, count(*), sum(n), count(n) FROM gha_df WHERE n BETWEEN 100 AND 5000 AND a <> 7 GROUP BY g'),
+  ('SELECT g, count(*), sum(b), max(a) FROM gha_df WHERE a IS NULL OR NOT (a > 5000 AND b < 4000000000) GROUP BY g'),
+  ('SELECT k, count(*), sum(a) FROM gha_df WHERE a > 10 GROUP BY k'),
+  ('SELECT extract(year FROM d), count(*), sum(n) FROM gha_df WHERE d >= date ''2020-06-01'' GROUP BY 1'),
+  ('SELECT g, count(*) FROM gha_df WHERE a > 0 GROUP BY g HAVING 100 / count(*) > 0'),
+  ('SELECT count(*), sum(n), max(d), avg(a) FROM gha_df WHERE a > 1000000'),
+  ('SELECT g, count(*) FROM gha_df WHERE a > 1000000 GROUP BY g'),
+  ('SELECT g, sum(n) FILTER (WHERE a > 100), count(*) FILTER (WHERE d IS NULL) FROM gha_df WHERE n > 10 GROUP BY g'),
+  ('SELECT g, sum(100 / (a - 5)), max(d + 1) FROM gha_df WHERE a <> 5 GROUP BY g'),
+  ('SELECT g, sum(n * (1 - 0.05) * (1 + 0.08)), count(*) FROM gha_df WHERE d <= date ''2021-01-01'' AND n > 0 GROUP BY g');
+SELECT q, gha_check(q) FROM gha_df_q;
+-- an integer argument whose condition computes a NUMERIC (a year, a
+-- product) is the child's: the device computes such conditions only in a
+-- NUMERIC program (it raised "malformed device expression" before)
+SELECT gha_check('SELECT g, count(CASE WHEN extract(year FROM d) > 2020 THEN 1 END), sum(CASE WHEN n * 2 > 10 THEN 1 ELSE 0 END) FROM gha_df GROUP BY g');
+SELECT q, gha_check_packed(q) FROM gha_df_q;
+SET gpuhash.force_agg = on;
+SELECT count(*) AS queries,
+       count(*) FILTER (WHERE (SELECT count(*) FROM gha_verbose(q) l WHERE l ~ '^\s+Device Filter: ') = 1 AND
+                              (SELECT count(*) FROM gha_verbose(q) l WHERE l ~ '^\s{6,}Filter: ') = 0) AS filtered_on_device
+  FROM gha_df_q;
+SELECT l FROM gha_verbose('SELECT g, count(*), sum(n) FROM gha_df WHERE d <= date ''2021-06-01'' - interval ''90'' day GROUP BY g') l
+ WHERE l ~ 'Filter';
+RESET gpuhash.force_agg;
+-- and where the scan keeps them: a volatile qual, one that may raise
+-- (PostgreSQL orders quals by cost, so its error may not be PostgreSQL's),
+-- one the device does not compute, a computed key, arguments the device
+-- does not compute with the quals (float, text; an integer under a numeric
+-- qual), an infinite timestamp, and the setting off
+CREATE VIEW gha_df_kept(q) AS VALUES
+  ('SELECT g, count(*) FROM gha_df WHERE a > 10 AND random() < 2 GROUP BY g'),
+  ('SELECT g, count(*) FROM gha_df WHERE a / 2 > 10 GROUP BY g'),
+  ('SELECT g, count(*) FROM gha_df WHERE k = ''k1'' GROUP BY g'),
+  ('SELECT g + 1, count(*) FROM gha_df WHERE a > 10 GROUP BY g + 1'),
+  ('SELECT g, sum(f) FROM gha_df WHERE a > 10 GROUP BY g'),
+  ('SELECT g, max(k) FROM gha_df WHERE a > 10 GROUP BY g'),
+  ('SELECT g, sum(a) FROM gha_df WHERE n > 10 GROUP BY g'),
+  ('SELECT g, count(*) FROM gha_df WHERE d >= timestamp ''infinity'' - interval ''1 day'' GROUP BY g');
+SELECT q, gha_check(q) FROM gha_df_kept;
+SET gpuhash.force_agg = on;
+SELECT count(*) AS queries,
+       count(*) FILTER (WHERE (SELECT count(*) FROM gha_verbose(q) l WHERE l ~ 'Device Filter') = 0 AND
+                              (SELECT count(*) FROM gha_verbose(q) l WHERE l ~ '^\s{6,}Filter: ') = 1) AS filtered_by_scan
+  FROM gha_df_kept;
+SET gpuhash.agg_device_filter = off;
+SELECT count(*) AS device_filters
+  FROM gha_verbose('SELECT g, count(*), sum(n) FROM gha_df WHERE a > 10 GROUP BY g') l WHERE l ~ 'Device Filter';
+RESET gpuhash.agg_device_filter;
+-- row-level security: the policy's quals are the scan's, and so the user's
+CREATE ROLE gha_rls_user;
+GRANT SELECT ON gha_df TO gha_rls_user;
+ALTER TABLE gha_df ENABLE ROW LEVEL SECURITY;
+CREATE POLICY gha_df_pos ON gha_df TO gha_rls_user USING (a > 100);
+SET ROLE gha_rls_user;
+SELECT count(*) AS device_filters
+  FROM gha_verbose('SELECT g, count(*), sum(n) FROM gha_df WHERE n > 10 GROUP BY g') l WHERE l ~ 'Device Filter';
+SELECT g, count(*), sum(n) FROM gha_df WHERE n > 10 GROUP BY g ORDER BY g;
+RESET gpuhash.force_agg;
+SELECT g, count(*), sum(n) FROM gha_df WHERE n > 10 GROUP BY g ORDER BY g;
+RESET ROLE;
+DROP POLICY gha_df_pos ON gha_df;
+ALTER TABLE gha_df DISABLE ROW LEVEL SECURITY;
+REVOKE SELECT ON gha_df FROM gha_rls_user;
+DROP ROLE gha_rls_user;
+DROP VIEW gha_df_q, gha_df_kept;
+DROP TABLE gha_df;
 DROP TABLE gha_tx, gha_txp, gha_tx_q;
 DROP TABLE gha_dec, gha_prepack, gha_t, gha_pk, gha_cust, gha_e, gha_num, gha_time, gha_int, gha_fpair, gha_fint, gha_dates, gha_years CASCADE;
 DROP FUNCTION gha_fok(float8, float8, text), gha_f4ok(float4, float4, text);

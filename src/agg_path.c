@@ -69,9 +69,13 @@
 #include "optimizer/planner.h"
 #include "optimizer/tlist.h"
 #include "access/stratnum.h"
+#include "catalog/pg_aggregate_d.h"
 #include "catalog/pg_am_d.h"
+#include "catalog/pg_opfamily_d.h"
 #include "commands/defrem.h"
 #include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/timestamp.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/numeric.h"
@@ -105,9 +109,12 @@ enum
 	GHA_PRIV_KEY_COLS,			/* integer list: per key, the device
 								 * expression's column that computes it, or
 								 * -1 */
-	GHA_PRIV_KEY_YEARS			/* integer list: per key, the input column
+	GHA_PRIV_KEY_YEARS,			/* integer list: per key, the input column
 								 * whose year (extract) the device computes
 								 * as the key, or -1 */
+	GHA_PRIV_FILTER				/* Integer: the call that counts the rows
+								 * passing the scan's quals the device
+								 * evaluates (filter_count), or -1 */
 };
 
 typedef struct GhaState
@@ -143,11 +150,21 @@ typedef struct GhaQuery
 								 * as the key, or -1 */
 	int			ngrouped;		/* the GROUP BY's own keys, the first of
 								 * keys; after them, dependent columns */
+	List	   *quals;			/* the scan's quals the device evaluates
+								 * (device_quals), or NIL */
+	int			filter_call;	/* with quals, the index in aggs of the
+								 * hidden count of the rows that pass them
+								 * (filter_count), else -1 */
+	double		filtered_rows;	/* with quals, the rows that pass them */
 } GhaQuery;
 
 static void gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 							RelOptInfo *input_rel, RelOptInfo *output_rel,
 							void *extra);
+static void offer_paths(PlannerInfo *root, RelOptInfo *input_rel,
+						RelOptInfo *output_rel, GhaQuery *q, List *having,
+						double ngroups, double in_rows, Path *input,
+						Path *partial);
 static void add_gha_path(RelOptInfo *output_rel, Path *child, GhaQuery *q,
 						 List *having, double ngroups);
 static void compile_args(GhaQuery *q, List *arg_calls, bool device);
@@ -304,17 +321,92 @@ add_dependent_keys(PathTarget *target, List *having, GhaQuery *q)
 }
 
 /*
+ * call_input is what aggregate call agg reads per row (gh_agg_call_input)
+ * when the device evaluates the scan's quals (device_quals; NIL: none):
+ * its argument where they and its own FILTER hold, the quals first, as
+ * PostgreSQL evaluates them first.
+ */
+static Expr *count_arg(List *quals);
+static bool prog_reads_numeric(List *prog);
+static bool compile_cond(Node *n, List **prog, List **inputs, int *depth, int level);
+
+static Expr *
+call_input(Aggref *agg, List *quals)
+{
+	Aggref	   *a;
+
+	if (quals == NIL)
+		return gh_agg_call_input(agg);
+	a = makeNode(Aggref);
+	memcpy(a, agg, sizeof(Aggref));
+	a->aggfilter = make_ands_explicit(agg->aggfilter == NULL ? quals :
+									  lappend(list_copy(quals), agg->aggfilter));
+	if (a->args == NIL)			/* count(*) */
+		a->args = list_make1(makeTargetEntry(count_arg(quals), 1, NULL, false));
+	return gh_agg_call_input(a);
+}
+
+/*
+ * count_arg is what count(*) counts where quals hold: 1, an integer, or a
+ * NUMERIC where they read a NUMERIC (prog_reads_numeric).
+ */
+static Expr *
+count_arg(List *quals)
+{
+	List	   *prog = NIL;
+	List	   *inputs = NIL;
+	int			depth = 0;
+
+	(void) compile_cond((Node *) make_ands_explicit(quals), &prog, &inputs, &depth, 0);
+	if (prog_reads_numeric(prog))
+		return (Expr *) makeConst(NUMERICOID, -1, InvalidOid, -1,
+								  NumericGetDatum(int64_to_numeric(1)), false, false);
+	return (Expr *) makeConst(INT4OID, -1, InvalidOid, sizeof(int32),
+							  Int32GetDatum(1), false, true);
+}
+
+/*
+ * filter_count is the hidden call count(1) FILTER (WHERE quals): the rows
+ * of a group that pass the quals the device evaluates.  A group of none
+ * holds only rows PostgreSQL's scan would have removed, and the node's
+ * qual drops it (gha_plan_path).
+ */
+static Aggref *
+filter_count(List *quals)
+{
+	Aggref	   *a = makeNode(Aggref);
+
+	a->aggfnoid = F_COUNT_ANY;
+	a->aggtype = INT8OID;
+	a->aggtranstype = INT8OID;
+	a->args = list_make1(makeTargetEntry(count_arg(quals), 1, NULL, false));
+	a->aggargtypes = list_make1_oid(exprType((Node *) linitial_node(TargetEntry, a->args)->expr));
+	a->aggfilter = make_ands_explicit(quals);
+	a->aggkind = AGGKIND_NORMAL;
+	a->aggsplit = AGGSPLIT_SIMPLE;
+	a->aggno = -1;
+	a->aggtransno = -1;
+	a->location = -1;
+	return a;
+}
+
+/*
  * check_query fills q from the query's GROUP BY and the grouping target and
- * HAVING of its grouping stage; false where GpuHashAgg cannot run it.
+ * HAVING of its grouping stage; false where GpuHashAgg cannot run it.  With
+ * quals (device_quals), every call reads its argument where they hold, and
+ * the hidden filter_count joins the calls.
  */
 static bool
-check_query(PlannerInfo *root, PathTarget *target, List *having, GhaQuery *q)
+check_query(PlannerInfo *root, PathTarget *target, List *having, GhaQuery *q,
+			List *quals)
 {
 	Query	   *parse = root->parse;
 	List	   *arg_calls;
 	ListCell   *lc;
 
 	memset(q, 0, sizeof(*q));
+	q->quals = quals;
+	q->filter_call = -1;
 	if (parse->groupingSets != NIL || parse->hasTargetSRFs)
 		return false;
 	foreach(lc, parse->groupClause)
@@ -351,11 +443,17 @@ check_query(PlannerInfo *root, PathTarget *target, List *having, GhaQuery *q)
 	if (outside_groups((Node *) target->exprs, q->keys) ||
 		outside_groups((Node *) having, q->keys))
 		return false;
+	if (quals != NIL)
+	{
+		q->filter_call = list_length(q->aggs);
+		q->aggs = lappend(q->aggs, filter_count(quals));
+	}
 	foreach(lc, q->aggs)
 	{
 		Aggref	   *agg = lfirst_node(Aggref, lc);
 		int			col = -1;
-		Expr	   *arg = gh_agg_call_input(agg);
+		Expr	   *arg = foreach_current_index(lc) == q->filter_call ?
+			gh_agg_call_input(agg) : call_input(agg, quals);
 
 		/*
 		 * equal inputs are read once; PostgreSQL computes a volatile one
@@ -404,6 +502,7 @@ static bool compile_num(Node *n, List **prog, List **inputs, int *depth,
 						int level, bool lazy);
 static bool compile_case(CaseExpr *c, List **prog, List **inputs, int *depth,
 						 int level, bool numeric);
+static bool compile_int(Node *n, List **prog, List **inputs, int *depth, int level);
 
 static int	input_col(List **inputs, Expr *expr);
 static bool emit(List **prog, int op, int *depth, int pops);
@@ -717,6 +816,29 @@ compile_fkey(Node *n, List **prog, List **inputs, int *depth)
 }
 
 /*
+ * prog_reads_numeric: whether prog reads or computes a NUMERIC (a column,
+ * arithmetic, a year), which only a NUMERIC program does: an integer
+ * program never leaves a row to the host but to raise an error, while a
+ * NUMERIC's NULL, wide or host-held rows are the host's to compute
+ * (aggregate.c's add_expr refuses such an integer program).
+ */
+static bool
+prog_reads_numeric(List *prog)
+{
+	ListCell   *lp;
+
+	foreach(lp, prog)
+	{
+		int			op = intVal(linitial((List *) lfirst(lp)));
+
+		if (op == GH_EXPR_COL || op == GH_EXPR_ADD || op == GH_EXPR_SUB ||
+			op == GH_EXPR_MUL || op == GH_EXPR_NEG || op == GH_EXPR_YEAR)
+			return true;
+	}
+	return false;
+}
+
+/*
  * prog_may_raise: whether an op of prog from its op from on may leave a row
  * to the host to raise PostgreSQL's error (integer and date arithmetic out
  * of range, a zero divisor).  NUMERIC arithmetic raises none (a value past
@@ -736,6 +858,55 @@ prog_may_raise(List *prog, int from)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * compile_date_vs_stamp appends comparison e of a date (a column or date
+ * arithmetic, compile_int) with a finite timestamp constant, on either
+ * side, as a comparison of dates: date_lt_timestamp and its kin compare
+ * the date's midnight with the timestamp (a date past the timestamps'
+ * range as past every finite one, an infinite one as the infinity), so
+ * against the constant's day t (its date, rounded down) d < c and d <= c
+ * are d <= t, d > c and d >= c are d > t, unless c is that midnight, when
+ * each keeps its operator.  Where c is not a midnight, = and <> do not
+ * compile.
+ */
+static bool
+compile_date_vs_stamp(OpExpr *e, List **prog, List **inputs, int *depth, int level)
+{
+	bool		date_left = exprType(linitial(e->args)) == DATEOID;
+	Node	   *d = date_left ? linitial(e->args) : lsecond(e->args);
+	Node	   *c = date_left ? lsecond(e->args) : linitial(e->args);
+	int			op;
+	Timestamp	t;
+	int64		day;
+
+	if (exprType(d) != DATEOID || exprType(c) != TIMESTAMPOID || !IsA(c, Const) ||
+		((Const *) c)->constisnull)
+		return false;
+	t = DatumGetTimestamp(((Const *) c)->constvalue);
+	if (TIMESTAMP_NOT_FINITE(t))
+		return false;
+	op = cmp_op(e->opno, exprType(linitial(e->args)));
+	if (op == 0)
+		return false;
+	if (!date_left)				/* c op d is d op' c */
+		op = op == GH_EXPR_LT ? GH_EXPR_GT : op == GH_EXPR_LE ? GH_EXPR_GE :
+			op == GH_EXPR_GT ? GH_EXPR_LT : op == GH_EXPR_GE ? GH_EXPR_LE : op;
+	day = t / USECS_PER_DAY;
+	if (day * USECS_PER_DAY > t)
+		day--;					/* rounded down */
+	if (day * USECS_PER_DAY != t)
+	{
+		if (op == GH_EXPR_EQ || op == GH_EXPR_NE)
+			return false;
+		op = op == GH_EXPR_LT || op == GH_EXPR_LE ? GH_EXPR_LE : GH_EXPR_GT;
+	}
+	return compile_int(d, prog, inputs, depth, level + 1) &&
+		compile_int((Node *) makeConst(DATEOID, -1, InvalidOid, sizeof(DateADT),
+									   DateADTGetDatum((DateADT) day), false, true),
+					prog, inputs, depth, level + 1) &&
+		emit(prog, op, depth, 2);
 }
 
 /*
@@ -761,6 +932,9 @@ compile_cond(Node *n, List **prog, List **inputs, int *depth, int level)
 		int			kl = value_kind(lt);
 		int			op;
 
+		/* a date against a timestamp constant (TPC-H: d <= date - interval) */
+		if (kl == 'd' && lt != rt && kl == value_kind(rt))
+			return compile_date_vs_stamp(e, prog, inputs, depth, level);
 		/* the same kind on both sides, and the same type for dates and times */
 		if (kl == 0 || kl != value_kind(rt) || (kl == 'd' && lt != rt))
 			return false;
@@ -1104,17 +1278,8 @@ compile_args(GhaQuery *q, List *arg_calls, bool device)
 		else if (device && (value_kind(type) == 'i' || type == DATEOID) &&
 				 (IsA(arg, OpExpr) || IsA(arg, CaseExpr) || IsA(arg, FuncExpr)))
 		{
-			ListCell   *lp;
-
-			compiled = compile_int((Node *) arg, &prog, &inputs, &depth, 0);
-			/*
-			 * an integer program never leaves a row to the host but to
-			 * raise an error, so none of its conditions reads a NUMERIC
-			 * (whose NULL or host-held rows the host computes)
-			 */
-			foreach(lp, prog)
-				if (intVal(linitial((List *) lfirst(lp))) == GH_EXPR_COL)
-					compiled = false;
+			compiled = compile_int((Node *) arg, &prog, &inputs, &depth, 0) &&
+				!prog_reads_numeric(prog);
 		}
 		if (compiled && depth == 1 && list_length(prog) > 1)
 		{
@@ -1192,14 +1357,12 @@ compile_key(GhaQuery *q, Expr *key, int *year)
 		!(IsA(key, OpExpr) || IsA(key, CaseExpr) || IsA(key, FuncExpr)) ||
 		contain_volatile_functions((Node *) key) ||
 		!compile_int((Node *) key, &prog, &inputs, &depth, 0) ||
-		depth != 1 || list_length(prog) < 2)
+		depth != 1 || list_length(prog) < 2 || prog_reads_numeric(prog))
 		return 0;
 	foreach(lp, prog)
 	{
 		int			op = intVal(linitial((List *) lfirst(lp)));
 
-		if (op == GH_EXPR_COL)
-			return 0;			/* a NUMERIC's NULL or wide rows need the host */
 		if (GH_EXPR_READS_INPUT(op))
 			reads = true;
 	}
@@ -1239,6 +1402,97 @@ key_placeholder(GhaQuery *q, int i)
 	}
 	elog(ERROR, "GpuHashAgg: a device key without an input");
 	return NULL;				/* keep compiler quiet */
+}
+
+/*
+ * device_quals returns the quals of rel's scan that the device can evaluate
+ * in GpuHashAgg instead (the scan then passes every row; each call reads
+ * its argument where they hold, call_input), or NIL: rel is a table, its
+ * quals are neither security quals nor volatile, and compile_cond takes
+ * their AND with no op that may raise an error (prog_may_raise: PostgreSQL
+ * orders the quals by cost and stops at the first false one, so a qual's
+ * error may not be its).  The GROUP BY keys, which are computed for every
+ * row and so for rows the quals would have removed, are columns or the
+ * year of one (no error).
+ */
+static List *
+device_quals(RelOptInfo *rel, GhaQuery *q)
+{
+	List	   *quals = NIL;
+	List	   *prog = NIL;
+	List	   *inputs = NIL;
+	int			depth = 0;
+	ListCell   *lc;
+
+	if (rel->reloptkind != RELOPT_BASEREL || rel->rtekind != RTE_RELATION ||
+		rel->baserestrictinfo == NIL || !q->device_keys)
+		return NIL;
+	foreach(lc, rel->baserestrictinfo)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+
+		if (ri->pseudoconstant || ri->security_level != 0)
+			return NIL;
+		quals = lappend(quals, ri->clause);
+	}
+	foreach(lc, q->keys)
+	{
+		Expr	   *year = extract_year_arg(lfirst(lc));
+
+		if (!IsA(lfirst(lc), Var) && (year == NULL || !IsA(year, Var)))
+			return NIL;
+	}
+	if (contain_volatile_functions((Node *) quals) ||
+		!compile_cond((Node *) make_ands_explicit(quals), &prog, &inputs, &depth, 0) ||
+		prog_may_raise(prog, 0))
+		return NIL;
+	return quals;
+}
+
+/*
+ * all_on_device: whether the device computes every call's argument of q
+ * (an expression column, past the inputs), so that with q->quals the child
+ * computes none of them, and so none of the quals, per row.
+ */
+static bool
+all_on_device(GhaQuery *q)
+{
+	ListCell   *lc;
+
+	if (list_length(q->inputs) + list_length(q->exprs) > GH_AGG_MAX_COLS)
+		return false;
+	foreach(lc, q->call_cols)
+		if (lfirst_int(lc) < list_length(q->inputs))
+			return false;
+	return true;
+}
+
+/*
+ * unfiltered_scan is a copy of scan, rel's sequential scan, or the scan
+ * under its projection (NULL where it is neither), that passes every row: the quals the device evaluates
+ * instead are left out of its rows and its CPU cost (cost_seqscan's
+ * baserestrictcost), and gha_plan_path takes them out of its plan.
+ */
+static Path *
+unfiltered_scan(Path *scan, RelOptInfo *rel)
+{
+	Path	   *p;
+	double		ratio;
+
+	/* the scan/join target's projection: the child projects anyway */
+	if (scan != NULL && IsA(scan, ProjectionPath))
+		scan = ((ProjectionPath *) scan)->subpath;
+	if (scan == NULL || !IsA(scan, Path) || scan->pathtype != T_SeqScan ||
+		scan->parent != rel || scan->param_info != NULL)
+		return NULL;
+	ratio = rel->rows > 0 && rel->tuples > rel->rows ? rel->tuples / rel->rows : 1.0;
+	p = makeNode(Path);
+	memcpy(p, scan, sizeof(Path));
+	p->rows = clamp_row_est(scan->rows * ratio);
+	p->startup_cost = Max(p->startup_cost - rel->baserestrictcost.startup, 0);
+	p->total_cost = Max(p->total_cost - rel->baserestrictcost.startup -
+						rel->baserestrictcost.per_tuple * p->rows, p->startup_cost);
+	return p;
 }
 
 /*
@@ -1361,6 +1615,9 @@ cost_gha(CustomPath *path, Path *child, PathTarget *target, double ngroups,
 		/* nearly free; the input read in parallel first */
 		path->path.startup_cost = 0;
 		path->path.total_cost = 1e-6 * rows * (IsA(child, GatherPath) ? 1 : 2);
+		/* and the scan's quals on the device, where it takes them */
+		if (q->quals != NIL)
+			path->path.total_cost = 0.5e-6 * q->filtered_rows * (IsA(child, GatherPath) ? 1 : 2);
 		return;
 	}
 	if (IsA(child, GatherPath) && device_keys)
@@ -1409,10 +1666,11 @@ gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 	Path	   *input;
 	List	   *having;
 	GhaQuery	q;
-	PathTarget *child_target;
-	Path	   *child;
+	GhaQuery	fq;
+	Path	   *partial;
+	List	   *quals;
 	double		ngroups;
-	ListCell   *lc;
+	int			workers = Min(max_parallel_workers_per_gather, max_parallel_workers);
 
 	if (prev_upper_paths_hook)
 		prev_upper_paths_hook(root, stage, input_rel, output_rel, extra);
@@ -1426,27 +1684,80 @@ gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 	if (input == NULL || input->param_info != NULL || IS_DUMMY_REL(input_rel))
 		return;
 	having = (List *) gextra->havingQual;
-	if (!check_query(root, output_rel->reltarget, having, &q))
+	if (!check_query(root, output_rel->reltarget, having, &q, NIL))
 		return;
-
-	/* the child: the input projected to the keys, then the arguments */
-	child_target = create_empty_pathtarget();
-	foreach(lc, q.keys)
-		add_column_to_pathtarget(child_target,
-								 list_nth_int(q.key_cols, foreach_current_index(lc)) >= 0 ||
-								 list_nth_int(q.key_years, foreach_current_index(lc)) >= 0 ?
-								 key_placeholder(&q, foreach_current_index(lc)) :
-								 (Expr *) lfirst(lc), 0);
-	foreach(lc, q.inputs)
-		add_column_to_pathtarget(child_target, (Expr *) lfirst(lc), 0);
-	child_target = set_pathtarget_cost_width(root, child_target);
 	/* the groups of the GROUP BY's own keys: the columns after them depend on them */
 	ngroups = q.ngrouped == 0 ? 1 :
 		estimate_num_groups(root, list_truncate(list_copy(q.keys), q.ngrouped),
 							input_rel->rows, NULL, NULL);
+	partial = input_rel->partial_pathlist != NIL && input_rel->consider_parallel ?
+		linitial(input_rel->partial_pathlist) : NULL;
 
-	child = (Path *) create_projection_path(root, input_rel, input, child_target);
-	add_gha_path(output_rel, child, &q, having, ngroups);
+	/*
+	 * The workers here only read and pack rows for the device: with the
+	 * aggregation gone from them, more of them keep the device fed.  The
+	 * Gather asks for every worker it may have, not the few the input's
+	 * size gives it (see cost_gha).  A base relation's parallel scan is
+	 * planned again for that many, priced by PostgreSQL.
+	 */
+	if (partial != NULL && partial->pathtype == T_SeqScan &&
+		input_rel->reloptkind == RELOPT_BASEREL &&
+		partial->parallel_workers > 0 && partial->parallel_workers < workers)
+		partial = create_seqscan_path(root, input_rel, NULL, workers);
+	offer_paths(root, input_rel, output_rel, &q, having, ngroups, input_rel->rows,
+				input, partial);
+
+	/*
+	 * And with the scan's quals on the device, where it takes them and every
+	 * argument with them: the scan then passes every row, and the cost
+	 * model weighs the rows it packs against the quals it no longer
+	 * computes.
+	 */
+	quals = gpuhash_agg_device_filter ? device_quals(input_rel, &q) : NIL;
+	if (quals != NIL && check_query(root, output_rel->reltarget, having, &fq, quals) &&
+		all_on_device(&fq))
+	{
+		Path	   *all = unfiltered_scan(input, input_rel);
+
+		fq.filtered_rows = input_rel->rows;
+		offer_paths(root, input_rel, output_rel, &fq, having, ngroups,
+					all != NULL ? all->rows : Max(input_rel->tuples, input_rel->rows),
+					all, unfiltered_scan(partial, input_rel));
+	}
+}
+
+/*
+ * offer_paths adds GpuHashAgg's paths for q over input, the input's
+ * cheapest path, and over partial, its cheapest partial path (either may
+ * be NULL), each projected to the keys and then q's inputs; in_rows: the
+ * rows of the input.
+ */
+static void
+offer_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
+			GhaQuery *q, List *having, double ngroups, double in_rows,
+			Path *input, Path *partial)
+{
+	PathTarget *child_target;
+	Path	   *child;
+	ListCell   *lc;
+
+	/* the child: the input projected to the keys, then the arguments */
+	child_target = create_empty_pathtarget();
+	foreach(lc, q->keys)
+		add_column_to_pathtarget(child_target,
+								 list_nth_int(q->key_cols, foreach_current_index(lc)) >= 0 ||
+								 list_nth_int(q->key_years, foreach_current_index(lc)) >= 0 ?
+								 key_placeholder(q, foreach_current_index(lc)) :
+								 (Expr *) lfirst(lc), 0);
+	foreach(lc, q->inputs)
+		add_column_to_pathtarget(child_target, (Expr *) lfirst(lc), 0);
+	child_target = set_pathtarget_cost_width(root, child_target);
+
+	if (input != NULL)
+	{
+		child = (Path *) create_projection_path(root, input_rel, input, child_target);
+		add_gha_path(output_rel, child, q, having, ngroups);
+	}
 
 	/*
 	 * And the cheapest partial input, projected in the workers under a
@@ -1456,29 +1767,17 @@ gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 	 * final scan/join relation), since then the first path's rows cross the
 	 * Gather one by one and are projected in the leader.
 	 */
-	if (input_rel->partial_pathlist != NIL && input_rel->consider_parallel)
+	if (partial != NULL)
 	{
-		Path	   *partial = linitial(input_rel->partial_pathlist);
-		double		rows = input_rel->rows;
 		int			workers = Min(max_parallel_workers_per_gather, max_parallel_workers);
+		double		rows = in_rows;
 		GatherPath *gather;
-
-		/*
-		 * The workers here only read and pack rows for the device: with
-		 * the aggregation gone from them, more of them keep the device fed.
-		 * The Gather asks for every worker it may have, not the few the
-		 * input's size gives it (see cost_gha).  A base relation's parallel
-		 * scan is planned again for that many, priced by PostgreSQL.
-		 */
-		if (partial->pathtype == T_SeqScan && input_rel->reloptkind == RELOPT_BASEREL &&
-			partial->parallel_workers > 0 && partial->parallel_workers < workers)
-			partial = create_seqscan_path(root, input_rel, NULL, workers);
 
 		child = (Path *) create_projection_path(root, input_rel, partial, child_target);
 		gather = create_gather_path(root, input_rel, child, child_target, NULL, &rows);
 		if (gather->num_workers > 0 && gather->num_workers < workers)
 			gather->num_workers = workers;
-		add_gha_path(output_rel, (Path *) gather, &q, having, ngroups);
+		add_gha_path(output_rel, (Path *) gather, q, having, ngroups);
 	}
 }
 
@@ -1505,6 +1804,8 @@ add_gha_path(RelOptInfo *output_rel, Path *child, GhaQuery *q, List *having,
 	cpath->custom_private = lappend(cpath->custom_private, q->exprs);
 	cpath->custom_private = lappend(cpath->custom_private, q->key_cols);
 	cpath->custom_private = lappend(cpath->custom_private, q->key_years);
+	cpath->custom_private = lappend(cpath->custom_private, q->quals);
+	cpath->custom_private = lappend(cpath->custom_private, makeInteger(q->filter_call));
 	cpath->methods = &gha_path_methods;
 	cost_gha(cpath, child, output_rel->reltarget, ngroups, q);
 	add_path(output_rel, &cpath->path);
@@ -1527,6 +1828,8 @@ gha_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	List	   *exprs = list_nth(best_path->custom_private, 5);
 	List	   *key_cols = list_nth(best_path->custom_private, 6);
 	List	   *key_years = list_nth(best_path->custom_private, 7);
+	List	   *quals = list_nth(best_path->custom_private, 8);
+	int			filter_call = intVal(list_nth(best_path->custom_private, 9));
 	Plan	   *child = linitial(custom_plans);
 	List	   *scan_tlist = NIL;
 	List	   *col_types = NIL;
@@ -1550,6 +1853,34 @@ gha_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 											 list_length(scan_tlist) + 1, NULL, false));
 	cscan->scan.plan.targetlist = tlist;
 	cscan->scan.plan.qual = copyObject(having);
+	if (quals != NIL)
+	{
+		Plan	   *scan = child;
+
+		/*
+		 * the scan passes every row (unfiltered_scan): the plan PostgreSQL
+		 * made of it still has the quals.  Were they left there, the rows
+		 * would be PostgreSQL's all the same.
+		 */
+		if (IsA(scan, Gather))
+			scan = scan->lefttree;
+		if (IsA(scan, Result) && scan->qual == NIL &&
+			((Result *) scan)->resconstantqual == NULL && scan->lefttree != NULL)
+			scan = scan->lefttree;
+		if (IsA(scan, SeqScan))
+			scan->qual = list_difference(scan->qual, quals);
+		/* a group of no row that passes them is not PostgreSQL's: dropped first */
+		if (keys != NIL)
+			cscan->scan.plan.qual =
+				lcons(make_opclause(get_opfamily_member(INTEGER_BTREE_FAM_OID, INT8OID, INT8OID,
+														BTGreaterStrategyNumber),
+									BOOLOID, false,
+									(Expr *) copyObject(list_nth(aggs, filter_call)),
+									(Expr *) makeConst(INT8OID, -1, InvalidOid, sizeof(int64),
+													   Int64GetDatum(0), false, FLOAT8PASSBYVAL),
+									InvalidOid, InvalidOid),
+					  cscan->scan.plan.qual);
+	}
 	cscan->scan.scanrelid = 0;
 	cscan->custom_plans = custom_plans;
 	cscan->custom_scan_tlist = scan_tlist;
@@ -1558,6 +1889,7 @@ gha_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 									   makeInteger(0), copyObject(exprs));
 	cscan->custom_private = lappend(cscan->custom_private, list_copy(key_cols));
 	cscan->custom_private = lappend(cscan->custom_private, list_copy(key_years));
+	cscan->custom_private = lappend(cscan->custom_private, makeInteger(filter_call));
 	cscan->flags = best_path->flags;
 	cscan->methods = &gha_scan_methods;
 	return &cscan->scan.plan;
@@ -1761,6 +2093,9 @@ gha_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	GhaState   *st = (GhaState *) node;
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
 	int			nkeys = list_length((List *) linitial(cscan->custom_private));
+	int			filter_call = intVal(list_nth(cscan->custom_private, GHA_PRIV_FILTER));
+	Aggref	   *filter = filter_call < 0 ? NULL :
+		(Aggref *) list_nth_node(TargetEntry, cscan->custom_scan_tlist, nkeys + filter_call)->expr;
 	List	   *context;
 	List	   *keys = NIL;
 
@@ -1773,6 +2108,12 @@ gha_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 										  context, es->verbose, false));
 	if (keys != NIL)
 		ExplainPropertyList("Group Key", keys, es);
+	/* the scan's quals, which the device evaluates here */
+	if (filter_call >= 0)
+		ExplainPropertyText("Device Filter",
+							deparse_expression((Node *) filter->aggfilter, context,
+											   es->verbose, false),
+							es);
 	if (es->verbose)
 	{
 		/* the aggregate arguments and keys the device computes, one per program */
@@ -1789,8 +2130,13 @@ gha_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 
 			for (int i = 0; e == NULL && i < list_length(call_cols); i++)
 				if (list_nth_int(call_cols, i) == ncols_in + x)
-					e = (Node *) gh_agg_call_input((Aggref *) list_nth_node(TargetEntry, cscan->custom_scan_tlist,
-																			nkeys + i)->expr);
+				{
+					Aggref	   *a = (Aggref *) list_nth_node(TargetEntry, cscan->custom_scan_tlist,
+															 nkeys + i)->expr;
+
+					e = (Node *) (filter == NULL || i == filter_call ? gh_agg_call_input(a) :
+								  call_input(a, list_make1(filter->aggfilter)));
+				}
 			for (int i = 0; e == NULL && i < nkeys; i++)
 				if (list_nth_int(key_cols, i) == ncols_in + x)
 					e = (Node *) list_nth_node(TargetEntry, cscan->custom_scan_tlist, i)->expr;

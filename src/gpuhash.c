@@ -41,6 +41,7 @@ bool		gpuhash_enabled = true;
 int			gpuhash_device = GPUHASH_DEVICE_AUTO;
 bool		gpuhash_force_join = false;
 bool		gpuhash_enable_agg = true;
+bool		gpuhash_agg_device_filter = true;
 bool		gpuhash_cost_as_gpu = false;
 bool		gpuhash_force_agg = false;
 int			gpuhash_inject_alloc_failure = 0;
@@ -136,6 +137,16 @@ _PG_init(void)
 							 "Lets the planner choose GpuHashAgg for GROUP BY and aggregates on the GPU.",
 							 "Its cost model plans it on a GPU (gpuhash.device gpu, or auto with one); off: only gpuhash.force_agg plans it.",
 							 &gpuhash_enable_agg,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpuhash.agg_device_filter",
+							 "Lets GpuHashAgg evaluate the quals of the table it reads on the device.",
+							 "Where the device can evaluate every qual of the table and every aggregate argument with them, "
+							 "GpuHashAgg is also offered with the scan passing every row; off: the scan filters its rows.",
+							 &gpuhash_agg_device_filter,
 							 true,
 							 PGC_USERSET,
 							 0,

@@ -29,6 +29,7 @@ extern bool gpuhash_enabled;
 extern int	gpuhash_device;
 extern bool gpuhash_force_join;
 extern bool gpuhash_enable_agg;
+extern bool gpuhash_agg_device_filter;
 extern bool gpuhash_force_agg;
 extern bool gpuhash_cost_as_gpu;
 extern int	gpuhash_inject_alloc_failure;
