@@ -50,6 +50,14 @@
  * wherever it is legal, on the CPU twin too (the tests), and prefers the
  * parallel input; gpuhash.enable_agg (on by default) lets the cost model
  * offer it on a GPU, never on the CPU twin.
+ *
+ * Device filters: where the input is a table's sequential scan whose quals
+ * the device can evaluate (device_quals) together with every aggregate
+ * argument, the paths are offered a second time over the scan passing
+ * every row (unfiltered_scan): each call reads its argument where the quals
+ * and its own FILTER hold (call_input), and a hidden count of the rows that
+ * pass (filter_count, GHA_PRIV_FILTER) drops, first in the node's qual, the
+ * groups of none.  gpuhash.agg_device_filter (on) offers them.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -1561,6 +1569,12 @@ spill_cost(double rows, double ngroups, int nkeys, int ncols, bool device_keys)
  *	 keys) and 1.86 s (text) with GpuHashAgg, 1.25 s and 1.63 s without.
  * - Each value of a text min or max, in the leader, which keeps the
  *	 extremes: GHA_TEXT_EXTREME_OPS operators.
+ * - With the scan's quals on the device (device_quals), every row is the
+ *	 input, the quals' CPU cost is out of the scan's (unfiltered_scan), and
+ *	 each row they remove costs a tuple (cpu_tuple_cost): packed, copied and
+ *	 sent to the device for nothing.  So a selective qual stays in the scan,
+ *	 and one goes to the device where it keeps most rows and computes more
+ *	 than the columns it adds to the packets cost.
  * - A fixed device set-up (gpuhash.join_setup_cost).
  * - Per group, the target list and HAVING.
  * - The spill, when the estimated groups need more than their budget
@@ -1649,6 +1663,9 @@ cost_gha(CustomPath *path, Path *child, PathTarget *target, double ngroups,
 	per_row += cpu_operator_cost * GHA_TEXT_EXTREME_OPS * text_extremes(q);
 	path->path.startup_cost = input + gpuhash_join_setup_cost + rows * per_row +
 		spill_cost(rows, ngroups, nkeys, ncols, device_keys);
+	/* a row the device's quals remove is packed and sent for nothing: a tuple */
+	if (q->quals != NIL)
+		path->path.startup_cost += Max(rows - q->filtered_rows, 0) * cpu_tuple_cost;
 	path->path.total_cost = path->path.startup_cost +
 		ngroups * (cpu_tuple_cost + target->cost.per_tuple);
 }

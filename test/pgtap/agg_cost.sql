@@ -8,7 +8,7 @@
 \pset tuples_only true
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS gpuhash;
-SELECT plan(11);
+SELECT plan(14);
 SET LOCAL jit = off;
 SET LOCAL gpuhash.device = gpu;
 SET LOCAL gpuhash.force_agg = off;
@@ -55,6 +55,19 @@ SELECT alike(pg_temp.plan_text(:'fewcount'), '%Custom Scan (GpuHashAgg)%',
             '7 groups, count and sum: GpuHashAgg');
 SELECT unalike(pg_temp.plan_text(:'fewtext'), '%GpuHashAgg%',
               '7 groups, min and max of text over 400000 rows: PostgreSQL''s partial aggregation');
+
+-- the table's quals on the device (Device Filter): every row is packed and
+-- the quals leave the workers, and a row they remove costs a tuple, so a
+-- selective qual stays in the scan, and an expensive one that keeps every
+-- row (its expression's statistics say so) goes to the device
+CREATE STATISTICS ac_t_expr ON (price * (1 - disc) * (1 + disc) * (1 + disc)) FROM ac_t;
+ANALYZE ac_t;
+SELECT unalike(pg_temp.plan_text('SELECT k, count(*), sum(v) FROM ac_t WHERE id < 4000 GROUP BY k'),
+              '%Device Filter%', 'a qual that keeps 1 % of the rows stays in the scan');
+SELECT alike(pg_temp.plan_text('SELECT k, count(*), sum(price) FROM ac_t WHERE price * (1 - disc) * (1 + disc) * (1 + disc) >= 0 GROUP BY k'),
+            '%Device Filter%', 'NUMERIC arithmetic that keeps every row: on the device');
+SELECT unalike(pg_temp.plan_text('SELECT k, count(*), sum(price) FROM ac_t WHERE price * (1 - disc) * (1 + disc) * (1 + disc) >= 5 GROUP BY k'),
+              '%Device Filter%', 'the same arithmetic keeping half of the rows: in the scan');
 
 -- wider than the table asks for (the Gather takes every worker it may
 -- have): the same one group is GpuHashAgg's again
