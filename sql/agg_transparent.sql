@@ -1126,7 +1126,7 @@ CREATE VIEW gha_df_kept(q) AS VALUES
   ('SELECT g, count(*) FROM gha_df WHERE a / 2 > 10 GROUP BY g'),
   ('SELECT g, count(*) FROM gha_df WHERE k = ''k1'' GROUP BY g'),
   ('SELECT g + 1, count(*) FROM gha_df WHERE a > 10 GROUP BY g + 1'),
-  ('SELECT g, sum(f) FROM gha_df WHERE a > 10 GROUP BY g'),
+  ('SELECT g, max(f) FROM gha_df WHERE a > 10 GROUP BY g'),
   ('SELECT g, max(k) FROM gha_df WHERE a > 10 GROUP BY g'),
   ('SELECT g, sum(a) FROM gha_df WHERE n > 10 GROUP BY g'),
   ('SELECT g, count(*) FROM gha_df WHERE d >= timestamp ''infinity'' - interval ''1 day'' GROUP BY g');
