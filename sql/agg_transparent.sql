@@ -925,8 +925,18 @@ SELECT count(*) FILTER (WHERE l ~ '^\s+Memory Usage: \d+ kB') AS memory,
        -- the device evaluates the scan's qual (device_quals): every row comes in
        count(*) FILTER (WHERE l ~ '^\s+Device Filter: \(i > 5\)$') AS device_filter,
        max(substring(l FROM '^\s+Rows In: (\d+)$')::bigint) = (SELECT count(*) FROM gha_t) AS rows_in_ok,
+       max(substring(l FROM '^\s+Rows Removed by Device Filter: (\d+)$')::bigint) =
+         (SELECT count(*) FROM gha_t WHERE NOT i > 5) AS removed_ok,
        max(substring(l FROM '^\s+Groups: (\d+)$')::bigint) = (SELECT count(DISTINCT g) FROM gha_t WHERE i > 5) AS groups_ok
   FROM gha_analyze('SELECT g, sum(a4) FROM gha_t WHERE i > 5 GROUP BY g') l;
+-- counted over the groups the node returned: those of no row that passes
+-- too (the node's qual drops them after), and with a LIMIT that stops the
+-- node early, not shown
+SELECT max(substring(l FROM '^\s+Rows Removed by Device Filter: (\d+)$')::bigint) =
+         (SELECT count(*) FROM gha_t WHERE NOT (a4 > 19995 OR g = 3)) AS removed_ok
+  FROM gha_analyze('SELECT g, sum(a4) FROM gha_t WHERE a4 > 19995 OR g = 3 GROUP BY g') l;
+SELECT count(*) FILTER (WHERE l ~ 'Rows Removed by Device Filter') AS removed_lines
+  FROM gha_analyze('SELECT g, sum(a4) FROM gha_t WHERE i > 5 GROUP BY g LIMIT 1') l;
 -- with gpuhash.agg_device_filter off the scan filters: the rows that pass come in
 SET gpuhash.agg_device_filter = off;
 SELECT count(*) FILTER (WHERE l ~ 'Device Filter') AS device_filter,
@@ -1156,6 +1166,58 @@ DROP POLICY gha_df_pos ON gha_df;
 ALTER TABLE gha_df DISABLE ROW LEVEL SECURITY;
 REVOKE SELECT ON gha_df FROM gha_rls_user;
 DROP ROLE gha_rls_user;
+-- random queries (setseed: the same ones every run): quals, aggregates,
+-- FILTERs and keys drawn from what the device computes and what it does
+-- not, against native, serial and packed
+CREATE FUNCTION gha_pick(VARIADIC xs text[]) RETURNS text LANGUAGE sql AS
+  'SELECT xs[1 + floor(random() * array_length(xs, 1))::int]';
+CREATE FUNCTION gha_rcond(depth int) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE r float8 := random(); cmp text := gha_pick('<', '<=', '=', '<>', '>=', '>');
+BEGIN
+  IF depth < 2 AND r < 0.2 THEN
+    RETURN format('(%s %s %s)', gha_rcond(depth + 1), gha_pick('AND', 'OR'), gha_rcond(depth + 1));
+  ELSIF depth < 2 AND r < 0.27 THEN
+    RETURN format('NOT (%s)', gha_rcond(depth + 1));
+  ELSIF r < 0.45 THEN
+    RETURN format('%s %s %s', gha_pick('a', 'g', 'a + 1', 'a * 2', 'a - g', 'b'), cmp,
+                  gha_pick('0', '-1', '100', '4000', '-4000'));
+  ELSIF r < 0.6 THEN
+    RETURN format('%s %s %s', gha_pick('n', 'n * 2', 'n * (1 - 0.05)', 'n + a'), cmp,
+                  gha_pick('10', '50.5', '0', '99.99'));
+  ELSIF r < 0.7 THEN
+    RETURN format('%s IS %sNULL', gha_pick('a', 'n', 'd'), gha_pick('', 'NOT '));
+  ELSIF r < 0.9 THEN
+    RETURN format(gha_pick('d %1$s %2$s', '%2$s %1$s d'), cmp,
+                  gha_pick('timestamp ''2020-06-01''', 'timestamp ''2020-06-01 12:30''',
+                           'date ''2021-01-01'' - interval ''90'' day'));
+  END IF;
+  RETURN format('d %s date %L', cmp, gha_pick('2020-03-01', '2021-05-05'));
+END $$;
+CREATE FUNCTION gha_rquery() RETURNS text LANGUAGE plpgsql AS $$
+DECLARE keys text := gha_pick('', '', 'g', 'k', 'g, k', 'extract(year FROM d)');
+        aggs text := '';
+BEGIN
+  FOR j IN 1 .. 1 + floor(random() * 3)::int LOOP
+    aggs := aggs || CASE WHEN j > 1 THEN ', ' ELSE '' END ||
+      gha_pick('count(*)', 'count(a)', 'sum(a)', 'avg(n)', 'sum(n)', 'min(d)', 'max(d)', 'sum(b)',
+               'max(f)', 'min(k)', 'sum(n * (1 + 0.08))', 'sum(a * 2)') ||
+      CASE WHEN random() < 0.15 THEN format(' FILTER (WHERE %s)', gha_rcond(1)) ELSE '' END;
+  END LOOP;
+  RETURN format('SELECT %s%s FROM gha_df WHERE %s%s', keys || CASE WHEN keys <> '' THEN ', ' ELSE '' END,
+                aggs, gha_rcond(0) || CASE WHEN random() < 0.3 THEN ' AND ' || gha_rcond(0) ELSE '' END,
+                CASE WHEN keys <> '' THEN ' GROUP BY ' || keys ELSE '' END);
+END $$;
+SELECT setseed(0.25);
+CREATE TABLE gha_df_r AS SELECT i, gha_rquery() AS q FROM generate_series(1, 120) i;
+SET gpuhash.force_agg = on;
+ALTER TABLE gha_df_r ADD COLUMN on_device bool;
+UPDATE gha_df_r SET on_device = (SELECT count(*) FROM gha_verbose(q) l WHERE l ~ 'Device Filter') = 1;
+RESET gpuhash.force_agg;
+SELECT q, c FROM (SELECT q, gha_check(q) AS c FROM gha_df_r) x WHERE c !~ '^aggs=1 rows=\d+ diff=0$';
+SELECT q, c FROM (SELECT q, gha_check_packed(q) AS c FROM gha_df_r) x WHERE c !~ '^aggs=1 rows=\d+ diff=0$';
+SELECT count(*) AS queries, count(*) FILTER (WHERE on_device) AS with_device_filter FROM gha_df_r;
+DROP TABLE gha_df_r;
+DROP FUNCTION gha_rquery(), gha_rcond(int), gha_pick(VARIADIC text[]);
 DROP VIEW gha_df_q, gha_df_kept;
 DROP TABLE gha_df;
 DROP TABLE gha_tx, gha_txp, gha_tx_q;

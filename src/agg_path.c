@@ -134,6 +134,12 @@ typedef struct GhaState
 	GhTarget	target;			/* where the run groups */
 	GhAggRun   *run;			/* NULL before the first row */
 	bool		grouped;		/* the run has read the input */
+	int			filter_col;		/* the scan tuple's column of the hidden
+								 * count of rows passing the device's quals
+								 * (GHA_PRIV_FILTER), or -1 */
+	uint64		passed;			/* the sum of that count over the groups
+								 * returned */
+	bool		drained;		/* every group has been returned */
 } GhaState;
 
 /* What the hook found in the query (check_query). */
@@ -1986,6 +1992,9 @@ gha_begin(CustomScanState *node, EState *estate, int eflags)
 	node->custom_ps = list_make1(st->child);
 	st->packed = intVal(list_nth(cscan->custom_private, GHA_PRIV_PACKED)) != 0;
 	st->plan = engine_plan(cscan);
+	st->filter_col = intVal(list_nth(cscan->custom_private, GHA_PRIV_FILTER));
+	if (st->filter_col >= 0)
+		st->filter_col += list_length((List *) linitial(cscan->custom_private));
 	/* device = cpu runs the CPU twin, also where gpuhash.cost_as_gpu planned */
 	st->target = gpuhash_device != GPUHASH_DEVICE_CPU &&
 		gpuhash_plan_target() == GH_TARGET_GPU ? GH_TARGET_GPU : GH_TARGET_CPU;
@@ -2046,7 +2055,12 @@ gha_next(ScanState *ss)
 		gha_group(st);
 	ExecClearTuple(slot);
 	if (!gh_agg_run_next(st->run, slot->tts_values, slot->tts_isnull))
+	{
+		st->drained = true;
 		return slot;
+	}
+	if (st->filter_col >= 0 && !slot->tts_isnull[st->filter_col])
+		st->passed += (uint64) DatumGetInt64(slot->tts_values[st->filter_col]);
 	return ExecStoreVirtualTuple(slot);
 }
 
@@ -2093,6 +2107,8 @@ gha_rescan(CustomScanState *node)
 	/* ExecReScan passes changed parameters on to lefttree, not to custom_ps */
 	if (node->ss.ps.chgParam != NULL)
 		UpdateChangedParamSet(st->child, node->ss.ps.chgParam);
+	st->passed = 0;
+	st->drained = false;
 	if (st->grouped && st->child->chgParam == NULL && gh_agg_run_rewind(st->run))
 		return;
 	gha_forget(st);
@@ -2171,7 +2187,18 @@ gha_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	}
 	ExplainPropertyText("Device", st->target == GH_TARGET_GPU ? "gpu" : "cpu", es);
 	if (es->analyze && st->run != NULL)
+	{
+		/* as a scan's Rows Removed by Filter, once every group was returned */
+		if (filter != NULL && st->drained)
+		{
+			GhAggMemory mem;
+
+			gh_agg_run_memory(st->run, &mem);
+			ExplainPropertyUInteger("Rows Removed by Device Filter", NULL,
+									mem.rows_in - Min(st->passed, mem.rows_in), es);
+		}
 		gh_agg_explain_memory(st->run, es);
+	}
 }
 
 /*
