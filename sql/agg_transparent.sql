@@ -1083,7 +1083,8 @@ SELECT gha_check('SELECT g, min(t COLLATE gha_ci) FROM gha_tx GROUP BY g', 0);
 -- before HAVING.  Dates against timestamp constants (TPC-H Q1's
 -- d <= date - interval), at midnight or not, on either side; infinite
 -- dates; NULLs; numeric, integer and date quals; AND, OR, NOT, IS NULL;
--- with FILTER; a group (99) and a whole input of rows that do not pass
+-- with FILTER; a group (99) and a whole input of rows that do not pass; a
+-- correlated subquery's parameter in the quals (the input read again)
 CREATE TABLE gha_df AS
 SELECT i % 7 AS g, 'k' || (i % 4) AS k,
        CASE WHEN i % 13 = 0 THEN NULL ELSE i END::int4 AS a,
@@ -1111,7 +1112,8 @@ CREATE VIEW gha_df_q(q) AS VALUES
   ('SELECT g, count(*) FROM gha_df WHERE a > 1000000 GROUP BY g'),
   ('SELECT g, sum(n) FILTER (WHERE a > 100), count(*) FILTER (WHERE d IS NULL) FROM gha_df WHERE n > 10 GROUP BY g'),
   ('SELECT g, sum(100 / (a - 5)), max(d + 1) FROM gha_df WHERE a <> 5 GROUP BY g'),
-  ('SELECT g, sum(n * (1 - 0.05) * (1 + 0.08)), count(*) FROM gha_df WHERE d <= date ''2021-01-01'' AND n > 0 GROUP BY g');
+  ('SELECT g, sum(n * (1 - 0.05) * (1 + 0.08)), count(*) FROM gha_df WHERE d <= date ''2021-01-01'' AND n > 0 GROUP BY g'),
+  ('SELECT x, (SELECT sum(n) FROM gha_df WHERE n > x AND g = 1) FROM generate_series(0::numeric, 8000, 1000) x');
 SELECT q, gha_check(q) FROM gha_df_q;
 -- an integer argument whose condition computes a NUMERIC (a year, a
 -- product) is the child's: the device computes such conditions only in a
