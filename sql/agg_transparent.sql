@@ -1115,6 +1115,24 @@ CREATE VIEW gha_df_q(q) AS VALUES
   ('SELECT g, sum(n * (1 - 0.05) * (1 + 0.08)), count(*) FROM gha_df WHERE d <= date ''2021-01-01'' AND n > 0 GROUP BY g'),
   ('SELECT x, (SELECT sum(n) FROM gha_df WHERE n > x AND g = 1) FROM generate_series(0::numeric, 8000, 1000) x');
 SELECT q, gha_check(q) FROM gha_df_q;
+-- past the budget: the groups spill with their hidden counts, and a
+-- group of no row that passes is dropped in every pass
+SET work_mem = '64kB';
+SET gpuhash.batch_rows = 256;
+SET gpuhash.device_memory_limit = '1MB';
+SELECT gha_check('SELECT a, count(*), sum(n), max(d) FROM gha_df WHERE d <= timestamp ''2021-01-01 06:00'' GROUP BY a');
+SELECT gha_check_packed('SELECT a, k, count(*), sum(n) FROM gha_df WHERE n > 5 OR d IS NULL GROUP BY a, k');
+SET gpuhash.force_agg = on;
+SELECT count(*) FILTER (WHERE l ~ '^\s+Batches: ([2-9]|\d\d+)$') AS batches_past_one,
+       count(*) FILTER (WHERE l ~ '^\s+Device Filter: ') AS device_filter
+  FROM gha_analyze('SELECT a, count(*), sum(n), max(d) FROM gha_df WHERE d <= timestamp ''2021-01-01 06:00'' GROUP BY a') l;
+SELECT count(*) AS device_filter
+  FROM gha_verbose('SELECT a, k, count(*), sum(n) FROM gha_df WHERE n > 5 OR d IS NULL GROUP BY a, k') l
+ WHERE l ~ '^\s+Device Filter: ';
+RESET gpuhash.force_agg;
+RESET gpuhash.device_memory_limit;
+RESET gpuhash.batch_rows;
+RESET work_mem;
 -- an integer argument whose condition computes a NUMERIC (a year, a
 -- product) is the child's: the device computes such conditions only in a
 -- NUMERIC program (it raised "malformed device expression" before)
