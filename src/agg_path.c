@@ -334,16 +334,16 @@ add_dependent_keys(PathTarget *target, List *having, GhaQuery *q)
 	return true;
 }
 
+static Expr *count_arg(List *quals);
+static bool prog_reads_numeric(List *prog);
+static bool compile_cond(Node *n, List **prog, List **inputs, int *depth, int level);
+
 /*
  * call_input is what aggregate call agg reads per row (gh_agg_call_input)
  * when the device evaluates the scan's quals (device_quals; NIL: none):
  * its argument where they and its own FILTER hold, the quals first, as
  * PostgreSQL evaluates them first.
  */
-static Expr *count_arg(List *quals);
-static bool prog_reads_numeric(List *prog);
-static bool compile_cond(Node *n, List **prog, List **inputs, int *depth, int level);
-
 static Expr *
 call_input(Aggref *agg, List *quals)
 {
