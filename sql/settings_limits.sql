@@ -103,6 +103,19 @@ SET gpuhash.force_join = on;
 SET gpuhash.batch_rows = 16777216;
 SELECT gpuhash_test_plan_survives_copy(q) AS gpu_joins FROM sl_queries WHERE name LIKE 'inner%';
 SELECT count(*) AS joined_rows FROM (SELECT o.*, i.v FROM sl_o o JOIN sl_i i ON o.k = i.k) x;
+SET gpuhash.batch_rows = 1;
+SET gpuhash.group_size = 32;
+SET gpuhash.load_factor = 0.95;
+CREATE FUNCTION sl_plan(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE l text;
+BEGIN
+  FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+    IF l ~ 'GpuHashJoin|Batches|Verified' THEN RETURN NEXT l; END IF;
+  END LOOP;
+END $$;
+SELECT sl_plan('SELECT count(*) FROM sl_o o JOIN sl_i i ON o.k = i.k');
+RESET ALL;
+
 -- and GpuHashAggs with their table's quals on the device, whose packets of
 -- one row (batch_rows 1) the workers send
 SET gpuhash.force_agg = on;
@@ -120,18 +133,6 @@ BEGIN
 END $$;
 SELECT sl_agg_plan(q) FROM sl_queries WHERE name LIKE 'group by%';
 SELECT sl_same(q) AS same_rows FROM sl_queries WHERE name LIKE 'group by%';
-RESET ALL;
-SET gpuhash.batch_rows = 1;
-SET gpuhash.group_size = 32;
-SET gpuhash.load_factor = 0.95;
-CREATE FUNCTION sl_plan(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
-DECLARE l text;
-BEGIN
-  FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
-    IF l ~ 'GpuHashJoin|Batches|Verified' THEN RETURN NEXT l; END IF;
-  END LOOP;
-END $$;
-SELECT sl_plan('SELECT count(*) FROM sl_o o JOIN sl_i i ON o.k = i.k');
 RESET ALL;
 
 -- out of range: refused by the setting itself
