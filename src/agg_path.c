@@ -1483,9 +1483,10 @@ all_on_device(GhaQuery *q)
 
 /*
  * unfiltered_scan is a copy of scan, rel's sequential scan, or the scan
- * under its projection (NULL where it is neither), that passes every row: the quals the device evaluates
- * instead are left out of its rows and its CPU cost (cost_seqscan's
- * baserestrictcost), and gha_plan_path takes them out of its plan.
+ * under its projection (NULL where it is neither), that passes every row:
+ * the quals the device evaluates instead are left out of its rows and its
+ * CPU cost (cost_seqscan's baserestrictcost), and gha_plan_path takes them
+ * out of its plan.
  */
 static Path *
 unfiltered_scan(Path *scan, RelOptInfo *rel)
@@ -1632,12 +1633,13 @@ cost_gha(CustomPath *path, Path *child, PathTarget *target, double ngroups,
 
 	if (gpuhash_force_agg)
 	{
-		/* nearly free; the input read in parallel first */
+		/*
+		 * nearly free; the input read in parallel first, and the scan's
+		 * quals on the device where it takes them
+		 */
 		path->path.startup_cost = 0;
-		path->path.total_cost = 1e-6 * rows * (IsA(child, GatherPath) ? 1 : 2);
-		/* and the scan's quals on the device, where it takes them */
-		if (q->quals != NIL)
-			path->path.total_cost = 0.5e-6 * q->filtered_rows * (IsA(child, GatherPath) ? 1 : 2);
+		path->path.total_cost = (q->quals != NIL ? 0.5e-6 * q->filtered_rows : 1e-6 * rows) *
+			(IsA(child, GatherPath) ? 1 : 2);
 		return;
 	}
 	if (IsA(child, GatherPath) && device_keys)
