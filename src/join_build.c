@@ -525,6 +525,78 @@ ghj_build_parts(GhjState *s, int phase)
 }
 
 /*
+ * The milestones of a participant's shared build, for its DEBUG2 account
+ * (build_trace): where the phases' waits and serial steps went, which
+ * EXPLAIN's three phase times sum up.  Times are CLOCK_MONOTONIC's, the
+ * same in every process of the host, so the participants' accounts line up.
+ */
+typedef enum BuildMark
+{
+	BM_ATTACH,					/* attached to the build barrier */
+	BM_PREALLOC,				/* the early store allocated (or not) */
+	BM_LOADED,					/* its share of the inner side read */
+	BM_ALLOCATED,				/* everyone loaded, the store allocated */
+	BM_COMPACTED,				/* its chunks copied into the store */
+	BM_STORED,					/* everyone compacted */
+	BM_TABLE,					/* its table built or viewed */
+	BM_TABLES,					/* everyone has a table */
+	BM_DONE,					/* regrouped, mapped, built */
+	BM_COUNT
+} BuildMark;
+
+static const char *const build_mark_names[BM_COUNT] = {
+	"attach", "prealloc", "load", "allocate", "compact", "compact wait",
+	"table", "table wait", "done"
+};
+
+typedef struct BuildTrace
+{
+	instr_time	at[BM_COUNT];
+	bool		set[BM_COUNT];
+} BuildTrace;
+
+static inline void
+build_mark(BuildTrace *tr, BuildMark m)
+{
+	INSTR_TIME_SET_CURRENT(tr->at[m]);
+	tr->set[m] = true;
+}
+
+/*
+ * build_trace writes a participant's DEBUG2 account of its shared build:
+ * when it attached (ms of the host's monotonic clock), the phase it found,
+ * the rows it loaded, and the ms from each milestone to the next.
+ */
+static void
+build_trace(GhjState *s, BuildTrace *tr, int phase, uint64 nrows)
+{
+	StringInfoData buf;
+	instr_time	prev = tr->at[BM_ATTACH];
+
+	if (!message_level_is_interesting(DEBUG2))
+		return;
+	initStringInfo(&buf);
+	for (int m = BM_ATTACH + 1; m < BM_COUNT; m++)
+	{
+		instr_time	d;
+
+		if (!tr->set[m])
+			continue;
+		d = tr->at[m];
+		INSTR_TIME_SUBTRACT(d, prev);
+		appendStringInfo(&buf, ", %s %.1f", build_mark_names[m],
+						 INSTR_TIME_GET_MILLISEC(d));
+		prev = tr->at[m];
+	}
+	elog(DEBUG2, "GpuHashJoin shared build: participant %d at %.3f ms, phase %d, %llu rows%s%s",
+		 IsParallelWorker() ? ParallelWorkerNumber + 1 : 0,
+		 INSTR_TIME_GET_MILLISEC(tr->at[BM_ATTACH]), phase,
+		 (unsigned long long) nrows, buf.data,
+		 s->table && gh_table_shared(s->table) ? ", shared table" : "");
+	pfree(buf.data);
+}
+
+/*
  * ghj_build_shared is the build of a parallel join whose participants read
  * the inner side together into one shared store (join_parallel.c walks
  * through the phases).  A participant joins the phase it finds; at the end
@@ -536,14 +608,22 @@ ghj_build_shared(GhjState *s)
 {
 	instr_time	t0;
 	int			phase;
+	int			found;
+	uint64		loaded = 0;
+	BuildTrace	tr;
 
+	memset(&tr, 0, sizeof(tr));
 	INSTR_TIME_SET_CURRENT(t0);
-	phase = ghj_shared_attach(s);
+	build_mark(&tr, BM_ATTACH);
+	phase = found = ghj_shared_attach(s);
 	if (phase == GHJ_PH_LOAD)
 	{
 		ghj_shared_preallocate(s);
+		build_mark(&tr, BM_PREALLOC);
 		ghj_load_shared(s);
 		ghj_elapsed_ms(&t0, &s->load_ms);
+		build_mark(&tr, BM_LOADED);
+		loaded = ghj_shared_chunk_rows(s);
 		if (ghj_shared_loaded(s))
 			ghj_shared_allocate(s);
 		phase = GHJ_PH_ALLOCATE;
@@ -557,18 +637,23 @@ ghj_build_shared(GhjState *s)
 	{
 		case GHJ_PH_ALLOCATE:
 			(void) ghj_shared_next_phase(s);
+			build_mark(&tr, BM_ALLOCATED);
 			/* FALLTHROUGH */
 		case GHJ_PH_COMPACT:
 			if (ghj_shared_nrows(s) > GH_MAX_ROWS)
 				too_many_inner_rows();
 			ghj_shared_compact(s);
+			build_mark(&tr, BM_COMPACTED);
 			(void) ghj_shared_next_phase(s);
 			ghj_elapsed_ms(&t0, &s->store_ms);
+			build_mark(&tr, BM_STORED);
 			/* FALLTHROUGH */
 		case GHJ_PH_TABLES:
 			ghj_shared_table(s);
 			ghj_elapsed_ms(&t0, &s->table_ms);
+			build_mark(&tr, BM_TABLE);
 			(void) ghj_shared_next_phase(s);
+			build_mark(&tr, BM_TABLES);
 			/* FALLTHROUGH */
 		case GHJ_PH_REGROUP:
 			ghj_shared_regroup(s);
@@ -590,6 +675,8 @@ ghj_build_shared(GhjState *s)
 	if (s->table == NULL)
 		ghj_make_table(s, ghj_shared_hashes(s), s->shared->regroup);
 	ghj_elapsed_ms(&t0, &s->table_ms);
+	build_mark(&tr, BM_DONE);
+	build_trace(s, &tr, found, loaded);
 	s->built = true;
 	s->n_builds++;
 }

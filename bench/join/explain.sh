@@ -9,6 +9,8 @@
 # JOINEXPLAIN=phases: the int4 and text workloads with 16 workers at the
 # planner's choice, each join's build and probe phases (VERBOSE), the scan
 # floors, and the int4 join's time at three gpuhash.batch_rows.
+# JOINEXPLAIN=build: the int4 and text joins with 16 workers, three times
+# each, with every participant's DEBUG2 account of the shared build.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../test/lib.sh"
@@ -57,6 +59,25 @@ SET gpuhash.batch_rows = 65536;
 SET gpuhash.batch_rows = 262144;
 :q;
 :q;
+SQL
+    ;;
+  build)
+    # the int4 and text joins with 16 workers at the planner's choice, three
+    # times each, with every participant's DEBUG2 account of its shared
+    # build (the milestones of join_build.c's build_trace)
+    explain <<'SQL'
+RESET gpuhash.force_join;
+SET max_parallel_workers_per_gather = 16;
+SET client_min_messages = debug2;
+\timing on
+\echo == int4
+EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) :q;
+EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) :q;
+EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) :q;
+\echo == text
+EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.t = r.t;
+EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.t = r.t;
+EXPLAIN (ANALYZE, VERBOSE, TIMING OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.t = r.t;
 SQL
     ;;
   serial)
