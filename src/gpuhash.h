@@ -115,6 +115,7 @@ extern gh_status gh_svc_attach(uint32 src_id, uint32 n,
 							   const gh_mm_params *params, uint32 probe_cap,
 							   GhSvcTableInfo *info, uint32 *rows, gh_error *err);
 extern gh_status gh_svc_probe(uint32 id, uint32 n, gh_error *err);
+extern void gh_svc_last_times(double *ms);
 extern void gh_svc_free_table(uint32 id);
 
 #endif							/* GPUHASH_H */

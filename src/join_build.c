@@ -226,7 +226,8 @@ ghj_service_table(GhjState *s, uint64 *hashes, bool grouped)
 		return gh_table_build_service(hashes, s->ninner, s->batch_cap, 0, false,
 									  false, NULL);
 
-	if (ghj_shared_table_claim(sh))
+	s->svc_builder = ghj_shared_table_claim(sh);
+	if (s->svc_builder)
 	{
 		bool		attached;
 		dsm_segment *xchg = ghj_shared_exchange(s, hashes, &attached);
@@ -588,11 +589,18 @@ build_trace(GhjState *s, BuildTrace *tr, int phase, uint64 nrows)
 						 INSTR_TIME_GET_MILLISEC(d));
 		prev = tr->at[m];
 	}
-	elog(DEBUG2, "GpuHashJoin shared build: participant %d at %.3f ms, phase %d, %llu rows%s%s",
+	if (s->table && gh_table_shared(s->table))
+	{
+		double		ms[4];
+
+		gh_svc_last_times(ms);
+		appendStringInfo(&buf, "; service %s %.1f (map %.1f, area %.1f, table %.1f)",
+						 s->svc_builder ? "build" : "view", ms[0], ms[1], ms[2], ms[3]);
+	}
+	elog(DEBUG2, "GpuHashJoin shared build: participant %d at %.3f ms, phase %d, %llu rows%s",
 		 IsParallelWorker() ? ParallelWorkerNumber + 1 : 0,
 		 INSTR_TIME_GET_MILLISEC(tr->at[BM_ATTACH]), phase,
-		 (unsigned long long) nrows, buf.data,
-		 s->table && gh_table_shared(s->table) ? ", shared table" : "");
+		 (unsigned long long) nrows, buf.data);
 	pfree(buf.data);
 }
 

@@ -285,6 +285,7 @@ typedef struct GhjState
 	bool		store_shared;	/* inner_recs is the shared store */
 	dsm_segment *xchg_seg;		/* GhjShared.xchg, if this participant made it */
 	bool		order_provider; /* its table's rows are the store's order */
+	bool		svc_builder;	/* it built the service table the others view */
 
 	/* the outer batch and its probe (join_probe.c) */
 	int16	   *outer_attlen;

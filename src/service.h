@@ -55,6 +55,12 @@ typedef enum SvcOp
 	SVC_OP_BYE
 } SvcOp;
 
+/* GhSvcSlot.ms: the service's time on a BUILD or ATTACH, for DEBUG2 */
+#define SVC_MS_MAP		0		/* mapping the exchange segment */
+#define SVC_MS_AREA		1		/* mapping and pinning the probe area */
+#define SVC_MS_TABLE	2		/* the table: memory, copy, build; the row array */
+#define SVC_MS_COUNT	3
+
 typedef struct GhSvcSlot
 {
 	pg_atomic_uint32 state;
@@ -79,6 +85,7 @@ typedef struct GhSvcSlot
 	uint64		capacity;
 	uint64		mem_bytes;
 	bool		on_gpu;
+	float		ms[SVC_MS_COUNT];	/* BUILD, ATTACH: where the service's time went */
 	char		err_name[64];
 	char		err_where[64];
 	char		err_text[128];

@@ -300,6 +300,20 @@ svc_begin(void)
 }
 
 /*
+ * The last BUILD or ATTACH of this backend, for DEBUG2 accounts: the ms of
+ * the call as this backend waited for it, then the service's own ms
+ * (GhSvcSlot.ms: mapping the exchange segment, the probe area, the table).
+ */
+static double my_last_ms[1 + SVC_MS_COUNT];
+
+/* gh_svc_last_times copies my_last_ms into ms (1 + SVC_MS_COUNT of them). */
+void
+gh_svc_last_times(double *ms)
+{
+	memcpy(ms, my_last_ms, sizeof(my_last_ms));
+}
+
+/*
  * svc_make_table has the service make a table for this backend: BUILD from
  * hashes[0..n), or ATTACH (hashes NULL) a view of table src_id that a peer
  * built from the same n hashes.  xchg: an exchange area of a BUILD that
@@ -324,6 +338,8 @@ svc_make_table(SvcOp op, uint32 src_id, dsm_segment *xchg,
 	char	   *x;
 	gh_status	st;
 	dsm_segment *area;
+	instr_time	start,
+				end;
 
 	if (xchg != NULL && dsm_segment_map_length(xchg) < xbytes)
 		elog(ERROR, "GpuHashJoin: the shared build's exchange area is too small");
@@ -358,7 +374,13 @@ svc_make_table(SvcOp op, uint32 src_id, dsm_segment *xchg,
 	slot->group_size = params->group_size;
 	slot->scheme = (int) params->scheme;
 	slot->mem_limit_mb = gpuhash_device_memory_limit;
+	INSTR_TIME_SET_CURRENT(start);
 	st = svc_call(slot, xchg, err);
+	INSTR_TIME_SET_CURRENT(end);
+	INSTR_TIME_SUBTRACT(end, start);
+	my_last_ms[0] = INSTR_TIME_GET_MILLISEC(end);
+	for (int k = 0; k < SVC_MS_COUNT; k++)
+		my_last_ms[1 + k] = slot->ms[k];
 	if (st != GH_OK)
 	{
 		dsm_detach(area);

@@ -35,6 +35,7 @@
 
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "portability/instr_time.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/dsm.h"
@@ -351,12 +352,28 @@ svc_free(GhTarget target, void *ptr)
 		}
 }
 
+/* svc_ms_since adds the ms since *start to slot->ms[k] and restarts *start. */
+static void
+svc_ms_since(GhSvcSlot *slot, int k, instr_time *start)
+{
+	instr_time	now;
+	instr_time	d;
+
+	INSTR_TIME_SET_CURRENT(now);
+	d = now;
+	INSTR_TIME_SUBTRACT(d, *start);
+	slot->ms[k] += (float) INSTR_TIME_GET_MILLISEC(d);
+	*start = now;
+}
+
 /* svc_attach_area maps the probe area of the request in slot into t. */
 static bool
 svc_attach_area(GhSvcSlot *slot, SvcTable *t)
 {
 	gh_error	err;
+	instr_time	start;
 
+	INSTR_TIME_SET_CURRENT(start);
 	memset(&err, 0, sizeof(err));
 	t->area = dsm_attach(slot->probe_seg);
 	if (t->area == NULL)
@@ -370,6 +387,7 @@ svc_attach_area(GhSvcSlot *slot, SvcTable *t)
 		t->area_pinned =
 			gh_cuda_host_register(dsm_segment_address(t->area),
 								  dsm_segment_map_length(t->area), &err) == GH_OK;
+	svc_ms_since(slot, SVC_MS_AREA, &start);
 	return true;
 }
 
@@ -432,6 +450,7 @@ svc_build(int i, GhSvcSlot *slot, char *x)
 	SvcTable   *t = svc_new_table();
 	gh_error	err;
 	gh_status	st;
+	instr_time	start;
 
 	if (dsm_segment_map_length(svc_maps[i].seg) < (Size) slot->n * sizeof(uint64))
 	{
@@ -449,12 +468,14 @@ svc_build(int i, GhSvcSlot *slot, char *x)
 	svc_build_params = params;
 	svc_build_limit_mb = slot->mem_limit_mb;
 	memset(&err, 0, sizeof(err));
+	INSTR_TIME_SET_CURRENT(start);
 	st = gh_table_place(&t->table, gh_svc->on_gpu ? GH_TARGET_GPU : GH_TARGET_CPU,
 						(const uint64 *) x, slot->n, &params, &svc_env,
 						svc_stream, &err);
 	if (st == GH_OK && !t->table.rows_identity)
 		st = gh_table_copy_rows(&t->table, (uint32 *) x, &svc_env, svc_stream,
 								&err);
+	svc_ms_since(slot, SVC_MS_TABLE, &start);
 	if (st == GH_OK && (t->refs = malloc(sizeof(int))) == NULL)
 	{
 		st = GH_ERR_OOM;
@@ -564,6 +585,7 @@ svc_take(GhSvcSlot *slot)
 {
 	pg_read_barrier();
 	slot->status = GH_OK;
+	memset(slot->ms, 0, sizeof(slot->ms));
 	slot->err_name[0] = slot->err_where[0] = slot->err_text[0] = '\0';
 }
 
@@ -583,7 +605,13 @@ svc_serve(int i)
 			break;
 		case SVC_OP_BUILD:
 		case SVC_OP_ATTACH:
-			x = svc_exchange(i, slot);
+			{
+				instr_time	start;
+
+				INSTR_TIME_SET_CURRENT(start);
+				x = svc_exchange(i, slot);
+				svc_ms_since(slot, SVC_MS_MAP, &start);
+			}
 			if (x == NULL)
 			{
 				svc_fail(slot, GH_ERR_INVALID, "dsm_attach", "no exchange segment");
