@@ -116,6 +116,7 @@ extern gh_status gh_svc_attach(uint32 src_id, uint32 n,
 							   GhSvcTableInfo *info, uint32 *rows, gh_error *err);
 extern gh_status gh_svc_probe(uint32 id, uint32 n, gh_error *err);
 extern void gh_svc_last_times(double *ms);
+extern void gh_svc_send_area(uint32 probe_cap);
 extern void gh_svc_free_table(uint32 id);
 
 #endif							/* GPUHASH_H */

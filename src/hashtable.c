@@ -229,7 +229,10 @@ place_gpu(GhTable *t, const uint64 *hashes, uint32 nrows,
 	void	   *d_hashes = NULL;
 	const char *action = "allocating device memory";
 	gh_status	st;
+	instr_time	mark[4];
 
+	INSTR_TIME_SET_CURRENT(mark[0]);
+	mark[1] = mark[2] = mark[3] = mark[0];
 	st = env->alloc(GH_TARGET_GPU, bytes, true, &t->mem, err);
 	if (st == GH_OK)
 	{
@@ -251,7 +254,9 @@ place_gpu(GhTable *t, const uint64 *hashes, uint32 nrows,
 
 	t->mem_bytes = bytes;
 	action = "copying to the GPU";
+	INSTR_TIME_SET_CURRENT(mark[1]);
 	st = gh_cuda_memcpy_htod(d_hashes, hashes, nrows * sizeof(uint64), stream, err);
+	INSTR_TIME_SET_CURRENT(mark[2]);
 	if (st == GH_OK)
 	{
 		action = "building the hash table";
@@ -261,6 +266,14 @@ place_gpu(GhTable *t, const uint64 *hashes, uint32 nrows,
 	{
 		action = "waiting for the GPU";
 		st = gh_cuda_stream_sync(stream, err);
+	}
+	INSTR_TIME_SET_CURRENT(mark[3]);
+	for (int k = 0; k < 3; k++)
+	{
+		instr_time	d = mark[k + 1];
+
+		INSTR_TIME_SUBTRACT(d, mark[k]);
+		t->place_ms[k] = INSTR_TIME_GET_MILLISEC(d);
 	}
 	if (st != GH_OK)
 		(void) table_fail(env, st, err, action);

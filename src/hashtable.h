@@ -26,6 +26,8 @@ typedef struct GhTable
 	void	   *d_first;
 	void	   *d_count;
 	double		device_ms;		/* time spent in device calls */
+	double		place_ms[3];	/* gh_table_place on the GPU: its memory, the
+								 * hashes' copy, the build (DEBUG2 accounts) */
 	GhSvcTableInfo svc;			/* held by the GPU service: svc.id != 0, and the
 								 * join probes through svc's probe area */
 	bool		shared_view;	/* a view of a parallel peer's service table */

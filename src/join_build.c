@@ -437,7 +437,7 @@ too_many_inner_rows(void)
  * chunks (GHJ_PH_LOAD), which it later copies into the shared store; or,
  * once the participants' chunks pass their budget, into partitions.
  */
-static void
+static pg_noinline void
 ghj_load_shared(GhjState *s)
 {
 	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
@@ -591,11 +591,12 @@ build_trace(GhjState *s, BuildTrace *tr, int phase, uint64 nrows)
 	}
 	if (s->table && gh_table_shared(s->table))
 	{
-		double		ms[4];
+		double		ms[7];
 
 		gh_svc_last_times(ms);
-		appendStringInfo(&buf, "; service %s %.1f (map %.1f, area %.1f, table %.1f)",
-						 s->svc_builder ? "build" : "view", ms[0], ms[1], ms[2], ms[3]);
+		appendStringInfo(&buf, "; service %s %.1f (map %.1f, area %.1f, table %.1f: memory %.1f, copy %.1f, build %.1f)",
+						 s->svc_builder ? "build" : "view", ms[0], ms[1], ms[2],
+						 ms[3], ms[4], ms[5], ms[6]);
 	}
 	elog(DEBUG2, "GpuHashJoin shared build: participant %d at %.3f ms, phase %d, %llu rows%s",
 		 IsParallelWorker() ? ParallelWorkerNumber + 1 : 0,
@@ -631,6 +632,9 @@ ghj_build_shared(GhjState *s)
 		ghj_load_shared(s);
 		ghj_elapsed_ms(&t0, &s->load_ms);
 		build_mark(&tr, BM_LOADED);
+		/* the service maps its probe area while the participants compact */
+		if (!ghj_parts_spilling(s) && gh_svc_available(true))
+			gh_svc_send_area(s->batch_cap);
 		loaded = ghj_shared_chunk_rows(s);
 		if (ghj_shared_loaded(s))
 			ghj_shared_allocate(s);

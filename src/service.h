@@ -52,14 +52,18 @@ typedef enum SvcOp
 	SVC_OP_ATTACH,				/* another view of a table built for a peer */
 	SVC_OP_PROBE,
 	SVC_OP_FREE,
-	SVC_OP_BYE
+	SVC_OP_BYE,
+	SVC_OP_AREA					/* map the next BUILD's or ATTACH's probe area now */
 } SvcOp;
 
 /* GhSvcSlot.ms: the service's time on a BUILD or ATTACH, for DEBUG2 */
 #define SVC_MS_MAP		0		/* mapping the exchange segment */
 #define SVC_MS_AREA		1		/* mapping and pinning the probe area */
 #define SVC_MS_TABLE	2		/* the table: memory, copy, build; the row array */
-#define SVC_MS_COUNT	3
+#define SVC_MS_ALLOC	3		/* of which the table's device memory */
+#define SVC_MS_COPY		4		/* the hashes' copy to the device */
+#define SVC_MS_BUILD	5		/* the build, waited for */
+#define SVC_MS_COUNT	6
 
 typedef struct GhSvcSlot
 {
@@ -70,7 +74,7 @@ typedef struct GhSvcSlot
 	SvcOp		op;
 	dsm_handle	seg;			/* the backend's exchange segment */
 	uint32		seg_gen;		/* changes whenever seg does */
-	dsm_handle	probe_seg;		/* BUILD: the table's probe area */
+	dsm_handle	probe_seg;		/* BUILD, ATTACH, AREA: the table's probe area */
 	uint32		probe_cap;		/* rows it holds */
 	uint32		table;			/* PROBE, FREE: the table */
 	uint32		n;				/* BUILD: inner rows; PROBE: probe rows */

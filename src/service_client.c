@@ -38,6 +38,12 @@ static uint32 my_seg_gen = 0;
 static bool my_build_pending = false;	/* a BUILD we stopped waiting for */
 static bool my_bye_hook = false;
 static bool my_sent_other = false;	/* the last request sent another area */
+/*
+ * The probe area sent ahead (gh_svc_send_area) for this backend's next
+ * table, until svc_make_table takes it or it is detached (the query ended).
+ */
+static dsm_segment *my_area = NULL;
+static uint32 my_area_cap = 0;
 static char my_err_name[64];
 static char my_err_where[64];
 static char my_err_text[128];
@@ -299,6 +305,45 @@ svc_begin(void)
 	return slot;
 }
 
+/* forget_area: the area sent ahead is detached (its query ended) */
+static void
+forget_area(dsm_segment *seg, Datum arg)
+{
+	if (seg == my_area)
+	{
+		my_area = NULL;
+		my_area_cap = 0;
+	}
+}
+
+/*
+ * gh_svc_send_area creates the probe area of this backend's next table in
+ * the service, of probe_cap rows, and sends it to the service without
+ * waiting: the service maps and page-locks it while this backend goes on
+ * (a participant's share of a parallel build), so that the table's BUILD
+ * or ATTACH, which takes it, does not.  The area is the current resource
+ * owner's, as svc_make_table's own would be.
+ */
+void
+gh_svc_send_area(uint32 probe_cap)
+{
+	GhSvcSlot  *slot = svc_begin();
+	dsm_segment *area;
+
+	probe_cap = Max(probe_cap, 1);
+	if (my_area != NULL)
+		dsm_detach(my_area);	/* forget_area clears it */
+	area = dsm_create(svc_probe_area_bytes(probe_cap), 0);
+	on_dsm_detach(area, forget_area, (Datum) 0);
+	my_area = area;
+	my_area_cap = probe_cap;
+	slot->op = SVC_OP_AREA;
+	slot->probe_seg = dsm_segment_handle(area);
+	slot->probe_cap = probe_cap;
+	svc_post(slot);
+	/* svc_begin settles the answer, before the next request */
+}
+
 /*
  * The last BUILD or ATTACH of this backend, for DEBUG2 accounts: the ms of
  * the call as this backend waited for it, then the service's own ms
@@ -352,7 +397,14 @@ svc_make_table(SvcOp op, uint32 src_id, dsm_segment *xchg,
 	 * it too, until the table is freed.
 	 */
 	probe_cap = Max(probe_cap, 1);
-	area = dsm_create(svc_probe_area_bytes(probe_cap), 0);
+	if (my_area != NULL && my_area_cap == probe_cap)
+	{
+		area = my_area;			/* the service has it mapped already */
+		my_area = NULL;
+		my_area_cap = 0;
+	}
+	else
+		area = dsm_create(svc_probe_area_bytes(probe_cap), 0);
 	info->area = area;
 	svc_probe_area_layout(dsm_segment_address(area), probe_cap,
 						  &info->hashes, &info->first, &info->count);

@@ -70,10 +70,27 @@ typedef struct SvcMapping
 	int			pid;
 } SvcMapping;
 
+/*
+ * A probe area a backend sent ahead (AREA), mapped and page-locked while the
+ * backend still works on its share of a parallel build, for the BUILD or
+ * ATTACH that names it next: the views of a shared table, which the service
+ * serves one after another once the table is built, then take no time for
+ * it.  One a slot; a newer AREA or the slot's next table replaces it.
+ */
+typedef struct SvcArea
+{
+	dsm_segment *seg;
+	dsm_handle	handle;
+	uint32		cap;
+	bool		pinned;
+	int			pid;
+} SvcArea;
+
 static SvcTable *svc_tables = NULL;
 static int	svc_ntables = 0;
 static uint32 svc_next_id = 1;
 static SvcMapping *svc_maps = NULL;
+static SvcArea *svc_areas = NULL;
 
 /*
  * The service's device allocations and the budget each reserved, so that
@@ -115,7 +132,9 @@ static SvcTable *svc_find(int slot, uint32 id);
 static void svc_free_table(SvcTable *t);
 static void svc_forget(int i);
 static char *svc_exchange(int i, GhSvcSlot *slot);
-static bool svc_attach_area(GhSvcSlot *slot, SvcTable *t);
+static bool svc_map_area(GhSvcSlot *slot, dsm_segment **seg, bool *pinned);
+static void svc_area_drop(int i);
+static bool svc_attach_area(int i, GhSvcSlot *slot, SvcTable *t);
 static void svc_build(int i, GhSvcSlot *slot, char *x);
 static void svc_attach(int i, GhSvcSlot *slot, char *x);
 static void svc_register(int i, GhSvcSlot *slot, SvcTable *t);
@@ -220,6 +239,7 @@ svc_forget(int i)
 	if (svc_maps[i].seg)
 		dsm_detach(svc_maps[i].seg);
 	memset(&svc_maps[i], 0, sizeof(SvcMapping));
+	svc_area_drop(i);
 }
 
 /* svc_exchange maps slot i's exchange segment; NULL if it cannot. */
@@ -366,27 +386,70 @@ svc_ms_since(GhSvcSlot *slot, int k, instr_time *start)
 	*start = now;
 }
 
-/* svc_attach_area maps the probe area of the request in slot into t. */
+/*
+ * svc_map_area maps the probe area the request in slot names (*seg) and
+ * page-locks it if it can (*pinned): the batches' copies then run at full
+ * speed.  False, the request answered, if it is gone.
+ */
 static bool
-svc_attach_area(GhSvcSlot *slot, SvcTable *t)
+svc_map_area(GhSvcSlot *slot, dsm_segment **seg, bool *pinned)
 {
 	gh_error	err;
-	instr_time	start;
 
-	INSTR_TIME_SET_CURRENT(start);
 	memset(&err, 0, sizeof(err));
-	t->area = dsm_attach(slot->probe_seg);
-	if (t->area == NULL)
+	*pinned = false;
+	*seg = dsm_attach(slot->probe_seg);
+	if (*seg == NULL)
 	{
 		svc_fail(slot, GH_ERR_INVALID, "dsm_attach", "no probe area");
 		return false;
 	}
-	t->area_cap = slot->probe_cap;
-	/* page-locked, the batches' copies run at full speed; else they are slower */
 	if (gh_svc->on_gpu)
-		t->area_pinned =
-			gh_cuda_host_register(dsm_segment_address(t->area),
-								  dsm_segment_map_length(t->area), &err) == GH_OK;
+		*pinned = gh_cuda_host_register(dsm_segment_address(*seg),
+										dsm_segment_map_length(*seg),
+										&err) == GH_OK;
+	return true;
+}
+
+/* svc_area_drop unmaps the probe area slot i sent ahead, if any. */
+static void
+svc_area_drop(int i)
+{
+	SvcArea    *a = &svc_areas[i];
+	gh_error	err;
+
+	if (a->pinned)
+		(void) gh_cuda_host_unregister(dsm_segment_address(a->seg), &err);
+	if (a->seg)
+		dsm_detach(a->seg);
+	memset(a, 0, sizeof(*a));
+}
+
+/*
+ * svc_attach_area gives t the probe area of the request in slot i: the one
+ * the slot's backend sent ahead if it is that one, else mapped now.
+ */
+static bool
+svc_attach_area(int i, GhSvcSlot *slot, SvcTable *t)
+{
+	SvcArea    *a = &svc_areas[i];
+	instr_time	start;
+
+	INSTR_TIME_SET_CURRENT(start);
+	if (a->seg != NULL && a->handle == slot->probe_seg && a->pid == slot->pid &&
+		a->cap == slot->probe_cap)
+	{
+		t->area = a->seg;
+		t->area_pinned = a->pinned;
+		memset(a, 0, sizeof(*a));	/* t's now */
+	}
+	else
+	{
+		svc_area_drop(i);
+		if (!svc_map_area(slot, &t->area, &t->area_pinned))
+			return false;
+	}
+	t->area_cap = slot->probe_cap;
 	svc_ms_since(slot, SVC_MS_AREA, &start);
 	return true;
 }
@@ -427,7 +490,7 @@ svc_attach(int i, GhSvcSlot *slot, char *x)
 	}
 	t = svc_new_table();
 	src = svc_find_any(slot->table);	/* svc_new_table may have moved it */
-	if (!svc_attach_area(slot, t))
+	if (!svc_attach_area(i, slot, t))
 		return;
 	t->table.target = src->table.target;
 	t->table.mm = src->table.mm;
@@ -458,7 +521,7 @@ svc_build(int i, GhSvcSlot *slot, char *x)
 		svc_fail(slot, GH_ERR_INVALID, "the GPU service", "fewer hashes than rows");
 		return;
 	}
-	if (!svc_attach_area(slot, t))
+	if (!svc_attach_area(i, slot, t))
 		return;
 
 	memset(&params, 0, sizeof(params));
@@ -476,6 +539,8 @@ svc_build(int i, GhSvcSlot *slot, char *x)
 		st = gh_table_copy_rows(&t->table, (uint32 *) x, &svc_env, svc_stream,
 								&err);
 	svc_ms_since(slot, SVC_MS_TABLE, &start);
+	for (int k = 0; k < 3; k++)
+		slot->ms[SVC_MS_ALLOC + k] = (float) t->table.place_ms[k];
 	if (st == GH_OK && (t->refs = malloc(sizeof(int))) == NULL)
 	{
 		st = GH_ERR_OOM;
@@ -633,6 +698,19 @@ svc_serve(int i)
 		case SVC_OP_BYE:
 			svc_forget(i);
 			break;
+		case SVC_OP_AREA:
+			{
+				SvcArea    *a = &svc_areas[i];
+
+				svc_area_drop(i);
+				if (svc_map_area(slot, &a->seg, &a->pinned))
+				{
+					a->handle = slot->probe_seg;
+					a->cap = slot->probe_cap;
+					a->pid = slot->pid;
+				}
+			}
+			break;
 	}
 	svc_reply(slot);
 }
@@ -685,6 +763,10 @@ svc_reap(void)
 	for (int i = 0; i < gh_svc->nslots; i++)
 	{
 		bool		held = (svc_maps[i].seg != NULL);
+
+		if (svc_areas[i].seg != NULL && kill(svc_areas[i].pid, 0) != 0 &&
+			errno == ESRCH)
+			svc_area_drop(i);
 
 		for (int k = 0; !held && k < svc_ntables; k++)
 			held = svc_tables[k].used && svc_tables[k].slot == i;
@@ -798,7 +880,8 @@ gpuhash_service_main(Datum arg)
 		elog(FATAL, "gpuhash GPU service: no shared memory (is gpuhash preloaded?)");
 
 	svc_maps = calloc(gh_svc->nslots, sizeof(SvcMapping));
-	if (svc_maps == NULL)
+	svc_areas = calloc(gh_svc->nslots, sizeof(SvcArea));
+	if (svc_maps == NULL || svc_areas == NULL)
 		elog(FATAL, "gpuhash GPU service: out of memory");
 
 	svc_open_device();
