@@ -117,6 +117,8 @@ extern gh_status gh_svc_attach(uint32 src_id, uint32 n,
 extern gh_status gh_svc_probe(uint32 id, uint32 n, gh_error *err);
 extern void gh_svc_last_times(double *ms);
 extern void gh_svc_send_area(uint32 probe_cap);
+extern struct dsm_segment *gh_svc_claim_exchange(uint32 n, uint64 *token);
+extern void gh_svc_release_exchange(uint64 token, bool clean);
 extern void gh_svc_free_table(uint32 id);
 
 #endif							/* GPUHASH_H */

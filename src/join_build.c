@@ -245,6 +245,8 @@ ghj_service_table(GhjState *s, uint64 *hashes, bool grouped)
 		PG_END_TRY();
 		if (attached)
 			dsm_detach(xchg);
+		/* every participant has written its range: the next build may take it */
+		gh_svc_release_exchange(sh->xchg_token, true);
 		ghj_shared_table_built(sh, gh_table_service_id(t), t->rows_identity);
 		return t;
 	}
@@ -589,6 +591,9 @@ build_trace(GhjState *s, BuildTrace *tr, int phase, uint64 nrows)
 						 INSTR_TIME_GET_MILLISEC(d));
 		prev = tr->at[m];
 	}
+	appendStringInfo(&buf, "; exchange %s",
+					 s->shared->xchg == DSM_HANDLE_INVALID ? "none" :
+					 s->shared->xchg_token != 0 ? "service's" : "query's");
 	if (s->table && gh_table_shared(s->table))
 	{
 		double		ms[7];

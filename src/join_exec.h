@@ -170,11 +170,16 @@ typedef struct GhjShared
 	 * the participants load (ghj_shared_preallocate, DSM_HANDLE_INVALID if
 	 * none) and filled with the store's hashes as they compact, each its own
 	 * range: the builder then copies nothing.  It holds xchg_cap hashes;
-	 * xchg_broken: a participant could not write its range.
+	 * xchg_broken: a participant could not write its range.  Usually it is
+	 * the GPU service's own area, which the service keeps from one build
+	 * to the next: xchg_token is then the claim the builder gives back once
+	 * the table is built (gh_svc_claim_exchange), 0 for an area of the
+	 * query's own.
 	 */
 	dsm_handle	xchg;
 	uint64		xchg_cap;
 	bool		xchg_broken;
+	uint64		xchg_token;
 
 	/*
 	 * A shared build past the participants' combined budget (join_parts.c):

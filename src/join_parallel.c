@@ -506,12 +506,19 @@ ghj_shared_preallocate(GhjState *s)
 		if (ghj_shared_claim(sh, &sh->xchg_claimed) && gh_svc_available(true) &&
 			(rows = prealloc_rows(s, &arena)) > 0)
 		{
-			s->xchg_seg = dsm_create(sizeof(uint64) * rows,
-									 DSM_CREATE_NULL_IF_MAXSEGMENTS);
+			uint64		token = 0;
+
+			/* the service's own area if it is free, else one of the query's */
+			s->xchg_seg = rows <= GH_MAX_ROWS ?
+				gh_svc_claim_exchange((uint32) rows, &token) : NULL;
+			if (s->xchg_seg == NULL)
+				s->xchg_seg = dsm_create(sizeof(uint64) * rows,
+										 DSM_CREATE_NULL_IF_MAXSEGMENTS);
 			if (s->xchg_seg != NULL)
 			{
 				/* ghj_shared_compact reads these after the barrier */
-				sh->xchg_cap = rows;
+				sh->xchg_cap = dsm_segment_map_length(s->xchg_seg) / sizeof(uint64);
+				sh->xchg_token = token;
 				sh->xchg = dsm_segment_handle(s->xchg_seg);
 			}
 		}

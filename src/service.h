@@ -37,6 +37,7 @@
 #include "port/atomics.h"
 #include "storage/dsm.h"
 #include "storage/latch.h"
+#include "storage/spin.h"
 
 #include "gpuhash.h"
 
@@ -53,7 +54,8 @@ typedef enum SvcOp
 	SVC_OP_PROBE,
 	SVC_OP_FREE,
 	SVC_OP_BYE,
-	SVC_OP_AREA					/* map the next BUILD's or ATTACH's probe area now */
+	SVC_OP_AREA,				/* map the next BUILD's or ATTACH's probe area now */
+	SVC_OP_XAREA				/* claim the service's exchange area for n hashes */
 } SvcOp;
 
 /* GhSvcSlot.ms: the service's time on a BUILD or ATTACH, for DEBUG2 */
@@ -89,6 +91,8 @@ typedef struct GhSvcSlot
 	uint64		capacity;
 	uint64		mem_bytes;
 	bool		on_gpu;
+	uint64		xarea_token;	/* XAREA: the claim, 0 if refused */
+	dsm_handle	xarea;			/* XAREA: the area claimed */
 	float		ms[SVC_MS_COUNT];	/* BUILD, ATTACH: where the service's time went */
 	char		err_name[64];
 	char		err_where[64];
@@ -100,6 +104,23 @@ typedef struct GhSvcShared
 	pid_t		service_pid;	/* 0 while no service is serving */
 	Latch	   *service_latch;
 	bool		on_gpu;			/* where the service builds tables */
+
+	/*
+	 * The service's exchange area for the hashes of a parallel join's shared
+	 * build (SVC_OP_XAREA): made by the service, page-locked once and kept
+	 * across queries, so that neither the participants nor the service make,
+	 * map or free such an area for each build, and the service copies the
+	 * hashes to the GPU at full speed.  One build holds it at a time: its
+	 * claim's token is xarea_owner (0: free).  A claim given back before
+	 * the participants finished writing (an error) leaves it dirty: a
+	 * participant of that build may still write into it, so the service
+	 * makes a new one for the next claim.
+	 */
+	slock_t		xarea_mutex;
+	dsm_handle	xarea;			/* DSM_HANDLE_INVALID while there is none */
+	uint64		xarea_owner;
+	uint64		xarea_tokens;	/* the last token given */
+	bool		xarea_dirty;
 	int			nslots;
 	GhSvcSlot	slots[FLEXIBLE_ARRAY_MEMBER];
 } GhSvcShared;

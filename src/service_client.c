@@ -36,6 +36,7 @@ static dsm_segment *my_xseg = NULL;
 static size_t my_xseg_size = 0;
 static uint32 my_seg_gen = 0;
 static bool my_build_pending = false;	/* a BUILD we stopped waiting for */
+static bool my_xarea_pending = false;	/* an XAREA we stopped waiting for */
 static bool my_bye_hook = false;
 static bool my_sent_other = false;	/* the last request sent another area */
 /*
@@ -179,6 +180,10 @@ svc_settle(GhSvcSlot *slot, bool interruptible)
 		bool		orphan = my_build_pending && slot->op == SVC_OP_BUILD &&
 			slot->status == GH_OK;
 
+		/* a claim nobody took: nothing was written into the area */
+		if (my_xarea_pending && slot->op == SVC_OP_XAREA && slot->status == GH_OK)
+			gh_svc_release_exchange(slot->xarea_token, true);
+		my_xarea_pending = false;
 		pg_atomic_write_u32(&slot->state, SVC_IDLE);
 		my_build_pending = false;
 		if (orphan)
@@ -342,6 +347,88 @@ gh_svc_send_area(uint32 probe_cap)
 	slot->probe_cap = probe_cap;
 	svc_post(slot);
 	/* svc_begin settles the answer, before the next request */
+}
+
+/*
+ * The service's exchange area as this backend claimed it (the claimant of a
+ * shared build, gh_svc_claim_exchange): its mapping and the claim's token.
+ */
+static dsm_segment *my_xarea = NULL;
+static uint64 my_xarea_token = 0;
+
+/*
+ * gh_svc_release_exchange gives back the claim token on the service's
+ * exchange area, if it still holds it.  clean: no participant of the build
+ * writes into the area any more (they all passed the phase that writes);
+ * otherwise the service makes a new area for the next claim.
+ */
+void
+gh_svc_release_exchange(uint64 token, bool clean)
+{
+	if (gh_svc == NULL || token == 0)
+		return;
+	SpinLockAcquire(&gh_svc->xarea_mutex);
+	if (gh_svc->xarea_owner == token)
+	{
+		gh_svc->xarea_owner = 0;
+		if (!clean)
+			gh_svc->xarea_dirty = true;
+	}
+	SpinLockRelease(&gh_svc->xarea_mutex);
+}
+
+/*
+ * release_on_detach: the claimant's mapping of the area is detached (its
+ * query ended, or failed): a claim still held then ends dirty, since
+ * nothing says that the participants stopped writing.
+ */
+static void
+release_on_detach(dsm_segment *seg, Datum arg)
+{
+	if (seg != my_xarea)
+		return;
+	gh_svc_release_exchange(my_xarea_token, false);
+	my_xarea = NULL;
+	my_xarea_token = 0;
+}
+
+/*
+ * gh_svc_claim_exchange claims the service's exchange area for the n hashes
+ * of a parallel join's shared build and maps it (under the current resource
+ * owner); *token is the claim.  NULL if the service refused (another build
+ * holds it, or it has no room): the caller then makes an area of its own.
+ * The builder gives the claim back once the table is built
+ * (gh_svc_release_exchange), or the mapping's detach does.
+ */
+dsm_segment *
+gh_svc_claim_exchange(uint32 n, uint64 *token)
+{
+	GhSvcSlot  *slot = svc_begin();
+	dsm_segment *seg;
+
+	*token = 0;
+	if (my_xarea != NULL)
+		dsm_detach(my_xarea);	/* release_on_detach forgets it */
+	slot->op = SVC_OP_XAREA;
+	slot->n = n;
+	my_xarea_pending = true;
+	svc_post(slot);
+	(void) svc_wait(slot, true);
+	my_xarea_pending = false;
+	pg_atomic_write_u32(&slot->state, SVC_IDLE);
+	if (slot->status != GH_OK || slot->xarea_token == 0)
+		return NULL;
+	seg = dsm_attach(slot->xarea);
+	if (seg == NULL)
+	{
+		gh_svc_release_exchange(slot->xarea_token, true);
+		return NULL;
+	}
+	my_xarea = seg;
+	my_xarea_token = slot->xarea_token;
+	on_dsm_detach(seg, release_on_detach, (Datum) 0);
+	*token = my_xarea_token;
+	return seg;
 }
 
 /*

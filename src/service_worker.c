@@ -42,6 +42,7 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
+#include "utils/timestamp.h"
 #include "utils/guc.h"
 
 #include "hashtable.h"
@@ -93,6 +94,19 @@ static SvcMapping *svc_maps = NULL;
 static SvcArea *svc_areas = NULL;
 
 /*
+ * The service's exchange area (GhSvcShared.xarea): its mapping, whether it
+ * is page-locked, and when a claim last took it.  It is given back to the
+ * system once no build claimed it for SVC_XAREA_IDLE_S seconds; areas past
+ * SVC_XAREA_MAX bytes are not kept (those builds make their own).
+ */
+static dsm_segment *svc_xseg = NULL;
+static bool svc_xseg_pinned = false;
+static TimestampTz svc_xarea_used = 0;
+#define SVC_XAREA_MIN ((Size) 16 << 20)
+#define SVC_XAREA_MAX ((Size) 1 << 30)
+#define SVC_XAREA_IDLE_S 60
+
+/*
  * The service's device allocations and the budget each reserved, so that
  * svc_free gives back what svc_alloc took: a few per table.
  */
@@ -131,12 +145,15 @@ static SvcTable *svc_find_any(uint32 id);
 static SvcTable *svc_find(int slot, uint32 id);
 static void svc_free_table(SvcTable *t);
 static void svc_forget(int i);
-static char *svc_exchange(int i, GhSvcSlot *slot);
+static char *svc_exchange(int i, GhSvcSlot *slot, Size *len);
+static void svc_xarea_drop(void);
+static void svc_xarea_claim(GhSvcSlot *slot);
+static void svc_xarea_idle(void);
 static bool svc_map_area(GhSvcSlot *slot, dsm_segment **seg, bool *pinned);
 static void svc_area_drop(int i);
 static bool svc_attach_area(int i, GhSvcSlot *slot, SvcTable *t);
-static void svc_build(int i, GhSvcSlot *slot, char *x);
-static void svc_attach(int i, GhSvcSlot *slot, char *x);
+static void svc_build(int i, GhSvcSlot *slot, char *x, Size xlen);
+static void svc_attach(int i, GhSvcSlot *slot, char *x, Size xlen);
 static void svc_register(int i, GhSvcSlot *slot, SvcTable *t);
 static bool svc_probe_launch(int i, GhSvcSlot *slot, void *stream);
 static void svc_probes_finish(const int *launched, int n);
@@ -242,11 +259,20 @@ svc_forget(int i)
 	svc_area_drop(i);
 }
 
-/* svc_exchange maps slot i's exchange segment; NULL if it cannot. */
+/*
+ * svc_exchange maps slot i's exchange segment, or finds that it is the
+ * service's own area; NULL if it cannot.  *len: its length.
+ */
 static char *
-svc_exchange(int i, GhSvcSlot *slot)
+svc_exchange(int i, GhSvcSlot *slot, Size *len)
 {
 	SvcMapping *m = &svc_maps[i];
+
+	if (svc_xseg != NULL && slot->seg == dsm_segment_handle(svc_xseg))
+	{
+		*len = dsm_segment_map_length(svc_xseg);
+		return dsm_segment_address(svc_xseg);
+	}
 
 	if (m->seg == NULL || m->gen != slot->seg_gen || m->pid != slot->pid)
 	{
@@ -258,7 +284,92 @@ svc_exchange(int i, GhSvcSlot *slot)
 		if (m->seg == NULL)
 			return NULL;
 	}
+	*len = dsm_segment_map_length(m->seg);
 	return dsm_segment_address(m->seg);
+}
+
+/* svc_xarea_drop gives the service's exchange area back, claimed or not. */
+static void
+svc_xarea_drop(void)
+{
+	gh_error	err;
+
+	SpinLockAcquire(&gh_svc->xarea_mutex);
+	gh_svc->xarea = DSM_HANDLE_INVALID;
+	gh_svc->xarea_owner = 0;
+	gh_svc->xarea_dirty = false;
+	SpinLockRelease(&gh_svc->xarea_mutex);
+	if (svc_xseg_pinned)
+		(void) gh_cuda_host_unregister(dsm_segment_address(svc_xseg), &err);
+	if (svc_xseg != NULL)
+		dsm_detach(svc_xseg);	/* a peer still attached keeps it a while */
+	svc_xseg = NULL;
+	svc_xseg_pinned = false;
+}
+
+/*
+ * svc_xarea_claim gives the XAREA request in slot the service's exchange
+ * area for slot->n hashes, made (or made again, larger or clean) if need
+ * be: its handle and the claim's token, 0 if another build holds it, it
+ * would pass SVC_XAREA_MAX, or the system has no room for it (the backend
+ * then makes an area of its own).
+ */
+static void
+svc_xarea_claim(GhSvcSlot *slot)
+{
+	Size		need = Max((Size) slot->n, 1) * sizeof(uint64);
+	bool		busy;
+	bool		dirty;
+
+	slot->xarea_token = 0;
+	slot->xarea = DSM_HANDLE_INVALID;
+	if (need > SVC_XAREA_MAX)
+		return;
+	SpinLockAcquire(&gh_svc->xarea_mutex);
+	busy = (gh_svc->xarea_owner != 0);
+	dirty = gh_svc->xarea_dirty;
+	SpinLockRelease(&gh_svc->xarea_mutex);
+	if (busy)
+		return;
+	if (svc_xseg != NULL && (dirty || dsm_segment_map_length(svc_xseg) < need))
+		svc_xarea_drop();
+	if (svc_xseg == NULL)
+	{
+		/* a quarter more, for the next build's estimate */
+		Size		size = Min(Max(need + need / 4, SVC_XAREA_MIN), SVC_XAREA_MAX);
+		MemoryContext cxt = CurrentMemoryContext;
+		gh_error	err;
+
+		/* never an ERROR for a request: a full /dev/shm refuses the claim */
+		PG_TRY();
+		{
+			svc_xseg = dsm_create(size, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+		}
+		PG_CATCH();
+		{
+			MemoryContextSwitchTo(cxt);
+			EmitErrorReport();
+			FlushErrorState();
+			svc_xseg = NULL;
+		}
+		PG_END_TRY();
+		if (svc_xseg == NULL)
+			return;
+		dsm_pin_mapping(svc_xseg);
+		memset(&err, 0, sizeof(err));
+		svc_xseg_pinned = gh_svc->on_gpu &&
+			gh_cuda_host_register(dsm_segment_address(svc_xseg), size, &err) == GH_OK;
+		SpinLockAcquire(&gh_svc->xarea_mutex);
+		gh_svc->xarea = dsm_segment_handle(svc_xseg);
+		gh_svc->xarea_dirty = false;
+		SpinLockRelease(&gh_svc->xarea_mutex);
+	}
+	SpinLockAcquire(&gh_svc->xarea_mutex);
+	gh_svc->xarea_owner = ++gh_svc->xarea_tokens;
+	slot->xarea_token = gh_svc->xarea_owner;
+	SpinLockRelease(&gh_svc->xarea_mutex);
+	slot->xarea = dsm_segment_handle(svc_xseg);
+	svc_xarea_used = GetCurrentTimestamp();
 }
 
 /*
@@ -461,7 +572,7 @@ svc_attach_area(int i, GhSvcSlot *slot, SvcTable *t)
  * repeats.
  */
 static void
-svc_attach(int i, GhSvcSlot *slot, char *x)
+svc_attach(int i, GhSvcSlot *slot, char *x, Size xlen)
 {
 	SvcTable   *src = svc_find_any(slot->table);
 	SvcTable   *t;
@@ -476,7 +587,7 @@ svc_attach(int i, GhSvcSlot *slot, char *x)
 	}
 	if (!src->table.rows_identity)
 	{
-		if (dsm_segment_map_length(svc_maps[i].seg) < (Size) slot->n * sizeof(uint32))
+		if (xlen < (Size) slot->n * sizeof(uint32))
 		{
 			svc_fail(slot, GH_ERR_INVALID, "the GPU service", "no room for the row array");
 			return;
@@ -507,7 +618,7 @@ svc_attach(int i, GhSvcSlot *slot, char *x)
  * and writes its row array back to x when some hash repeats.
  */
 static void
-svc_build(int i, GhSvcSlot *slot, char *x)
+svc_build(int i, GhSvcSlot *slot, char *x, Size xlen)
 {
 	gh_mm_params params;
 	SvcTable   *t = svc_new_table();
@@ -515,7 +626,7 @@ svc_build(int i, GhSvcSlot *slot, char *x)
 	gh_status	st;
 	instr_time	start;
 
-	if (dsm_segment_map_length(svc_maps[i].seg) < (Size) slot->n * sizeof(uint64))
+	if (xlen < (Size) slot->n * sizeof(uint64))
 	{
 		/* t stays unused */
 		svc_fail(slot, GH_ERR_INVALID, "the GPU service", "fewer hashes than rows");
@@ -660,6 +771,7 @@ svc_serve(int i)
 {
 	GhSvcSlot  *slot = &gh_svc->slots[i];
 	char	   *x = NULL;
+	Size		xlen = 0;
 
 	svc_take(slot);
 	switch (slot->op)
@@ -674,7 +786,7 @@ svc_serve(int i)
 				instr_time	start;
 
 				INSTR_TIME_SET_CURRENT(start);
-				x = svc_exchange(i, slot);
+				x = svc_exchange(i, slot, &xlen);
 				svc_ms_since(slot, SVC_MS_MAP, &start);
 			}
 			if (x == NULL)
@@ -683,9 +795,12 @@ svc_serve(int i)
 				break;
 			}
 			if (slot->op == SVC_OP_BUILD)
-				svc_build(i, slot, x);
+				svc_build(i, slot, x, xlen);
 			else
-				svc_attach(i, slot, x);
+				svc_attach(i, slot, x, xlen);
+			break;
+		case SVC_OP_XAREA:
+			svc_xarea_claim(slot);
 			break;
 		case SVC_OP_FREE:
 			{
@@ -780,6 +895,26 @@ svc_reap(void)
 					kill(svc_tables[k].owner_pid, 0) != 0 && errno == ESRCH)
 					svc_free_table(&svc_tables[k]);
 	}
+}
+
+/*
+ * svc_xarea_idle gives the service's exchange area back once no build has
+ * claimed it for SVC_XAREA_IDLE_S seconds.
+ */
+static void
+svc_xarea_idle(void)
+{
+	bool		owned;
+
+	if (svc_xseg == NULL ||
+		!TimestampDifferenceExceeds(svc_xarea_used, GetCurrentTimestamp(),
+									SVC_XAREA_IDLE_S * 1000))
+		return;
+	SpinLockAcquire(&gh_svc->xarea_mutex);
+	owned = (gh_svc->xarea_owner != 0);
+	SpinLockRelease(&gh_svc->xarea_mutex);
+	if (!owned)
+		svc_xarea_drop();
 }
 
 /* svc_shutdown tells the backends, at exit, that no service is serving. */
@@ -885,6 +1020,12 @@ gpuhash_service_main(Datum arg)
 		elog(FATAL, "gpuhash GPU service: out of memory");
 
 	svc_open_device();
+	/* an earlier service process's exchange area went with it */
+	SpinLockAcquire(&gh_svc->xarea_mutex);
+	gh_svc->xarea = DSM_HANDLE_INVALID;
+	gh_svc->xarea_owner = 0;
+	gh_svc->xarea_dirty = false;
+	SpinLockRelease(&gh_svc->xarea_mutex);
 	on_shmem_exit(svc_shutdown, (Datum) 0);
 	svc_refuse_stale();
 	gh_svc->service_latch = MyLatch;
@@ -911,7 +1052,10 @@ gpuhash_service_main(Datum arg)
 					   1000L, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		if (rc & WL_TIMEOUT)
+		{
 			svc_reap();
+			svc_xarea_idle();
+		}
 	}
 }
 

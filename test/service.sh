@@ -182,6 +182,44 @@ else
     ok "device = cpu with the service on the GPU: the backend's CPU twin"
   fi
 fi
+# a shared build's hashes reach the service through the service's own
+# exchange area, kept from one build to the next (the participants' DEBUG2
+# accounts name it); builds at once that find it taken make their own; a
+# build that claimed it and then spilled to partitions (the inner side
+# underestimated: a = b, both of 10 values) gives it back without a table,
+# and the next build has it again: native's rows every time
+xarea() {  # the exchange areas a shared build's participants name
+  q -c "SET gpuhash.force_join = on" -c "$parallel" -c "SET client_min_messages = debug2" -c "$1" 2>&1 >/dev/null |
+    grep -o 'exchange [a-z]*' | sort -u | tr '\n' ' '
+}
+# (an inner side of 300000 rows: the workers start while it is read)
+q >/dev/null <<'SQL'
+CREATE TABLE sv_x AS SELECT i AS k, i % 10 AS a, i % 10 AS b, 'x' || i AS t FROM generate_series(1, 300000) i;
+ANALYZE sv_x;
+SQL
+xj="SELECT o.id, x.t FROM sv_o o JOIN sv_x x ON o.k = x.k"
+check "$(xarea "$xj")" "exchange service " "a shared build's hashes go through the service's exchange area"
+check "$(xarea "$xj")" "exchange service " "the next shared build has the service's exchange area again"
+natt=$(digest "SET gpuhash.enabled = off" "$xj")
+for k in 1 2 3 4; do
+  digest "SET gpuhash.force_join = on; $parallel" "$xj" >"$cl/xarea.$k" 2>&1 &
+done
+wait
+same=0
+for k in 1 2 3 4; do [ "$(cat "$cl/xarea.$k")" = "$natt" ] && same=$((same + 1)); done
+check "$same" 4 "four shared builds at once, one exchange area: native's rows in each"
+xq="SELECT o.id, x.k FROM sv_o o JOIN sv_x x ON o.k = x.k WHERE x.a = 1 AND x.b = 1"
+xplan=$(q -c "SET gpuhash.force_join = on" -c "$parallel" -c "SET work_mem = '64kB'" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $xq")
+if grep -q 'Shared Partitions: [1-9]' <<<"$xplan"; then
+  ok "an underestimated shared build spills to partitions"
+else
+  notok "an underestimated shared build spills to partitions" "$(grep -E 'Inner Side|Batches|Partition' <<<"$xplan")"
+fi
+check "$(digest "SET gpuhash.force_join = on; $parallel; SET work_mem = '64kB'" "$xq")" \
+  "$(digest "SET gpuhash.enabled = off" "$xq")" "the spilled shared build: native's rows"
+check "$(xarea "$xj")" "exchange service " "after the spilled build the next one has the service's exchange area"
+check "$(digest "SET gpuhash.force_join = on; $parallel" "$xj")" "$natt" "and native's rows"
+
 # the default, gpuhash.gpu_service = parallel: a parallel join's participants
 # use the service, a serial join holds its table in the backend
 restart() {
