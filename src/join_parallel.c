@@ -480,10 +480,12 @@ prealloc_arena_row(GhjState *s)
  * expects of the inner side (prealloc_rows) while the others read their
  * shares; ghj_shared_allocate keeps each if the rows fit in it.  Nothing
  * is allocated if the area has no room: ghj_shared_allocate then does it.
- * With the GPU service, the second participant makes the exchange area of
- * its one table's build at the same time (a segment of its own, not the
- * area's, whose lock the first holds while it allocates); the participants
- * fill it as they compact (ghj_shared_compact).  Creating that much shared
+ * With the GPU service, the second participant gets the exchange area of
+ * its one table's build at the same time: the service's own, which the
+ * service keeps from one build to the next (gh_svc_claim_exchange), or,
+ * while another build holds that, a segment of its own (not the area's,
+ * whose lock the first holds while it allocates); the participants fill it
+ * as they compact (ghj_shared_compact).  Creating that much shared
  * memory takes the kernel a while: on an H100 host, 41-119 ms for the
  * store of 10M rows of the join benchmark, which the first participant
  * spends while the others load.  (In the query's area, whose lock every

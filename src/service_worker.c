@@ -22,6 +22,13 @@
  * from that budget, its CUDA context's share from its start, and gives it
  * back as it frees them (and at exit); it never waits for room.
  *
+ * A parallel join's shared build sends its hashes through the service's own
+ * exchange area, which the service makes, page-locks once and keeps from
+ * one build to the next (svc_xarea_claim; one build holds it at a time),
+ * and each participant sends its probe area ahead while the others still
+ * work on the build (SVC_OP_AREA), so that the views of the shared table,
+ * served one after another, map nothing.
+ *
  * The service never raises an ERROR for a request: failures go back to the
  * backend in its slot (service.h).  Its tables live across transactions in
  * memory of its own (malloc and the CUDA runtime), not under resource
@@ -41,9 +48,10 @@
 #include "storage/dsm.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lwlock.h"
 #include "tcop/tcopprot.h"
-#include "utils/timestamp.h"
 #include "utils/guc.h"
+#include "utils/timestamp.h"
 
 #include "hashtable.h"
 #include "service.h"
@@ -350,6 +358,7 @@ svc_xarea_claim(GhSvcSlot *slot)
 			MemoryContextSwitchTo(cxt);
 			EmitErrorReport();
 			FlushErrorState();
+			LWLockReleaseAll();
 			svc_xseg = NULL;
 		}
 		PG_END_TRY();
