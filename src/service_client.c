@@ -407,8 +407,9 @@ gh_svc_claim_exchange(uint32 n, uint64 *token)
 	dsm_segment *seg;
 
 	*token = 0;
+	/* a join of this process holds it (one build inside another's load) */
 	if (my_xarea != NULL)
-		dsm_detach(my_xarea);	/* release_on_detach forgets it */
+		return NULL;
 	slot->op = SVC_OP_XAREA;
 	slot->n = n;
 	my_xarea_pending = true;
