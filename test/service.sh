@@ -10,7 +10,9 @@
 # service stopped, joins run in the backend with the same rows, and the
 # postmaster starts it again; DROP DATABASE and DROP TABLESPACE finish while
 # it runs; a reload reaches it; gpuhash.device = gpu never runs on a service
-# that is on the CPU twin.  Then the
+# that is on the CPU twin; a shared build's hashes go through the service's
+# own exchange area, which the next build has again (also after four builds
+# at once, and after one that claimed it and spilled).  Then the
 # default, gpu_service = parallel: serial joins in the backend, parallel ones
 # in the service.  The server-wide device memory budget: the service's and the
 # backends' reservations come back (a join's end, a terminated backend, a
