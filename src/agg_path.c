@@ -2039,7 +2039,7 @@ gha_group(GhaState *st)
 			gh_agg_run_add(st->run, slot);
 	}
 	/* the input's workers and wall time, for the DEBUG2 account */
-	gh_agg_run_note_input(st->run, st->child, gh_agg_ms_since(t0));
+	gh_agg_run_note_input(st->run, st->child, gh_ms_since(t0));
 	if (nest >= 0)
 		AtEOXact_GUC(true, nest);
 	gh_agg_run_complete(st->run);

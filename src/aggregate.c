@@ -1240,8 +1240,7 @@ run_input(GhAggPlan *plan, GhAggRun *run)
 	PlannedStmt *pstmt;
 	QueryDesc  *qd;
 	int			nestlevel;
-	instr_time	t0,
-				t1;
+	instr_time	t0;
 
 	memset(&dest, 0, sizeof(dest));
 	dest.pub.receiveSlot = dest_receive;
@@ -1283,9 +1282,7 @@ run_input(GhAggPlan *plan, GhAggRun *run)
 	INSTR_TIME_SET_CURRENT(t0);
 	ExecutorStart(qd, 0);
 	ExecutorRun(qd, ForwardScanDirection, 0, true);
-	INSTR_TIME_SET_CURRENT(t1);
-	INSTR_TIME_SUBTRACT(t1, t0);
-	gh_agg_run_note_input(run, qd->planstate, INSTR_TIME_GET_MILLISEC(t1));
+	gh_agg_run_note_input(run, qd->planstate, gh_ms_since(t0));
 	ExecutorFinish(qd);
 	ExecutorEnd(qd);
 	FreeQueryDesc(qd);

@@ -765,17 +765,6 @@ extern void gpuhash_init_agg_path(void);
 extern int	gpuhash_batch_rows;
 extern double gpuhash_load_factor;
 
-/* gh_agg_ms_since returns the milliseconds since start. */
-static inline double
-gh_agg_ms_since(instr_time start)
-{
-	instr_time	now;
-
-	INSTR_TIME_SET_CURRENT(now);
-	INSTR_TIME_SUBTRACT(now, start);
-	return INSTR_TIME_GET_MILLISEC(now);
-}
-
 /* gh_pow10_i128: 10^k, 0 <= k <= 38 (10^38 is the largest below 2^127). */
 static inline int128
 gh_pow10_i128(int k)

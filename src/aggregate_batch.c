@@ -759,7 +759,7 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 	run->stats.packets++;
 	run->stats.packet_bytes += VARSIZE(pkt);
 	run->stats.worker_busy_us += pkt->busy_us;
-	run->stats.ms_copy += gh_agg_ms_since(t0);
+	run->stats.ms_copy += gh_ms_since(t0);
 	if (batch_full(run))
 		gh_agg_flush(run);
 }
@@ -814,7 +814,7 @@ device_generic(GhAggRun *run)
 	/* 2. every row against its group's representative */
 	nbad = gh_agg_check_keys(run, s, ctrl.ngroups);
 	s->ngroups = ctrl.ngroups;
-	run->stats.ms_verify += gh_agg_ms_since(t1);
+	run->stats.ms_verify += gh_ms_since(t1);
 
 	/* 3. accumulate what matched */
 	INSTR_TIME_SET_CURRENT(t1);
@@ -826,7 +826,7 @@ device_generic(GhAggRun *run)
 	}
 	GH_AGG_DEVICE_CALL(gh_agg_accumulate, run->target, ON_TARGET(run, "aggregating"),
 					   s->acc, &s->layout, s->ngroups, &b);
-	run->stats.ms_device += gh_agg_ms_since(t1);
+	run->stats.ms_device += gh_ms_since(t1);
 	return nbad;
 }
 
@@ -1084,7 +1084,7 @@ device_exact(GhAggRun *run)
 		if (fix || (nbad > 0 && run->plan->nexprs > 0))
 			gh_agg_expr_fixups(run, run->batch.h_bad + nbad, nabsent, nbad);
 	}
-	run->stats.ms_device += gh_agg_ms_since(t0);
+	run->stats.ms_device += gh_ms_since(t0);
 	return nbad;
 }
 
@@ -1140,5 +1140,5 @@ gh_agg_flush(GhAggRun *run)
 	run->batch.miss_cap = 0;
 	if (!run->spill.active)
 		gh_agg_spill_check(run);
-	run->stats.ms_flush += gh_agg_ms_since(t0);
+	run->stats.ms_flush += gh_ms_since(t0);
 }

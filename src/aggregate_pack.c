@@ -822,7 +822,7 @@ pack_exec(CustomScanState *node)
 	hdr->nullcols = nullcols;
 	hdr->narrowcols = narrowcols;
 	hdr->onedscols = onedscols;
-	hdr->busy_us = (uint32) Min(gh_agg_ms_since(t0) * 1000.0, (double) PG_UINT32_MAX);
+	hdr->busy_us = (uint32) Min(gh_ms_since(t0) * 1000.0, (double) PG_UINT32_MAX);
 	SET_VARSIZE(ps->packet, p - (char *) ps->packet);
 	out->tts_values[0] = PointerGetDatum(ps->packet);
 	out->tts_isnull[0] = false;

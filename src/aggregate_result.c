@@ -69,7 +69,7 @@ finish_pass(GhAggRun *run)
 	if (run->spill.pending == NIL)
 		gh_agg_staging_free(run);
 	if (run->spill.passes == 0)
-		run->stats.ms_fetch = gh_agg_ms_since(t0);
+		run->stats.ms_fetch = gh_ms_since(t0);
 }
 
 /*
@@ -106,7 +106,7 @@ next_pass(GhAggRun *run)
 	run->stats.ms_flush = before.ms_flush;
 	run->stats.ms_device = before.ms_device;
 	run->stats.ms_verify = before.ms_verify;
-	run->stats.ms_passes += gh_agg_ms_since(t0);
+	run->stats.ms_passes += gh_ms_since(t0);
 	return true;
 }
 
@@ -258,7 +258,7 @@ gh_agg_run_report(GhAggRun *run)
 		return;
 	run->out.reported = true;
 	st->ms_finish = st->ms_fetch +
-		(run->out.rows > 0 ? gh_agg_ms_since(run->out.t_first) : 0);
+		(run->out.rows > 0 ? gh_ms_since(run->out.t_first) : 0);
 
 	/* counts that do not depend on the device, then where the time went */
 	elog(DEBUG1, "gpuhash_aggregate: %llu input rows, %llu groups on the device, "
@@ -284,8 +284,8 @@ gh_agg_run_report(GhAggRun *run)
 		 (unsigned long long) st->bad_rows,
 		 (unsigned long long) st->side_values, (unsigned long long) st->text_values,
 		 (unsigned long long) st->rescales,
-		 gh_agg_ms_since(st->t_begin),
-		 gh_agg_ms_since(st->t_begin) - st->ms_flush - st->ms_finish,
+		 gh_ms_since(st->t_begin),
+		 gh_ms_since(st->t_begin) - st->ms_flush - st->ms_finish,
 		 st->ms_device, st->ms_verify,
 		 st->ms_flush - st->ms_device - st->ms_verify, st->ms_finish,
 		 st->ms_fetch, st->ms_passes);

@@ -6,6 +6,8 @@
 #ifndef GPUHASH_H
 #define GPUHASH_H
 
+#include "portability/instr_time.h"
+
 #include "gpuhash_cuda.h"
 
 /* gpuhash.device */
@@ -23,6 +25,17 @@ typedef enum GhTarget
 	GH_TARGET_GPU,
 	GH_TARGET_CPU				/* the CPU twin of the device code */
 } GhTarget;
+
+/* gh_ms_since returns the milliseconds since start. */
+static inline double
+gh_ms_since(instr_time start)
+{
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	INSTR_TIME_SUBTRACT(now, start);
+	return INSTR_TIME_GET_MILLISEC(now);
+}
 
 /* settings (gpuhash.c) */
 extern bool gpuhash_enabled;
@@ -115,6 +128,8 @@ extern gh_status gh_svc_attach(uint32 src_id, uint32 n,
 							   const gh_mm_params *params, uint32 probe_cap,
 							   GhSvcTableInfo *info, uint32 *rows, gh_error *err);
 extern gh_status gh_svc_probe(uint32 id, uint32 n, gh_error *err);
+/* gh_svc_last_times's figures: the call's ms, then service.h's SVC_MS_* */
+#define GH_SVC_TIMES 7
 extern void gh_svc_last_times(double *ms);
 extern void gh_svc_send_area(uint32 probe_cap);
 extern struct dsm_segment *gh_svc_claim_exchange(uint32 n, uint64 *token);

@@ -90,11 +90,7 @@ table_params(gh_mm_params *params)
 static void
 table_add_time(GhTable *t, instr_time start)
 {
-	instr_time	end;
-
-	INSTR_TIME_SET_CURRENT(end);
-	INSTR_TIME_SUBTRACT(end, start);
-	t->device_ms += INSTR_TIME_GET_MILLISEC(end);
+	t->device_ms += gh_ms_since(start);
 }
 
 /*
@@ -229,10 +225,10 @@ place_gpu(GhTable *t, const uint64 *hashes, uint32 nrows,
 	void	   *d_hashes = NULL;
 	const char *action = "allocating device memory";
 	gh_status	st;
-	instr_time	mark[4];
+	instr_time	start;
 
-	INSTR_TIME_SET_CURRENT(mark[0]);
-	mark[1] = mark[2] = mark[3] = mark[0];
+	INSTR_TIME_SET_CURRENT(start);
+	memset(t->place_ms, 0, sizeof(t->place_ms));
 	st = env->alloc(GH_TARGET_GPU, bytes, true, &t->mem, err);
 	if (st == GH_OK)
 	{
@@ -254,9 +250,9 @@ place_gpu(GhTable *t, const uint64 *hashes, uint32 nrows,
 
 	t->mem_bytes = bytes;
 	action = "copying to the GPU";
-	INSTR_TIME_SET_CURRENT(mark[1]);
+	t->place_ms[0] = gh_ms_since(start);
 	st = gh_cuda_memcpy_htod(d_hashes, hashes, nrows * sizeof(uint64), stream, err);
-	INSTR_TIME_SET_CURRENT(mark[2]);
+	t->place_ms[1] = gh_ms_since(start) - t->place_ms[0];
 	if (st == GH_OK)
 	{
 		action = "building the hash table";
@@ -267,14 +263,7 @@ place_gpu(GhTable *t, const uint64 *hashes, uint32 nrows,
 		action = "waiting for the GPU";
 		st = gh_cuda_stream_sync(stream, err);
 	}
-	INSTR_TIME_SET_CURRENT(mark[3]);
-	for (int k = 0; k < 3; k++)
-	{
-		instr_time	d = mark[k + 1];
-
-		INSTR_TIME_SUBTRACT(d, mark[k]);
-		t->place_ms[k] = INSTR_TIME_GET_MILLISEC(d);
-	}
+	t->place_ms[2] = gh_ms_since(start) - t->place_ms[0] - t->place_ms[1];
 	if (st != GH_OK)
 		(void) table_fail(env, st, err, action);
 	env->free(GH_TARGET_GPU, d_hashes);

@@ -286,16 +286,13 @@ ghj_make_table(GhjState *s, uint64 *hashes, bool grouped)
 {
 	GhTableWhere where;
 	MemoryContext old;
-	instr_time	ctx_start,
-				ctx_end;
+	instr_time	ctx_start;
 
 	INSTR_TIME_SET_CURRENT(ctx_start);
 	gh_table_where(s->css.ss.ps.plan->parallel_aware, &where);
 	s->target = where.target;
 	s->gpu_later = where.gpu_later;
-	INSTR_TIME_SET_CURRENT(ctx_end);
-	INSTR_TIME_SUBTRACT(ctx_end, ctx_start);
-	s->context_ms += INSTR_TIME_GET_MILLISEC(ctx_end);
+	s->context_ms += gh_ms_since(ctx_start);
 
 	old = MemoryContextSwitchTo(s->build_cxt);
 	if (where.service)
@@ -439,7 +436,7 @@ too_many_inner_rows(void)
  * chunks (GHJ_PH_LOAD), which it later copies into the shared store; or,
  * once the participants' chunks pass their budget, into partitions.
  */
-static pg_noinline void
+static void
 ghj_load_shared(GhjState *s)
 {
 	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
@@ -596,7 +593,7 @@ build_trace(GhjState *s, BuildTrace *tr, int phase, uint64 nrows)
 					 s->shared->xchg_token != 0 ? "service's" : "query's");
 	if (s->table && gh_table_shared(s->table))
 	{
-		double		ms[7];
+		double		ms[GH_SVC_TIMES];
 
 		gh_svc_last_times(ms);
 		appendStringInfo(&buf, "; service %s %.1f (map %.1f, area %.1f, table %.1f: memory %.1f, copy %.1f, build %.1f)",
@@ -640,8 +637,7 @@ ghj_build_shared(GhjState *s)
 		/* the service maps its probe area while the participants compact */
 		if (!ghj_parts_spilling(s) && gh_svc_available(true))
 			gh_svc_send_area(s->batch_cap);
-		loaded = ghj_shared_chunk_rows(s);
-		if (ghj_shared_loaded(s))
+		if (ghj_shared_loaded(s, &loaded))
 			ghj_shared_allocate(s);
 		phase = GHJ_PH_ALLOCATE;
 	}
@@ -927,8 +923,7 @@ ghj_build_private(GhjState *s)
 void
 ghj_build(GhjState *s)
 {
-	instr_time	start,
-				end;
+	instr_time	start;
 
 	INSTR_TIME_SET_CURRENT(start);
 	if (s->curpart >= 0)
@@ -939,8 +934,6 @@ ghj_build(GhjState *s)
 		ghj_build_shared(s);
 	else
 		ghj_build_private(s);
-	INSTR_TIME_SET_CURRENT(end);
-	INSTR_TIME_SUBTRACT(end, start);
-	s->build_ms += INSTR_TIME_GET_MILLISEC(end);
+	s->build_ms += gh_ms_since(start);
 }
 

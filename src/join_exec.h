@@ -468,8 +468,7 @@ extern Size ghj_shared_add(GhjState *s, const Datum *rec, uint64 hash,
 extern bool ghj_shared_claim(GhjShared *sh, bool *claimed);
 extern void ghj_shared_spill_chunks(GhjState *s);
 extern void ghj_shared_preallocate(GhjState *s);
-extern uint64 ghj_shared_chunk_rows(GhjState *s);
-extern bool ghj_shared_loaded(GhjState *s);
+extern bool ghj_shared_loaded(GhjState *s, uint64 *loaded);
 extern bool ghj_shared_next_phase(GhjState *s);
 extern void ghj_shared_allocate(GhjState *s);
 extern void ghj_shared_compact(GhjState *s);

@@ -603,30 +603,21 @@ ghj_shared_exchange_end(GhjState *s)
 	s->xchg_seg = NULL;
 }
 
-/* ghj_shared_chunk_rows is the rows this participant has loaded so far. */
-uint64
-ghj_shared_chunk_rows(GhjState *s)
-{
-	uint64		n = s->chunk ? s->chunk->nrows : 0;
-
-	for (GhjChunk *c = s->chunks; c; c = c->next)
-		n += c->nrows;
-	return n;
-}
-
 /*
  * ghj_shared_loaded adds this participant's share to the shared totals and
  * waits for the other participants to finish theirs.  True for the one
  * participant that is then to allocate the store (ghj_shared_allocate).
+ * *loaded: the rows of this participant's share.
  */
 bool
-ghj_shared_loaded(GhjState *s)
+ghj_shared_loaded(GhjState *s, uint64 *loaded)
 {
 	GhjShared  *sh = s->shared;
 	uint64		n;
 	Size		arena;
 
 	chunks_done(s, &n, &arena);
+	*loaded = n;
 	SpinLockAcquire(&sh->mutex);
 	sh->nrows += n;
 	sh->arena_bytes += arena;

@@ -86,7 +86,6 @@ svc_shmem_startup(void)
 		memset(gh_svc, 0, svc_shmem_size());
 		gh_svc->nslots = svc_nslots();
 		SpinLockInit(&gh_svc->xarea_mutex);
-		gh_svc->xarea = DSM_HANDLE_INVALID;
 		for (int i = 0; i < gh_svc->nslots; i++)
 			pg_atomic_init_u32(&gh_svc->slots[i].state, SVC_IDLE);
 	}

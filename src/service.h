@@ -117,7 +117,6 @@ typedef struct GhSvcShared
 	 * makes a new one for the next claim.
 	 */
 	slock_t		xarea_mutex;
-	dsm_handle	xarea;			/* DSM_HANDLE_INVALID while there is none */
 	uint64		xarea_owner;
 	uint64		xarea_tokens;	/* the last token given */
 	bool		xarea_dirty;

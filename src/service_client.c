@@ -437,9 +437,12 @@ gh_svc_claim_exchange(uint32 n, uint64 *token)
  * the call as this backend waited for it, then the service's own ms
  * (GhSvcSlot.ms: mapping the exchange segment, the probe area, the table).
  */
-static double my_last_ms[1 + SVC_MS_COUNT];
+static double my_last_ms[GH_SVC_TIMES];
 
-/* gh_svc_last_times copies my_last_ms into ms (1 + SVC_MS_COUNT of them). */
+StaticAssertDecl(GH_SVC_TIMES == 1 + SVC_MS_COUNT,
+				 "gh_svc_last_times gives the call's time and the service's");
+
+/* gh_svc_last_times copies my_last_ms into ms (GH_SVC_TIMES of them). */
 void
 gh_svc_last_times(double *ms)
 {
@@ -471,8 +474,7 @@ svc_make_table(SvcOp op, uint32 src_id, dsm_segment *xchg,
 	char	   *x;
 	gh_status	st;
 	dsm_segment *area;
-	instr_time	start,
-				end;
+	instr_time	start;
 
 	if (xchg != NULL && dsm_segment_map_length(xchg) < xbytes)
 		elog(ERROR, "GpuHashJoin: the shared build's exchange area is too small");
@@ -516,9 +518,7 @@ svc_make_table(SvcOp op, uint32 src_id, dsm_segment *xchg,
 	slot->mem_limit_mb = gpuhash_device_memory_limit;
 	INSTR_TIME_SET_CURRENT(start);
 	st = svc_call(slot, xchg, err);
-	INSTR_TIME_SET_CURRENT(end);
-	INSTR_TIME_SUBTRACT(end, start);
-	my_last_ms[0] = INSTR_TIME_GET_MILLISEC(end);
+	my_last_ms[0] = gh_ms_since(start);
 	for (int k = 0; k < SVC_MS_COUNT; k++)
 		my_last_ms[1 + k] = slot->ms[k];
 	if (st != GH_OK)

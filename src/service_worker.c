@@ -102,7 +102,7 @@ static SvcMapping *svc_maps = NULL;
 static SvcArea *svc_areas = NULL;
 
 /*
- * The service's exchange area (GhSvcShared.xarea): its mapping, whether it
+ * The service's exchange area (GhSvcShared.xarea_owner): its mapping, whether it
  * is page-locked, and when a claim last took it.  It is given back to the
  * system once no build claimed it for SVC_XAREA_IDLE_S seconds; areas past
  * SVC_XAREA_MAX bytes are not kept (those builds make their own).
@@ -157,6 +157,8 @@ static char *svc_exchange(int i, GhSvcSlot *slot, Size *len);
 static void svc_xarea_drop(void);
 static void svc_xarea_claim(GhSvcSlot *slot);
 static void svc_xarea_idle(void);
+static bool svc_pin(dsm_segment *seg);
+static void svc_unmap(dsm_segment *seg, bool pinned);
 static bool svc_map_area(GhSvcSlot *slot, dsm_segment **seg, bool *pinned);
 static void svc_area_drop(int i);
 static bool svc_attach_area(int i, GhSvcSlot *slot, SvcTable *t);
@@ -207,16 +209,12 @@ svc_set_error(GhSvcSlot *slot, gh_status st, const gh_error *err, const char *wh
 static void
 svc_free_table(SvcTable *t)
 {
-	gh_error	err;
 	bool		last = (t->refs == NULL || --(*t->refs) == 0);
 
 	if (last && t->refs)
 		free(t->refs);
 	gh_table_release(&t->table, &svc_env, last);
-	if (t->area_pinned)
-		(void) gh_cuda_host_unregister(dsm_segment_address(t->area), &err);
-	if (t->area)
-		dsm_detach(t->area);
+	svc_unmap(t->area, t->area_pinned);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -300,17 +298,11 @@ svc_exchange(int i, GhSvcSlot *slot, Size *len)
 static void
 svc_xarea_drop(void)
 {
-	gh_error	err;
-
 	SpinLockAcquire(&gh_svc->xarea_mutex);
-	gh_svc->xarea = DSM_HANDLE_INVALID;
 	gh_svc->xarea_owner = 0;
 	gh_svc->xarea_dirty = false;
 	SpinLockRelease(&gh_svc->xarea_mutex);
-	if (svc_xseg_pinned)
-		(void) gh_cuda_host_unregister(dsm_segment_address(svc_xseg), &err);
-	if (svc_xseg != NULL)
-		dsm_detach(svc_xseg);	/* a peer still attached keeps it a while */
+	svc_unmap(svc_xseg, svc_xseg_pinned);	/* a peer still attached keeps it a while */
 	svc_xseg = NULL;
 	svc_xseg_pinned = false;
 }
@@ -346,7 +338,6 @@ svc_xarea_claim(GhSvcSlot *slot)
 		/* a quarter more, for the next build's estimate */
 		Size		size = Min(Max(need + need / 4, SVC_XAREA_MIN), SVC_XAREA_MAX);
 		MemoryContext cxt = CurrentMemoryContext;
-		gh_error	err;
 
 		/* never an ERROR for a request: a full /dev/shm refuses the claim */
 		PG_TRY();
@@ -365,15 +356,10 @@ svc_xarea_claim(GhSvcSlot *slot)
 		if (svc_xseg == NULL)
 			return;
 		dsm_pin_mapping(svc_xseg);
-		memset(&err, 0, sizeof(err));
-		svc_xseg_pinned = gh_svc->on_gpu &&
-			gh_cuda_host_register(dsm_segment_address(svc_xseg), size, &err) == GH_OK;
-		SpinLockAcquire(&gh_svc->xarea_mutex);
-		gh_svc->xarea = dsm_segment_handle(svc_xseg);
-		gh_svc->xarea_dirty = false;
-		SpinLockRelease(&gh_svc->xarea_mutex);
+		svc_xseg_pinned = svc_pin(svc_xseg);
 	}
 	SpinLockAcquire(&gh_svc->xarea_mutex);
+	gh_svc->xarea_dirty = false;
 	gh_svc->xarea_owner = ++gh_svc->xarea_tokens;
 	slot->xarea_token = gh_svc->xarea_owner;
 	SpinLockRelease(&gh_svc->xarea_mutex);
@@ -492,31 +478,43 @@ svc_free(GhTarget target, void *ptr)
 		}
 }
 
-/* svc_ms_since adds the ms since *start to slot->ms[k] and restarts *start. */
-static void
-svc_ms_since(GhSvcSlot *slot, int k, instr_time *start)
-{
-	instr_time	now;
-	instr_time	d;
-
-	INSTR_TIME_SET_CURRENT(now);
-	d = now;
-	INSTR_TIME_SUBTRACT(d, *start);
-	slot->ms[k] += (float) INSTR_TIME_GET_MILLISEC(d);
-	*start = now;
-}
-
 /*
- * svc_map_area maps the probe area the request in slot names (*seg) and
- * page-locks it if it can (*pinned): the batches' copies then run at full
- * speed.  False, the request answered, if it is gone.
+ * svc_pin page-locks the service's mapping of seg on the GPU, so that the
+ * GPU's copies from and to it run at full speed; false if it is not (on the
+ * CPU twin, or the driver refused: the copies are then slower).
  */
 static bool
-svc_map_area(GhSvcSlot *slot, dsm_segment **seg, bool *pinned)
+svc_pin(dsm_segment *seg)
 {
 	gh_error	err;
 
 	memset(&err, 0, sizeof(err));
+	return gh_svc->on_gpu &&
+		gh_cuda_host_register(dsm_segment_address(seg),
+							  dsm_segment_map_length(seg), &err) == GH_OK;
+}
+
+/* svc_unmap undoes svc_pin (if pinned) and detaches seg, if any. */
+static void
+svc_unmap(dsm_segment *seg, bool pinned)
+{
+	gh_error	err;
+
+	if (seg == NULL)
+		return;
+	if (pinned)
+		(void) gh_cuda_host_unregister(dsm_segment_address(seg), &err);
+	dsm_detach(seg);
+}
+
+/*
+ * svc_map_area maps the probe area the request in slot names (*seg) and
+ * page-locks it if it can (*pinned).  False, the request answered, if it
+ * is gone.
+ */
+static bool
+svc_map_area(GhSvcSlot *slot, dsm_segment **seg, bool *pinned)
+{
 	*pinned = false;
 	*seg = dsm_attach(slot->probe_seg);
 	if (*seg == NULL)
@@ -524,10 +522,7 @@ svc_map_area(GhSvcSlot *slot, dsm_segment **seg, bool *pinned)
 		svc_fail(slot, GH_ERR_INVALID, "dsm_attach", "no probe area");
 		return false;
 	}
-	if (gh_svc->on_gpu)
-		*pinned = gh_cuda_host_register(dsm_segment_address(*seg),
-										dsm_segment_map_length(*seg),
-										&err) == GH_OK;
+	*pinned = svc_pin(*seg);
 	return true;
 }
 
@@ -536,12 +531,8 @@ static void
 svc_area_drop(int i)
 {
 	SvcArea    *a = &svc_areas[i];
-	gh_error	err;
 
-	if (a->pinned)
-		(void) gh_cuda_host_unregister(dsm_segment_address(a->seg), &err);
-	if (a->seg)
-		dsm_detach(a->seg);
+	svc_unmap(a->seg, a->pinned);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -570,7 +561,7 @@ svc_attach_area(int i, GhSvcSlot *slot, SvcTable *t)
 			return false;
 	}
 	t->area_cap = slot->probe_cap;
-	svc_ms_since(slot, SVC_MS_AREA, &start);
+	slot->ms[SVC_MS_AREA] = (float) gh_ms_since(start);
 	return true;
 }
 
@@ -658,7 +649,7 @@ svc_build(int i, GhSvcSlot *slot, char *x, Size xlen)
 	if (st == GH_OK && !t->table.rows_identity)
 		st = gh_table_copy_rows(&t->table, (uint32 *) x, &svc_env, svc_stream,
 								&err);
-	svc_ms_since(slot, SVC_MS_TABLE, &start);
+	slot->ms[SVC_MS_TABLE] = (float) gh_ms_since(start);
 	for (int k = 0; k < 3; k++)
 		slot->ms[SVC_MS_ALLOC + k] = (float) t->table.place_ms[k];
 	if (st == GH_OK && (t->refs = malloc(sizeof(int))) == NULL)
@@ -796,7 +787,7 @@ svc_serve(int i)
 
 				INSTR_TIME_SET_CURRENT(start);
 				x = svc_exchange(i, slot, &xlen);
-				svc_ms_since(slot, SVC_MS_MAP, &start);
+				slot->ms[SVC_MS_MAP] = (float) gh_ms_since(start);
 			}
 			if (x == NULL)
 			{
@@ -1030,11 +1021,7 @@ gpuhash_service_main(Datum arg)
 
 	svc_open_device();
 	/* an earlier service process's exchange area went with it */
-	SpinLockAcquire(&gh_svc->xarea_mutex);
-	gh_svc->xarea = DSM_HANDLE_INVALID;
-	gh_svc->xarea_owner = 0;
-	gh_svc->xarea_dirty = false;
-	SpinLockRelease(&gh_svc->xarea_mutex);
+	svc_xarea_drop();
 	on_shmem_exit(svc_shutdown, (Datum) 0);
 	svc_refuse_stale();
 	gh_svc->service_latch = MyLatch;
