@@ -14,6 +14,9 @@
 #     tries) raises XX000 too, or the forced plan has no GpuHashJoin and the
 #     query calls no gpuhash function, it is not gpuhash's; if it raises
 #     XX000 again with gpuhash it counts as a gpuhash failure.
+# GPUHASH_SMITH_ROLE=NAME runs sqlsmith as NAME, a plain role (no
+# superuser, no CREATEROLE) that may read the tables; GPUHASH_SMITH_CONF
+# adds postgresql.conf lines (gpuhash.gpu_service = on, say).
 # Prints TAP (4 tests) and a summary line
 #   sqlsmith: N queries, E errors, X XX000 (G from gpuhash), C crashes
 # Exit status 0 when every test passed.
@@ -38,7 +41,9 @@ gpuhash.force_join = on
 gpuhash.force_agg = on
 log_line_prefix = '%m [%p] %e '
 log_min_messages = warning
-max_connections = 20" || { echo "1..1"; echo "not ok 1 - cluster start"; exit 1; }
+max_connections = 20
+${GPUHASH_SMITH_CONF:-}" || { echo "1..1"; echo "not ok 1 - cluster start"; exit 1; }
+smith_user=${GPUHASH_SMITH_ROLE:-postgres}
 psqlq() { gh_as_pg psql -X -q -v ON_ERROR_STOP=0 "$@"; }
 gh_as_pg createdb smith
 # the regression suites' tables and types, in test/schedule's order (their
@@ -57,6 +62,13 @@ psqlq -d smith -f "$cl/load.sql" >"$logdir/smith-load.log" 2>&1
 # the suites leave the settings they change at the database level alone;
 # make sure the forced mode is what sqlsmith sees
 psqlq -d smith -c "ALTER DATABASE smith SET gpuhash.force_join = on" -c "ALTER DATABASE smith SET gpuhash.force_agg = on" -c "ALTER DATABASE smith SET gpuhash.enabled = on" -c "ANALYZE" >>"$logdir/smith-load.log" 2>&1
+if [ "$smith_user" != postgres ]; then
+  psqlq -d smith -c "CREATE ROLE $smith_user LOGIN NOSUPERUSER NOCREATEROLE NOCREATEDB" \
+    -c "GRANT SELECT ON ALL TABLES IN SCHEMA public TO $smith_user" \
+    -c "GRANT USAGE ON SCHEMA public TO $smith_user" >>"$logdir/smith-load.log" 2>&1
+  [ "$(gh_as_pg psql -X -Atq -d smith -U "$smith_user" -c 'SELECT rolsuper FROM pg_roles WHERE rolname = current_user')" = f ] ||
+    { echo "1..1"; echo "not ok 1 - sqlsmith's role $smith_user is a plain role"; exit 1; }
+fi
 ntab=$(gh_as_pg psql -X -Atq -d smith -c "SELECT count(*) FROM pg_tables WHERE schemaname NOT IN ('pg_catalog','information_schema')")
 start_time=$(gh_as_pg psql -X -Atq -d smith -c "SELECT pg_postmaster_start_time()")
 # sqlsmith on one core (cpu 1 when there are two), the server's new
@@ -72,7 +84,7 @@ while [ $SECONDS -lt $((end - 2)) ] && [ $runs -lt 200 ]; do
   echo "== run $runs seed $seed" >>"$logdir/smith.log"
   # sqlsmith sets statement_timeout = 1s itself
   gh_as_pg timeout -s INT $((end - SECONDS)) taskset -c $core sqlsmith --verbose --seed=$seed \
-    --target="host=$cl port=$port dbname=smith user=postgres" >>"$logdir/smith.log" 2>&1
+    --target="host=$cl port=$port dbname=smith user=$smith_user" >>"$logdir/smith.log" 2>&1
   echo "== exit $?" >>"$logdir/smith.log"
 done
 # sqlsmith --verbose prints one character per query run: . ok, e error,
@@ -137,5 +149,5 @@ echo "1..4"
   || echo "not ok 3 - the server restarted or does not answer ($start_time -> ${now_start:-none})"
 [ "$ours" -eq 0 ] && echo "ok 4 - no internal error (XX000) caused by gpuhash ($xx XX000 in all)" \
   || { echo "not ok 4 - $ours XX000 caused by gpuhash (see $logdir/smith-xx000-classified.txt)"; head -5 "$logdir/smith-xx000-messages.txt" | sed 's/^/# /'; }
-echo "# sqlsmith: $queries queries, $errors errors, $xx XX000 ($ours from gpuhash), $crashes crash lines, $runs runs; logs in $logdir"
+echo "# sqlsmith as $smith_user: $queries queries, $errors errors, $xx XX000 ($ours from gpuhash), $crashes crash lines, $runs runs; logs in $logdir"
 [ "$queries" -gt 0 ] && [ "$crashes" -eq 0 ] && [ "$ours" -eq 0 ] && [ "$now_start" = "$start_time" ]
