@@ -1797,7 +1797,12 @@ offer_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 	 * the engine can take packets.  Offered also where the input's cheapest
 	 * path is already a Gather (apply_scanjoin_target_to_paths gathers the
 	 * final scan/join relation), since then the first path's rows cross the
-	 * Gather one by one and are projected in the leader.
+	 * Gather one by one and are projected in the leader.  Not offered where
+	 * a key or an argument may not be computed in a worker (the projection
+	 * is not parallel safe, as is_parallel_safe tells create_projection_path):
+	 * a SubPlan, whose plan the workers are not given, a parameter only the
+	 * leader has, a parallel-restricted function.  PostgreSQL computes those
+	 * in the leader, above its Gather; here the input is then read serially.
 	 */
 	if (partial != NULL)
 	{
@@ -1806,6 +1811,8 @@ offer_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 		GatherPath *gather;
 
 		child = (Path *) create_projection_path(root, input_rel, partial, child_target);
+		if (!child->parallel_safe)
+			return;
 		gather = create_gather_path(root, input_rel, child, child_target, NULL, &rows);
 		if (gather->num_workers > 0 && gather->num_workers < workers)
 			gather->num_workers = workers;

@@ -228,7 +228,8 @@ gh_agg_pack_gather(GhAggPlan *plan, Gather *gather, int node_id)
 	if (!gh_agg_can_pack(plan))
 		return false;
 	child = outerPlan(gather);
-	if (child == NULL || gather->plan.qual != NIL ||
+	/* the pack runs in the workers, and so must all that it reads */
+	if (child == NULL || !child->parallel_safe || gather->plan.qual != NIL ||
 		list_length(gather->plan.targetlist) != plan->nkeys + plan->ncols_in)
 		return false;
 	/*
