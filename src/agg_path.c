@@ -264,7 +264,14 @@ outside_groups(Node *node, List *keys)
 	return expression_tree_walker(node, outside_groups, keys);
 }
 
-static bool dependent_vars_failed(Node *node, void *context);
+/* The context of dependent_vars_failed. */
+typedef struct DependentVars
+{
+	List	   *keys;
+	List	  **vars;
+} DependentVars;
+
+static bool dependent_vars_failed(Node *node, DependentVars *context);
 
 /*
  * dependent_vars adds to *vars (once each) the Vars of this query level
@@ -275,28 +282,28 @@ static bool dependent_vars_failed(Node *node, void *context);
 static bool
 dependent_vars(Node *node, List *keys, List **vars)
 {
-	if (node == NULL || IsA(node, Aggref) || list_member(keys, node))
-		return true;
-	/* a placeholder outside the keys keeps its NULLs of an outer join: no */
-	if (IsA(node, GroupingFunc) || IsA(node, PlaceHolderVar) ||
-		(IsA(node, Var) && ((Var *) node)->varlevelsup > 0))
-		return false;
-	if (IsA(node, Var))
-	{
-		*vars = list_append_unique(*vars, node);
-		return true;
-	}
-	/* the walker stops at the first "true": ask it for a failure */
-	return !expression_tree_walker(node, dependent_vars_failed, (void *) list_make2(keys, vars));
+	DependentVars context = {keys, vars};
+
+	return !dependent_vars_failed(node, &context);
 }
 
 /* dependent_vars_failed is dependent_vars as a walker: true on failure. */
 static bool
-dependent_vars_failed(Node *node, void *context)
+dependent_vars_failed(Node *node, DependentVars *context)
 {
-	List	   *c = (List *) context;
-
-	return !dependent_vars(node, linitial(c), (List **) lsecond(c));
+	if (node == NULL || IsA(node, Aggref) || list_member(context->keys, node))
+		return false;
+	/* a placeholder outside the keys keeps its NULLs of an outer join: no */
+	if (IsA(node, GroupingFunc) || IsA(node, PlaceHolderVar) ||
+		(IsA(node, Var) && ((Var *) node)->varlevelsup > 0))
+		return true;
+	if (IsA(node, Var))
+	{
+		*context->vars = list_append_unique(*context->vars, node);
+		return false;
+	}
+	/* the walker stops at the first "true", a failure */
+	return expression_tree_walker(node, dependent_vars_failed, (void *) context);
 }
 
 /*
@@ -1790,7 +1797,12 @@ offer_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 	 * the engine can take packets.  Offered also where the input's cheapest
 	 * path is already a Gather (apply_scanjoin_target_to_paths gathers the
 	 * final scan/join relation), since then the first path's rows cross the
-	 * Gather one by one and are projected in the leader.
+	 * Gather one by one and are projected in the leader.  Not offered where
+	 * a key or an argument may not be computed in a worker (the projection
+	 * is not parallel safe, as is_parallel_safe tells create_projection_path):
+	 * a SubPlan, whose plan the workers are not given, a parameter only the
+	 * leader has, a parallel-restricted function.  PostgreSQL computes those
+	 * in the leader, above its Gather; here the input is then read serially.
 	 */
 	if (partial != NULL)
 	{
@@ -1799,6 +1811,8 @@ offer_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 		GatherPath *gather;
 
 		child = (Path *) create_projection_path(root, input_rel, partial, child_target);
+		if (!child->parallel_safe)
+			return;
 		gather = create_gather_path(root, input_rel, child, child_target, NULL, &rows);
 		if (gather->num_workers > 0 && gather->num_workers < workers)
 			gather->num_workers = workers;
@@ -1861,6 +1875,7 @@ gha_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	Oid			extfunc = gpuhash_extension_function();
 	ListCell   *lc;
 
+	gh_plans_made[GH_PLAN_AGG]++;	/* gha_planner walks the plan */
 	/* DROP EXTENSION gpuhash invalidates the plan if it is cached */
 	if (OidIsValid(extfunc))
 		record_plan_function_dependency(root, extfunc);
@@ -2203,56 +2218,64 @@ gha_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	}
 }
 
-/*
- * pack_below packs the rows under each GpuHashAgg of the tree below plan
- * whose input comes through a Gather (gh_agg_pack_gather): the workers then
- * send device-ready packets, not rows.  *node_id: the last plan_node_id.
- */
-static void
-pack_below(Plan *plan, int *node_id)
+/* What find_packable collects from a finished plan. */
+typedef struct PackWalk
 {
-	ListCell   *lc;
+	int			max_node_id;	/* the largest plan_node_id */
+	List	   *aggs;			/* GpuHashAgg nodes over a Gather */
+} PackWalk;
 
-	if (plan == NULL)
-		return;
-	check_stack_depth();
-	foreach(lc, gh_plan_children(plan))
-		pack_below((Plan *) lfirst(lc), node_id);
+/*
+ * find_packable adds to the PackWalk context each GpuHashAgg of the tree
+ * below plan whose input comes through a Gather, and notes the largest
+ * plan_node_id.
+ */
+static bool
+find_packable(Plan *plan, void *context)
+{
+	PackWalk   *w = (PackWalk *) context;
+
+	w->max_node_id = Max(w->max_node_id, plan->plan_node_id);
 	if (IsA(plan, CustomScan) && ((CustomScan *) plan)->methods == &gha_scan_methods &&
 		IsA(linitial(((CustomScan *) plan)->custom_plans), Gather))
-	{
-		CustomScan *cscan = (CustomScan *) plan;
-		Gather	   *gather = linitial(cscan->custom_plans);
-
-		if (gh_agg_pack_gather(engine_plan(cscan), gather, *node_id + 1))
-		{
-			(*node_id)++;
-			list_nth_cell(cscan->custom_private, GHA_PRIV_PACKED)->ptr_value = makeInteger(1);
-		}
-	}
+		w->aggs = lappend(w->aggs, plan);
+	return gh_plan_walk_children(plan, find_packable, context);
 }
 
 /*
  * gha_planner is the planner_hook: PostgreSQL's planner (or the hook before
- * this one), then the packing of GpuHashAgg inputs read in parallel.
+ * this one), then the packing of GpuHashAgg inputs read in parallel: under
+ * each GpuHashAgg whose input comes through a Gather, gh_agg_pack_gather
+ * puts a GpuHashAggPack, numbered after every node of the plan, and the
+ * workers then send device-ready packets, not rows.  Where this planning
+ * made no GpuHashAgg (gh_plans_made), the plan is not walked.
  */
 static PlannedStmt *
 gha_planner(Query *parse, const char *query_string, int cursorOptions,
 			ParamListInfo boundParams)
 {
 	PlannedStmt *stmt;
-	int			node_id;
+	uint64		made = gh_plans_made[GH_PLAN_AGG];
+	PackWalk	w = {-1, NIL};
 	ListCell   *lc;
 
 	if (prev_planner_hook)
 		stmt = prev_planner_hook(parse, query_string, cursorOptions, boundParams);
 	else
 		stmt = standard_planner(parse, query_string, cursorOptions, boundParams);
-	if (!stmt->parallelModeNeeded)
+	if (!stmt->parallelModeNeeded || gh_plans_made[GH_PLAN_AGG] == made)
 		return stmt;
-	node_id = gh_agg_max_node_id(stmt);
-	pack_below(stmt->planTree, &node_id);
-	foreach(lc, stmt->subplans)
-		pack_below((Plan *) lfirst(lc), &node_id);
+	(void) gh_plan_walk_stmt(stmt, find_packable, &w);
+	foreach(lc, w.aggs)
+	{
+		CustomScan *cscan = lfirst(lc);
+
+		if (gh_agg_pack_gather(engine_plan(cscan), linitial(cscan->custom_plans),
+							   w.max_node_id + 1))
+		{
+			w.max_node_id++;
+			list_nth_cell(cscan->custom_private, GHA_PRIV_PACKED)->ptr_value = makeInteger(1);
+		}
+	}
 	return stmt;
 }

@@ -736,7 +736,6 @@ extern void gh_agg_pack_init(void);
 extern bool gh_agg_can_pack(GhAggPlan *plan);
 extern bool gh_agg_try_pack(GhAggPlan *plan, PlannedStmt *pstmt);
 extern int	gh_agg_max_node_id(PlannedStmt *pstmt);
-extern List *gh_plan_children(Plan *plan);
 extern bool gh_agg_pack_gather(GhAggPlan *plan, Gather *gather, int node_id);
 
 /* in aggregate.c */

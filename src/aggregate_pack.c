@@ -127,7 +127,7 @@ static void pack_begin(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *pack_exec(CustomScanState *node);
 static void pack_end(CustomScanState *node);
 static void pack_rescan(CustomScanState *node);
-static int	max_plan_node_id(Plan *plan);
+static bool max_node_id_walker(Plan *plan, void *context);
 static void pack_whole(PackState *ps, int c, uint32 n, Datum v);
 
 static CustomScanMethods pack_scan_methods = {
@@ -158,52 +158,16 @@ gh_agg_pack_init(void)
 }
 
 /*
- * gh_plan_children lists the plans directly below plan in a finished plan
- * tree: its left and right trees, and the lists (or subplan) of the nodes
- * that keep their children elsewhere.  Subplans of expressions are not
- * among them (they are the PlannedStmt's).
+ * max_node_id_walker keeps in *context, an int, the largest plan_node_id of
+ * the tree below plan, plan's included.
  */
-List *
-gh_plan_children(Plan *plan)
+static bool
+max_node_id_walker(Plan *plan, void *context)
 {
-	List	   *children = NIL;
+	int		   *m = (int *) context;
 
-	if (plan->lefttree)
-		children = lappend(children, plan->lefttree);
-	if (plan->righttree)
-		children = lappend(children, plan->righttree);
-	switch (nodeTag(plan))
-	{
-		case T_Append:
-			return list_concat(children, ((Append *) plan)->appendplans);
-		case T_MergeAppend:
-			return list_concat(children, ((MergeAppend *) plan)->mergeplans);
-		case T_BitmapAnd:
-			return list_concat(children, ((BitmapAnd *) plan)->bitmapplans);
-		case T_BitmapOr:
-			return list_concat(children, ((BitmapOr *) plan)->bitmapplans);
-		case T_CustomScan:
-			return list_concat(children, ((CustomScan *) plan)->custom_plans);
-		case T_SubqueryScan:
-			return lappend(children, ((SubqueryScan *) plan)->subplan);
-		default:
-			return children;
-	}
-}
-
-/* max_plan_node_id: the largest plan_node_id in the tree below plan. */
-static int
-max_plan_node_id(Plan *plan)
-{
-	int			m;
-	ListCell   *lc;
-
-	if (plan == NULL)
-		return -1;
-	m = plan->plan_node_id;
-	foreach(lc, gh_plan_children(plan))
-		m = Max(m, max_plan_node_id((Plan *) lfirst(lc)));
-	return m;
+	*m = Max(*m, plan->plan_node_id);
+	return gh_plan_walk_children(plan, max_node_id_walker, context);
 }
 
 /*
@@ -224,7 +188,7 @@ gh_agg_can_pack(GhAggPlan *plan)
 bool
 gh_agg_try_pack(GhAggPlan *plan, PlannedStmt *pstmt)
 {
-	if (!IsA(pstmt->planTree, Gather))
+	if (!IsA(pstmt->planTree, Gather) || !gh_agg_can_pack(plan))
 		return false;
 	return gh_agg_pack_gather(plan, (Gather *) pstmt->planTree,
 							  gh_agg_max_node_id(pstmt) + 1);
@@ -237,11 +201,9 @@ gh_agg_try_pack(GhAggPlan *plan, PlannedStmt *pstmt)
 int
 gh_agg_max_node_id(PlannedStmt *pstmt)
 {
-	int			m = max_plan_node_id(pstmt->planTree);
-	ListCell   *lc;
+	int			m = -1;
 
-	foreach(lc, pstmt->subplans)
-		m = Max(m, max_plan_node_id((Plan *) lfirst(lc)));
+	(void) gh_plan_walk_stmt(pstmt, max_node_id_walker, &m);
 	return m;
 }
 
@@ -266,7 +228,8 @@ gh_agg_pack_gather(GhAggPlan *plan, Gather *gather, int node_id)
 	if (!gh_agg_can_pack(plan))
 		return false;
 	child = outerPlan(gather);
-	if (child == NULL || gather->plan.qual != NIL ||
+	/* the pack runs in the workers, and so must all that it reads */
+	if (child == NULL || !child->parallel_safe || gather->plan.qual != NIL ||
 		list_length(gather->plan.targetlist) != plan->nkeys + plan->ncols_in)
 		return false;
 	/*

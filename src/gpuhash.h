@@ -136,4 +136,21 @@ extern struct dsm_segment *gh_svc_claim_exchange(uint32 n, uint64 *token);
 extern void gh_svc_release_exchange(uint64 token, bool clean);
 extern void gh_svc_free_table(uint32 id);
 
+/* walks of finished plans (plan_walk.c) */
+struct Plan;
+struct PlannedStmt;
+typedef bool (*gh_plan_walker) (struct Plan *plan, void *context);
+typedef enum GhPlanKind
+{
+	GH_PLAN_JOIN,				/* GpuHashJoin */
+	GH_PLAN_AGG,				/* GpuHashAgg */
+	GH_PLAN_KINDS
+} GhPlanKind;
+extern uint64 gh_plans_made[GH_PLAN_KINDS];
+extern uint64 gh_plan_walk_visits;
+extern bool gh_plan_walk_children(struct Plan *plan, gh_plan_walker walker,
+								  void *context);
+extern bool gh_plan_walk_stmt(struct PlannedStmt *stmt, gh_plan_walker walker,
+							  void *context);
+
 #endif							/* GPUHASH_H */

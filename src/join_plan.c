@@ -782,91 +782,69 @@ rowid_columns(PlannerInfo *root, List *scan_tlist)
 
 /*
  * show_rowid_columns makes the row identity columns of each GpuHashJoin
- * under plan into Vars of the result relation (modrel, the final range
- * table index of the ModifyTable above, or 0 where there is none).
- * setrefs leaves a ROWID_VAR Var in custom_scan_tlist as it is, and EXPLAIN
- * VERBOSE, which deparses the scan tuple's columns from that list, cannot
- * show one ("bogus varno"); PostgreSQL's own joins refer to their children
- * instead.  The list only names the scan tuple's columns for EXPLAIN and
- * gives their types, which do not change.
+ * under plan into Vars of the result relation (*context, an Index: the
+ * final range table index of the ModifyTable above, or 0 where there is
+ * none).  setrefs leaves a ROWID_VAR Var in custom_scan_tlist as it is, and
+ * EXPLAIN VERBOSE, which deparses the scan tuple's columns from that list,
+ * cannot show one ("bogus varno"); PostgreSQL's own joins refer to their
+ * children instead.  The list only names the scan tuple's columns for
+ * EXPLAIN and gives their types, which do not change.  A walker of
+ * gh_plan_walk_children.
  */
-static void
-show_rowid_columns(Plan *plan, Index modrel)
+static bool
+show_rowid_columns(Plan *plan, void *context)
 {
-	ListCell   *lc;
+	Index	   *modrel = (Index *) context;
+	Index		above = *modrel;
 
-	if (plan == NULL)
-		return;
-	switch (nodeTag(plan))
+	if (IsA(plan, ModifyTable))
+		*modrel = ((ModifyTable *) plan)->nominalRelation;
+	else if (IsA(plan, SubqueryScan))
+		*modrel = 0;
+	else if (IsA(plan, CustomScan) &&
+			 ((CustomScan *) plan)->methods == &gpuhash_join_scan_methods &&
+			 list_length(((CustomScan *) plan)->custom_private) > GHJ_PRIV_ROWID &&
+			 *modrel > 0)
 	{
-		case T_ModifyTable:
-			modrel = ((ModifyTable *) plan)->nominalRelation;
-			break;
-		case T_Append:
-			foreach(lc, ((Append *) plan)->appendplans)
-				show_rowid_columns(lfirst(lc), modrel);
-			break;
-		case T_MergeAppend:
-			foreach(lc, ((MergeAppend *) plan)->mergeplans)
-				show_rowid_columns(lfirst(lc), modrel);
-			break;
-		case T_SubqueryScan:
-			show_rowid_columns(((SubqueryScan *) plan)->subplan, 0);
-			break;
-		case T_CustomScan:
-			{
-				CustomScan *cscan = (CustomScan *) plan;
+		CustomScan *cscan = (CustomScan *) plan;
+		List	   *cols = list_nth(cscan->custom_private, GHJ_PRIV_ROWID);
 
-				foreach(lc, cscan->custom_plans)
-					show_rowid_columns(lfirst(lc), modrel);
-				if (cscan->methods == &gpuhash_join_scan_methods &&
-					list_length(cscan->custom_private) > GHJ_PRIV_ROWID && modrel > 0)
-				{
-					List	   *cols = list_nth(cscan->custom_private, GHJ_PRIV_ROWID);
+		for (int i = 0; i + 1 < list_length(cols); i += 2)
+		{
+			TargetEntry *tle = list_nth(cscan->custom_scan_tlist,
+										list_nth_int(cols, i) - 1);
+			Var		   *var = (Var *) tle->expr;
 
-					for (int i = 0; i + 1 < list_length(cols); i += 2)
-					{
-						TargetEntry *tle = list_nth(cscan->custom_scan_tlist,
-													list_nth_int(cols, i) - 1);
-						Var		   *var = (Var *) tle->expr;
-
-						if (IsA(var, Var) && var->varno == ROWID_VAR)
-							tle->expr = (Expr *) makeVar(modrel, list_nth_int(cols, i + 1),
-														 var->vartype, var->vartypmod,
-														 var->varcollid, 0);
-					}
-				}
-			}
-			break;
-		default:
-			break;
+			if (IsA(var, Var) && var->varno == ROWID_VAR)
+				tle->expr = (Expr *) makeVar(*modrel, list_nth_int(cols, i + 1),
+											 var->vartype, var->vartypmod,
+											 var->varcollid, 0);
+		}
 	}
-	show_rowid_columns(plan->lefttree, modrel);
-	show_rowid_columns(plan->righttree, modrel);
+	(void) gh_plan_walk_children(plan, show_rowid_columns, context);
+	*modrel = above;
+	return false;
 }
 
 /*
  * gpuhash_planner is the planner_hook: PostgreSQL's planner, then
- * show_rowid_columns over the finished plan (a query with a result
- * relation only).
+ * show_rowid_columns over the finished plan, where the query has a result
+ * relation and this planning made a GpuHashJoin (gh_plans_made).
  */
 static PlannedStmt *
 gpuhash_planner(Query *parse, const char *query_string, int cursorOptions,
 				ParamListInfo boundParams)
 {
 	PlannedStmt *stmt;
-	ListCell   *lc;
+	uint64		made = gh_plans_made[GH_PLAN_JOIN];
+	Index		modrel = 0;
 
 	if (prev_planner_hook)
 		stmt = prev_planner_hook(parse, query_string, cursorOptions, boundParams);
 	else
 		stmt = standard_planner(parse, query_string, cursorOptions, boundParams);
-	if (stmt->resultRelations != NIL)
-	{
-		show_rowid_columns(stmt->planTree, 0);
-		foreach(lc, stmt->subplans)
-			show_rowid_columns(lfirst(lc), 0);
-	}
+	if (stmt->resultRelations != NIL && gh_plans_made[GH_PLAN_JOIN] != made)
+		(void) gh_plan_walk_stmt(stmt, show_rowid_columns, &modrel);
 	return stmt;
 }
 
@@ -896,6 +874,7 @@ gpuhash_plan_join(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	Oid			extfunc = gpuhash_extension_function();
 	ListCell   *lc;
 
+	gh_plans_made[GH_PLAN_JOIN]++;	/* gpuhash_planner may walk the plan */
 	/* DROP EXTENSION gpuhash invalidates the plan if it is cached */
 	if (OidIsValid(extfunc))
 		record_plan_function_dependency(root, extfunc);

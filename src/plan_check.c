@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  * plan_check.c
- *	  A test aid: plan a query and check that its plan survives copyObject
+ *	  Test aids: plan a query and check that its plan survives copyObject
  *	  and a nodeToString / stringToNode round trip, as plan caching and
- *	  parallel query need of a CustomScan.
+ *	  parallel query need of a CustomScan; and count the plan nodes that
+ *	  the planner hooks' walks visit (plan_walk.c).
  *
  * Not part of the extension's API since 0.2, but still in the library:
  * gpuhash--0.1.sql declares it, and a C function's symbol must exist when
@@ -37,48 +38,22 @@
  */
 PG_FUNCTION_INFO_V1(gpuhash_plan_survives_copy);
 
-static int	count_gpu_joins(Plan *plan);
-static int	count_gpu_joins_subplans(List *subplans);
+PG_FUNCTION_INFO_V1(gpuhash_plan_walk_visits);
+
+static bool count_gpu_joins(Plan *plan, void *context);
 static char *plan_text(Plan *plan);
 
-/* count_gpu_joins counts the GpuHashJoin nodes of a plan tree. */
-static int
-count_gpu_joins(Plan *plan)
+/*
+ * count_gpu_joins adds to *context, an int, the GpuHashJoin nodes of the
+ * tree below plan, plan's included.
+ */
+static bool
+count_gpu_joins(Plan *plan, void *context)
 {
-	int			n = 0;
-	ListCell   *lc;
-
-	if (plan == NULL)
-		return 0;
-	if (IsA(plan, CustomScan))
-	{
-		CustomScan *cscan = (CustomScan *) plan;
-
-		if (strcmp(cscan->methods->CustomName, "GpuHashJoin") == 0)
-			n++;
-		foreach(lc, cscan->custom_plans)
-			n += count_gpu_joins(lfirst(lc));
-	}
-	else if (IsA(plan, Append))
-	{
-		foreach(lc, ((Append *) plan)->appendplans)
-			n += count_gpu_joins(lfirst(lc));
-	}
-	else if (IsA(plan, SubqueryScan))
-		n += count_gpu_joins(((SubqueryScan *) plan)->subplan);
-	return n + count_gpu_joins(plan->lefttree) + count_gpu_joins(plan->righttree);
-}
-
-/* count_gpu_joins_subplans counts them in a statement's subplans. */
-static int
-count_gpu_joins_subplans(List *subplans)
-{
-	int			n = 0;
-	ListCell   *lc;
-
-	foreach(lc, subplans)
-		n += count_gpu_joins(lfirst(lc));
-	return n;
+	if (IsA(plan, CustomScan) &&
+		strcmp(((CustomScan *) plan)->methods->CustomName, "GpuHashJoin") == 0)
+		(*(int *) context)++;
+	return gh_plan_walk_children(plan, count_gpu_joins, context);
 }
 
 /* plan_text is nodeToString with every ":location N" made ":location -1". */
@@ -117,6 +92,7 @@ gpuhash_plan_survives_copy(PG_FUNCTION_ARGS)
 	PlannedStmt *copy;
 	PlannedStmt *back;
 	char	   *text_of_plan;
+	int			njoins = 0;
 
 	if (!superuser())
 		ereport(ERROR,
@@ -150,6 +126,19 @@ gpuhash_plan_survives_copy(PG_FUNCTION_ARGS)
 	back = stringToNode(nodeToString(plan));
 	if (strcmp(text_of_plan, plan_text(back->planTree)) != 0)
 		elog(ERROR, "the plan changed through nodeToString and stringToNode");
-	PG_RETURN_INT32(count_gpu_joins(plan->planTree) +
-					count_gpu_joins_subplans(plan->subplans));
+	(void) gh_plan_walk_stmt(plan, count_gpu_joins, &njoins);
+	PG_RETURN_INT32(njoins);
+}
+
+/*
+ * gpuhash_plan_walk_visits returns how many plan nodes the walks of
+ * finished plans (plan_walk.c) have visited in this backend: a test plans
+ * a query between two calls and compares the difference with the plan's
+ * size.  A test aid, declared by the tests themselves as
+ * gpuhash_test_plan_walk_visits.
+ */
+Datum
+gpuhash_plan_walk_visits(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64((int64) gh_plan_walk_visits);
 }
