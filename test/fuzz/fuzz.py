@@ -147,13 +147,31 @@ class Conn:
         return r.rows
 
 
-def reconnect(dsn, wait=90):
-    """connect, waiting for a server that restarts after a crash."""
+def reconnect(dsn, wait=90, after_crash=False):
+    """connect, waiting for a server that restarts after a crash.
+
+    A backend's crash closes our connection before the postmaster has seen
+    it; a connection made in between is then terminated with the others.
+    So after a crash, wait to see the server refuse connections (its
+    restart), or for 5 s, and then for one that survives a moment.
+    """
     end = time.time() + wait
+    if after_crash:
+        seen_end = time.time() + 5
+        while time.time() < seen_end:
+            try:
+                Conn(dsn).close()
+            except Crash:
+                break
+            time.sleep(0.05)
     while True:
         try:
             c = Conn(dsn)
             if c.run("SELECT 1").kind == "rows":
+                if after_crash:
+                    time.sleep(0.3)
+                    if c.run("SELECT 1").kind != "rows":
+                        continue
                 return c
             c.close()
         except Crash:
@@ -706,7 +724,7 @@ class Runner:
     def ensure(self):
         if self.conn.c is None:
             self.crashes += 1
-            self.conn = reconnect(self.dsn)
+            self.conn = reconnect(self.dsn, after_crash=True)
             self.conn.must("SET search_path = %s, public" % self.schema)
             self.conn.must("SET statement_timeout = '%ds'" % self.timeout)
 
@@ -945,6 +963,7 @@ def repro_script(tables, q, cfg, where, problem, values):
     out = ["-- gpuhash differential fuzzer: %s" % where,
            "-- problem: %s" % problem,
            "-- settings: %s" % config_name(cfg),
+           "CREATE EXTENSION IF NOT EXISTS gpuhash;",
            "SET gpuhash.device = cpu;  -- or gpu on a GPU host"]
     if any(c.typ == "text_ci" for t in tables for c in t.cols):
         out.append("CREATE COLLATION fz_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);")
@@ -1046,9 +1065,9 @@ def fuzz(args):
                     fill_coldef(runner.conn, q2)
                 values = table_values(runner.conn, t2)
                 _, f2 = runner.check(q2, [c2])
-                problem2 = f2[0][1] if f2 else problem + " (the shrunk case passed once: flaky?)"
-            except (RuntimeError, Crash):
-                problem2 = problem
+                problem2 = f2[0][1] if f2 else problem + " (the shrunk case passed when run again: flaky?)"
+            except (RuntimeError, Crash) as e:
+                problem2 = problem + " (the shrunk case could not be run again: %s)" % str(e).splitlines()[0]
             script = repro_script(t2, q2, c2, "seed %d, round %d, query %d" % (seed, rounds, qi),
                                   problem2, values)
             found.append((kind, problem2, script, sh.tries))
