@@ -78,7 +78,7 @@ static void write_tuple(BufFile *file, uint64 hash, MinimalTuple tup);
 static MinimalTuple read_tuple(BufFile *file, uint64 *hash, MemoryContext cxt);
 static void deform(TupleDesc desc, MinimalTuple tup, Datum *values,
 				   bool *isnull);
-static MinimalTuple form_record(GhjState *s, const Datum *rec);
+static MinimalTuple form_record(GhjState *s, const Datum *rec, bool nullkey);
 static Datum *deform_record(GhjState *s, MinimalTuple tup);
 static void close_file(BufFile **file);
 static void load_batch(GhjState *s);
@@ -325,15 +325,18 @@ deform(TupleDesc desc, MinimalTuple tup, Datum *values, bool *isnull)
 
 /*
  * form_record makes the spilled form of an inner record (keys, columns),
- * in the current memory context.
+ * in the current memory context.  The record of a row with a NULL key
+ * (nullkey) holds no keys, only zeroes where they would be: its keys are
+ * written as NULLs, never read through those zeroes as pointers, and read
+ * back as zeroes (deform_record), which nothing reads either.
  */
 static MinimalTuple
-form_record(GhjState *s, const Datum *rec)
+form_record(GhjState *s, const Datum *rec, bool nullkey)
 {
 	for (int k = 0; k < s->nkeys + s->ninner_cols; k++)
 	{
 		s->spill_vals[k] = rec[k];
-		s->spill_null[k] = byref_null(s, rec, k);
+		s->spill_null[k] = k < s->nkeys ? nullkey : byref_null(s, rec, k);
 	}
 	return heap_form_minimal_tuple(s->rec_desc, s->spill_vals, s->spill_null);
 }
@@ -362,7 +365,7 @@ deform_record(GhjState *s, MinimalTuple tup)
 void
 ghj_batch_save_inner(GhjState *s, int batchno, const Datum *rec, uint64 hash)
 {
-	MinimalTuple tup = form_record(s, rec);
+	MinimalTuple tup = form_record(s, rec, false);
 
 	Assert(batchno > s->curbatch);
 	write_tuple(batch_file(s, s->inner_files, batchno), hash, tup);
@@ -370,11 +373,14 @@ ghj_batch_save_inner(GhjState *s, int batchno, const Datum *rec, uint64 hash)
 	pfree(tup);
 }
 
-/* ghj_batch_save_nullkey writes an inner row with a NULL key to its file. */
+/*
+ * ghj_batch_save_nullkey writes an inner row with a NULL key (a record
+ * without keys: see form_record) to its file.
+ */
 void
 ghj_batch_save_nullkey(GhjState *s, const Datum *rec)
 {
-	MinimalTuple tup = form_record(s, rec);
+	MinimalTuple tup = form_record(s, rec, true);
 
 	if (s->nullkey_file == NULL)
 	{
