@@ -774,7 +774,7 @@ class Runner:
             return ref, fails
         for cfg in configs:
             got = self.run_config(q.sql(), cfg, explain)
-            if got.kind == "error" and got.state == "57014" and ref.kind == "rows":
+            if got.kind == "error" and got.state == "57014":
                 # the CPU twin is slower than native; a hang shows as many of these
                 self.timeouts += 1
                 continue
@@ -784,7 +784,7 @@ class Runner:
                 continue
             d = compare_results(ref, got, kinds)
             if d is not None:
-                fails.append((cfg, d, got.kind))
+                fails.append((cfg, d, got.kind, got.state))
         return ref, fails
 
 
@@ -807,7 +807,8 @@ class Shrinker:
         self.tries = 0
 
     def fails(self, tables, q, cfg, kind):
-        """whether the case still fails with a result of the same kind."""
+        """whether the case still fails with a result of the same kind (an
+        error of the same SQLSTATE)."""
         if time.time() > self.deadline:
             return False
         self.tries += 1
@@ -818,7 +819,7 @@ class Shrinker:
             ref, fails = self.r.check(q, [cfg])
         except (RuntimeError, Crash):
             return False
-        return ref.kind != "crash" and any(k == kind for _, _, k in fails)
+        return ref.kind != "crash" and any((k, st) == kind for _, _, k, st in fails)
 
     def shrink(self, tables, q, cfg, kind):
         tables = [t.copy() for t in tables]
@@ -1041,7 +1042,7 @@ def fuzz(args):
                 print("# %s -> %s" % (q.sql()[:200], ref.brief()), file=out)
             if not fails:
                 continue
-            cfg, problem, kind = fails[0]
+            cfg, problem, kind, state = fails[0]
             # one class a failure: every crash is one, an error by its
             # SQLSTATE and message, wrong results each (at most 5 shrunk)
             if kind == "crash":
@@ -1056,7 +1057,7 @@ def fuzz(args):
             if classes[cls] > 1:
                 continue
             sh = Shrinker(runner, args.shrink_seconds, out)
-            t2, q2, c2 = sh.shrink(tables, q, cfg, kind)
+            t2, q2, c2 = sh.shrink(tables, q, cfg, (kind, state))
             # the minimal case once more, for its own description and rows
             values = {}
             try:
