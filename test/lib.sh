@@ -22,6 +22,7 @@ gh_install_deps() {
   command -v pg_prove >/dev/null 2>&1 || need+=(libtap-parser-sourcehandler-pgtap-perl)
   command -v sqlsmith >/dev/null 2>&1 || need+=(sqlsmith)
   command -v make >/dev/null 2>&1 || need+=(make)
+  command -v python3 >/dev/null 2>&1 || need+=(python3)
   command -v gcc >/dev/null 2>&1 || need+=(gcc)
   command -v pgbench >/dev/null 2>&1 || [ -x /usr/lib/postgresql/15/bin/pgbench ] || need+=(postgresql-contrib)
   sharedir=$(pg_config --sharedir 2>/dev/null)

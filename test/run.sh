@@ -14,7 +14,8 @@
 # isolation specs (test/isolation), each in a temporary preloaded instance,
 # and the pg_regress suites again under auto_explain; pgTAP (test/pgtap) via
 # pg_prove in a throwaway cluster; the GPU service (test/service.sh); memory
-# within work_mem (test/memory.sh, test/memory_agg.sh); the
+# within work_mem (test/memory.sh, test/memory_agg.sh); the differential
+# fuzzer (test/fuzz: random queries against native, about 2 minutes); the
 # robustness suite (test/robust: cancels, kills, injected failures, pgbench,
 # sqlsmith) and a backend's GPU work in single-user mode.  Logs go to
 # $GPUHASH_TEST_LOGDIR (default: a temp dir).
@@ -61,7 +62,7 @@ run_tap() {
 }
 
 # part NAME: whether this run includes that part (GPUHASH_TEST_PARTS, a list
-# of cuda regress autoexplain pgtap service memory single; unset: all;
+# of cuda regress autoexplain pgtap service memory fuzz single; unset: all;
 # robust follows GPUHASH_TEST_SKIP_ROBUST).  For a GPU
 # host, whose calls are limited in time, to run the suite in two calls; CI
 # never sets it.
@@ -207,6 +208,12 @@ note "gpuhash_aggregate within its budget: 10^7 groups, int keys (device = $devi
 if part memory; then
 run_tap "$logdir/memory_agg.tap" env GPUHASH_TEST_LOGDIR=$logdir MEMAGG_DEVICE=$device MEMAGG_KEYS=int \
   bash test/memory_agg.sh 10000000
+fi
+
+note "differential fuzzer against native, seed 1 and one from the clock (device = $device: test/fuzz/run.sh)"
+if part fuzz; then
+run_tap "$logdir/fuzz.tap" env GPUHASH_TEST_DEVICE=$device GPUHASH_TEST_LOGDIR=$logdir \
+  FUZZ_SECONDS=${FUZZ_SECONDS:-60} bash test/fuzz/run.sh
 fi
 
 note "robustness (cancel, terminate, kill -9, injected OOM, savepoints, 10,000 joins, pgbench, lifecycle, sqlsmith)"
