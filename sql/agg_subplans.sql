@@ -87,7 +87,11 @@ INSERT INTO sp_q VALUES
   (8, 'SELECT s.k, (SELECT sum(sp_t.id + s.k) FROM sp_t) AS x FROM sp_s s'),
   -- a parallel-restricted function in an argument and in a key
   (9, 'SELECT grp, sum(sp_restricted(k)), count(*) FROM sp_t GROUP BY grp'),
-  (10, 'SELECT sp_restricted(grp), count(*) FROM sp_t GROUP BY 1');
+  (10, 'SELECT sp_restricted(grp), count(*) FROM sp_t GROUP BY 1'),
+  -- a key the device computes from a column, and a correlated SubPlan in
+  -- an argument, over a join: the input's cheapest path is a Gather, whose
+  -- rows carry the key's expression but not its column
+  (11, 'SELECT b.k % 7, sum((SELECT w FROM sp_s WHERE sp_s.k = c.grp)) FROM sp_t b JOIN sp_t c ON b.id = c.id + 1 GROUP BY b.k % 7');
 
 SELECT id, sp_check(q, true, false) AS forced_serial,
        sp_check(q, true, true) AS forced_parallel,

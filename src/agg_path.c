@@ -175,6 +175,7 @@ typedef struct GhaQuery
 static void gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 							RelOptInfo *input_rel, RelOptInfo *output_rel,
 							void *extra);
+static bool reads_unreturned(PathTarget *target, Path *path);
 static void offer_paths(PlannerInfo *root, RelOptInfo *input_rel,
 						RelOptInfo *output_rel, GhaQuery *q, List *having,
 						double ngroups, double in_rows, Path *input,
@@ -1785,7 +1786,7 @@ offer_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 		add_column_to_pathtarget(child_target, (Expr *) lfirst(lc), 0);
 	child_target = set_pathtarget_cost_width(root, child_target);
 
-	if (input != NULL)
+	if (input != NULL && !reads_unreturned(child_target, input))
 	{
 		child = (Path *) create_projection_path(root, input_rel, input, child_target);
 		add_gha_path(output_rel, child, q, having, ngroups);
@@ -1818,6 +1819,65 @@ offer_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 			gather->num_workers = workers;
 		add_gha_path(output_rel, (Path *) gather, q, having, ngroups);
 	}
+}
+
+/*
+ * returned_var: whether path's rows carry var's column (a plain Var of the
+ * same relation and attribute in its target).
+ */
+static bool
+returned_var(Var *var, Path *path)
+{
+	ListCell   *lc;
+
+	foreach(lc, path->pathtarget->exprs)
+	{
+		Var		   *v = lfirst(lc);
+
+		if (IsA(v, Var) && v->varno == var->varno && v->varattno == var->varattno &&
+			v->varlevelsup == var->varlevelsup)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * reads_unreturned says whether a projection of path to target would read
+ * a column that path's rows do not carry.  A projection over a Gather (or
+ * Gather Merge) goes onto that node, and over a node that cannot project
+ * into a Result above it: either computes its target from the rows below,
+ * which carry only path's target.  Where the input of a grouping is a
+ * Gather, that is the scan/join target: its expressions, not always their
+ * columns, so a key the device computes from a column (key_placeholder),
+ * or an argument the leader computes from one, may not be there.  Other
+ * nodes compute a projection from their own inputs, which carry every
+ * column needed above them.
+ */
+static bool
+reads_unreturned(PathTarget *target, Path *path)
+{
+	ListCell   *lc;
+
+	if (!IsA(path, GatherPath) && !IsA(path, GatherMergePath) &&
+		is_projection_capable_path(path))
+		return false;
+	foreach(lc, target->exprs)
+	{
+		Node	   *e = lfirst(lc);
+		List	   *vars;
+		ListCell   *lv;
+
+		if (list_member(path->pathtarget->exprs, e))
+			continue;
+		vars = pull_var_clause(e, PVC_RECURSE_AGGREGATES | PVC_RECURSE_WINDOWFUNCS |
+							   PVC_RECURSE_PLACEHOLDERS);
+		foreach(lv, vars)
+		{
+			if (!returned_var(lfirst(lv), path))
+				return true;
+		}
+	}
+	return false;
 }
 
 /* add_gha_path adds a GpuHashAgg path over child, the projected input. */
