@@ -155,7 +155,8 @@ gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
  * (three times 12 bytes over gpuhash.load_factor, for the rounding of its
  * capacity to a power of two and the old table while it grows), the
  * group's accumulators and representative (three times: the doubling, and
- * the old copy while they move).  Exact device keys on the GPU keep their
+ * the old copy while they move), and the host's entry for the extremes of
+ * each text column (not the values themselves, whose length is the data's).  Exact device keys on the GPU keep their
  * groups on the device, under the device budget.  The CPU twin's count is
  * the largest, which is what GpuHashAggPack sizes its packets by.
  */
@@ -179,6 +180,9 @@ gh_agg_batch_row_bytes(GhAggPlan *plan, GhTarget target)
 		ops[c] = plan->cols[c].ops;
 		if (plan->cols[c].kind == GH_AGG_KIND_NUMERIC)
 			row += 1;
+		/* a text column's extremes: the group's host-side entry, growing */
+		if (plan->cols[c].vtype == GHV_TEXT)
+			row += 3 * (MAXALIGN(sizeof(GhNumSide)) + 64);
 	}
 	row += (Size) Max(plan->nkeys, 1) * (sizeof(Datum) + sizeof(bool));
 	row += sizeof(uint32) + ncols * (sizeof(int64) + 1);

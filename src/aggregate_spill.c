@@ -29,8 +29,9 @@
  * 1. After every batch, gh_agg_spill_check measures the group sets and adds
  *	  what the next batch could make them grow by if each of its rows started
  *	  a group (the accumulators and the table double; the keys the last batch
- *	  copied), the batch arrays and the copies of a batch.  Past the budget,
- *	  the pass takes no new group from then on.
+ *	  copied), the batch arrays and the copies of a batch, and the window of
+ *	  accumulators its end brings to the host.  Past the budget, the pass
+ *	  takes no new group from then on.
  * 2. Each later row is looked up by its group hash in the main table (the
  *	  CPU twin's own table, or a host copy of the GPU's, taken once): a row
  *	  whose hash is there is staged as before, and the device finds its group
@@ -208,7 +209,8 @@ gh_agg_note_memory(GhAggRun *run, Size now, Size copies)
  * gh_agg_spill_check, after a batch, stops the pass from taking new groups
  * when the next batch could take the run past the budget: the group sets,
  * what the next batch could make them grow by, the batch arrays and the
- * copies the next batch may make (as many as the last one made).  The
+ * copies the next batch may make (as many as the last one made), and the
+ * window of accumulators that the end of the pass brings to the host.  The
  * lookup copy of the table is taken only when a row needs it, so a check at
  * the end of the input costs nothing more.
  */
@@ -231,6 +233,17 @@ gh_agg_spill_check(GhAggRun *run)
 		sp->used_bits + sp->bits > 64)
 		return;
 	more += sp->staging + run->batch.key_bytes;
+
+	/*
+	 * and the window of accumulators the pass's end brings to the host
+	 * (aggregate_groups.c's gh_agg_set_fetch): a quarter of the budget, or
+	 * all of them if fewer
+	 */
+	{
+		Size		per_group = Max(s->layout.bytes / Max(s->layout.group_cap, 1), 1);
+
+		more += Min(per_group * need, Max(sp->budget / 4, per_group * 1024));
+	}
 	if (need > s->layout.group_cap)
 	{
 		gh_agg_layout nl;
