@@ -723,7 +723,8 @@ extern void gh_agg_spill_end(GhAggRun *run);
 
 /* in aggregate_batch.c */
 extern GhAggRun *gh_agg_run_begin(GhAggPlan *plan, GhTarget target);
-extern Size gh_agg_batch_row_bytes(GhAggPlan *plan, GhTarget target);
+extern Size gh_agg_batch_row_bytes(GhAggPlan *plan, GhTarget target,
+									double load_factor);
 extern uint32 gh_agg_batch_cap(Size row_bytes);
 extern Size gh_agg_batch_bytes_limit(GhAggRun *run);
 extern Size gh_agg_batch_bytes(GhAggRun *run);
@@ -781,6 +782,9 @@ extern void gpuhash_init_agg_path(void);
 /* settings the aggregate reads (gpuhash.c) */
 extern int	gpuhash_batch_rows;
 extern double gpuhash_load_factor;
+
+/* gpuhash.load_factor's least value (its definition in gpuhash.c) */
+#define GH_LOAD_FACTOR_MIN	0.05
 
 /* gh_pow10_i128: 10^k, 0 <= k <= 38 (10^38 is the largest below 2^127). */
 static inline int128

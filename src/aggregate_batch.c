@@ -5,7 +5,8 @@
  *
  * Rows arrive one at a time from the executor (gh_agg_run_add), or as
  * packets that parallel workers made (gh_agg_run_add_packet), and are staged
- * in a device batch of GH_AGG_BATCH_PACKETS x gpuhash.batch_rows rows: each
+ * in a device batch of as many rows as half of the memory budget holds, at
+ * most GH_AGG_BATCH_PACKETS x gpuhash.batch_rows (gh_agg_batch_cap): each
  * row's keys and each aggregate argument as the device wants it (int64,
  * double, or NUMERIC as fixed point, aggregate_numeric.c).  A full batch is
  * flushed (gh_agg_flush) one of two ways.
@@ -41,7 +42,8 @@
  * Memory: the batch arrays are one host allocation (pinned for the GPU) and
  * one on the target, through the device layer (freed by the resource owner
  * on ERROR); keys and representatives in memory contexts under the
- * caller's; the batch context is reset after every batch.  After every
+ * caller's; the batch context, whose copies end a batch early past a
+ * quarter of the budget, is reset after every batch.  After every
  * batch the spill (aggregate_spill.c) measures the groups and, past the
  * memory budget, the next rows of groups not in memory go to partitions
  * instead of a batch.  A run that fits its budget does no more than that
@@ -126,7 +128,8 @@ gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
 	gh_agg_spill_init(run);
 
 	/* as many rows as the budget holds: staging is part of it */
-	run->batch.cap = gh_agg_batch_cap(gh_agg_batch_row_bytes(plan, target));
+	run->batch.cap = gh_agg_batch_cap(gh_agg_batch_row_bytes(plan, target,
+															  gpuhash_load_factor));
 	run->batch.bytes_limit = gh_agg_batch_bytes_limit(run);
 	gh_agg_staging_alloc(run);
 
@@ -152,7 +155,8 @@ gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
  * twin their target copies too), the NUMERIC display scales, the keys'
  * copies and the fallback set's arrays, and the groups the row could start
  * where they are counted in the host budget: slots of the group table
- * (three times 12 bytes over gpuhash.load_factor, for the rounding of its
+ * (three times 12 bytes over load_factor, gpuhash.load_factor's, for the
+ * rounding of its
  * capacity to a power of two and the old table while it grows), the
  * group's accumulators and representative (three times: the doubling, and
  * the old copy while they move), and the host's entry for the extremes of
@@ -161,7 +165,7 @@ gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
  * the largest, which is what GpuHashAggPack sizes its packets by.
  */
 Size
-gh_agg_batch_row_bytes(GhAggPlan *plan, GhTarget target)
+gh_agg_batch_row_bytes(GhAggPlan *plan, GhTarget target, double load_factor)
 {
 	bool		exact = plan->device_keys;
 	Size		nk = exact ? plan->nkeys : 0;
@@ -189,7 +193,7 @@ gh_agg_batch_row_bytes(GhAggPlan *plan, GhTarget target)
 	if (!(exact && target == GH_TARGET_GPU))
 	{
 		gh_agg_layout_init(&l, plan->ncols, kind, ops, exact ? plan->nkeys : 0, 1024);
-		row += (Size) ceil(36.0 / gpuhash_load_factor);
+		row += (Size) ceil(36.0 / load_factor);
 		row += 3 * ((l.bytes + 1023) / 1024);
 	}
 	if (!exact)

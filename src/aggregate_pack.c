@@ -60,8 +60,9 @@
 
 /*
  * custom_private of a GpuHashAggPack: an IntList of the bytes a row of the
- * leader's batch takes (gh_agg_batch_row_bytes, as the CPU twin counts it,
- * the most), number of keys, number of input columns, then each column's GhValType, gh_agg_kind
+ * leader's batch takes (gh_agg_batch_row_bytes, as the CPU twin counts it at
+ * the least load factor: the most, whatever the execution's settings),
+ * number of keys, number of input columns, then each column's GhValType, gh_agg_kind
  * and packet width, then each key's packet width, whether it is numbered
  * (GhAggKey.dict), its typlen and typbyval, and last, for each key and then
  * each column, the child's column (from 1) that holds it.
@@ -291,7 +292,7 @@ gh_agg_pack_gather(GhAggPlan *plan, Gather *gather, int node_id)
 	}
 
 	/* rows per packet as the settings give them now, for the estimates */
-	batch_row_bytes = gh_agg_batch_row_bytes(plan, GH_TARGET_CPU);
+	batch_row_bytes = gh_agg_batch_row_bytes(plan, GH_TARGET_CPU, GH_LOAD_FACTOR_MIN);
 	cap = packet_rows(batch_row_bytes,
 					  (Size) plan->nkeys * 8 + 1 + (Size) plan->ncols_in * 10);
 	priv = list_make3(makeInteger((int) batch_row_bytes), makeInteger(plan->nkeys),
