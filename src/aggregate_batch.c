@@ -153,16 +153,16 @@ gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
  * host memory on target, the row's share of everything that is sized by
  * the batch's rows (gh_agg_staging_alloc): the batch arrays (on the CPU
  * twin their target copies too), the NUMERIC display scales, the keys'
- * copies and the fallback set's arrays, and the groups the row could start
+ * copies and the fallback set's arrays; and the groups the row could start,
  * where they are counted in the host budget: slots of the group table
- * (three times 12 bytes over load_factor, gpuhash.load_factor's, for the
- * rounding of its
- * capacity to a power of two and the old table while it grows), the
- * group's accumulators and representative (three times: the doubling, and
- * the old copy while they move), and the host's entry for the extremes of
- * each text column (not the values themselves, whose length is the data's).  Exact device keys on the GPU keep their
- * groups on the device, under the device budget.  The CPU twin's count is
- * the largest, which is what GpuHashAggPack sizes its packets by.
+ * (three times 12 bytes over load_factor, for the rounding of its capacity
+ * to a power of two and the old table while it grows), the group's
+ * accumulators and representative (three times: the doubling, and the old
+ * copy while they move), and the host's entry for the extremes of each
+ * text column (not the values themselves, whose length is the data's).
+ * Exact device keys on the GPU keep their groups on the device, under the
+ * device budget.  The CPU twin's count at gpuhash.load_factor's least value
+ * is the largest, which is what GpuHashAggPack sizes its packets by.
  */
 Size
 gh_agg_batch_row_bytes(GhAggPlan *plan, GhTarget target, double load_factor)
