@@ -1546,7 +1546,11 @@ spill_cost(double rows, double ngroups, int nkeys, int ncols, bool device_keys)
 		budget = (double) limit;
 	}
 	else
+	{
 		group_bytes += 24.0 * nkeys;	/* the representatives on the host */
+		/* the batch takes up to the other half (gh_agg_batch_cap) */
+		budget /= 2;
+	}
 	need = ngroups * group_bytes;
 	if (need <= budget || nkeys == 0)
 		return 0;

@@ -209,12 +209,15 @@ typedef struct GhAggPlan
 } GhAggPlan;
 
 /*
- * A device batch holds this many packets of gpuhash.batch_rows rows: a
- * packet is what a parallel worker sends at a time (aggregate_pack.c), a
- * batch is what one round trip to the device carries.
+ * A device batch holds at most this many packets of gpuhash.batch_rows rows:
+ * a packet is what a parallel worker sends at a time (aggregate_pack.c), a
+ * batch is what one round trip to the device carries.  Fewer where the
+ * memory budget holds fewer (gh_agg_batch_cap), but never fewer than
+ * GH_AGG_MIN_BATCH rows, so that every batch makes progress.
  */
 #define GH_AGG_BATCH_PACKETS	16
 #define GH_AGG_MAX_BATCH		(4 * 1024 * 1024)
+#define GH_AGG_MIN_BATCH		64
 
 /*
  * A packet of input rows in the form the device takes, as a bytea: this
@@ -267,8 +270,10 @@ typedef struct GhAggPacketHeader
 #define GH_PACKET_EXC_HEADER	(4 + 2 + 4)
 
 /*
- * A packet stops taking rows once its list of such values passes this many
- * bytes, so that a packet of wide NUMERICs stays far below 1 GB.
+ * A packet stops taking rows once its list of such values (with its
+ * dictionaries) passes this many bytes, or a sixteenth of the memory budget
+ * if that is less, so that a packet of wide NUMERICs stays far below 1 GB
+ * and within the budget's share of one packet.
  */
 #define GH_PACKET_EXC_LIMIT		(64 * 1024 * 1024)
 
@@ -479,8 +484,9 @@ typedef struct GhAggBatch
 	GhSideRow  *side_rows;
 	int			nside;
 	int			side_cap;
-	Size		side_bytes;		/* text side values staged: past
-								 * gh_agg_side_limit the batch is flushed */
+	Size		bytes_limit;	/* by-reference copies (batch memory, the side
+								 * rows with them) past which the batch is
+								 * flushed: gh_agg_batch_bytes_limit */
 	/* the same on the target */
 	uint64	   *d_keys[GH_AGG_MAX_KEYS];
 	uint8	   *d_knull;
@@ -499,7 +505,8 @@ typedef struct GhAggBatch
 	uint32	   *fb_ids;
 	int64	   *fb_vals[GH_AGG_MAX_COLS];
 	uint8	   *fb_valid[GH_AGG_MAX_COLS];
-	Size		key_bytes;		/* by-reference keys the last batch copied */
+	Size		key_bytes;		/* the last batch's memory: by-reference keys
+								 * and values it copied, its side rows */
 	GhDictMiss *miss;			/* in row order, batch memory */
 	int			nmiss;
 	int			miss_cap;
@@ -590,7 +597,10 @@ typedef struct GhAggSpill
 	uint64		passes;			/* passes after the first */
 	uint64		groups;			/* groups of the finished passes */
 	Size		peak;			/* largest group memory measured */
-	Size		staging;		/* bytes of the batch buffers */
+	Size		staging;		/* bytes of the batch arrays in host memory
+								 * (and the CPU twin's target copies) */
+	Size		batch_peak;		/* largest by-reference copies of a batch */
+	Size		total_peak;		/* largest of groups + staging + copies */
 	long		disk_kb;		/* largest size of the tapes */
 } GhAggSpill;
 
@@ -607,7 +617,10 @@ typedef struct GhAggMemory
 	Size		peak;
 	Size		device_budget;	/* 0: none of its own */
 	Size		device_peak;
-	Size		staging;
+	Size		staging;		/* the batch arrays, and the largest copies
+								 * one batch made */
+	Size		total_peak;		/* groups, staging and copies at once */
+	uint32		batch_rows;		/* rows a batch holds */
 	uint64		passes;			/* 1 + partitions aggregated */
 	uint64		spilled_rows;
 	long		disk_kb;
@@ -665,7 +678,6 @@ extern Datum gh_agg_num_side_value(GhAggRun *run, const GhSideRow *r);
 extern Datum gh_agg_numeric_value(GhAggRun *run, GhGroupSet *s, uint64 g,
 								  GhAggCall *call, bool *isnull);
 extern void gh_agg_add_text_row(GhAggRun *run, uint32 row, int col, Datum v);
-extern Size gh_agg_side_limit(GhAggRun *run);
 extern Datum gh_agg_text_value(GhAggRun *run, GhGroupSet *s, uint64 g,
 							   GhAggCall *call, bool *isnull);
 extern void gh_agg_expr_fixups(GhAggRun *run, const uint32 *absent,
@@ -700,6 +712,7 @@ extern void gh_agg_to_fallback(GhAggRun *run, uint32 nbad);
 extern void gh_agg_spill_init(GhAggRun *run);
 extern Size gh_agg_group_memory(GhAggRun *run, Size *device);
 extern Size gh_agg_device_limit(void);
+extern void gh_agg_note_memory(GhAggRun *run, Size now, Size copies);
 extern void gh_agg_spill_check(GhAggRun *run);
 extern bool gh_agg_spill_keep(GhAggRun *run, TupleTableSlot *slot);
 extern void gh_agg_spill_absent(GhAggRun *run, const uint32 *rows, uint32 n);
@@ -710,6 +723,11 @@ extern void gh_agg_spill_end(GhAggRun *run);
 
 /* in aggregate_batch.c */
 extern GhAggRun *gh_agg_run_begin(GhAggPlan *plan, GhTarget target);
+extern Size gh_agg_batch_row_bytes(GhAggPlan *plan, GhTarget target,
+									double load_factor);
+extern uint32 gh_agg_batch_cap(Size row_bytes);
+extern Size gh_agg_batch_bytes_limit(GhAggRun *run);
+extern Size gh_agg_batch_bytes(GhAggRun *run);
 extern void gh_agg_staging_alloc(GhAggRun *run);
 extern void gh_agg_staging_free(GhAggRun *run);
 extern void gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot);
@@ -763,6 +781,9 @@ extern void gpuhash_init_agg_path(void);
 /* settings the aggregate reads (gpuhash.c) */
 extern int	gpuhash_batch_rows;
 extern double gpuhash_load_factor;
+
+/* gpuhash.load_factor's least value (its definition in gpuhash.c) */
+#define GH_LOAD_FACTOR_MIN	0.05
 
 /* gh_pow10_i128: 10^k, 0 <= k <= 38 (10^38 is the largest below 2^127). */
 static inline int128

@@ -5,7 +5,8 @@
  *
  * Rows arrive one at a time from the executor (gh_agg_run_add), or as
  * packets that parallel workers made (gh_agg_run_add_packet), and are staged
- * in a device batch of GH_AGG_BATCH_PACKETS x gpuhash.batch_rows rows: each
+ * in a device batch of as many rows as half of the memory budget holds, at
+ * most GH_AGG_BATCH_PACKETS x gpuhash.batch_rows (gh_agg_batch_cap): each
  * row's keys and each aggregate argument as the device wants it (int64,
  * double, or NUMERIC as fixed point, aggregate_numeric.c).  A full batch is
  * flushed (gh_agg_flush) one of two ways.
@@ -41,7 +42,8 @@
  * Memory: the batch arrays are one host allocation (pinned for the GPU) and
  * one on the target, through the device layer (freed by the resource owner
  * on ERROR); keys and representatives in memory contexts under the
- * caller's; the batch context is reset after every batch.  After every
+ * caller's; the batch context, whose copies end a batch early past a
+ * quarter of the budget, is reset after every batch.  After every
  * batch the spill (aggregate_spill.c) measures the groups and, past the
  * memory budget, the next rows of groups not in memory go to partitions
  * instead of a batch.  A run that fits its budget does no more than that
@@ -50,9 +52,12 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "executor/tuptable.h"
 #include "nodes/execnodes.h"
 #include "miscadmin.h"
+#include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
 #include "utils/datum.h"
@@ -80,13 +85,13 @@ static int	cmp_uint32(const void *a, const void *b);
 
 /*
  * batch_full: whether the staged batch goes to the device now: its rows are
- * at its capacity, or its text copies past gh_agg_side_limit.
+ * at its capacity, or its by-reference copies past their limit.
  */
 static inline bool
 batch_full(GhAggRun *run)
 {
 	return run->batch.n == run->batch.cap ||
-		run->batch.side_bytes > gh_agg_side_limit(run);
+		gh_agg_batch_bytes(run) > run->batch.bytes_limit;
 }
 
 /*
@@ -122,14 +127,10 @@ gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
 		elog(ERROR, "gpuhash_aggregate: device expressions need keys grouped on the device");
 	gh_agg_spill_init(run);
 
-	/*
-	 * The batch is what gpuhash.batch_rows asks for, whatever the budget: a
-	 * smaller one would make an aggregation that fits slower on the GPU.
-	 * It is the run's fixed overhead, with the groups its first batch
-	 * makes (aggregate_spill.c).
-	 */
-	run->batch.cap = (uint32) Min((int64) Max(gpuhash_batch_rows, 1) * GH_AGG_BATCH_PACKETS,
-								  GH_AGG_MAX_BATCH);
+	/* as many rows as the budget holds: staging is part of it */
+	run->batch.cap = gh_agg_batch_cap(gh_agg_batch_row_bytes(plan, target,
+															  gpuhash_load_factor));
+	run->batch.bytes_limit = gh_agg_batch_bytes_limit(run);
 	gh_agg_staging_alloc(run);
 
 	run->num.nan = DirectFunctionCall3(numeric_in, CStringGetDatum("NaN"),
@@ -148,20 +149,121 @@ gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
 }
 
 /*
+ * gh_agg_batch_row_bytes is what one row of a batch of plan's costs in
+ * host memory on target, the row's share of everything that is sized by
+ * the batch's rows (gh_agg_staging_alloc): the batch arrays (on the CPU
+ * twin their target copies too), the NUMERIC display scales, the keys'
+ * copies and the fallback set's arrays; and the groups the row could start,
+ * where they are counted in the host budget: slots of the group table
+ * (three times 12 bytes over load_factor, for the rounding of its capacity
+ * to a power of two and the old table while it grows), the group's
+ * accumulators and representative (three times: the doubling, and the old
+ * copy while they move), and the host's entry for the extremes of each
+ * text column (not the values themselves, whose length is the data's).
+ * Exact device keys on the GPU keep their groups on the device, under the
+ * device budget.  The CPU twin's count at gpuhash.load_factor's least value
+ * is the largest, which is what GpuHashAggPack sizes its packets by.
+ */
+Size
+gh_agg_batch_row_bytes(GhAggPlan *plan, GhTarget target, double load_factor)
+{
+	bool		exact = plan->device_keys;
+	Size		nk = exact ? plan->nkeys : 0;
+	Size		ncols = plan->ncols;
+	Size		host = 8 + 4 + 4 + ncols * 9 + nk * 8 + 1;
+	Size		row = host;
+	uint8		kind[GH_AGG_MAX_COLS];
+	uint8		ops[GH_AGG_MAX_COLS];
+	gh_agg_layout l;
+
+	if (target != GH_TARGET_GPU)
+		row += host + (exact ? 8 : 0) + (Size) plan->nexprs * 4;
+	for (int c = 0; c < plan->ncols; c++)
+	{
+		kind[c] = plan->cols[c].kind;
+		ops[c] = plan->cols[c].ops;
+		if (plan->cols[c].kind == GH_AGG_KIND_NUMERIC)
+			row += 1;
+		/* a text column's extremes: the group's host-side entry, growing */
+		if (plan->cols[c].vtype == GHV_TEXT)
+			row += 3 * (MAXALIGN(sizeof(GhNumSide)) + 64);
+	}
+	row += (Size) Max(plan->nkeys, 1) * (sizeof(Datum) + sizeof(bool));
+	row += sizeof(uint32) + ncols * (sizeof(int64) + 1);
+	if (!(exact && target == GH_TARGET_GPU))
+	{
+		gh_agg_layout_init(&l, plan->ncols, kind, ops, exact ? plan->nkeys : 0, 1024);
+		row += (Size) ceil(36.0 / load_factor);
+		row += 3 * ((l.bytes + 1023) / 1024);
+	}
+	if (!exact)
+		row += 3 * ((Size) Max(plan->nkeys, 1) * (sizeof(Datum) + sizeof(bool)) + 1);
+	return row;
+}
+
+/*
+ * gh_agg_batch_cap is how many rows a batch of rows of row_bytes holds:
+ * what half of the memory budget (work_mem * hash_mem_multiplier, as
+ * PostgreSQL's hash aggregate has) holds, at most GH_AGG_BATCH_PACKETS x
+ * gpuhash.batch_rows and GH_AGG_MAX_BATCH, and at least GH_AGG_MIN_BATCH
+ * (or what gpuhash.batch_rows asks, if fewer), so that a batch always
+ * makes progress.  The other half is the groups', and the copies a batch
+ * makes of by-reference values (gh_agg_batch_bytes_limit).  The result
+ * depends only on row_bytes and settings that parallel workers share with
+ * their leader, so a worker sizes its packets by it (aggregate_pack.c).
+ */
+uint32
+gh_agg_batch_cap(Size row_bytes)
+{
+	uint64		want = Min((uint64) Max(gpuhash_batch_rows, 1) * GH_AGG_BATCH_PACKETS,
+						   (uint64) GH_AGG_MAX_BATCH);
+	uint64		rows = (uint64) (get_hash_memory_limit() / 2) / Max(row_bytes, 1);
+
+	rows = Min(rows, want);
+	rows = Max(rows, Min((uint64) GH_AGG_MIN_BATCH, want));
+	return (uint32) rows;
+}
+
+/*
+ * gh_agg_batch_bytes_limit is how many bytes of by-reference copies a batch
+ * may make (keys the host checks, text values whose extremes the host
+ * keeps, NUMERICs the device cannot take, values without a number, and
+ * the list of them): a quarter of the memory budget, at least 64kB.  A
+ * batch is flushed once past it, so one row's copies may go beyond it.
+ */
+Size
+gh_agg_batch_bytes_limit(GhAggRun *run)
+{
+	return Max(run->spill.budget / 4, (Size) 64 * 1024);
+}
+
+/*
+ * gh_agg_batch_bytes is what the batch's by-reference copies hold now.
+ */
+Size
+gh_agg_batch_bytes(GhAggRun *run)
+{
+	return MemoryContextMemAllocated(run->batch.cxt, true);
+}
+
+/*
  * gh_agg_staging_alloc allocates the batch buffers, unless they are there:
  * one host allocation (pinned for the GPU) and one on the target for all
  * the batch arrays, and the host's key arrays.  A spilled run keeps them
- * for its later passes.
+ * for its later passes.  Sizes are computed with overflow checks: a batch
+ * is what the budget holds, which work_mem and hash_mem_multiplier may
+ * make larger than MaxAllocSize, so the arrays are huge allocations.
  */
 void
 gh_agg_staging_alloc(GhAggRun *run)
 {
 	GhAggPlan  *plan = run->plan;
 	GhTarget	target = run->target;
-	uint32		cap = run->batch.cap;
+	Size		cap = run->batch.cap;
 	int			nk = run->exact ? run->nkeys : 0;
-	size_t		hbytes;
-	size_t		dbytes;
+	Size		keys = Max(run->nkeys, 1);
+	Size		hbytes;
+	Size		dbytes;
 	char	   *h;
 	char	   *d;
 
@@ -172,43 +274,44 @@ gh_agg_staging_alloc(GhAggRun *run)
 	 * Hashes (or, exact, key Datums and NULL masks), values, ids, bad rows,
 	 * valid flags; the target also holds the exact path's scratch.
 	 */
-	hbytes = (size_t) cap * (8 + 4 + 4 + (size_t) plan->ncols * 9 + (size_t) nk * 8 + 1);
-	dbytes = hbytes + (run->exact ? (size_t) cap * 8 : 0) +
-		(size_t) plan->nexprs * cap * 4 + GH_AGG_MAX_COLS * 4;
+	hbytes = mul_size(cap, 8 + 4 + 4 + (Size) plan->ncols * 9 + (Size) nk * 8 + 1);
+	dbytes = add_size(add_size(hbytes, run->exact ? mul_size(cap, 8) : 0),
+					  add_size(mul_size(mul_size(plan->nexprs, cap), 4),
+							   GH_AGG_MAX_COLS * 4));
 	h = gh_host_alloc(target, hbytes);
 	d = gh_dev_alloc(target, dbytes);
-	run->spill.staging = hbytes + dbytes;
+	run->spill.staging = hbytes + (target == GH_TARGET_GPU ? 0 : dbytes);
 	run->batch.h_hashes = (uint64 *) h;
 	run->batch.d_hashes = (uint64 *) d;
-	h += (size_t) cap * 8;
-	d += (size_t) cap * 8;
+	h += cap * 8;
+	d += cap * 8;
 	for (int k = 0; k < nk; k++)
 	{
 		run->batch.h_keys[k] = (uint64 *) h;
 		run->batch.d_keys[k] = (uint64 *) d;
-		h += (size_t) cap * 8;
-		d += (size_t) cap * 8;
+		h += cap * 8;
+		d += cap * 8;
 	}
 	if (run->exact)
 	{
 		run->batch.d_scratch = (uint32 *) d;
-		d += (size_t) cap * 8;
+		d += cap * 8;
 	}
 	for (int c = 0; c < plan->ncols; c++)
 	{
 		run->batch.h_vals[c] = (int64 *) h;
 		run->batch.d_vals[c] = d;
-		h += (size_t) cap * 8;
-		d += (size_t) cap * 8;
+		h += cap * 8;
+		d += cap * 8;
 	}
 	run->batch.h_ids = (uint32 *) h;
 	run->batch.d_ids = (uint32 *) d;
-	h += (size_t) cap * 4;
-	d += (size_t) cap * 4;
+	h += cap * 4;
+	d += cap * 4;
 	run->batch.h_bad = (uint32 *) h;
 	run->batch.d_bad = (uint32 *) d;
-	h += (size_t) cap * 4;
-	d += (size_t) cap * 4;
+	h += cap * 4;
+	d += cap * 4;
 	for (int c = 0; c < plan->ncols; c++)
 	{
 		run->batch.h_valid[c] = (uint8 *) h;
@@ -218,7 +321,10 @@ gh_agg_staging_alloc(GhAggRun *run)
 		run->batch.max_dscale[c] = -1;
 		run->batch.prepacked[c] = plan->cols[c].kind == GH_AGG_KIND_NUMERIC;
 		if (plan->cols[c].kind == GH_AGG_KIND_NUMERIC && run->batch.h_ds[c] == NULL)
-			run->batch.h_ds[c] = MemoryContextAlloc(run->cxt, cap);
+		{
+			run->batch.h_ds[c] = MemoryContextAllocHuge(run->cxt, cap);
+			run->spill.staging += cap;
+		}
 	}
 	run->batch.h_knull = (uint8 *) h;
 	run->batch.d_knull = (uint8 *) d;
@@ -228,15 +334,17 @@ gh_agg_staging_alloc(GhAggRun *run)
 	for (int c = plan->ncols_in; c < plan->ncols; c++)
 	{
 		run->batch.d_xhost[c] = (uint32 *) d;
-		d += (size_t) cap * 4;
+		d += cap * 4;
 	}
 	run->batch.d_xn = (uint32 *) d;
 	if (run->batch.keys == NULL)
 	{
-		run->batch.keys = MemoryContextAlloc(run->cxt,
-											 sizeof(Datum) * cap * Max(run->nkeys, 1));
-		run->batch.knulls = MemoryContextAlloc(run->cxt,
-											   sizeof(bool) * cap * Max(run->nkeys, 1));
+		Size		kbytes = mul_size(mul_size(cap, keys), sizeof(Datum));
+
+		run->batch.keys = MemoryContextAllocHuge(run->cxt, kbytes);
+		run->batch.knulls = MemoryContextAllocHuge(run->cxt,
+												   mul_size(mul_size(cap, keys), sizeof(bool)));
+		run->spill.staging += kbytes + cap * keys * sizeof(bool);
 	}
 }
 
@@ -1125,20 +1233,20 @@ gh_agg_flush(GhAggRun *run)
 	run->stats.batches++;
 	run->batch.n = 0;
 	run->batch.nside = 0;
-	run->batch.side_bytes = 0;
 	for (int c = 0; c < run->ncols; c++)
 	{
 		run->batch.max_dscale[c] = -1;
 		run->batch.prepacked[c] = run->plan->cols[c].kind == GH_AGG_KIND_NUMERIC;
 	}
 	MemoryContextSwitchTo(old);
-	run->batch.key_bytes = MemoryContextMemAllocated(run->batch.cxt, true);
+	run->batch.key_bytes = gh_agg_batch_bytes(run);
 	run->batch.dict_grew = gh_agg_dict_bytes(run) - dict_before;
 	MemoryContextReset(run->batch.cxt);
+	run->batch.side_rows = NULL;
+	run->batch.side_cap = 0;
 	run->batch.miss = NULL;
 	run->batch.nmiss = 0;
 	run->batch.miss_cap = 0;
-	if (!run->spill.active)
-		gh_agg_spill_check(run);
+	gh_agg_spill_check(run);
 	run->stats.ms_flush += gh_ms_since(t0);
 }

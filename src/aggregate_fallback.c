@@ -182,6 +182,8 @@ gh_agg_to_fallback(GhAggRun *run, uint32 nbad)
 			run->batch.fb_vals[c] = MemoryContextAlloc(run->cxt, sizeof(int64) * run->batch.cap);
 			run->batch.fb_valid[c] = MemoryContextAlloc(run->cxt, run->batch.cap);
 		}
+		run->spill.staging += (Size) run->batch.cap * (sizeof(uint32) +
+													   run->ncols * (sizeof(int64) + 1));
 	}
 	memset(&b, 0, sizeof(b));
 	for (uint32 j = 0; j < nbad; j++)

@@ -199,7 +199,7 @@ gh_agg_set_window(GhAggRun *run, GhGroupSet *s, uint64 g)
 		gh_agg_layout_init(hl, l->ncols, l->kind, l->ops, l->nkeys,
 						   Min(s->window, s->ngroups));
 		s->host_acc = MemoryContextAllocHuge(run->set_cxt, hl->bytes);
-		run->spill.peak = Max(run->spill.peak, gh_agg_group_memory(run, NULL));
+		gh_agg_note_memory(run, gh_agg_group_memory(run, NULL), 0);
 	}
 	h = s->host_acc;
 #define BACK(field, size) \

@@ -358,19 +358,19 @@ num_cmp(Datum a, Datum b)
 
 /*
  * gh_agg_add_side_row lists a value of the batch for the host: a NUMERIC, or
- * a text (GH_NUMV_TEXT, whose bytes count towards gh_agg_side_limit).
+ * a text (GH_NUMV_TEXT).  The list is batch memory, with the values' copies:
+ * both count towards the batch's limit of by-reference copies
+ * (gh_agg_batch_bytes_limit).
  */
 void
 gh_agg_add_side_row(GhAggRun *run, uint32 row, int col, int kind, Datum value)
 {
-	if (kind == GH_NUMV_TEXT)
-		run->batch.side_bytes += VARSIZE(DatumGetPointer(value)) + sizeof(GhSideRow);
 	if (run->batch.nside == run->batch.side_cap)
 	{
 		run->batch.side_cap = Max(run->batch.side_cap * 2, 64);
 		run->batch.side_rows = run->batch.side_rows
-			? repalloc(run->batch.side_rows, sizeof(GhSideRow) * run->batch.side_cap)
-			: MemoryContextAlloc(run->cxt, sizeof(GhSideRow) * run->batch.side_cap);
+			? repalloc_huge(run->batch.side_rows, sizeof(GhSideRow) * (Size) run->batch.side_cap)
+			: MemoryContextAllocHuge(run->batch.cxt, sizeof(GhSideRow) * (Size) run->batch.side_cap);
 	}
 	run->batch.side_rows[run->batch.nside].row = row;
 	run->batch.side_rows[run->batch.nside].col = col;
@@ -1188,8 +1188,8 @@ gh_agg_num_side_value(GhAggRun *run, const GhSideRow *r)
  * two equal values a group keeps cannot show, and the result is native's
  * whatever the order of the rows.
  *
- * The copies a batch stages are bounded (gh_agg_side_limit): past the
- * bound, gh_agg_run_add flushes the batch early.
+ * The copies a batch stages are bounded (gh_agg_batch_bytes_limit): past
+ * the bound, gh_agg_run_add flushes the batch early.
  */
 
 /*
@@ -1204,17 +1204,6 @@ gh_agg_add_text_row(GhAggRun *run, uint32 row, int col, Datum v)
 
 	MemoryContextSwitchTo(old);
 	gh_agg_add_side_row(run, row, col, GH_NUMV_TEXT, PointerGetDatum(copy));
-}
-
-/*
- * gh_agg_side_limit is how many bytes of side values a batch may stage: a
- * quarter of the run's memory budget (work_mem * hash_mem_multiplier), at
- * least 64kB.
- */
-Size
-gh_agg_side_limit(GhAggRun *run)
-{
-	return Max(run->spill.budget / 4, (Size) 64 * 1024);
 }
 
 /* side_text_cmp compares two detoasted texts as text_cmp does in collation coll. */

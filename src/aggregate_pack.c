@@ -8,8 +8,9 @@
  * would otherwise receive every row through the tuple queues and take each
  * apart: at 10^8 rows that alone costs more than the aggregation.  Instead,
  * gh_agg_try_pack puts a GpuHashAggPack custom scan between the Gather and
- * its partial plan.  In every participant it pulls gpuhash.batch_rows rows
- * from the partial plan, writes their keys (Datum bits, 4 bytes for keys of
+ * its partial plan.  In every participant it pulls a sixteenth of the
+ * leader's batch (gpuhash.batch_rows rows, fewer where the memory budget
+ * holds fewer: aggregate_batch.c's gh_agg_batch_cap) from the partial plan, writes their keys (Datum bits, 4 bytes for keys of
  * at most 4 bytes, and a NULL mask if any is NULL) and arguments (int32,
  * int64 or double, with valid flags if any is NULL) column by column into
  * one bytea packet, and returns the packet as a one-column tuple; the Gather
@@ -46,6 +47,7 @@
 
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
+#include "miscadmin.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -57,15 +59,17 @@
 #define GH_PACK_NAME "GpuHashAggPack"
 
 /*
- * custom_private of a GpuHashAggPack: an IntList of rows per packet, number
- * of keys, number of input columns, then each column's GhValType, gh_agg_kind
+ * custom_private of a GpuHashAggPack: an IntList of the bytes a row of the
+ * leader's batch takes (gh_agg_batch_row_bytes, as the CPU twin counts it at
+ * the least load factor: the most, whatever the execution's settings),
+ * number of keys, number of input columns, then each column's GhValType, gh_agg_kind
  * and packet width, then each key's packet width, whether it is numbered
  * (GhAggKey.dict), its typlen and typbyval, and last, for each key and then
  * each column, the child's column (from 1) that holds it.
  */
 enum
 {
-	PACK_PRIV_CAP,
+	PACK_PRIV_ROW_BYTES,
 	PACK_PRIV_NKEYS,
 	PACK_PRIV_NCOLS,
 	PACK_PRIV_COLS
@@ -118,6 +122,8 @@ typedef struct PackState
 	StringInfoData exc;			/* NUMERIC values that are not fixed point */
 	uint32		nexc;
 	Size		packet_cap;		/* bytes allocated for packet */
+	Size		exc_limit;		/* bytes of values listed whole, and of
+								 * dictionaries, past which a packet ends */
 	MemoryContext detoast_cxt;	/* NUMERICs detoasted for a packet */
 	bytea	   *packet;
 } PackState;
@@ -128,6 +134,7 @@ static TupleTableSlot *pack_exec(CustomScanState *node);
 static void pack_end(CustomScanState *node);
 static void pack_rescan(CustomScanState *node);
 static bool max_node_id_walker(Plan *plan, void *context);
+static uint32 packet_rows(Size batch_row_bytes, Size row_bytes);
 static void pack_whole(PackState *ps, int c, uint32 n, Datum v);
 
 static CustomScanMethods pack_scan_methods = {
@@ -220,7 +227,7 @@ gh_agg_pack_gather(GhAggPlan *plan, Gather *gather, int node_id)
 	Plan	   *child;
 	CustomScan *cs;
 	List	   *priv;
-	Size		row_bytes;
+	Size		batch_row_bytes;
 	Size		cap;
 	int			i;
 	ListCell   *lc;
@@ -247,14 +254,11 @@ gh_agg_pack_gather(GhAggPlan *plan, Gather *gather, int node_id)
 			return false;
 	}
 
-	/*
-	 * A packet is one bytea, so it stays below 1 GB; and no device batch
-	 * holds more than GH_AGG_MAX_BATCH rows, so neither does a packet.
-	 */
-	row_bytes = (Size) plan->nkeys * 8 + 1 + (Size) plan->ncols_in * 10;
-	cap = Min((Size) Max(gpuhash_batch_rows, 1), (Size) GH_AGG_MAX_BATCH);
-	cap = Min(cap, (MaxAllocSize - sizeof(GhAggPacketHeader)) / row_bytes);
-	priv = list_make3(makeInteger((int) cap), makeInteger(plan->nkeys),
+	/* rows per packet as the settings give them now, for the estimates */
+	batch_row_bytes = gh_agg_batch_row_bytes(plan, GH_TARGET_CPU, GH_LOAD_FACTOR_MIN);
+	cap = packet_rows(batch_row_bytes,
+					  (Size) plan->nkeys * 8 + 1 + (Size) plan->ncols_in * 10);
+	priv = list_make3(makeInteger((int) batch_row_bytes), makeInteger(plan->nkeys),
 					  makeInteger(plan->ncols_in));
 	for (i = 0; i < plan->ncols_in; i++)
 	{
@@ -301,6 +305,22 @@ gh_agg_pack_gather(GhAggPlan *plan, Gather *gather, int node_id)
 	return true;
 }
 
+/*
+ * packet_rows is how many rows of row_bytes a packet takes: a sixteenth
+ * (GH_AGG_BATCH_PACKETS) of the leader's batch of rows of batch_row_bytes
+ * (gh_agg_batch_cap: at most gpuhash.batch_rows, fewer where the memory
+ * budget holds fewer), so that a packet never holds more rows than the
+ * leader's batch and its buffers are within a sixteenth of the batch's; and
+ * a packet is one bytea, below 1 GB.
+ */
+static uint32
+packet_rows(Size batch_row_bytes, Size row_bytes)
+{
+	Size		cap = Max(gh_agg_batch_cap(batch_row_bytes) / GH_AGG_BATCH_PACKETS, 1);
+
+	return (uint32) Min(cap, (MaxAllocSize - sizeof(GhAggPacketHeader)) / row_bytes);
+}
+
 static Node *
 pack_create_state(CustomScan *cscan)
 {
@@ -319,11 +339,16 @@ pack_begin(CustomScanState *node, EState *estate, int eflags)
 
 	ps->child = ExecInitNode(linitial(cs->custom_plans), estate, eflags);
 	node->custom_ps = list_make1(ps->child);
-	ps->cap = (uint32) intVal(list_nth(priv, PACK_PRIV_CAP));
 	ps->nkeys = intVal(list_nth(priv, PACK_PRIV_NKEYS));
 	ps->ncols = intVal(list_nth(priv, PACK_PRIV_NCOLS));
-	if (ps->nkeys > GH_AGG_MAX_KEYS || ps->ncols > GH_AGG_MAX_COLS || ps->cap == 0)
+	if (ps->nkeys > GH_AGG_MAX_KEYS || ps->ncols > GH_AGG_MAX_COLS ||
+		intVal(list_nth(priv, PACK_PRIV_ROW_BYTES)) <= 0)
 		elog(ERROR, "GpuHashAggPack: malformed plan");
+	/* the settings of this execution, which the leader's run shares */
+	ps->cap = packet_rows((Size) intVal(list_nth(priv, PACK_PRIV_ROW_BYTES)),
+						  (Size) ps->nkeys * 8 + 1 + (Size) ps->ncols * 10);
+	ps->exc_limit = Min((Size) GH_PACKET_EXC_LIMIT,
+						Max(get_hash_memory_limit() / GH_AGG_BATCH_PACKETS, (Size) 64 * 1024));
 	if (list_length(priv) != PACK_PRIV_COLS + 3 * ps->ncols + PACK_KEY_PRIV * ps->nkeys +
 		ps->nkeys + ps->ncols)
 		elog(ERROR, "GpuHashAggPack: malformed plan");
@@ -620,7 +645,7 @@ pack_exec(CustomScanState *node)
 		ps->dict_bytes += 8;
 	}
 	while (!ps->done && n < ps->cap &&
-		   ps->exc.len + ps->dict_bytes < GH_PACKET_EXC_LIMIT)
+		   ps->exc.len + ps->dict_bytes < ps->exc_limit)
 	{
 		TupleTableSlot *slot = ExecProcNode(ps->child);
 		uint8		mask = 0;

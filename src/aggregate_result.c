@@ -63,7 +63,7 @@ finish_pass(GhAggRun *run)
 	{
 		Size		dev;
 
-		run->spill.peak = Max(run->spill.peak, gh_agg_group_memory(run, &dev));
+		gh_agg_note_memory(run, gh_agg_group_memory(run, &dev), 0);
 		run->spill.device_peak = Max(run->spill.device_peak, dev);
 	}
 	if (run->spill.pending == NIL)
@@ -156,7 +156,9 @@ gh_agg_run_memory(GhAggRun *run, GhAggMemory *mem)
 	mem->peak = run->spill.peak;
 	mem->device_budget = run->spill.device_budget;
 	mem->device_peak = run->spill.device_peak;
-	mem->staging = run->spill.staging;
+	mem->staging = run->spill.staging + run->spill.batch_peak;
+	mem->total_peak = run->spill.total_peak;
+	mem->batch_rows = run->batch.cap;
 	mem->passes = 1 + run->spill.passes;
 	mem->spilled_rows = run->spill.rows;
 	mem->disk_kb = run->spill.disk_kb;

@@ -43,9 +43,10 @@
  *
  * EXPLAIN ANALYZE shows the run's memory as HashAggregate shows its own:
  * Batches (passes: 1, or 1 + the partitions a spilled run aggregated),
- * Memory Usage (the peak of the group sets, host and device), Disk Usage
- * (the temporary files' largest size), with the budget, the rows spilled and
- * the batch buffers.  A rescan of a run that spilled runs the query again:
+ * Memory Usage (the peak of what the budget counts: groups, batch arrays and
+ * a batch's copies), Disk Usage (the temporary files' largest size), with
+ * the budget, the rows spilled, and Memory Usage's two parts: Group Memory
+ * and Staging Memory, with the rows a batch holds.  A rescan of a run that spilled runs the query again:
  * the groups of its passes are gone by then.
  *-------------------------------------------------------------------------
  */
@@ -448,7 +449,10 @@ agg_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 
 /*
  * gh_agg_explain_memory shows a run's memory as HashAggregate shows its own
- * (EXPLAIN ANALYZE of GpuHashAggregate and of GpuHashAgg).
+ * (EXPLAIN ANALYZE of GpuHashAggregate and of GpuHashAgg): Memory Usage is
+ * everything the budget counts, at its peak (the groups, the batch arrays
+ * and a batch's copies), against Memory Budget; Group Memory and Staging
+ * Memory are its two parts, each at its own peak.
  */
 void
 gh_agg_explain_memory(GhAggRun *run, ExplainState *es)
@@ -461,14 +465,16 @@ gh_agg_explain_memory(GhAggRun *run, ExplainState *es)
 	/* measured per batch whatever EXPLAIN times, as GpuHashJoin's is */
 	ExplainPropertyFloat("Device Time", "ms", mem.ms_device, 3, es);
 	ExplainPropertyUInteger("Batches", NULL, mem.passes, es);
-	ExplainPropertyUInteger("Memory Usage", "kB", (mem.peak + 1023) / 1024, es);
+	ExplainPropertyUInteger("Memory Usage", "kB", (mem.total_peak + 1023) / 1024, es);
 	ExplainPropertyInteger("Disk Usage", "kB", mem.disk_kb, es);
 	ExplainPropertyUInteger("Spilled Rows", NULL, mem.spilled_rows, es);
 	ExplainPropertyUInteger("Memory Budget", "kB", mem.budget / 1024, es);
+	ExplainPropertyUInteger("Group Memory", "kB", (mem.peak + 1023) / 1024, es);
+	ExplainPropertyUInteger("Staging Memory", "kB", (mem.staging + 1023) / 1024, es);
+	ExplainPropertyUInteger("Staging Rows", NULL, mem.batch_rows, es);
 	if (mem.device_budget > 0)
 	{
 		ExplainPropertyUInteger("Device Memory Usage", "kB", (mem.device_peak + 1023) / 1024, es);
 		ExplainPropertyUInteger("Device Memory Budget", "kB", mem.device_budget / 1024, es);
 	}
-	ExplainPropertyUInteger("Staging Memory", "kB", (mem.staging + 1023) / 1024, es);
 }

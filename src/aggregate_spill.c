@@ -16,18 +16,22 @@
  * or half of the GPU's when neither is set, as GpuHashJoin's tables have.
  * So a GPU aggregation of 10^7 groups under a 4MB work_mem does not spill,
  * as long as the GPU holds them, and its host memory stays within work_mem.
- * The batch buffers are not in either: their size is gpuhash.batch_rows's (16
- * packets), whatever the groups, and a smaller batch would slow down on the
- * GPU an aggregation that fits.  The first batch of a pass is never split,
- * so a pass may hold the groups of one batch beyond the budget: with the
- * batch buffers, that is the fixed overhead of a run.
+ * The batch is in the host budget too, as a hash aggregate's input is in
+ * PostgreSQL's: its arrays are sized so that they and the groups its rows
+ * could start take at most half of the budget (aggregate_batch.c's
+ * gh_agg_batch_cap, at least GH_AGG_MIN_BATCH rows), and the copies it
+ * makes of by-reference values at most a quarter (it is flushed early past
+ * that).  The first batch of a pass is never split, so a pass may hold the
+ * groups of one batch: that is what the half was sized for.
  *
  * In the manner of nodeAgg.c's hash spill:
  *
  * 1. After every batch, gh_agg_spill_check measures the group sets and adds
  *	  what the next batch could make them grow by if each of its rows started
  *	  a group (the accumulators and the table double; the keys the last batch
- *	  copied).  Past the budget, the pass takes no new group from then on.
+ *	  copied), the batch arrays and the copies of a batch, and the window of
+ *	  accumulators its end brings to the host.  Past the budget, the pass
+ *	  takes no new group from then on.
  * 2. Each later row is looked up by its group hash in the main table (the
  *	  CPU twin's own table, or a host copy of the GPU's, taken once): a row
  *	  whose hash is there is staged as before, and the device finds its group
@@ -185,8 +189,28 @@ gh_agg_group_memory(GhAggRun *run, Size *device)
 }
 
 /*
+ * gh_agg_note_memory records what the run holds now: groups (now, bytes of
+ * gh_agg_group_memory), and with them the batch arrays while they are
+ * allocated, and copies, the bytes of by-reference copies of the batch just
+ * run, for EXPLAIN's peaks.
+ */
+void
+gh_agg_note_memory(GhAggRun *run, Size now, Size copies)
+{
+	GhAggSpill *sp = &run->spill;
+	Size		staging = run->batch.h_hashes != NULL ? sp->staging : 0;
+
+	sp->peak = Max(sp->peak, now);
+	sp->batch_peak = Max(sp->batch_peak, copies);
+	sp->total_peak = Max(sp->total_peak, now + staging + copies);
+}
+
+/*
  * gh_agg_spill_check, after a batch, stops the pass from taking new groups
- * when the next batch could take the group sets past the budget.  The
+ * when the next batch could take the run past the budget: the group sets,
+ * what the next batch could make them grow by, the batch arrays and the
+ * copies the next batch may make (as many as the last one made), and the
+ * window of accumulators that the end of the pass brings to the host.  The
  * lookup copy of the table is taken only when a row needs it, so a check at
  * the end of the input costs nothing more.
  */
@@ -203,11 +227,23 @@ gh_agg_spill_check(GhAggRun *run)
 	uint64		need = s->ngroups + run->batch.cap;
 	double		slots = (double) need / gpuhash_load_factor;
 
-	sp->peak = Max(sp->peak, now);
+	gh_agg_note_memory(run, now, run->batch.key_bytes);
 	sp->device_peak = Max(sp->device_peak, dev_now);
 	if (sp->active || run->nkeys == 0 || s->ngroups == 0 ||
 		sp->used_bits + sp->bits > 64)
 		return;
+	more += sp->staging + run->batch.key_bytes;
+
+	/*
+	 * and the window of accumulators the pass's end brings to the host
+	 * (aggregate_groups.c's gh_agg_set_fetch): a quarter of the budget, or
+	 * all of them if fewer
+	 */
+	{
+		Size		per_group = Max(s->layout.bytes / Max(s->layout.group_cap, 1), 1);
+
+		more += Min(per_group * need, Max(sp->budget / 4, per_group * 1024));
+	}
 	if (need > s->layout.group_cap)
 	{
 		gh_agg_layout nl;

@@ -8,7 +8,9 @@
 #   test/memory_agg.sh [GROUPS]          default 10000000 (two rows a group)
 #
 # Environment: MEMAGG_WORK_MEM (4MB), MEMAGG_DEVICE (cpu; gpu on a GPU host),
-# MEMAGG_KEYS ("int text": the key types to run).  Needs gpuhash installed
+# MEMAGG_KEYS ("int text": the key types to run), MEMAGG_SHAPE_ROWS (5000000
+# rows for the staging shapes below; 0 skips them), MEMAGG_PORT (a free
+# port).  Needs gpuhash installed
 # (make install) in the PostgreSQL that pg_config names.
 #
 # The bound.  VmHWM, a process's peak resident memory, counts everything:
@@ -16,21 +18,26 @@
 # here) and what the aggregation allocated.  So first a session runs the
 # same aggregation over 1000 groups, which fits any budget: its VmHWM is the
 # base.  The large aggregation may then add at most
-#     2 x budget                 the groups of a pass, and their copy when
-#                                its rows are made (device = gpu: their host
-#                                copy, and the lookup copy of the GPU's table)
-#   + 256 bytes a row of a batch the batch (16 x gpuhash.batch_rows rows),
-#                                whose size is the setting's, not the
-#                                groups': its buffers, host and target, and
-#                                copies of its keys (about 100 bytes a row);
-#                                and the groups its rows make, since a batch
-#                                is never split (about 130 bytes a group with
-#                                a 12-byte text key: accumulators, table,
-#                                representative and its copy, some of it
-#                                doubled while it grows)
+#     2 x budget                 what the budget counts (the groups of a
+#                                pass, the batch's arrays and copies: the
+#                                batch holds what the budget holds, whatever
+#                                gpuhash.batch_rows asks), and beyond it the
+#                                copy of the groups made as the rows are
+#                                made (device = gpu: their host copy, and the
+#                                lookup copy of the GPU's table)
 #   + 16 MB                      tape buffers, result rows, the input
 #                                query's executor
 # above the base.  Native's peak is printed beside it.
+#
+# Then the staging within the budget (issue 35's F4), at work_mem = 1MB and
+# the largest gpuhash.batch_rows, over MEMAGG_SHAPE_ROWS rows (5000000): one
+# group (count(*), sum(k) with no GROUP BY), as many groups as rows by
+# GpuHashAgg, and the same by gpuhash_aggregate.  Each runs natively first;
+# gpuhash's peak may exceed native's by at most 2 x budget + 8 MB (native
+# keeps its own hash table within the budget too; the rest is the
+# difference of two executors), where before the batch took 16 x
+# batch_rows rows whatever the budget (hundreds of MB).  The plan must be
+# GpuHashAgg and the rows native's.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -42,7 +49,7 @@ keys=${MEMAGG_KEYS:-"int text"}
 passed=0 failed=0
 
 dir=$(gh_tmpdir)
-port=$(gh_free_port)
+port=${MEMAGG_PORT:-$(gh_free_port)}
 trap 'gh_cluster_stop "$dir"; rm -rf "$dir"' EXIT
 gh_cluster_start "$dir" "$port" "gpuhash.device = $device
 shared_buffers = 16MB
@@ -66,14 +73,14 @@ SQL
 echo "# $((2 * groups)) rows in $groups groups made in $(( $(date +%s) - t0 )) s; work_mem $work_mem, gpuhash.device $device"
 budget_kb=$(psqlq -At -c "SET work_mem = '$work_mem'" -c \
   "SELECT (setting::bigint * current_setting('hash_mem_multiplier')::float8)::bigint FROM pg_settings WHERE name = 'work_mem'")
-batch_rows=$(psqlq -At -c "SHOW gpuhash.batch_rows")
 
 # peak SQL: runs SQL (which leaves one row in table out) in a fresh session
 # and prints "VmHWM_kB temp_bytes seconds"
 peak() {
   local f=$dir/peak.out
   psqlq -At >"$f" 2>&1 <<SQL
-SET work_mem = '$work_mem';
+SET work_mem = '${peak_work_mem:-$work_mem}';
+${peak_settings:-}
 SELECT pg_backend_pid() AS pid \gset
 SELECT temp_bytes AS t0 FROM pg_stat_database WHERE datname = current_database() \gset
 \setenv BPID :pid
@@ -101,7 +108,7 @@ for kt in $keys; do
   read -r base _ _ <<<"$(peak "CREATE TEMP TABLE o AS SELECT * FROM gpuhash_aggregate('$qsmall') AS t($coldef);")"
   read -r nat ntemp nsecs <<<"$(peak "SET gpuhash.enabled = off; CREATE TABLE out_native AS $q;")"
   read -r gpu gtemp gsecs <<<"$(peak "CREATE TABLE out_gpu AS SELECT * FROM gpuhash_aggregate('$q') AS t($coldef);")"
-  bound=$((base + 2 * budget_kb + 16 * batch_rows * 256 / 1024 + 16 * 1024))
+  bound=$((base + 2 * budget_kb + 16 * 1024))
   echo "# $kt keys: base ${base} kB; gpuhash_aggregate VmHWM ${gpu} kB, temp files $((gtemp / 1048576)) MB, ${gsecs} s;" \
        "native VmHWM ${nat} kB, temp files $((ntemp / 1048576)) MB, ${nsecs} s; budget ${budget_kb} kB; bound ${bound} kB"
   check "$kt keys: peak within the bound" "$([ "${gpu:-0}" -gt 0 ] && [ "$gpu" -le "$bound" ] && echo ok || echo "${gpu} kB > ${bound} kB")"
@@ -109,6 +116,43 @@ for kt in $keys; do
   diff=$(psqlq -At -c "SELECT count(*) FROM ((TABLE out_native EXCEPT ALL TABLE out_gpu) UNION ALL (TABLE out_gpu EXCEPT ALL TABLE out_native)) x")
   rows=$(psqlq -At -c "SELECT count(*) FROM out_gpu")
   check "$kt keys: rows equal native's" "$([ "$diff" = 0 ] && [ "$rows" = "$groups" ] && echo ok || echo "$diff rows differ, $rows groups")"
+done
+
+# the staging within the budget: issue 35's three shapes
+shape_rows=${MEMAGG_SHAPE_ROWS:-5000000}
+[ "$shape_rows" -gt 0 ] || { echo "$passed passed, $failed failed"; [ "$failed" -eq 0 ]; exit; }
+peak_work_mem=1MB
+max_batch_rows=16777216
+t0=$(date +%s)
+psqlq <<SQL >/dev/null || { echo "setup failed"; failed=$((failed + 1)); }
+DROP TABLE IF EXISTS m, out_native, out_gpu;
+CREATE UNLOGGED TABLE ms AS SELECT g AS k, g AS v FROM generate_series(1, $shape_rows) g;
+VACUUM ANALYZE ms;
+SQL
+budget_kb=$(psqlq -At -c "SET work_mem = '$peak_work_mem'" -c \
+  "SELECT (setting::bigint * current_setting('hash_mem_multiplier')::float8)::bigint FROM pg_settings WHERE name = 'work_mem'")
+echo "# $shape_rows rows made in $(( $(date +%s) - t0 )) s; work_mem $peak_work_mem, gpuhash.batch_rows $max_batch_rows"
+force="SET gpuhash.force_agg = on; SET gpuhash.batch_rows = $max_batch_rows;"
+for shape in one groups function; do
+  case $shape in
+    one) q="SELECT count(*), sum(k) FROM ms"; gq=$q; gset=$force ;;
+    groups) q="SELECT k, count(*), sum(v) FROM ms GROUP BY k"; gq=$q; gset=$force ;;
+    function) q="SELECT k, count(*), sum(v) FROM ms GROUP BY k"
+              gq="SELECT * FROM gpuhash_aggregate('$q') AS t(k int, c bigint, s bigint)"
+              gset="SET gpuhash.batch_rows = $max_batch_rows;" ;;
+  esac
+  psqlq -c "DROP TABLE IF EXISTS out_native, out_gpu" >/dev/null 2>&1
+  plan=$(psqlq -At -c "SET work_mem = '$peak_work_mem'; $gset" -c "EXPLAIN (COSTS OFF) $gq" 2>&1)
+  read -r nat _ nsecs <<<"$(peak_settings="SET gpuhash.enabled = off;" peak "CREATE TABLE out_native AS $q;")"
+  read -r gpu _ gsecs <<<"$(peak_settings=$gset peak "CREATE TABLE out_gpu AS $gq;")"
+  bound=$((nat + 2 * budget_kb + 8 * 1024))
+  echo "# $shape: native VmHWM ${nat} kB, ${nsecs} s; gpuhash VmHWM ${gpu} kB, ${gsecs} s; bound ${bound} kB"
+  check "$shape: GpuHashAgg plans it" "$(grep -qE 'GpuHashAgg' <<<"$plan" && echo ok || echo "plan: $plan")"
+  check "$shape: peak within native's + 2 x budget + 8 MB" \
+    "$([ "${gpu:-0}" -gt 0 ] && [ "${nat:-0}" -gt 0 ] && [ "$gpu" -le "$bound" ] && echo ok || echo "${gpu} kB > ${bound} kB")"
+  diff=$(psqlq -At -c "SELECT count(*) FROM ((TABLE out_native EXCEPT ALL TABLE out_gpu) UNION ALL (TABLE out_gpu EXCEPT ALL TABLE out_native)) x")
+  rows=$(psqlq -At -c "SELECT count(*) FROM out_gpu")
+  check "$shape: rows equal native's" "$([ "$diff" = 0 ] && [ "${rows:-0}" -gt 0 ] && echo ok || echo "$diff rows differ, $rows rows")"
 done
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
