@@ -6,6 +6,11 @@
 #                                    the report in coverage/ (COVERAGE_DIR)
 #   test/coverage.sh --report-only   the report again from the counts the last
 #                                    run left in coverage/gcda
+#   test/coverage.sh --more CMD...   CMD (say, make installcheck of a new suite)
+#                                    on the build and installation the last run
+#                                    left, its counts added to that run's (the
+#                                    same build: a rebuild's counts and the old
+#                                    ones do not mix)
 #
 # How the counts get out: test/run.sh rebuilds the tree (make clean, make,
 # make install); GPUHASH_COVERAGE=1 in its environment makes the Makefile add
@@ -32,13 +37,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 cd "$GPUHASH_ROOT" || exit 1
 
-report_only=0 args=()
-for a in "$@"; do
-  case $a in
+report_only=0 more=() args=()
+while [ $# -gt 0 ]; do
+  case $1 in
     --report-only) report_only=1 ;;
-    --quick) args+=("$a") ;;
-    *) echo "usage: test/coverage.sh [--quick | --report-only]" >&2; exit 2 ;;
+    --more) shift; more=("$@"); [ ${#more[@]} -gt 0 ] || { echo "--more needs a command" >&2; exit 2; }; break ;;
+    --quick) args+=("$1") ;;
+    *) echo "usage: test/coverage.sh [--quick | --report-only | --more CMD...]" >&2; exit 2 ;;
   esac
+  shift
 done
 
 out=${COVERAGE_DIR:-$GPUHASH_ROOT/coverage}
@@ -52,7 +59,19 @@ for t in gcov lcov genhtml; do
 done
 
 rc=0
-if [ $report_only = 0 ]; then
+if [ ${#more[@]} -gt 0 ]; then
+  # the counts so far, where the servers will add theirs (gcov merges)
+  [ -d "$out/gcda/src" ] || { echo "no counts in $out/gcda to add to: run test/coverage.sh first" >&2; exit 1; }
+  gcda=$(gh_tmpdir)
+  chmod 1777 "$gcda"
+  mkdir -p "$gcda$GPUHASH_ROOT"
+  cp -r "$out/gcda/." "$gcda$GPUHASH_ROOT/"
+  chmod -R a+rwX "$gcda"
+  GCOV_PREFIX=$gcda GCOV_PREFIX_STRIP=0 "${more[@]}"
+  rc=$?
+  (cd "$gcda$GPUHASH_ROOT" && find src cuda -name '*.gcda' -print0 | xargs -0r cp --parents -t "$out/gcda")
+  rm -rf "$gcda"
+elif [ $report_only = 0 ]; then
   # a directory the servers' user owns, outside a checkout it may not read
   gcda=$(gh_tmpdir)
   chmod 1777 "$gcda"
@@ -132,5 +151,6 @@ if [ -n "${GPUHASH_COVERAGE_MIN:-}" ] && awk -v p="$srcpct" -v m="$GPUHASH_COVER
   echo "src/ line coverage $srcpct% is below GPUHASH_COVERAGE_MIN=$GPUHASH_COVERAGE_MIN%"
   [ $rc -eq 0 ] && rc=1
 fi
-[ $report_only = 1 ] || echo "test/run.sh exited $rc"
+if [ ${#more[@]} -gt 0 ]; then echo "${more[*]} exited $rc"
+elif [ $report_only = 0 ]; then echo "test/run.sh exited $rc"; fi
 exit $rc
