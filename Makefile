@@ -4,6 +4,9 @@
 #   make GPUHASH_CUDA=no          build without CUDA (CPU twin only)
 #   make installcheck             the pg_regress suites and isolation specs, each
 #                                 in a temporary, preloaded instance
+#   make coverage                 test/run.sh on a build with gcov counters
+#                                 (GPUHASH_COVERAGE=1), then an lcov report of
+#                                 src/ and the CPU twin in coverage/
 #
 # src/*.c and the plain C parts of cuda/ go through PGXS; cuda/*.cu go through
 # nvcc for Hopper (sm_90) plus PTX, and the CUDA runtime is linked statically
@@ -51,7 +54,16 @@ endif
 
 OBJS = $(C_SRCS:.c=.o) $(CU_OBJS)
 PG_CPPFLAGS = -Icuda -Isrc
-EXTRA_CLEAN = $(CU_OBJS) cuda/nocuda.o
+EXTRA_CLEAN = $(CU_OBJS) cuda/nocuda.o src/*.gcno src/*.gcda cuda/*.gcno cuda/*.gcda
+
+# GPUHASH_COVERAGE=1: gcov counters in every C object (src/ and the CPU twin;
+# nvcc's objects have none), unoptimised so that lines map to code.  Read from
+# the environment too, so that test/run.sh's own rebuild keeps it.
+GPUHASH_COVERAGE ?=
+ifeq ($(GPUHASH_COVERAGE),1)
+PG_CFLAGS += --coverage -O0
+SHLIB_LINK += --coverage
+endif
 
 # nvcc objects have no LLVM bitcode; gpuhash's own code gains nothing from
 # JIT inlining, so skip the bitcode step for every object.
@@ -66,3 +78,8 @@ cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
 $(C_SRCS:.c=.o): $(wildcard src/*.h cuda/*.h)
+
+# make coverage [COVERAGE_ARGS=--quick]: see test/coverage.sh
+COVERAGE_ARGS ?=
+coverage:
+	bash test/coverage.sh $(COVERAGE_ARGS)

@@ -25,6 +25,10 @@ gh_install_deps() {
   command -v python3 >/dev/null 2>&1 || need+=(python3)
   command -v gcc >/dev/null 2>&1 || need+=(gcc)
   command -v pgbench >/dev/null 2>&1 || [ -x /usr/lib/postgresql/15/bin/pgbench ] || need+=(postgresql-contrib)
+  # make coverage (GPUHASH_COVERAGE=1) only: gcov comes with gcc, lcov apart
+  if [ "${GPUHASH_COVERAGE:-}" = 1 ]; then
+    command -v lcov >/dev/null 2>&1 && command -v genhtml >/dev/null 2>&1 || need+=(lcov)
+  fi
   sharedir=$(pg_config --sharedir 2>/dev/null)
   [ -n "$sharedir" ] && [ -f "$sharedir/extension/pgtap.control" ] || need+=(postgresql-15-pgtap)
   [ ${#need[@]} -eq 0 ] && return 0
@@ -65,7 +69,10 @@ fi
 gh_as_pg() {
   if [ "$(id -u)" -eq 0 ]; then
     local q v envs=(PATH="$PATH")
-    for v in LD_LIBRARY_PATH PERL5LIB PGHOST PGPORT PGUSER PGDATABASE PGOPTIONS; do
+    # GCOV_*: where a coverage build's servers write their counts
+    # (test/coverage.sh); EXTRA_REGRESS_OPTS: pg_regress's, e.g. --port
+    for v in LD_LIBRARY_PATH PERL5LIB PGHOST PGPORT PGUSER PGDATABASE PGOPTIONS \
+             GCOV_PREFIX GCOV_PREFIX_STRIP EXTRA_REGRESS_OPTS; do
       [ -n "${!v:-}" ] && envs+=("$v=${!v}")
     done
     q=$(printf '%q ' env "${envs[@]}" "$@")
@@ -95,10 +102,13 @@ gh_readable_copy() {
 # order, as the Makefile's REGRESS reads them
 gh_regress_suites() { sed -n 's/^test: *//p' "$GPUHASH_ROOT/test/schedule"; }
 
-# gh_free_port: a TCP port nothing listens on
+# gh_free_port: a TCP port nothing listens on, from GPUHASH_PORTS ("FIRST
+# LAST", default 54320 54420: a machine shared by several runs gives each its
+# own range)
 gh_free_port() {
   local p
-  for p in $(seq 54320 54420); do
+  # shellcheck disable=SC2086
+  for p in $(seq ${GPUHASH_PORTS:-54320 54420}); do
     if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && [ ! -e /tmp/.s.PGSQL.$p ]; then
       echo $p; return 0
     fi
