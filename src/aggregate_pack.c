@@ -10,7 +10,8 @@
  * gh_agg_try_pack puts a GpuHashAggPack custom scan between the Gather and
  * its partial plan.  In every participant it pulls a sixteenth of the
  * leader's batch (gpuhash.batch_rows rows, fewer where the memory budget
- * holds fewer: aggregate_batch.c's gh_agg_batch_cap) from the partial plan, writes their keys (Datum bits, 4 bytes for keys of
+ * holds fewer: aggregate_batch.c's gh_agg_batch_cap) from the partial plan,
+ * writes their keys (Datum bits, 4 bytes for keys of
  * at most 4 bytes, and a NULL mask if any is NULL) and arguments (int32,
  * int64 or double, with valid flags if any is NULL) column by column into
  * one bytea packet, and returns the packet as a one-column tuple; the Gather
@@ -62,8 +63,8 @@
  * custom_private of a GpuHashAggPack: an IntList of the bytes a row of the
  * leader's batch takes (gh_agg_batch_row_bytes, as the CPU twin counts it at
  * the least load factor: the most, whatever the execution's settings),
- * number of keys, number of input columns, then each column's GhValType, gh_agg_kind
- * and packet width, then each key's packet width, whether it is numbered
+ * number of keys, number of input columns, then each column's GhValType,
+ * gh_agg_kind and packet width, then each key's packet width, whether it is numbered
  * (GhAggKey.dict), its typlen and typbyval, and last, for each key and then
  * each column, the child's column (from 1) that holds it.
  */
@@ -135,6 +136,17 @@ static void pack_end(CustomScanState *node);
 static void pack_rescan(CustomScanState *node);
 static bool max_node_id_walker(Plan *plan, void *context);
 static uint32 packet_rows(Size batch_row_bytes, Size row_bytes);
+
+/*
+ * packet_row_bytes is the most a packet row of nkeys keys and ncols columns
+ * takes: 8 bytes a key, a NULL mask, and per column 8 bytes of value, a
+ * valid flag and a display scale.
+ */
+static inline Size
+packet_row_bytes(int nkeys, int ncols)
+{
+	return (Size) nkeys * 8 + 1 + (Size) ncols * 10;
+}
 static void pack_whole(PackState *ps, int c, uint32 n, Datum v);
 
 static CustomScanMethods pack_scan_methods = {
@@ -256,8 +268,7 @@ gh_agg_pack_gather(GhAggPlan *plan, Gather *gather, int node_id)
 
 	/* rows per packet as the settings give them now, for the estimates */
 	batch_row_bytes = gh_agg_batch_row_bytes(plan, GH_TARGET_CPU, GH_LOAD_FACTOR_MIN);
-	cap = packet_rows(batch_row_bytes,
-					  (Size) plan->nkeys * 8 + 1 + (Size) plan->ncols_in * 10);
+	cap = packet_rows(batch_row_bytes, packet_row_bytes(plan->nkeys, plan->ncols_in));
 	priv = list_make3(makeInteger((int) batch_row_bytes), makeInteger(plan->nkeys),
 					  makeInteger(plan->ncols_in));
 	for (i = 0; i < plan->ncols_in; i++)
@@ -346,7 +357,7 @@ pack_begin(CustomScanState *node, EState *estate, int eflags)
 		elog(ERROR, "GpuHashAggPack: malformed plan");
 	/* the settings of this execution, which the leader's run shares */
 	ps->cap = packet_rows((Size) intVal(list_nth(priv, PACK_PRIV_ROW_BYTES)),
-						  (Size) ps->nkeys * 8 + 1 + (Size) ps->ncols * 10);
+						  packet_row_bytes(ps->nkeys, ps->ncols));
 	ps->exc_limit = Min((Size) GH_PACKET_EXC_LIMIT,
 						Max(get_hash_memory_limit() / GH_AGG_BATCH_PACKETS, (Size) 64 * 1024));
 	if (list_length(priv) != PACK_PRIV_COLS + 3 * ps->ncols + PACK_KEY_PRIV * ps->nkeys +
@@ -407,7 +418,7 @@ pack_begin(CustomScanState *node, EState *estate, int eflags)
 	ps->detoast_cxt = AllocSetContextCreate(CurrentMemoryContext, "GpuHashAggPack detoast",
 											ALLOCSET_SMALL_SIZES);
 	ps->packet_cap = sizeof(GhAggPacketHeader) +
-		(size_t) ps->cap * (ps->nkeys * 8 + 1 + ps->ncols * 10);
+		(Size) ps->cap * packet_row_bytes(ps->nkeys, ps->ncols);
 	ps->packet = palloc(ps->packet_cap);
 }
 
@@ -741,10 +752,10 @@ pack_exec(CustomScanState *node)
 	 * to its element within the (4-aligned) bytea; the exceptions last.
 	 */
 	if (ps->packet_cap < sizeof(GhAggPacketHeader) +
-		(size_t) n * (ps->nkeys * 8 + 1 + ps->ncols * 10) + ps->exc.len + ps->dict_bytes)
+		(Size) n * packet_row_bytes(ps->nkeys, ps->ncols) + ps->exc.len + ps->dict_bytes)
 	{
 		ps->packet_cap = sizeof(GhAggPacketHeader) +
-			(size_t) ps->cap * (ps->nkeys * 8 + 1 + ps->ncols * 10) + ps->exc.len +
+			(Size) ps->cap * packet_row_bytes(ps->nkeys, ps->ncols) + ps->exc.len +
 			ps->dict_bytes;
 		ps->packet = repalloc(ps->packet, ps->packet_cap);
 		hdr = (GhAggPacketHeader *) ps->packet;
