@@ -1664,8 +1664,8 @@ cost_gha(CustomPath *path, Path *child, PathTarget *target, double ngroups,
 		bool		widened = gather->num_workers > sub->parallel_workers;
 
 		if (widened)
-			run *= 0.5 + 0.5 * ghj_parallel_divisor(sub->parallel_workers) /
-				ghj_parallel_divisor(gather->num_workers);
+			run *= 0.5 + 0.5 * gh_parallel_divisor(sub->parallel_workers) /
+				gh_parallel_divisor(gather->num_workers);
 		input = sub->startup_cost + run + parallel_setup_cost +
 			packets * parallel_tuple_cost;
 		per_row = cpu_operator_cost * cols * (0.1 / workers + 0.05);

@@ -81,16 +81,6 @@ static const struct config_enum_entry service_options[] = {
 	{NULL, 0, false}
 };
 
-/* whether this database has the extension: unknown until asked */
-typedef enum ExtensionState
-{
-	EXT_UNKNOWN,
-	EXT_PRESENT,
-	EXT_ABSENT
-} ExtensionState;
-static ExtensionState extension_state = EXT_UNKNOWN;
-static Oid	extension_function = InvalidOid;
-static bool extension_callback = false;
 
 static void assign_inject_alloc_failure(int newval, void *extra);
 static bool check_group_size(int *newval, void **extra, GucSource source);
@@ -352,84 +342,4 @@ static void
 assign_inject_alloc_failure(int newval, void *extra)
 {
 	gpuhash_reset_alloc_injection();
-}
-
-/*
- * extension_changed forgets what gpuhash_extension_created found.  CREATE
- * EXTENSION, DROP EXTENSION and ALTER EXTENSION UPDATE create or drop the
- * extension's functions, and every change to pg_proc, in this backend or
- * another, reaches this callback (pg_extension itself has no catalog cache,
- * so its changes send no invalidation of their own).
- */
-static void
-extension_changed(Datum arg, int cacheid, uint32 hashvalue)
-{
-	extension_state = EXT_UNKNOWN;
-}
-
-/* extension_schema is pg_extension.extnamespace of the extension ext. */
-static Oid
-extension_schema(Oid ext)
-{
-	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	Oid			nsp = InvalidOid;
-
-	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber,
-				F_OIDEQ, ObjectIdGetDatum(ext));
-	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
-	tuple = systable_getnext(scan);
-	if (HeapTupleIsValid(tuple))
-		nsp = ((Form_pg_extension) GETSTRUCT(tuple))->extnamespace;
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return nsp;
-}
-
-/*
- * gpuhash_extension_created says whether CREATE EXTENSION gpuhash has run in
- * the current database.  The planner offers gpuhash's paths only there: a
- * library preloaded for the whole server acts only in the databases that
- * asked for it, and DROP EXTENSION switches it off again.  The answer is
- * cached until the extension's functions change.
- */
-bool
-gpuhash_extension_created(void)
-{
-	if (!IsTransactionState() || !OidIsValid(MyDatabaseId))
-		return false;
-	if (!extension_callback)
-	{
-		CacheRegisterSyscacheCallback(PROCOID, extension_changed, (Datum) 0);
-		extension_callback = true;
-	}
-	if (extension_state == EXT_UNKNOWN)
-	{
-		Oid			ext = get_extension_oid("gpuhash", true);
-
-		extension_function = InvalidOid;
-		if (OidIsValid(ext))
-			extension_function =
-				GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid,
-								CStringGetDatum("gpuhash_devices"),
-								PointerGetDatum(buildoidvector(NULL, 0)),
-								ObjectIdGetDatum(extension_schema(ext)));
-		extension_state = OidIsValid(ext) ? EXT_PRESENT : EXT_ABSENT;
-	}
-	return extension_state == EXT_PRESENT;
-}
-
-/*
- * gpuhash_extension_function is one function of the extension in this
- * database (InvalidOid if there is none).  A plan that uses gpuhash records
- * a dependency on it, so that DROP EXTENSION (or an update) invalidates the
- * cached plans that hold gpuhash's nodes, as it would a plan calling one of
- * its functions.
- */
-Oid
-gpuhash_extension_function(void)
-{
-	return gpuhash_extension_created() ? extension_function : InvalidOid;
 }

@@ -52,8 +52,13 @@ extern int	gpuhash_device_memory_wait;
 extern bool gpuhash_budget_cpu_twin;
 /* gpuhash.batch_rows' default, also the least rows a join's batch holds */
 #define GPUHASH_BATCH_ROWS_DEFAULT 65536
+
+/* extension.c */
 extern bool gpuhash_extension_created(void);
 extern Oid	gpuhash_extension_function(void);
+
+/* plan_costs.c */
+extern double gh_parallel_divisor(int nworkers);
 
 /* device layer (device.c) */
 extern void gpuhash_init_device(void);

@@ -65,7 +65,4 @@ extern double gpuhash_worker_context_cost;
 extern double gpuhash_gpu_join_cost_fraction;
 extern bool gpuhash_shared_build;
 
-/* costsize.c's parallel divisor for nworkers (join_parallel.c) */
-extern double ghj_parallel_divisor(int nworkers);
-
 #endif							/* GPUHASH_JOIN_H */

@@ -403,21 +403,6 @@ ghj_shared_claim(GhjShared *sh, bool *claimed)
 }
 
 /*
- * ghj_parallel_divisor is what PostgreSQL's planner divides a partial path's
- * rows by for nworkers workers (costsize.c's get_parallel_divisor): the
- * leader counts for less as the workers grow in number.
- */
-double
-ghj_parallel_divisor(int nworkers)
-{
-	double		divisor = nworkers;
-
-	if (parallel_leader_participation && 1.0 - 0.3 * nworkers > 0)
-		divisor += 1.0 - 0.3 * nworkers;
-	return Max(divisor, 1.0);
-}
-
-/*
  * prealloc_rows is the rows ghj_shared_preallocate makes room for: what the
  * planner expects of the inner side (its partial plan's rows times the
  * parallel divisor) and a tenth more, since that is an estimate: a store
@@ -429,7 +414,7 @@ static uint64
 prealloc_rows(GhjState *s, Size *arena)
 {
 	GhjShared  *sh = s->shared;
-	double		est = s->inner_ps->plan->plan_rows * ghj_parallel_divisor(sh->nworkers);
+	double		est = s->inner_ps->plan->plan_rows * gh_parallel_divisor(sh->nworkers);
 	double		rows = est * 1.1 + 1024;
 
 	*arena = 0;

@@ -191,7 +191,7 @@ setup_parts(GhjState *s, uint64 loaded)
 	double		rec_bytes = sizeof(uint64) + sizeof(Datum) * s->stride +
 		inner_plan->plan_width;
 	double		est = Max(2.0 * loaded, inner_plan->plan_rows *
-						  ghj_parallel_divisor(sh->nworkers) * rec_bytes);
+						  gh_parallel_divisor(sh->nworkers) * rec_bytes);
 	int			nparts = 2;
 	MemoryContext old;
 	GhjPartCount *counts;

@@ -203,7 +203,7 @@ hash_key_for_clause(PlannerInfo *root, RestrictInfo *rinfo, RelOptInfo *outerrel
 static double
 parallel_divisor(Path *path)
 {
-	return ghj_parallel_divisor(path->parallel_workers);
+	return gh_parallel_divisor(path->parallel_workers);
 }
 
 /*
