@@ -733,16 +733,16 @@ gh_agg_acc_move_gpu(void *dst, const gh_agg_layout *dl, const void *src,
 	return GH_OK;
 }
 
-/* expr_kernel: gh_agg_expr_eval over every row (gh_agg_expr_eval_gpu). */
+/* expr_kernel: gh_expr_eval over every row (gh_expr_eval_gpu). */
 __global__ void
-expr_kernel(gh_agg_expr e, uint32_t n, int64_t *out, uint8_t *out_valid,
+expr_kernel(gh_expr e, uint32_t n, int64_t *out, uint8_t *out_valid,
 			uint32_t *host_rows, uint32_t *nhost)
 {
 	for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n;
 		 i += gridDim.x * blockDim.x)
 	{
 		int64_t v = 0;
-		int r = gh_agg_expr_eval(&e, i, &v);
+		int r = gh_expr_eval(&e, i, &v);
 
 		out[i] = v;
 		out_valid[i] = r == GH_EXPR_OK;
@@ -752,7 +752,7 @@ expr_kernel(gh_agg_expr e, uint32_t n, int64_t *out, uint8_t *out_valid,
 }
 
 extern "C" gh_status
-gh_agg_expr_eval_gpu(const gh_agg_expr *e, uint32_t n, int64_t *out,
+gh_expr_eval_gpu(const gh_expr *e, uint32_t n, int64_t *out,
 					 uint8_t *out_valid, uint32_t *host_rows, uint32_t *nhost,
 					 void *stream, gh_error *err)
 {

@@ -476,7 +476,7 @@ gh_agg_accumulate_cpu(void *acc, const gh_agg_layout *l, uint64_t ngroups,
 }
 
 gh_status
-gh_agg_expr_eval_cpu(const gh_agg_expr *e, uint32_t n, int64_t *out,
+gh_expr_eval_cpu(const gh_expr *e, uint32_t n, int64_t *out,
 					 uint8_t *out_valid, uint32_t *host_rows, uint32_t *nhost,
 					 gh_error *err)
 {
@@ -486,7 +486,7 @@ gh_agg_expr_eval_cpu(const gh_agg_expr *e, uint32_t n, int64_t *out,
 	for (uint32_t i = 0; i < n; i++)
 	{
 		int64_t v = 0;
-		int r = gh_agg_expr_eval(e, i, &v);
+		int r = gh_expr_eval(e, i, &v);
 
 		out[i] = v;
 		out_valid[i] = r == GH_EXPR_OK;

@@ -249,7 +249,7 @@ gh_status gh_agg_assign_exact_cpu(void *mem, uint64_t capacity, void *acc,
  * A GROUP BY key computed on the device becomes exact key `bit` (1 << its
  * position) of rows i < n, as gh_agg_assign_exact_* takes a key the host
  * sent: where valid[i], keys[i] = vals[i] (a device expression's column,
- * gh_agg_expr_eval_*; year_len 0) or the year of the date (year_len 4) or
+ * gh_expr_eval_*; year_len 0) or the year of the date (year_len 4) or
  * timestamp (8) vals[i] as gh_agg_year_word gives it, with bit cleared in
  * nullmask[i]; elsewhere keys[i] = 0 with bit set.
  */
@@ -399,7 +399,7 @@ typedef enum gh_expr_op
 #define GH_DATE_MIN (-2451545)
 #define GH_DATE_END 2145031949
 
-/* why a float program left a row to the host (gh_agg_fexpr_eval) */
+/* why a float program left a row to the host (gh_expr_float_eval) */
 #define GH_FEXPR_OVERFLOW 1
 #define GH_FEXPR_UNDERFLOW 2
 #define GH_FEXPR_DIV_ZERO 3
@@ -433,7 +433,7 @@ typedef enum gh_expr_op
  * which raises that error.
  */
 
-/* Results of gh_agg_expr_eval for one row. */
+/* Results of gh_expr_eval for one row. */
 #define GH_EXPR_OK 0
 #define GH_EXPR_NULL 1 /* an input has no value on the device */
 #define GH_EXPR_HOST 2 /* out of the device's bounds: the host computes it */
@@ -445,7 +445,7 @@ typedef enum gh_expr_op
  * column's scale, at least the program's result scale; all_host sends every
  * row with values to the host (a result scale beyond the device's).
  */
-typedef struct gh_agg_expr
+typedef struct gh_expr
 {
 	int nops;
 	int int_out;	 /* an integer program: out is the int64 value itself */
@@ -458,18 +458,18 @@ typedef struct gh_agg_expr
 	int64_t cm[GH_EXPR_MAX_OPS];
 	const int64_t *vals[GH_EXPR_MAX_OPS];
 	const uint8_t *valid[GH_EXPR_MAX_OPS];
-} gh_agg_expr;
+} gh_expr;
 
 /*
- * gh_agg_expr_eval_*: for every row i < n, out[i] = the program's packed
+ * gh_expr_eval_*: for every row i < n, out[i] = the program's packed
  * value and out_valid[i] = 1, or out_valid[i] = 0; the rows to compute on
  * the host are listed in host_rows[0 .. *nhost) in no particular order
  * (*nhost is set; the GPU version returns before the kernel finishes).
  */
-gh_status gh_agg_expr_eval_gpu(const gh_agg_expr *e, uint32_t n, int64_t *out,
+gh_status gh_expr_eval_gpu(const gh_expr *e, uint32_t n, int64_t *out,
 							   uint8_t *out_valid, uint32_t *host_rows,
 							   uint32_t *nhost, void *stream, gh_error *err);
-gh_status gh_agg_expr_eval_cpu(const gh_agg_expr *e, uint32_t n, int64_t *out,
+gh_status gh_expr_eval_cpu(const gh_expr *e, uint32_t n, int64_t *out,
 							   uint8_t *out_valid, uint32_t *host_rows,
 							   uint32_t *nhost, gh_error *err);
 
@@ -721,12 +721,12 @@ gh_fexpr_op(int op, int prec, double a, double b, int *why)
 }
 
 /*
- * gh_agg_fexpr_eval runs float program e over row i (gh_agg_expr_eval's
+ * gh_expr_float_eval runs float program e over row i (gh_expr_eval's
  * contract; *out the double's bits); where it returns GH_EXPR_HOST, *why
  * (when not NULL) says which of PostgreSQL's errors the row raises.
  */
 GH_HD int
-gh_agg_fexpr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out, int *why)
+gh_expr_float_eval(const gh_expr *e, uint32_t i, int64_t *out, int *why)
 {
 	double st[GH_EXPR_STACK];
 	uint8_t nul[GH_EXPR_STACK];
@@ -803,14 +803,14 @@ gh_agg_fexpr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out, int *why)
 }
 
 /*
- * gh_agg_expr_eval runs program e over row i: GH_EXPR_OK with *out the
+ * gh_expr_eval runs program e over row i: GH_EXPR_OK with *out the
  * packed result at e->out_scale, GH_EXPR_NULL, or GH_EXPR_HOST.  The bounds
  * are kept simple and safe: a product's factors below 2^62, a value scaled
  * up below 2^62 first, every sum below 2^124; anything else goes to the
  * host, which is exact whatever the size.
  */
 GH_HD int
-gh_agg_expr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out)
+gh_expr_eval(const gh_expr *e, uint32_t i, int64_t *out)
 {
 	const __int128 lim62 = (__int128) 1 << 62;
 	const __int128 lim124 = (__int128) 1 << 124;
@@ -821,7 +821,7 @@ gh_agg_expr_eval(const gh_agg_expr *e, uint32_t i, int64_t *out)
 	int sp = 0;
 
 	if (e->float_out)
-		return gh_agg_fexpr_eval(e, i, out, NULL);
+		return gh_expr_float_eval(e, i, out, NULL);
 
 	for (int o = 0; o < e->nops; o++)
 	{

@@ -107,8 +107,8 @@ NOCUDA_STUB(gh_agg_acc_move_gpu,
 			(void *dst, const gh_agg_layout *dl, const void *src,
 			 const gh_agg_layout *sl, uint64_t ngroups, void *stream,
 			 gh_error *err))
-NOCUDA_STUB(gh_agg_expr_eval_gpu,
-			(const gh_agg_expr *e, uint32_t n, int64_t *out,
+NOCUDA_STUB(gh_expr_eval_gpu,
+			(const gh_expr *e, uint32_t n, int64_t *out,
 			 uint8_t *out_valid, uint32_t *host_rows, uint32_t *nhost,
 			 void *stream, gh_error *err))
 NOCUDA_STUB(gh_agg_accumulate_gpu,

@@ -501,7 +501,7 @@ typedef struct GhAggBatch
 	uint32	   *d_xhost[GH_AGG_MAX_COLS];
 	uint32	   *d_xn;			/* GH_AGG_MAX_COLS counts */
 	uint32		h_xn[GH_AGG_MAX_COLS];
-	gh_agg_expr xe[GH_AGG_MAX_COLS];	/* on the target's arrays */
+	gh_expr xe[GH_AGG_MAX_COLS];	/* on the target's arrays */
 	uint32	   *fb_ids;
 	int64	   *fb_vals[GH_AGG_MAX_COLS];
 	uint8	   *fb_valid[GH_AGG_MAX_COLS];
@@ -680,7 +680,7 @@ extern Datum gh_agg_numeric_value(GhAggRun *run, GhGroupSet *s, uint64 g,
 extern void gh_agg_add_text_row(GhAggRun *run, uint32 row, int col, Datum v);
 extern Datum gh_agg_text_value(GhAggRun *run, GhGroupSet *s, uint64 g,
 							   GhAggCall *call, bool *isnull);
-extern void gh_agg_expr_fixups(GhAggRun *run, const uint32 *absent,
+extern void gh_expr_fixups(GhAggRun *run, const uint32 *absent,
 							   uint32 nabsent, uint32 nbad);
 
 /* in aggregate_dict.c */

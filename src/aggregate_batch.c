@@ -976,7 +976,7 @@ run_exprs(GhAggRun *run)
 	if (run->plan->nexprs == 0)
 		return;
 	for (int c = run->ncols_in; c < run->ncols; c++)
-		GH_AGG_DEVICE_CALL(gh_agg_expr_eval, run->target,
+		GH_AGG_DEVICE_CALL(gh_expr_eval, run->target,
 						   ON_TARGET(run, "computing aggregate arguments"),
 						   &batch->xe[c], batch->n, (int64_t *) batch->d_vals[c],
 						   batch->d_valid[c], batch->d_xhost[c], batch->d_xn + c);
@@ -1190,7 +1190,7 @@ device_exact(GhAggRun *run)
 			}
 		}
 		if (fix || (nbad > 0 && run->plan->nexprs > 0))
-			gh_agg_expr_fixups(run, run->batch.h_bad + nbad, nabsent, nbad);
+			gh_expr_fixups(run, run->batch.h_bad + nbad, nabsent, nbad);
 	}
 	run->stats.ms_device += gh_ms_since(t0);
 	return nbad;

@@ -546,7 +546,7 @@ prepare_exprs(GhAggRun *run)
 	for (int c = run->ncols_in; c < run->ncols; c++)
 	{
 		const GhAggExprDef *x = &plan->exprs[plan->cols[c].dexpr];
-		gh_agg_expr *e = &run->batch.xe[c];
+		gh_expr *e = &run->batch.xe[c];
 		int			sc;
 
 		memset(e, 0, sizeof(*e));
@@ -674,12 +674,12 @@ expr_host_int(int op, int bytes, Datum l, Datum r)
  * which of float.h's errors PostgreSQL raises for it.
  */
 static void
-expr_host_float_error(const gh_agg_expr *e, uint32 row)
+expr_host_float_error(const gh_expr *e, uint32 row)
 {
 	int64_t		v;
 	int			why = 0;
 
-	if (gh_agg_fexpr_eval(e, row, &v, &why) != GH_EXPR_HOST)
+	if (gh_expr_float_eval(e, row, &v, &why) != GH_EXPR_HOST)
 		elog(ERROR, "gpuhash_aggregate: float device expression left row %u to the host",
 			 row);
 	if (why == GH_FEXPR_DIV_ZERO)
@@ -871,7 +871,7 @@ cmp_row_absent(const void *a, const void *b)
 }
 
 /*
- * gh_agg_expr_fixups, after the device ran the batch's expressions, does on
+ * gh_expr_fixups, after the device ran the batch's expressions, does on
  * the host what they left: the results of the nbad colliding rows (h_bad's
  * first, for the fallback set) with the device's own arithmetic, and, with
  * PostgreSQL's functions, every row the device listed as out of its bounds
@@ -880,7 +880,7 @@ cmp_row_absent(const void *a, const void *b)
  * (absent, nabsent of them in row order) are left for their pass.
  */
 void
-gh_agg_expr_fixups(GhAggRun *run, const uint32 *absent, uint32 nabsent,
+gh_expr_fixups(GhAggRun *run, const uint32 *absent, uint32 nabsent,
 				   uint32 nbad)
 {
 	GhAggPlan  *plan = run->plan;
@@ -910,7 +910,7 @@ gh_agg_expr_fixups(GhAggRun *run, const uint32 *absent, uint32 nabsent,
 	for (int c = run->ncols_in; c < run->ncols; c++)
 	{
 		const GhAggExprDef *x = &plan->exprs[plan->cols[c].dexpr];
-		gh_agg_expr he = b->xe[c];
+		gh_expr he = b->xe[c];
 		uint32	   *rows;
 		uint32		nrows = 0;
 
@@ -926,7 +926,7 @@ gh_agg_expr_fixups(GhAggRun *run, const uint32 *absent, uint32 nabsent,
 			uint32		i = b->h_bad[j];
 			int64_t		v = 0;
 
-			b->h_valid[c][i] = gh_agg_expr_eval(&he, i, &v) == GH_EXPR_OK;
+			b->h_valid[c][i] = gh_expr_eval(&he, i, &v) == GH_EXPR_OK;
 			b->h_vals[c][i] = v;
 		}
 
