@@ -778,11 +778,11 @@ extern void gh_agg_explain_memory(GhAggRun *run, struct ExplainState *es);
 /* in agg_path.c */
 extern void gpuhash_init_agg_path(void);
 
-/* settings the aggregate reads (gpuhash.c) */
+/* the join's settings the aggregate reads (join_plan.c) */
 extern int	gpuhash_batch_rows;
 extern double gpuhash_load_factor;
 
-/* gpuhash.load_factor's least value (its definition in gpuhash.c) */
+/* gpuhash.load_factor's least value (its definition in join_plan.c) */
 #define GH_LOAD_FACTOR_MIN	0.05
 
 /* gh_pow10_i128: 10^k, 0 <= k <= 38 (10^38 is the largest below 2^127). */

@@ -31,16 +31,32 @@
  * reach it checks that we are not the postmaster.
  *-------------------------------------------------------------------------
  */
+#include <limits.h>
+
 #include "postgres.h"
 
 #include "lib/ilist.h"
 #include "miscadmin.h"
 #include "postmaster/postmaster.h"
 #include "storage/ipc.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
 #include "gpuhash.h"
+
+int			gpuhash_device = GPUHASH_DEVICE_AUTO;
+bool		gpuhash_cost_as_gpu = false;
+int			gpuhash_inject_alloc_failure = 0;
+
+static const struct config_enum_entry device_options[] = {
+	{"auto", GPUHASH_DEVICE_AUTO, false},
+	{"gpu", GPUHASH_DEVICE_GPU, false},
+	{"cpu", GPUHASH_DEVICE_CPU, false},
+	{NULL, 0, false}
+};
+
+static void assign_inject_alloc_failure(int newval, void *extra);
 
 /* One tracked allocation. */
 typedef struct GhAlloc
@@ -92,6 +108,38 @@ static void gh_copy(GhTarget target, void *dst, const void *src, size_t bytes,
 void
 gpuhash_init_device(void)
 {
+	DefineCustomEnumVariable("gpuhash.device",
+							 "Chooses where gpuhash's operators run.",
+							 "auto uses a GPU when one is present and otherwise "
+							 "leaves every plan alone; gpu requires a GPU; cpu "
+							 "runs the same executor path on a CPU implementation.",
+							 &gpuhash_device,
+							 GPUHASH_DEVICE_AUTO,
+							 device_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpuhash.cost_as_gpu",
+							 "With gpuhash.device = cpu, plans as if the operators ran on a GPU.",
+							 "Meant for tests: the GPU's cost model and its choices by cost, "
+							 "executed by the CPU twin, so that a machine without a GPU sees "
+							 "the plans a GPU host would choose.",
+							 &gpuhash_cost_as_gpu,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuhash.inject_alloc_failure",
+							"Makes the Nth device allocation from now fail as out of memory.",
+							"Test-only; 0 disables.",
+							&gpuhash_inject_alloc_failure,
+							0, 0, INT_MAX,
+							PGC_SUSET,
+							GUC_NOT_IN_SAMPLE,
+							NULL, assign_inject_alloc_failure, NULL);
+
 	RegisterResourceReleaseCallback(gh_release_callback, NULL);
 }
 
@@ -760,4 +808,15 @@ gh_sync(GhTarget target)
 	st = gh_cuda_stream_sync(gh_gpu_stream, &err);
 	if (st != GH_OK)
 		gpuhash_report(st, &err, "waiting for the GPU");
+}
+
+/*
+ * assign_inject_alloc_failure restarts the allocation count whenever the
+ * setting changes, so that "SET ... = 2" means the second allocation after
+ * the SET.
+ */
+static void
+assign_inject_alloc_failure(int newval, void *extra)
+{
+	gpuhash_reset_alloc_injection();
 }

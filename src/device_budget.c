@@ -33,6 +33,8 @@
  * fall-back are tested on machines without a GPU.
  *-------------------------------------------------------------------------
  */
+#include <limits.h>
+
 #include "postgres.h"
 
 #include "access/twophase.h"
@@ -46,9 +48,13 @@
 #include "storage/proc.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/timestamp.h"
 
 #include "gpuhash.h"
+
+int			gpuhash_device_memory_limit = 0;
+
 
 /* What one process holds. */
 typedef struct GhBudgetProc
@@ -151,6 +157,57 @@ budget_shmem_startup(void)
 void
 gpuhash_init_budget(void)
 {
+	DefineCustomIntVariable("gpuhash.device_memory_limit",
+							"Device memory one hash table may use; 0 means what the GPU has.",
+							"Larger joins are not planned on the GPU; if one runs anyway it "
+							"finishes on the CPU.  An aggregation's groups kept on the GPU spill "
+							"past it (0: past half of the GPU).  It can only lower "
+							"gpuhash.server_device_memory.",
+							&gpuhash_device_memory_limit,
+							0, 0, INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	/*
+	 * The server's budget is the configuration's or a superuser's (ALTER
+	 * SYSTEM) and the same in every process: a plain role may lower its own
+	 * tables' share (device_memory_limit) but not lift the server's.  No
+	 * default cap: the postmaster never touches CUDA, so no size is known
+	 * when the setting is read, and how much of the GPU PostgreSQL may have
+	 * depends on what else runs on it.
+	 */
+	DefineCustomIntVariable("gpuhash.server_device_memory",
+							"Device memory all of the server's gpuhash work may hold at once; 0 means no server-wide cap.",
+							"Backends and the GPU service reserve from it before they allocate device memory, "
+							"a CUDA context's share included; a reservation it cannot take waits up to "
+							"gpuhash.device_memory_wait, then a join's table goes to the CPU twin.  Server-wide "
+							"when gpuhash is in shared_preload_libraries, otherwise per backend.",
+							&gpuhash_server_device_memory,
+							0, 0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuhash.device_memory_wait",
+							"How long a device memory reservation waits for room in gpuhash.server_device_memory.",
+							"Then a join's table goes to the CPU twin and other allocations fail as out of "
+							"device memory; 0 does not wait.",
+							&gpuhash_device_memory_wait,
+							1000, 0, 3600 * 1000,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpuhash.budget_cpu_twin",
+							 "Makes the CPU twin's device allocations reserve from gpuhash.server_device_memory.",
+							 "Test-only: lets the budget be tested without a GPU.",
+							 &gpuhash_budget_cpu_twin,
+							 false,
+							 PGC_SUSET,
+							 GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 	prev_shmem_request_hook = shmem_request_hook;

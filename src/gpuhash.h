@@ -37,19 +37,24 @@ gh_ms_since(instr_time start)
 	return INSTR_TIME_GET_MILLISEC(now);
 }
 
-/* settings (gpuhash.c) */
+/* settings, each defined by the file that reads it most */
+/* gpuhash.c: the switch every part reads */
 extern bool gpuhash_enabled;
+/* device.c */
 extern int	gpuhash_device;
-extern bool gpuhash_force_join;
-extern bool gpuhash_enable_agg;
-extern bool gpuhash_agg_device_filter;
-extern bool gpuhash_force_agg;
 extern bool gpuhash_cost_as_gpu;
 extern int	gpuhash_inject_alloc_failure;
+/* device_budget.c */
 extern int	gpuhash_server_device_memory;
 extern int	gpuhash_device_memory_limit;
 extern int	gpuhash_device_memory_wait;
 extern bool gpuhash_budget_cpu_twin;
+/* join_plan.c (the others in gpuhash_join.h) */
+extern bool gpuhash_force_join;
+/* the aggregate's planner */
+extern bool gpuhash_enable_agg;
+extern bool gpuhash_agg_device_filter;
+extern bool gpuhash_force_agg;
 /* gpuhash.batch_rows' default, also the least rows a join's batch holds */
 #define GPUHASH_BATCH_ROWS_DEFAULT 65536
 

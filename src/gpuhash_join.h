@@ -55,7 +55,7 @@ extern CustomScanMethods gpuhash_join_scan_methods;
 extern void gpuhash_init_join_plan(void);
 extern Node *gpuhash_join_create_state(CustomScan *cscan);
 
-/* settings of the join (gpuhash.c) */
+/* settings of the join (join_plan.c) */
 extern int	gpuhash_batch_rows;
 extern double gpuhash_load_factor;
 extern int	gpuhash_group_size;

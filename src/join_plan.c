@@ -44,11 +44,30 @@
 #include "optimizer/paths.h"
 #include "optimizer/restrictinfo.h"
 #include "parser/parsetree.h"
+#include "utils/guc.h"
 #include "utils/rel.h"
 #include "utils/lsyscache.h"
 
 #include "gpuhash_join.h"
 #include "keys.h"
+
+bool		gpuhash_force_join = false;
+int			gpuhash_batch_rows = GPUHASH_BATCH_ROWS_DEFAULT;
+double		gpuhash_load_factor = 0.5;
+int			gpuhash_group_size = 2;
+int			gpuhash_probe_scheme = GH_PROBE_DOUBLE;
+double		gpuhash_join_setup_cost = 1000.0;
+double		gpuhash_gpu_join_cost_fraction = 0.5;
+double		gpuhash_worker_context_cost = 20000.0;
+bool		gpuhash_shared_build = true;
+
+static const struct config_enum_entry probe_scheme_options[] = {
+	{"linear", GH_PROBE_LINEAR, false},
+	{"double", GH_PROBE_DOUBLE, false},
+	{NULL, 0, false}
+};
+
+static bool check_group_size(int *newval, void **extra, GucSource source);
 
 /* One usable hash clause, as found by the hook. */
 typedef struct HashKey
@@ -110,6 +129,89 @@ CustomScanMethods gpuhash_join_scan_methods = {
 void
 gpuhash_init_join_plan(void)
 {
+	DefineCustomBoolVariable("gpuhash.force_join",
+							 "Plans a GPU hash join wherever it is legal, whatever the cost.",
+							 "Meant for tests.",
+							 &gpuhash_force_join,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuhash.batch_rows",
+							"Outer rows sent to the device per probe batch.",
+							NULL,
+							&gpuhash_batch_rows,
+							GPUHASH_BATCH_ROWS_DEFAULT, 1, 16 * 1024 * 1024,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomRealVariable("gpuhash.load_factor",
+							 "Largest fraction of hash table slots in use.",
+							 "Lower is faster to probe and uses more device memory.",
+							 &gpuhash_load_factor,
+							 0.5, 0.05, 0.95,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuhash.group_size",
+							"Threads that probe one row together (1, 2, 4, 8, 16 or 32).",
+							NULL,
+							&gpuhash_group_size,
+							2, 1, 32,
+							PGC_USERSET,
+							0,
+							check_group_size, NULL, NULL);
+
+	DefineCustomEnumVariable("gpuhash.probe_scheme",
+							 "Hash table probing: linear or double hashing.",
+							 NULL,
+							 &gpuhash_probe_scheme,
+							 GH_PROBE_DOUBLE,
+							 probe_scheme_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomRealVariable("gpuhash.join_setup_cost",
+							 "Planner's estimate of the fixed cost of a GPU join.",
+							 NULL,
+							 &gpuhash_join_setup_cost,
+							 1000.0, 0.0, 1e12,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomRealVariable("gpuhash.gpu_join_cost_fraction",
+							 "Planner's estimate of a GPU join's own work, as a fraction of what "
+							 "PostgreSQL's model charges its hash join of the same inputs.",
+							 "The scans of both sides are charged in full either way.",
+							 &gpuhash_gpu_join_cost_fraction,
+							 0.5, 0.0, 100.0,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomRealVariable("gpuhash.worker_context_cost",
+							 "Planner's estimate of the cost of a parallel worker creating its CUDA context.",
+							 NULL,
+							 &gpuhash_worker_context_cost,
+							 20000.0, 0.0, 1e12,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpuhash.shared_build",
+							 "Lets the participants of a parallel GpuHashJoin read the inner side together.",
+							 "With it off, every participant reads the whole inner side itself.",
+							 &gpuhash_shared_build,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
 	prev_join_pathlist_hook = set_join_pathlist_hook;
 	set_join_pathlist_hook = gpuhash_join_pathlist;
 	prev_planner_hook = planner_hook;
@@ -938,4 +1040,15 @@ gpuhash_plan_join(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 									rowid_columns(root, scan_tlist));
 	cscan->methods = &gpuhash_join_scan_methods;
 	return &cscan->scan.plan;
+}
+
+static bool
+check_group_size(int *newval, void **extra, GucSource source)
+{
+	if (*newval & (*newval - 1))
+	{
+		GUC_check_errdetail("gpuhash.group_size must be 1, 2, 4, 8, 16 or 32.");
+		return false;
+	}
+	return true;
 }

@@ -33,8 +33,22 @@
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
+#include "utils/guc.h"
 
 #include "service.h"
+
+static const struct config_enum_entry service_options[] = {
+	{"off", GPUHASH_SERVICE_OFF, false},
+	{"parallel", GPUHASH_SERVICE_PARALLEL, false},
+	{"on", GPUHASH_SERVICE_ON, false},
+	{"true", GPUHASH_SERVICE_ON, true},
+	{"false", GPUHASH_SERVICE_OFF, true},
+	{"yes", GPUHASH_SERVICE_ON, true},
+	{"no", GPUHASH_SERVICE_OFF, true},
+	{"1", GPUHASH_SERVICE_ON, true},
+	{"0", GPUHASH_SERVICE_OFF, true},
+	{NULL, 0, false}
+};
 
 int			gpuhash_gpu_service = GPUHASH_SERVICE_OFF;
 GhSvcShared *gh_svc = NULL;
@@ -100,6 +114,22 @@ void
 gpuhash_init_service(void)
 {
 	BackgroundWorker worker;
+
+	/*
+	 * A postmaster setting can be defined only while the library is
+	 * preloaded (later it is a FATAL error); loaded later, gpuhash has no
+	 * service and the setting does not exist in that session.
+	 */
+	if (process_shared_preload_libraries_in_progress)
+		DefineCustomEnumVariable("gpuhash.gpu_service",
+								 "Runs the GPU work of joins in one service process that owns the CUDA context: off, parallel (parallel joins) or on (every join).",
+								 "Needs gpuhash in shared_preload_libraries.  Without the service each backend and each parallel worker creates a CUDA context of its own; a serial join probes fastest in its own backend, the participants of a parallel join share one table in the service.",
+								 &gpuhash_gpu_service,
+								 GPUHASH_SERVICE_PARALLEL,
+								 service_options,
+								 PGC_POSTMASTER,
+								 0,
+								 NULL, NULL, NULL);
 
 	if (!process_shared_preload_libraries_in_progress ||
 		gpuhash_gpu_service == GPUHASH_SERVICE_OFF)
