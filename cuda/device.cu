@@ -133,11 +133,10 @@ gh_cuda_context_prewarm_wait(void)
  * gh_context_fail is gh_cuda_fail for the calls that create the context.  CUDA
  * documents cudaErrorDevicesUnavailable for a device held by another process
  * (exclusive-process compute mode) and for "memory constraints on a device
- * that already has active CUDA work".  On the H200, one context creation
- * in six while another process held all but 47 MiB ended as "no usable GPU"
- * (0A000), which of gh_cuda_status's no-device errors only this one explains (the
- * other five: cudaErrorMemoryAllocation, as were 31 later ones; see
- * bench/results/robustness-2026-11-22.md).  A device that exists and is not
+ * that already has active CUDA work".  A context created while another
+ * process holds nearly all of the memory can fail so (seen in the tests of
+ * bench/results/robustness-2026-11-22.md, beside cudaErrorMemoryAllocation
+ * for the same condition).  A device that exists and is not
  * prohibited is usable, just not now: report it as out of memory, like the
  * same condition's cudaErrorMemoryAllocation.
  */

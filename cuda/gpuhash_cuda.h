@@ -85,8 +85,8 @@ gh_status gh_cuda_context_init(int ordinal, gh_error *err);
 
 /*
  * Starts creating the primary context of device ordinal on a helper thread
- * (all signals blocked), so that the 0.2 s or so it takes overlaps the
- * caller's work; gh_cuda_context_init waits for it.  Returns 0 if no
+ * (all signals blocked), so that the time it takes overlaps the caller's
+ * work; gh_cuda_context_init waits for it.  Returns 0 if no
  * thread was started (one is running, the context exists, or no CUDA).
  * gh_cuda_context_prewarm_wait waits for a started thread to finish;
  * gh_cuda_context_prewarm_busy says, without waiting, whether it is still

@@ -318,8 +318,8 @@ gpuhash_prewarm_gpu(bool parallel)
  * prewarm thread.  Such an operator starts on the CPU twin and moves to the
  * GPU once this turns false (see the join's probe loop): its first rows do
  * not wait for the driver, which creates the contexts of processes started
- * together nearly one after another (1.2 s for 8 parallel workers on an
- * H200).  With device = gpu the operator waits instead: that setting means
+ * together nearly one after another (bench/context measures how long).
+ * With device = gpu the operator waits instead: that setting means
  * every GPU operator runs on the GPU.
  */
 bool

@@ -100,8 +100,8 @@ extern uint64 gh_budget_in_use(void);
 
 /*
  * The device memory a CUDA context holds, counted as each process's share of
- * the budget once it makes one: 518 to 526 MiB measured on an H200
- * (bench/results/device-2026-11-21.md, DESIGN.md).
+ * the budget once it makes one: a round figure just above what contexts
+ * were measured to hold (bench/results/device-2026-11-21.md).
  */
 #define GH_CONTEXT_BUDGET_BYTES ((uint64) 520 * 1024 * 1024)
 
