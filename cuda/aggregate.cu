@@ -31,38 +31,18 @@
  * Both use the layout functions of the host (gh_agg_layout), with a layout
  * of ngroups groups for the shared-memory copy.
  *
- * Lists and counters.  New group ids (a counter), the rows of a frozen batch
- * with no group and the rows that differ from their representative (bad[]),
- * and the rows a device expression leaves to the host (host_rows[]) are
- * taken with append_index: the threads of a warp that take one together
- * share one atomicAdd and number themselves by lane rank, so one address
- * sees a warp's worth of work per atomic.  The numbering is then per warp
- * rather than per thread, which no caller can tell apart: ids are dense in
- * either order and the host sorts both lists.  kWarpAppend (the compile-time
- * GH_AGG_WARP_APPEND) keeps the per-thread variant for the benchmark
- * (bench/aggregate_bench.cu), which launches both through the *_launch
- * templates below.
- *
  * No PostgreSQL headers here.
  *-------------------------------------------------------------------------
  */
-#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 #include <string.h>
 
 #include "gh_aggregate.h"
 #include "gh_error.h"
 
-#ifndef GH_AGG_WARP_APPEND
-#define GH_AGG_WARP_APPEND 1
-#endif
-
-namespace cg = cooperative_groups;
-
 namespace {
 
 constexpr int kThreads = 256;
-constexpr bool kWarpAppend = GH_AGG_WARP_APPEND != 0;
 constexpr size_t kSharedBudget = 48 * 1024;
 
 __host__ __device__ inline size_t
@@ -87,26 +67,6 @@ __device__ inline T *
 arr(char *base, size_t off)
 {
 	return (T *) (base + off);
-}
-
-/*
- * append_index returns a fresh index from the counter *count for the calling
- * thread.  With Warp, the threads that call it together (a warp's coalesced
- * group) take one atomicAdd of their number and their ranks as offsets.
- */
-template <bool Warp, typename T>
-__device__ inline T
-append_index(T *count)
-{
-	if (!Warp)
-		return atomicAdd(count, (T) 1);
-
-	cg::coalesced_group g = cg::coalesced_threads();
-	T base = 0;
-
-	if (g.thread_rank() == 0)
-		base = atomicAdd(count, (T) g.size());
-	return g.shfl(base, 0) + (T) g.thread_rank();
 }
 
 /* ---- the table ---------------------------------------------------------- */
@@ -204,7 +164,6 @@ probe_find(const TableView &t, unsigned long long h)
 /* slots[i] of a row whose key is absent from a frozen table */
 constexpr uint32_t kSlotAbsent = UINT32_MAX - 1;
 
-template <bool Warp>
 __global__ void
 assign_insert_kernel(TableView t, const uint64_t *hashes, uint32_t n,
 					 uint32_t *slots)
@@ -222,8 +181,8 @@ assign_insert_kernel(TableView t, const uint64_t *hashes, uint32_t n,
 		return;
 	}
 	if (won)
-		t.ids[s] = (uint32_t) append_index<Warp>(
-			(unsigned long long *) &t.ctrl->ngroups);
+		t.ids[s] = (uint32_t) atomicAdd(
+			(unsigned long long *) &t.ctrl->ngroups, 1ULL);
 	slots[i] = (uint32_t) s;
 }
 
@@ -284,7 +243,6 @@ exact_hash(const gh_agg_keys &k, uint32_t i, uint8_t *mask)
 }
 
 /* slots[i]: row i's slot; winners[id - prev]: the row that created group id */
-template <bool Warp>
 __global__ void
 exact_insert_kernel(TableView t, gh_agg_keys k, uint32_t n, uint32_t *slots,
 					uint32_t *winners)
@@ -311,15 +269,13 @@ exact_insert_kernel(TableView t, gh_agg_keys k, uint32_t n, uint32_t *slots,
 	}
 	if (won)
 	{
-		uint64_t id = append_index<Warp>(
-			(unsigned long long *) &t.ctrl->ngroups);
+		uint64_t id = atomicAdd((unsigned long long *) &t.ctrl->ngroups, 1ULL);
 		t.ids[s] = (uint32_t) id;
 		winners[id - t.ctrl->prev] = i;
 	}
 	slots[i] = (uint32_t) s;
 }
 
-template <bool Warp>
 __global__ void
 exact_resolve_kernel(TableView t, char *acc, gh_agg_layout l, gh_agg_keys k,
 					 uint32_t n, const uint32_t *slots,
@@ -337,7 +293,7 @@ exact_resolve_kernel(TableView t, char *acc, gh_agg_layout l, gh_agg_keys k,
 	if (s == kSlotAbsent)
 	{
 		ids[i] = GH_AGG_NO_GROUP;
-		bad[append_index<Warp>(&t.ctrl->nbad)] = i | GH_AGG_BAD_ABSENT;
+		bad[atomicAdd(&t.ctrl->nbad, 1u)] = i | GH_AGG_BAD_ABSENT;
 		return;
 	}
 	uint32_t g = t.ids[s];
@@ -352,7 +308,6 @@ exact_resolve_kernel(TableView t, char *acc, gh_agg_layout l, gh_agg_keys k,
 	}
 }
 
-template <bool Warp>
 __global__ void
 exact_verify_kernel(TableView t, char *acc, gh_agg_layout l, gh_agg_keys k,
 					uint32_t n, uint32_t *ids, uint32_t *bad)
@@ -370,7 +325,7 @@ exact_verify_kernel(TableView t, char *acc, gh_agg_layout l, gh_agg_keys k,
 	if (!same)
 	{
 		ids[i] = GH_AGG_NO_GROUP;
-		bad[append_index<Warp>(&t.ctrl->nbad)] = i;
+		bad[atomicAdd(&t.ctrl->nbad, 1u)] = i;
 	}
 }
 
@@ -657,63 +612,20 @@ gh_agg_table_rehash_gpu(const void *old_mem, uint64_t old_cap, void *new_mem,
 	return GH_OK;
 }
 
-namespace {
-
-/*
- * The launches of gh_agg_assign_gpu, gh_agg_assign_exact_gpu and
- * gh_expr_eval_gpu, with the append variant as a template parameter (see
- * append_index); the API takes kWarpAppend.
- */
-template <bool Warp>
-gh_status
-assign_launch(void *mem, uint64_t capacity, const uint64_t *hashes,
-			  uint32_t n, uint32_t *ids, cudaStream_t s, gh_error *err)
-{
-	TableView t = table_view(mem, capacity);
-
-	if (n == 0)
-		return GH_OK;
-	assign_insert_kernel<Warp>
-		<<<grid_for(n), kThreads, 0, s>>>(t, hashes, n, ids);
-	GH_CUDA_LAUNCHED("assign_insert_kernel");
-	assign_resolve_kernel<<<grid_for(n), kThreads, 0, s>>>(t, n, ids);
-	GH_CUDA_LAUNCHED("assign_resolve_kernel");
-	return GH_OK;
-}
-
-template <bool Warp>
-gh_status
-assign_exact_launch(void *mem, uint64_t capacity, void *acc,
-					const gh_agg_layout *l, const gh_agg_keys *k, uint32_t n,
-					uint32_t *ids, uint32_t *scratch, uint32_t *bad,
-					cudaStream_t s, gh_error *err)
-{
-	TableView t = table_view(mem, capacity);
-
-	exact_begin_kernel<<<1, 1, 0, s>>>(t);
-	GH_CUDA_LAUNCHED("exact_begin_kernel");
-	if (n == 0)
-		return GH_OK;
-	exact_insert_kernel<Warp><<<grid_for(n), kThreads, 0, s>>>(
-		t, *k, n, scratch, scratch + n);
-	GH_CUDA_LAUNCHED("exact_insert_kernel");
-	exact_resolve_kernel<Warp><<<grid_for(n), kThreads, 0, s>>>(
-		t, (char *) acc, *l, *k, n, scratch, scratch + n, ids, bad);
-	GH_CUDA_LAUNCHED("exact_resolve_kernel");
-	exact_verify_kernel<Warp><<<grid_for(n), kThreads, 0, s>>>(
-		t, (char *) acc, *l, *k, n, ids, bad);
-	GH_CUDA_LAUNCHED("exact_verify_kernel");
-	return GH_OK;
-}
-
-} // namespace
-
 extern "C" gh_status
 gh_agg_assign_gpu(void *mem, uint64_t capacity, const uint64_t *hashes,
 				  uint32_t n, uint32_t *ids, void *stream, gh_error *err)
 {
-	return assign_launch<kWarpAppend>(mem, capacity, hashes, n, ids,
-									  (cudaStream_t) stream, err);
+	cudaStream_t s = (cudaStream_t) stream;
+	TableView t = table_view(mem, capacity);
+
+	if (n == 0)
+		return GH_OK;
+	assign_insert_kernel<<<grid_for(n), kThreads, 0, s>>>(t, hashes, n, ids);
+	GH_CUDA_LAUNCHED("assign_insert_kernel");
+	assign_resolve_kernel<<<grid_for(n), kThreads, 0, s>>>(t, n, ids);
+	GH_CUDA_LAUNCHED("assign_resolve_kernel");
+	return GH_OK;
 }
 
 extern "C" gh_status
@@ -722,9 +634,23 @@ gh_agg_assign_exact_gpu(void *mem, uint64_t capacity, void *acc,
 						uint32_t n, uint32_t *ids, uint32_t *scratch,
 						uint32_t *bad, void *stream, gh_error *err)
 {
-	return assign_exact_launch<kWarpAppend>(mem, capacity, acc, l, k, n, ids,
-											scratch, bad,
-											(cudaStream_t) stream, err);
+	cudaStream_t s = (cudaStream_t) stream;
+	TableView t = table_view(mem, capacity);
+
+	exact_begin_kernel<<<1, 1, 0, s>>>(t);
+	GH_CUDA_LAUNCHED("exact_begin_kernel");
+	if (n == 0)
+		return GH_OK;
+	exact_insert_kernel<<<grid_for(n), kThreads, 0, s>>>(t, *k, n, scratch,
+														 scratch + n);
+	GH_CUDA_LAUNCHED("exact_insert_kernel");
+	exact_resolve_kernel<<<grid_for(n), kThreads, 0, s>>>(
+		t, (char *) acc, *l, *k, n, scratch, scratch + n, ids, bad);
+	GH_CUDA_LAUNCHED("exact_resolve_kernel");
+	exact_verify_kernel<<<grid_for(n), kThreads, 0, s>>>(t, (char *) acc, *l,
+														 *k, n, ids, bad);
+	GH_CUDA_LAUNCHED("exact_verify_kernel");
+	return GH_OK;
 }
 
 extern "C" gh_status
@@ -808,7 +734,6 @@ gh_agg_acc_move_gpu(void *dst, const gh_agg_layout *dl, const void *src,
 }
 
 /* expr_kernel: gh_expr_eval over every row (gh_expr_eval_gpu). */
-template <bool Warp>
 __global__ void
 expr_kernel(gh_expr e, uint32_t n, int64_t *out, uint8_t *out_valid,
 			uint32_t *host_rows, uint32_t *nhost)
@@ -822,24 +747,8 @@ expr_kernel(gh_expr e, uint32_t n, int64_t *out, uint8_t *out_valid,
 		out[i] = v;
 		out_valid[i] = r == GH_EXPR_OK;
 		if (r == GH_EXPR_HOST)
-			host_rows[append_index<Warp>(nhost)] = i;
+			host_rows[atomicAdd(nhost, 1u)] = i;
 	}
-}
-
-template <bool Warp>
-static gh_status
-expr_eval_launch(const gh_expr *e, uint32_t n, int64_t *out,
-				 uint8_t *out_valid, uint32_t *host_rows, uint32_t *nhost,
-				 cudaStream_t s, gh_error *err)
-{
-	GH_CUDA_TRY(cudaMemsetAsync(nhost, 0, sizeof(uint32_t), s),
-				"cudaMemsetAsync");
-	if (n == 0)
-		return GH_OK;
-	expr_kernel<Warp><<<grid_for(n < 1048576 ? n : 1048576), kThreads, 0, s>>>(
-		*e, n, out, out_valid, host_rows, nhost);
-	GH_CUDA_LAUNCHED("expr_kernel");
-	return GH_OK;
 }
 
 extern "C" gh_status
@@ -847,8 +756,16 @@ gh_expr_eval_gpu(const gh_expr *e, uint32_t n, int64_t *out,
 					 uint8_t *out_valid, uint32_t *host_rows, uint32_t *nhost,
 					 void *stream, gh_error *err)
 {
-	return expr_eval_launch<kWarpAppend>(e, n, out, out_valid, host_rows,
-										 nhost, (cudaStream_t) stream, err);
+	cudaStream_t s = (cudaStream_t) stream;
+
+	GH_CUDA_TRY(cudaMemsetAsync(nhost, 0, sizeof(uint32_t), s),
+				"cudaMemsetAsync");
+	if (n == 0)
+		return GH_OK;
+	expr_kernel<<<grid_for(n < 1048576 ? n : 1048576), kThreads, 0, s>>>(
+		*e, n, out, out_valid, host_rows, nhost);
+	GH_CUDA_LAUNCHED("expr_kernel");
+	return GH_OK;
 }
 
 extern "C" gh_status

@@ -1,7 +1,7 @@
 #!/bin/bash
 # test/cuda/device_run.sh - one GPU-host session for the static multimap and
 # the aggregate: GPU unit tests (full), compute-sanitizer memcheck and
-# racecheck (quick subsets), microbenchmarks.  Logs go to $OUT (or
+# racecheck (quick subsets), the multimap's microbenchmark.  Logs go to $OUT (or
 # /tmp/mm_out); a summary is printed last.  Binaries built elsewhere (x86-64,
 # CUDA 13) are used when present, else built here.
 # Usage: test/cuda/device_run.sh [seed] [commit]
@@ -23,7 +23,6 @@ export PATH=$PATH:/usr/local/cuda/bin
 [ -x test/cuda/test_multimap_gpu ] && [ -x test/cuda/test_aggregate_gpu ] ||
   make -C test/cuda -s -j"$(nproc)" gpu >>"$out/gpu.txt" 2>&1
 [ -x bench/multimap_bench ] || make -C bench -s multimap_bench >>"$out/gpu.txt" 2>&1
-[ -x bench/aggregate_bench ] || make -C bench -s aggregate_bench >>"$out/gpu.txt" 2>&1
 
 t0=$(date +%s)
 timeout 180 test/cuda/test_multimap_gpu "$seed" >"$out/gpu_test.log" 2>&1
@@ -33,8 +32,6 @@ echo "exit $?" >>"$out/agg_test.log"
 t1=$(date +%s)
 timeout 180 bench/run_multimap.sh "$commit" >"$out/bench.md" 2>"$out/bench.err"
 echo "exit $?" >>"$out/bench.err"
-timeout 120 bench/aggregate_bench --commit "$commit" >"$out/agg_bench.md" 2>>"$out/bench.err"
-echo "aggregate_bench exit $?" >>"$out/bench.err"
 t2=$(date +%s)
 {
   timeout 90 "$san" --tool memcheck --leak-check full --error-exitcode 3 test/cuda/test_multimap_gpu --quick "$seed"
@@ -64,7 +61,6 @@ echo "== sanitizers"
 grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|exit|not ok|Bail' "$out/sanitize.log" | head -20
 echo "== bench"
 tail -3 "$out/bench.err"
-grep -E '^\|' "$out/agg_bench.md"
 grep -E 'G reads/s' "$out/bench.md"
 grep -E '^\| 0.5 \| (1|16) \| (1|2) \| linear' "$out/bench.md"
 sed -n '/^## Inner join/,$p' "$out/bench.md" | grep -E '^\| 0.(5|9) \| (1|2) \|'
