@@ -9,7 +9,7 @@
 #   GPUHASH_TEST_DEVICE=gpu test/run.sh   on a GPU host: the same suites with
 #                                    gpuhash.device = gpu, plus the CUDA tests
 #
-# Suites: the multimap unit tests (test/cuda); PGXS's make installcheck, the
+# Suites: the CUDA unit tests of the multimap and the aggregate (test/cuda); PGXS's make installcheck, the
 # pg_regress suites (sql/, expected/, in test/schedule's order) and the
 # isolation specs (test/isolation), each in a temporary preloaded instance,
 # and the pg_regress suites again under auto_explain; pgTAP (test/pgtap) via
@@ -82,20 +82,20 @@ if ! gh_build_install "$logdir/build.log"; then
 fi
 grep -E 'warning' "$logdir/build.log" | head -20
 
-note "multimap unit tests (CPU twin)"
+note "CUDA unit tests (CPU twins: multimap, aggregate)"
 if part cuda && [ -f test/cuda/Makefile ]; then
   if make -s -C test/cuda cpu >"$logdir/multimap-cpu.tap" 2>&1; then :; else
-    failed=$((failed + 1)); echo "multimap CPU test exited non-zero"; fi
+    failed=$((failed + 1)); echo "a CUDA unit test on the CPU twin exited non-zero"; fi
   count_tap "$logdir/multimap-cpu.tap"
   grep -E '^ *not ok' "$logdir/multimap-cpu.tap" | head -20
   if [ "$device" = gpu ]; then
-    note "multimap unit tests (GPU vs CPU)"
+    note "CUDA unit tests (GPU vs CPU: multimap, aggregate)"
     # GPUHASH_TEST_CUDA_QUICK=1: the quick subset (minutes less), for a run
     # on a tree whose cuda/ passed the whole test already
     cudatest=run-gpu
     [ -n "${GPUHASH_TEST_CUDA_QUICK:-}" ] && cudatest=run-gpu-quick
     if make -s -C test/cuda $cudatest >"$logdir/multimap-gpu.tap" 2>&1; then :; else
-      failed=$((failed + 1)); echo "multimap GPU test exited non-zero"; fi
+      failed=$((failed + 1)); echo "a CUDA unit test on the GPU exited non-zero"; fi
     count_tap "$logdir/multimap-gpu.tap"
     grep -E '^ *not ok' "$logdir/multimap-gpu.tap" | head -20
   fi

@@ -1,9 +1,9 @@
 #!/bin/bash
-# test/cuda/device_run.sh - one GPU-host session for the static multimap:
-# GPU unit test (full), compute-sanitizer memcheck and racecheck (quick
-# subset), microbenchmark.  Logs go to $OUT (or /tmp/mm_out); a summary is
-# printed last.  Binaries built elsewhere (x86-64, CUDA 13) are used when
-# present, else built here.
+# test/cuda/device_run.sh - one GPU-host session for the static multimap and
+# the aggregate: GPU unit tests (full), compute-sanitizer memcheck and
+# racecheck (quick subsets), the multimap's microbenchmark.  Logs go to $OUT (or
+# /tmp/mm_out); a summary is printed last.  Binaries built elsewhere (x86-64,
+# CUDA 13) are used when present, else built here.
 # Usage: test/cuda/device_run.sh [seed] [commit]
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -20,12 +20,15 @@ export PATH=$PATH:/usr/local/cuda/bin
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv
 } >"$out/gpu.txt" 2>&1
 
-[ -x test/cuda/test_multimap_gpu ] || make -C test/cuda -s gpu >>"$out/gpu.txt" 2>&1
+[ -x test/cuda/test_multimap_gpu ] && [ -x test/cuda/test_aggregate_gpu ] ||
+  make -C test/cuda -s -j"$(nproc)" gpu >>"$out/gpu.txt" 2>&1
 [ -x bench/multimap_bench ] || make -C bench -s multimap_bench >>"$out/gpu.txt" 2>&1
 
 t0=$(date +%s)
 timeout 180 test/cuda/test_multimap_gpu "$seed" >"$out/gpu_test.log" 2>&1
 echo "exit $?" >>"$out/gpu_test.log"
+timeout 120 test/cuda/test_aggregate_gpu "$seed" >"$out/agg_test.log" 2>&1
+echo "exit $?" >>"$out/agg_test.log"
 t1=$(date +%s)
 timeout 180 bench/run_multimap.sh "$commit" >"$out/bench.md" 2>"$out/bench.err"
 echo "exit $?" >>"$out/bench.err"
@@ -35,6 +38,10 @@ t2=$(date +%s)
   echo "memcheck exit $?"
   timeout 80 "$san" --tool racecheck --error-exitcode 3 test/cuda/test_multimap_gpu --quick "$seed"
   echo "racecheck exit $?"
+  timeout 90 "$san" --tool memcheck --leak-check full --error-exitcode 3 test/cuda/test_aggregate_gpu --quick "$seed"
+  echo "aggregate memcheck exit $?"
+  timeout 80 "$san" --tool racecheck --error-exitcode 3 test/cuda/test_aggregate_gpu --quick "$seed"
+  echo "aggregate racecheck exit $?"
 } >"$out/sanitize.log" 2>&1
 t3=$(date +%s)
 # Per-kernel times of a few 10M builds and joins (clocks left as they are).
@@ -45,9 +52,11 @@ echo "ncu exit $?" >>"$out/ncu.csv"
 t4=$(date +%s)
 
 echo "== times: gpu test $((t1 - t0)) s, bench $((t2 - t1)) s, sanitizers $((t3 - t2)) s, ncu $((t4 - t3)) s"
-echo "== gpu test: $(grep -c '^ok' "$out/gpu_test.log") ok, $(grep -c '^not ok' "$out/gpu_test.log") not ok"
-grep -A1 '^not ok' "$out/gpu_test.log" | head -20
-grep -E '^#|^1\.\.|^exit|Bail' "$out/gpu_test.log" | tail -5
+for log in gpu_test agg_test; do
+  echo "== $log: $(grep -c '^ok' "$out/$log.log") ok, $(grep -c '^not ok' "$out/$log.log") not ok"
+  grep -A1 '^not ok' "$out/$log.log" | head -20
+  grep -E '^#|^1\.\.|^exit|Bail' "$out/$log.log" | tail -5
+done
 echo "== sanitizers"
 grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|exit|not ok|Bail' "$out/sanitize.log" | head -20
 echo "== bench"
