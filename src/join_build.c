@@ -32,8 +32,6 @@
  */
 #include "postgres.h"
 
-#include <sys/mman.h>
-
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
@@ -112,27 +110,6 @@ store_columns(GhjState *s, TupleTableSlot *slot, Datum *rec, MemoryContext cxt)
 	}
 }
 
-/*
- * ghj_advise_huge asks the kernel for huge pages behind a large array that is
- * about to be written: the probe reads the inner records and their arena
- * at addresses far apart, and with 4 kB pages nearly every such read would
- * also miss the TLB; and the first writes of fresh memory fault once a 4 kB
- * page (a parallel build's chunks, join_parallel.c).  Only a hint; nothing
- * changes where it is not honoured.
- */
-void
-ghj_advise_huge(void *p, Size len)
-{
-#ifdef MADV_HUGEPAGE
-	const uintptr_t huge = 2 * 1024 * 1024;
-	uintptr_t	start = TYPEALIGN(huge, (uintptr_t) p);
-	uintptr_t	end = TYPEALIGN_DOWN(huge, (uintptr_t) p + len);
-
-	if (end > start)
-		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
-#endif
-}
-
 /* arena_copy moves a by-reference value into the arena. */
 static inline Datum
 arena_copy(char *arena, Size *used, Datum v, int16 typlen)
@@ -176,11 +153,11 @@ ghj_regroup(GhjState *s)
 	recs = palloc_extended(sizeof(Datum) * Max(s->ninner, 1) * stride + 64,
 						   MCXT_ALLOC_HUGE);
 	recs = (Datum *) TYPEALIGN(64, recs);
-	ghj_advise_huge(recs, sizeof(Datum) * s->ninner * stride);
+	gh_advise_huge(recs, sizeof(Datum) * s->ninner * stride);
 	if (s->byref_bytes > 0)
 	{
 		arena = palloc_extended(s->byref_bytes, MCXT_ALLOC_HUGE);
-		ghj_advise_huge(arena, s->byref_bytes);
+		gh_advise_huge(arena, s->byref_bytes);
 	}
 	for (uint32 j = 0; j < s->ninner; j++)
 	{
@@ -843,7 +820,7 @@ ghj_build_private(GhjState *s)
 		cap /= 2;
 	old = MemoryContextSwitchTo(s->build_tmp_cxt);
 	s->inner_recs = palloc_extended(sizeof(Datum) * cap * s->stride, MCXT_ALLOC_HUGE);
-	ghj_advise_huge(s->inner_recs, sizeof(Datum) * cap * s->stride);
+	gh_advise_huge(s->inner_recs, sizeof(Datum) * cap * s->stride);
 	s->store_hashes = palloc_extended(sizeof(uint64) * cap, MCXT_ALLOC_HUGE);
 	MemoryContextSwitchTo(old);
 	s->store_cap = cap;

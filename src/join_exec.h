@@ -433,7 +433,6 @@ extern void ghj_move_to_gpu(GhjState *s);
 extern void ghj_store_row(GhjState *s, const Datum *rec, uint64 hash);
 extern void ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys);
 extern void ghj_free_table(GhjState *s);
-extern void ghj_advise_huge(void *p, Size len);
 
 /* join_batch.c */
 extern void ghj_batch_setup(GhjState *s);

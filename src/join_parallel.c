@@ -337,7 +337,7 @@ ghj_shared_add(GhjState *s, const Datum *tmp, uint64 hash, Size byref_bytes)
 			sizeof(Datum) * cap * s->stride +
 			(s->inner_has_byref ? data_size : 0);
 		chunk = s->chunk = MemoryContextAllocHuge(s->build_tmp_cxt, grown);
-		ghj_advise_huge(chunk, grown);
+		gh_advise_huge(chunk, grown);
 		chunk->cap = cap;
 		chunk->next = NULL;
 		chunk->nrows = 0;
