@@ -223,7 +223,7 @@ ghj_service_table(GhjState *s, uint64 *hashes, bool grouped)
 		if (attached)
 			dsm_detach(xchg);
 		/* every participant has written its range: the next build may take it */
-		gh_svc_release_exchange(sh->xchg_token, true);
+		gh_table_release_exchange(sh->xchg_token);
 		ghj_shared_table_built(sh, gh_table_service_id(t), t->rows_identity);
 		return t;
 	}
@@ -572,7 +572,7 @@ build_trace(GhjState *s, BuildTrace *tr, int phase, uint64 nrows)
 	{
 		double		ms[GH_SVC_TIMES];
 
-		gh_svc_last_times(ms);
+		gh_table_service_times(ms);
 		appendStringInfo(&buf, "; service %s %.1f (map %.1f, area %.1f, table %.1f: memory %.1f, copy %.1f, build %.1f)",
 						 s->svc_builder ? "build" : "view", ms[0], ms[1], ms[2],
 						 ms[3], ms[4], ms[5], ms[6]);
@@ -612,8 +612,8 @@ ghj_build_shared(GhjState *s)
 		ghj_elapsed_ms(&t0, &s->load_ms);
 		build_mark(&tr, BM_LOADED);
 		/* the service maps its probe area while the participants compact */
-		if (!ghj_parts_spilling(s) && gh_svc_available(true))
-			gh_svc_send_area(s->batch_cap);
+		if (!ghj_parts_spilling(s))
+			gh_table_service_send_area(s->batch_cap);
 		if (ghj_shared_loaded(s, &loaded))
 			ghj_shared_allocate(s);
 		phase = GHJ_PH_ALLOCATE;

@@ -173,7 +173,7 @@ typedef struct GhjShared
 	 * xchg_broken: a participant could not write its range.  Usually it is
 	 * the GPU service's own area, which the service keeps from one build
 	 * to the next: xchg_token is then the claim the builder gives back once
-	 * the table is built (gh_svc_claim_exchange), 0 for an area of the
+	 * the table is built (gh_table_claim_exchange), 0 for an area of the
 	 * query's own.
 	 */
 	dsm_handle	xchg;

@@ -467,7 +467,7 @@ prealloc_arena_row(GhjState *s)
  * is allocated if the area has no room: ghj_shared_allocate then does it.
  * With the GPU service, the second participant gets the exchange area of
  * its one table's build at the same time: the service's own, which the
- * service keeps from one build to the next (gh_svc_claim_exchange), or,
+ * service keeps from one build to the next (gh_table_claim_exchange), or,
  * while another build holds that, a segment of its own (not the area's,
  * whose lock the first holds while it allocates); the participants fill it
  * as they compact (ghj_shared_compact).  Creating that much shared
@@ -490,14 +490,14 @@ ghj_shared_preallocate(GhjState *s)
 	if (!ghj_shared_claim(sh, &sh->prealloc_claimed))
 	{
 		ghj_shared_exchange_end(s);
-		if (ghj_shared_claim(sh, &sh->xchg_claimed) && gh_svc_available(true) &&
+		if (ghj_shared_claim(sh, &sh->xchg_claimed) && gh_table_service_available(true) &&
 			(rows = prealloc_rows(s, &arena)) > 0)
 		{
 			uint64		token = 0;
 
 			/* the service's own area if it is free, else one of the query's */
 			s->xchg_seg = rows <= GH_MAX_ROWS ?
-				gh_svc_claim_exchange((uint32) rows, &token) : NULL;
+				gh_table_claim_exchange((uint32) rows, &token) : NULL;
 			if (s->xchg_seg == NULL)
 				s->xchg_seg = dsm_create(sizeof(uint64) * rows,
 										 DSM_CREATE_NULL_IF_MAXSEGMENTS);
