@@ -473,6 +473,24 @@ ghj_shared_table(GhjState *s)
 }
 
 /*
+ * ghj_next_part moves this participant to the next partition of a shared
+ * build that spilled (ghj_parts_next) and, if it got one, frees the last
+ * partition's table and forgets its batches: the partition is joined as a
+ * private build of its own.  False when none is left; the last table then
+ * stays, for EXPLAIN.
+ */
+bool
+ghj_next_part(GhjState *s)
+{
+	if (!ghj_parts_next(s))
+		return false;
+	s->nbatch_seen = Max(s->nbatch_seen, Max(s->nbatch, s->nbatch_original));
+	ghj_free_table(s);
+	ghj_batch_end(s);
+	return true;
+}
+
+/*
  * ghj_build_parts goes on with a shared build that spilled to partitions
  * (join_parts.c), from phase on: a participant attached in time writes its
  * share of the outer side and waits for the others; then each claims a
@@ -487,12 +505,13 @@ ghj_build_parts(GhjState *s, int phase)
 	INSTR_TIME_SET_CURRENT(t0);
 	ghj_shared_exchange_end(s);
 	ghj_parts_write_outer(s, phase == GHJ_PH_ALLOCATE);
+	ghj_batch_note_peak(s, 0);
 	if (phase == GHJ_PH_ALLOCATE)
 		(void) ghj_shared_next_phase(s);
 	ghj_shared_detach(s);
 	ghj_elapsed_ms(&t0, &s->store_ms);
 	s->n_builds++;
-	if (ghj_parts_next(s))
+	if (ghj_next_part(s))
 		ghj_build_private(s);
 	else
 	{
@@ -615,7 +634,7 @@ ghj_build_shared(GhjState *s)
 		if (!ghj_parts_spilling(s))
 			gh_table_service_send_area(s->batch_cap);
 		if (ghj_shared_loaded(s, &loaded))
-			ghj_shared_allocate(s);
+			ghj_shared_allocate(s, ghj_parts_spilling(s));
 		phase = GHJ_PH_ALLOCATE;
 	}
 	if (ghj_parts_spilling(s))

@@ -632,7 +632,7 @@ ghj_exec(CustomScanState *node)
 					break;
 				}
 				/* a spilled shared build: the next partition (join_parts.c) */
-				if (s->curpart >= 0 && ghj_parts_next(s))
+				if (s->curpart >= 0 && ghj_next_part(s))
 				{
 					ghj_reset_probe(s);
 					s->state = GHJ_BUILD_TABLE;
@@ -784,7 +784,8 @@ ghj_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 	GhjState   *s = (GhjState *) node;
 
 	s->shared = (GhjShared *) coordinate;
-	ghj_shared_reinit(s->shared, node->ss.ps.state->es_query_dsa, s->store_area);
+	ghj_parts_reinit(s->shared, node->ss.ps.state->es_query_dsa);
+	ghj_shared_reinit(s->shared, s->store_area);
 }
 
 /* ghj_init_worker finds the join's part of the segment in a worker. */

@@ -199,6 +199,29 @@ typedef struct GhjShared
 	GhjStats	stats[FLEXIBLE_ARRAY_MEMBER];
 } GhjShared;
 
+/*
+ * A chunk of a participant's share of a shared build's inner side
+ * (join_parallel.c): hashes, records, then the records' by-reference data.
+ * In a chunk a by-reference value is its offset in the chunk's data, which
+ * compaction turns into an offset in the store's arena.  The chunks go
+ * either to the store (ghj_shared_compact) or, when the build spills, to
+ * the partitions (join_parts.c).
+ */
+typedef struct GhjChunk
+{
+	struct GhjChunk *next;
+	uint32		cap;			/* rows it has room for */
+	uint32		nrows;
+	Size		data_size;
+	Size		data_used;
+	uint64		hashes[FLEXIBLE_ARRAY_MEMBER];	/* cap of them */
+} GhjChunk;
+#define GhjChunkRecs(c) \
+	((Datum *) ((char *) (c) + MAXALIGN(offsetof(GhjChunk, hashes) + \
+										sizeof(uint64) * (c)->cap)))
+#define GhjChunkData(c, stride) \
+	((char *) GhjChunkRecs(c) + sizeof(Datum) * (c)->cap * (stride))
+
 typedef struct GhjState
 {
 	CustomScanState css;
@@ -433,6 +456,7 @@ extern void ghj_move_to_gpu(GhjState *s);
 extern void ghj_store_row(GhjState *s, const Datum *rec, uint64 hash);
 extern void ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys);
 extern void ghj_free_table(GhjState *s);
+extern bool ghj_next_part(GhjState *s);
 
 /* join_batch.c */
 extern void ghj_batch_setup(GhjState *s);
@@ -458,18 +482,19 @@ extern void ghj_batch_end(GhjState *s);
 /* join_parallel.c */
 extern Size ghj_shared_size(int nworkers);
 extern void ghj_shared_init(GhjShared *sh, int nworkers);
-extern void ghj_shared_reinit(GhjShared *sh, dsa_area *area, dsa_area *store);
+extern void ghj_shared_reinit(GhjShared *sh, dsa_area *store);
 extern void ghj_shared_create_area(GhjState *s);
 extern void ghj_shared_end(GhjState *s);
 extern int	ghj_shared_attach(GhjState *s);
 extern Size ghj_shared_add(GhjState *s, const Datum *rec, uint64 hash,
 						   Size byref_bytes);
 extern bool ghj_shared_claim(GhjShared *sh, bool *claimed);
-extern void ghj_shared_spill_chunks(GhjState *s);
+extern GhjChunk *ghj_shared_chunks(GhjState *s);
+extern void ghj_shared_free_chunks(GhjState *s);
 extern void ghj_shared_preallocate(GhjState *s);
 extern bool ghj_shared_loaded(GhjState *s, uint64 *loaded);
 extern bool ghj_shared_next_phase(GhjState *s);
-extern void ghj_shared_allocate(GhjState *s);
+extern void ghj_shared_allocate(GhjState *s, bool spilled);
 extern void ghj_shared_compact(GhjState *s);
 extern uint64 ghj_shared_nrows(GhjState *s);
 extern uint64 *ghj_shared_hashes(GhjState *s);
@@ -498,8 +523,6 @@ extern void ghj_parts_begin(GhjState *s);
 extern bool ghj_parts_check(GhjState *s, Size grown);
 extern bool ghj_parts_spilling(GhjState *s);
 extern void ghj_parts_put_inner(GhjState *s, TupleTableSlot *slot, uint64 hash);
-extern void ghj_parts_put_record(GhjState *s, const Datum *rec, const char *data,
-								 uint64 hash);
 extern void ghj_parts_write_outer(GhjState *s, bool in_time);
 extern bool ghj_parts_next(GhjState *s);
 extern void ghj_parts_end(GhjState *s);

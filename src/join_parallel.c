@@ -73,35 +73,17 @@
 #define GHJ_SVC_FAILED		3
 
 /*
- * A chunk of a participant's share of the inner side: hashes, records,
- * then the records' by-reference data.  In a chunk a by-reference value is
- * its offset in the chunk's data, which compaction turns into an offset in
- * the store's arena.  A chunk holds up to GHJ_CHUNK_ROWS rows and
+ * A chunk (GhjChunk, join_exec.h) holds up to GHJ_CHUNK_ROWS rows and
  * GHJ_CHUNK_DATA bytes of data, less under a small budget (ghj_shared_add):
  * the participants count their chunks against the budget (join_parts.c).
  */
 #define GHJ_CHUNK_ROWS 65536
 #define GHJ_CHUNK_DATA (4 * 1024 * 1024)
-typedef struct GhjChunk
-{
-	struct GhjChunk *next;
-	uint32		cap;			/* rows it has room for */
-	uint32		nrows;
-	Size		data_size;
-	Size		data_used;
-	uint64		hashes[FLEXIBLE_ARRAY_MEMBER];	/* cap of them */
-} GhjChunk;
-#define GhjChunkRecs(c) \
-	((Datum *) ((char *) (c) + MAXALIGN(offsetof(GhjChunk, hashes) + \
-										sizeof(uint64) * (c)->cap)))
-#define GhjChunkData(c, stride) \
-	((char *) GhjChunkRecs(c) + sizeof(Datum) * (c)->cap * (stride))
 
 /* Store positions one participant regroups at a time. */
 #define GHJ_REGROUP_RANGE 65536
 
 static void chunks_done(GhjState *s, uint64 *nrows, Size *nbytes);
-static void ghj_free_chunks(GhjState *s);
 static void free_dp(dsa_area *area, dsa_pointer *dp);
 static void *store_addr(GhjState *s, dsa_pointer dp);
 static uint64 prealloc_rows(GhjState *s, Size *arena);
@@ -197,18 +179,18 @@ ghj_shared_end(GhjState *s)
 /*
  * ghj_shared_reinit prepares the segment for another run (a rescan of the
  * Gather, its workers gone): the shared build starts over, and its store is
- * freed (the leader's store area, the query's area for the partitions, when
- * at hand; else they go with the query).
+ * freed (the leader's store area, when at hand; else it goes with the
+ * query).  The partitions' files and stores are emptied first
+ * (ghj_parts_reinit), whose file set this keeps.
  */
 void
-ghj_shared_reinit(GhjShared *sh, dsa_area *area, dsa_area *store)
+ghj_shared_reinit(GhjShared *sh, dsa_area *store)
 {
 	int			nworkers = sh->nworkers;
 	bool		can_spill = sh->can_spill;
 	SharedFileSet fileset = sh->fileset;
 	dsa_handle	handle = sh->store_area;
 
-	ghj_parts_reinit(sh, area);
 	if (store != NULL)
 	{
 		free_dp(store, &sh->store_hashes);
@@ -265,9 +247,9 @@ chunks_done(GhjState *s, uint64 *nrows, Size *nbytes)
 	}
 }
 
-/* ghj_free_chunks frees this participant's chunks. */
-static void
-ghj_free_chunks(GhjState *s)
+/* ghj_shared_free_chunks frees this participant's chunks. */
+void
+ghj_shared_free_chunks(GhjState *s)
 {
 	chunks_done(s, NULL, NULL);
 	while (s->chunks)
@@ -366,27 +348,15 @@ ghj_shared_add(GhjState *s, const Datum *tmp, uint64 hash, Size byref_bytes)
 }
 
 /*
- * ghj_shared_spill_chunks writes the rows of this participant's chunks to
- * the partitions of a shared build that spilled (join_parts.c), and frees
- * the chunks.
+ * ghj_shared_chunks is this participant's list of chunks, the one being
+ * filled included, for a shared build that spilled to write to its
+ * partitions (join_parts.c) before it frees them (ghj_shared_free_chunks).
  */
-void
-ghj_shared_spill_chunks(GhjState *s)
+GhjChunk *
+ghj_shared_chunks(GhjState *s)
 {
 	chunks_done(s, NULL, NULL);
-	for (GhjChunk *c = s->chunks; c; c = c->next)
-	{
-		const char *data = GhjChunkData(c, s->stride);
-
-		for (uint32 j = 0; j < c->nrows; j++)
-		{
-			if ((j & 0xfff) == 0)
-				CHECK_FOR_INTERRUPTS();
-			ghj_parts_put_record(s, GhjChunkRecs(c) + (size_t) j * s->stride,
-								 data, c->hashes[j]);
-		}
-	}
-	ghj_free_chunks(s);
+	return s->chunks;
 }
 
 /* ghj_shared_claim sets *claimed; true for the one participant that set it. */
@@ -626,16 +596,17 @@ ghj_shared_next_phase(GhjState *s)
  * loaded (GHJ_PH_ALLOCATE, one participant), keeping the hashes, records
  * and arena ghj_shared_preallocate allocated where the rows fit in them.
  * An inner side too large for the table gets no store: every participant
- * reports it after the phase (ghj_shared_nrows).
+ * reports it after the phase (ghj_shared_nrows).  spilled: the rows went
+ * to partitions instead (join_parts.c), so there is no store either.
  */
 void
-ghj_shared_allocate(GhjState *s)
+ghj_shared_allocate(GhjState *s, bool spilled)
 {
 	GhjShared  *sh = s->shared;
 	dsa_area   *area = store_area(s);
 	uint64		n = sh->nrows;
 	/* the rows went to partitions, or are too many for a table: no store */
-	bool		no_store = ghj_parts_spilling(s) || n > GH_MAX_ROWS;
+	bool		no_store = spilled || n > GH_MAX_ROWS;
 
 	if (no_store || sh->store_cap < Max(n, 1))
 	{
@@ -726,7 +697,7 @@ ghj_shared_compact(GhjState *s)
 
 	if (sh->nrows > GH_MAX_ROWS || s->chunks == NULL)
 	{
-		ghj_free_chunks(s);
+		ghj_shared_free_chunks(s);
 		return;
 	}
 	chunks_done(s, &nrows, &nbytes);
@@ -772,7 +743,7 @@ ghj_shared_compact(GhjState *s)
 	}
 	if (xseg != NULL && xseg != s->xchg_seg)
 		dsm_detach(xseg);
-	ghj_free_chunks(s);
+	ghj_shared_free_chunks(s);
 }
 
 /* ghj_shared_nrows is the number of rows of the store. */

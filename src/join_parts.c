@@ -75,6 +75,9 @@ static GhjPartCount *part_counts(GhjState *s);
 static void setup_parts(GhjState *s, uint64 loaded);
 static void attach_parts(GhjState *s);
 static void put_inner(GhjState *s, int p, MinimalTuple tup);
+static void put_record(GhjState *s, const Datum *rec, const char *data,
+					   uint64 hash);
+static void spill_chunks(GhjState *s);
 static void end_inner_writes(GhjState *s);
 
 /*
@@ -282,7 +285,7 @@ ghj_parts_check(GhjState *s, Size grown)
 		setup_parts(s, loaded);
 	}
 	attach_parts(s);
-	ghj_shared_spill_chunks(s);
+	spill_chunks(s);
 	return true;
 }
 
@@ -340,15 +343,14 @@ ghj_parts_put_inner(GhjState *s, TupleTableSlot *slot, uint64 hash)
 }
 
 /*
- * ghj_parts_put_record writes an inner row held as a chunk's record (its
+ * put_record writes an inner row held as a chunk's record (its
  * by-reference values offsets into data) back as its child's tuple: the
  * columns the record keeps, and those that are keys from the keys' values
  * (the keys are evaluated again from the tuple when the partition is
  * joined); the others, which nothing reads, NULL.
  */
-void
-ghj_parts_put_record(GhjState *s, const Datum *rec, const char *data,
-					 uint64 hash)
+static void
+put_record(GhjState *s, const Datum *rec, const char *data, uint64 hash)
 {
 	TupleDesc	desc = ExecGetResultType(s->inner_ps);
 	Datum	   *vals = s->part_vals;
@@ -377,6 +379,28 @@ ghj_parts_put_record(GhjState *s, const Datum *rec, const char *data,
 	tup = heap_form_minimal_tuple(desc, vals, nulls);
 	put_inner(s, part_of(s->shared->nparts, hash), tup);
 	pfree(tup);
+}
+
+/*
+ * spill_chunks writes the rows of this participant's chunks (join_parallel.c)
+ * to the partitions, and frees the chunks.
+ */
+static void
+spill_chunks(GhjState *s)
+{
+	for (GhjChunk *c = ghj_shared_chunks(s); c; c = c->next)
+	{
+		const char *data = GhjChunkData(c, s->stride);
+
+		for (uint32 j = 0; j < c->nrows; j++)
+		{
+			if ((j & 0xfff) == 0)
+				CHECK_FOR_INTERRUPTS();
+			put_record(s, GhjChunkRecs(c) + (size_t) j * s->stride,
+					   data, c->hashes[j]);
+		}
+	}
+	ghj_shared_free_chunks(s);
 }
 
 /*
@@ -450,15 +474,15 @@ ghj_parts_write_outer(GhjState *s, bool in_time)
 			sts_end_write(s->part_acc[nparts + p]);
 	}
 	pfree(keys);
-	ghj_batch_note_peak(s, 0);
 }
 
 /*
  * ghj_parts_next ends the partition this participant was joining, if any,
  * and claims the next one not yet claimed: its rows are then what the
  * children return (ghj_parts_next_tuple), and its counts the estimate of
- * the private build's first batches.  False when none is left; the last
- * partition's table then stays, for EXPLAIN.
+ * the private build's first batches.  False when none is left.  The caller
+ * frees the last partition's table (ghj_next_part), which otherwise stays,
+ * for EXPLAIN.
  */
 bool
 ghj_parts_next(GhjState *s)
@@ -478,9 +502,6 @@ ghj_parts_next(GhjState *s)
 	p = pg_atomic_fetch_add_u32(&sh->next_part, 1);
 	if (p >= (uint32) sh->nparts)
 		return false;
-	s->nbatch_seen = Max(s->nbatch_seen, Max(s->nbatch, s->nbatch_original));
-	ghj_free_table(s);
-	ghj_batch_end(s);
 	counts = part_counts(s);
 	rows = pg_atomic_read_u64(&counts[p].rows);
 	s->part_est_rows = (double) rows;
