@@ -130,13 +130,13 @@ ghj_batch_setup(GhjState *s)
 
 	s->batch.mem_budget = get_hash_memory_limit();
 	s->probe.batch_cap = (uint32) Min((Size) s->probe.batch_cap,
-								Max((Size) GHJ_MIN_BATCH_ROWS,
-									s->batch.mem_budget / 2 / row));
+									  Max((Size) GHJ_MIN_BATCH_ROWS,
+										  s->batch.mem_budget / 2 / row));
 	arrays = (Size) s->probe.batch_cap * row;
 
 	/* the outer rows' own by-reference values, copied into batch_cxt */
 	s->batch.batch_byref_limit = (uint32) Min((Size) PG_UINT32_MAX / 2,
-										Max(s->batch.mem_budget / 8, (Size) 16384));
+											  Max(s->batch.mem_budget / 8, (Size) 16384));
 	s->batch.store_limit = s->batch.mem_budget > arrays + s->batch.batch_byref_limit ?
 		s->batch.mem_budget - arrays - s->batch.batch_byref_limit : 0;
 	s->batch.store_limit = Max(s->batch.store_limit, s->batch.mem_budget / 2);
@@ -166,7 +166,7 @@ ghj_batch_init(GhjState *s)
 	 * (gh_table_where decides when the rows are in).
 	 */
 	s->batch.table_on_host = (gpuhash_device == GPUHASH_DEVICE_CPU ||
-						gpuhash_gpu_count() == 0);
+							  gpuhash_gpu_count() == 0);
 	s->batch.grow_enabled = true;
 	s->batch.over_budget = 0;
 	s->batch.curbatch = 0;
@@ -753,9 +753,9 @@ load_batch(GhjState *s)
 	s->build.store_cap = 64;
 	old = MemoryContextSwitchTo(s->build_tmp_cxt);
 	s->build.inner_recs = palloc_extended(sizeof(Datum) * s->build.store_cap * s->stride,
-									MCXT_ALLOC_HUGE);
+										  MCXT_ALLOC_HUGE);
 	s->build.store_hashes = palloc_extended(sizeof(uint64) * s->build.store_cap,
-									  MCXT_ALLOC_HUGE);
+											MCXT_ALLOC_HUGE);
 	MemoryContextSwitchTo(old);
 	if (s->batch.inner_files[s->batch.curbatch] != NULL)
 	{
@@ -856,6 +856,6 @@ ghj_batch_descs(GhjState *s, TupleDesc inner_desc, TupleDesc outer_desc)
 	s->batch.spill_null = palloc(sizeof(bool) * Max(n, 1));
 	s->batch.spill_rec = palloc0(sizeof(Datum) * s->stride);
 	s->batch.spill_cxt = AllocSetContextCreate(CurrentMemoryContext,
-										 "GpuHashJoin batch files",
-										 ALLOCSET_DEFAULT_SIZES);
+											   "GpuHashJoin batch files",
+											   ALLOCSET_DEFAULT_SIZES);
 }

@@ -308,7 +308,7 @@ ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys)
 	ghj_regroup(s);
 	if (keep_nullkeys)
 		s->build.matched = palloc_extended(sizeof(uint32) * ((s->build.ninner + 31) / 32 + 1),
-									  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+											MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 	MemoryContextSwitchTo(old);
 	s->build.built = true;
 	s->build.n_builds++;
@@ -722,7 +722,7 @@ ghj_store_grow(GhjState *s)
 		}
 	}
 	s->build.inner_recs = repalloc_huge(s->build.inner_recs,
-								  sizeof(Datum) * newcap * s->stride);
+										sizeof(Datum) * newcap * s->stride);
 	s->build.store_hashes = repalloc_huge(s->build.store_hashes, sizeof(uint64) * newcap);
 	s->build.store_cap = newcap;
 }

@@ -470,7 +470,7 @@ ghj_shared_preallocate(GhjState *s)
 				gh_table_claim_exchange((uint32) rows, &token) : NULL;
 			if (s->par.xchg_seg == NULL)
 				s->par.xchg_seg = dsm_create(sizeof(uint64) * rows,
-										 DSM_CREATE_NULL_IF_MAXSEGMENTS);
+											 DSM_CREATE_NULL_IF_MAXSEGMENTS);
 			if (s->par.xchg_seg != NULL)
 			{
 				/* ghj_shared_compact reads these after the barrier */

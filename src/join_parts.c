@@ -165,16 +165,16 @@ ghj_parts_begin(GhjState *s)
 	if (!s->shared_build)
 		return;
 	s->parts.part_cxt = AllocSetContextCreate(CurrentMemoryContext,
-										"GpuHashJoin partitions",
-										ALLOCSET_DEFAULT_SIZES);
+											  "GpuHashJoin partitions",
+											  ALLOCSET_DEFAULT_SIZES);
 	s->parts.part_inner_slot = ExecInitExtraTupleSlot(estate,
-												ExecGetResultType(s->inner_ps),
-												&TTSOpsMinimalTuple);
+													  ExecGetResultType(s->inner_ps),
+													  &TTSOpsMinimalTuple);
 	s->parts.part_vals = palloc(sizeof(Datum) * Max(ExecGetResultType(s->inner_ps)->natts, 1));
 	s->parts.part_null = palloc(sizeof(bool) * Max(ExecGetResultType(s->inner_ps)->natts, 1));
 	s->parts.part_outer_slot = ExecInitExtraTupleSlot(estate,
-												ExecGetResultType(s->outer_ps),
-												&TTSOpsMinimalTuple);
+													  ExecGetResultType(s->outer_ps),
+													  &TTSOpsMinimalTuple);
 }
 
 /*
@@ -221,9 +221,9 @@ setup_parts(GhjState *s, uint64 loaded)
 				 s->css.ss.ps.plan->plan_node_id, i < nparts ? "i" : "o",
 				 i % nparts);
 		s->parts.part_acc[i] = sts_initialize(part_sts(s, i), sh->nworkers + 1,
-										participant(), 0,
-										SHARED_TUPLESTORE_SINGLE_PASS,
-										&sh->fileset, name);
+											  participant(), 0,
+											  SHARED_TUPLESTORE_SINGLE_PASS,
+											  &sh->fileset, name);
 	}
 	MemoryContextSwitchTo(old);
 	counts = part_counts(s);

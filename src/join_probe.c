@@ -224,25 +224,25 @@ ghj_next_batch(GhjState *s)
 		old = MemoryContextSwitchTo(s->build_cxt);
 		/* gpuhash.batch_rows may ask for more than 1 GB per array */
 		s->probe.batch_vals = palloc_extended(sizeof(Datum) * s->probe.batch_cap * Max(s->nstored, 1),
-										MCXT_ALLOC_HUGE);
+											  MCXT_ALLOC_HUGE);
 		s->probe.batch_isnull = palloc_extended(sizeof(bool) * s->probe.batch_cap * Max(s->nstored, 1),
-										  MCXT_ALLOC_HUGE);
+												MCXT_ALLOC_HUGE);
 		s->probe.batch_keys = palloc_extended(sizeof(Datum) * s->probe.batch_cap * s->nkeys,
-										MCXT_ALLOC_HUGE);
+											  MCXT_ALLOC_HUGE);
 		s->probe.batch_null = palloc_extended(sizeof(bool) * s->probe.batch_cap, MCXT_ALLOC_HUGE);
 		s->probe.batch_order = palloc_extended(sizeof(uint32) * s->probe.batch_cap, MCXT_ALLOC_HUGE);
 		s->probe.visit_first = palloc_extended(sizeof(uint32) * s->probe.batch_cap, MCXT_ALLOC_HUGE);
 		s->probe.visit_count = palloc_extended(sizeof(uint32) * s->probe.batch_cap, MCXT_ALLOC_HUGE);
 		s->probe.visit_recs = palloc_extended(sizeof(Datum) * s->stride * s->probe.batch_cap,
-										MCXT_ALLOC_HUGE);
+											  MCXT_ALLOC_HUGE);
 		if (s->nbyref_keys > 0)
 			s->probe.visit_bytes = palloc_extended((Size) GHJ_KEY_COPY_MAX * s->nbyref_keys *
-											 s->probe.batch_cap, MCXT_ALLOC_HUGE);
+												   s->probe.batch_cap, MCXT_ALLOC_HUGE);
 		MemoryContextSwitchTo(old);
 		/* a table in the GPU service lends its probe area: nothing is copied */
 		s->probe.batch_in_table = gh_table_probe_area(s->build.table, s->probe.batch_cap,
-												&s->probe.batch_hashes, &s->probe.batch_first,
-												&s->probe.batch_count);
+													  &s->probe.batch_hashes, &s->probe.batch_first,
+													  &s->probe.batch_count);
 		if (!s->probe.batch_in_table)
 		{
 			s->probe.batch_hashes = gh_host_alloc(s->build.target, sizeof(uint64) * s->probe.batch_cap);
@@ -277,8 +277,8 @@ ghj_next_batch(GhjState *s)
 		}
 		else
 			s->probe.batch_hashes[n] = gh_key_hash_row(&s->outer_keys, econtext, slot,
-												 &s->probe.batch_keys[(size_t) n * s->nkeys],
-												 s->batch_cxt, &s->probe.batch_null[n]);
+													   &s->probe.batch_keys[(size_t) n * s->nkeys],
+													   s->batch_cxt, &s->probe.batch_null[n]);
 		n++;
 		/* by-reference values count against the budget too */
 		if (s->batch_cxt->mem_allocated >= s->batch.batch_byref_limit)
