@@ -213,7 +213,8 @@ ghj_inner_estimate(GhjState *s, int *width)
 Size
 ghj_batch_store_bytes(GhjState *s, uint32 cap)
 {
-	Size		arrays_now = (Size) s->build.store_cap * (s->stride * sizeof(Datum) + sizeof(uint64));
+	Size		arrays_now = (Size) s->build.store_cap *
+		(s->stride * sizeof(Datum) + sizeof(uint64));
 	Size		arrays = (Size) cap * (s->stride * sizeof(Datum) + sizeof(uint64));
 	Size		held = MemoryContextMemAllocated(s->build_tmp_cxt, true) +
 		MemoryContextMemAllocated(s->build_cxt, true);
@@ -414,7 +415,8 @@ ghj_batch_save_outer(GhjState *s, int batchno, uint64 hash, const Datum *keys,
 		s->batch.spill_vals[s->nkeys + j] = slot->tts_values[s->stored_col[j]];
 		s->batch.spill_null[s->nkeys + j] = slot->tts_isnull[s->stored_col[j]];
 	}
-	tup = heap_form_minimal_tuple(s->batch.outer_desc, s->batch.spill_vals, s->batch.spill_null);
+	tup = heap_form_minimal_tuple(s->batch.outer_desc, s->batch.spill_vals,
+								  s->batch.spill_null);
 	write_tuple(batch_file(s, s->batch.outer_files, batchno), hash, tup);
 	pfree(tup);
 }
@@ -454,8 +456,10 @@ ghj_batch_read_outer(GhjState *s, uint32 n)
 			s->probe.batch_keys[(size_t) n * s->nkeys + k] = s->batch.spill_vals[k];
 		for (int j = 0; j < s->nstored; j++)
 		{
-			s->probe.batch_vals[(size_t) n * s->nstored + j] = s->batch.spill_vals[s->nkeys + j];
-			s->probe.batch_isnull[(size_t) n * s->nstored + j] = s->batch.spill_null[s->nkeys + j];
+			s->probe.batch_vals[(size_t) n * s->nstored + j] =
+				s->batch.spill_vals[s->nkeys + j];
+			s->probe.batch_isnull[(size_t) n * s->nstored + j] =
+				s->batch.spill_null[s->nkeys + j];
 		}
 		s->probe.batch_null[n] = false;
 		s->probe.batch_hashes[n] = hash;
@@ -538,8 +542,10 @@ ghj_batch_increase(GhjState *s)
 	}
 	else
 	{
-		s->batch.inner_files = repalloc(s->batch.inner_files, sizeof(BufFile *) * s->batch.nbatch);
-		s->batch.outer_files = repalloc(s->batch.outer_files, sizeof(BufFile *) * s->batch.nbatch);
+		s->batch.inner_files = repalloc(s->batch.inner_files,
+										sizeof(BufFile *) * s->batch.nbatch);
+		s->batch.outer_files = repalloc(s->batch.outer_files,
+										sizeof(BufFile *) * s->batch.nbatch);
 		memset(s->batch.inner_files + oldn, 0, sizeof(BufFile *) * oldn);
 		memset(s->batch.outer_files + oldn, 0, sizeof(BufFile *) * oldn);
 	}

@@ -484,7 +484,8 @@ ghj_next_part(GhjState *s)
 {
 	if (!ghj_parts_next(s))
 		return false;
-	s->batch.nbatch_seen = Max(s->batch.nbatch_seen, Max(s->batch.nbatch, s->batch.nbatch_original));
+	s->batch.nbatch_seen = Max(s->batch.nbatch_seen,
+							   Max(s->batch.nbatch, s->batch.nbatch_original));
 	ghj_free_table(s);
 	ghj_batch_end(s);
 	return true;

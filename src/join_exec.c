@@ -914,7 +914,8 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 											   context, useprefix, false), es);
 	if (es->analyze && s->build.n_builds > 0)
 	{
-		int			nbatch = Max(Max(s->batch.nbatch, s->batch.nbatch_original), s->batch.nbatch_seen);
+		int			nbatch = Max(Max(s->batch.nbatch, s->batch.nbatch_original),
+								 s->batch.nbatch_seen);
 		int			nbatch_original = s->batch.nbatch_original;
 		int			nbatch_planned = s->batch.nbatch_planned;
 		Size		mem_peak = s->batch.mem_peak;
@@ -943,7 +944,8 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		 */
 		ExplainPropertyUInteger("Inner Rows", NULL,
 								s->parts.nparts_joined > 0 ? s->parts.part_inner_rows :
-								s->batch.nbatch > 1 ? s->build.n_inner_read : s->build.ninner + s->build.n_nullkey,
+								s->batch.nbatch > 1 ? s->build.n_inner_read :
+								s->build.ninner + s->build.n_nullkey,
 								es);
 		ExplainPropertyUInteger("Batches", NULL, s->probe.n_batches, es);
 		ExplainPropertyUInteger("Candidates", NULL, s->probe.n_candidates, es);
@@ -959,7 +961,8 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			double		device_ms = s->build.dev_ms_done + s->build.table->device_ms;
 
 			ExplainPropertyFloat("Device Time", "ms", device_ms, 3, es);
-			explain_probe_phases(s->probe.outer_ms, device_ms, s->probe.order_ms, s->probe.rows_ms, es);
+			explain_probe_phases(s->probe.outer_ms, device_ms, s->probe.order_ms,
+								 s->probe.rows_ms, es);
 			ExplainPropertyFloat("Load Factor", NULL, lf, 3, es);
 			ExplainPropertyUInteger("Device Memory", "kB",
 									(dev_peak + 1023) / 1024, es);

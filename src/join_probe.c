@@ -241,13 +241,17 @@ ghj_next_batch(GhjState *s)
 		MemoryContextSwitchTo(old);
 		/* a table in the GPU service lends its probe area: nothing is copied */
 		s->probe.batch_in_table = gh_table_probe_area(s->build.table, s->probe.batch_cap,
-													  &s->probe.batch_hashes, &s->probe.batch_first,
+													  &s->probe.batch_hashes,
+													  &s->probe.batch_first,
 													  &s->probe.batch_count);
 		if (!s->probe.batch_in_table)
 		{
-			s->probe.batch_hashes = gh_host_alloc(s->build.target, sizeof(uint64) * s->probe.batch_cap);
-			s->probe.batch_first = gh_host_alloc(s->build.target, sizeof(uint32) * s->probe.batch_cap);
-			s->probe.batch_count = gh_host_alloc(s->build.target, sizeof(uint32) * s->probe.batch_cap);
+			s->probe.batch_hashes = gh_host_alloc(s->build.target,
+												  sizeof(uint64) * s->probe.batch_cap);
+			s->probe.batch_first = gh_host_alloc(s->build.target,
+												 sizeof(uint32) * s->probe.batch_cap);
+			s->probe.batch_count = gh_host_alloc(s->build.target,
+												 sizeof(uint32) * s->probe.batch_cap);
 		}
 	}
 
@@ -311,7 +315,8 @@ ghj_next_batch(GhjState *s)
 		ghj_move_to_gpu(s);
 	if (s->build.gpu_later)
 		s->probe.n_cpu_batches++;
-	gh_table_probe(s->build.table, s->probe.batch_hashes, n, s->probe.batch_first, s->probe.batch_count);
+	gh_table_probe(s->build.table, s->probe.batch_hashes, n, s->probe.batch_first,
+				   s->probe.batch_count);
 	INSTR_TIME_SET_CURRENT(s->probe.probe_mark);	/* the table counts device time */
 	for (uint32 i = 0; i < n; i++)
 	{
@@ -589,7 +594,8 @@ ghj_probe_batch(GhjState *s, ExprContext *econtext)
 			if (s->inner_key_byref && s->probe.cur + GHJ_PREFETCH < s->probe.n_order &&
 				s->probe.visit_count[s->probe.cur + GHJ_PREFETCH] > 0)
 			{
-				PREFETCH_KEYS(s, &s->probe.visit_recs[(size_t) (s->probe.cur + GHJ_PREFETCH) * s->stride]);
+				PREFETCH_KEYS(s, &s->probe.visit_recs[(size_t) (s->probe.cur + GHJ_PREFETCH) *
+													  s->stride]);
 			}
 			if (!s->direct_proj)
 				ghj_load_outer(s, i);
@@ -684,7 +690,8 @@ ghj_probe_batch_direct(GhjState *s)
 		uint32		i = s->probe.batch_order[cur];
 
 		/* a long key that gather_first did not copy: ask for it ahead */
-		if (s->inner_key_byref && s->probe.cur_cand == 0 && cur + GHJ_PREFETCH < s->probe.n_order)
+		if (s->inner_key_byref && s->probe.cur_cand == 0 &&
+			cur + GHJ_PREFETCH < s->probe.n_order)
 		{
 			PREFETCH_KEYS(s, &s->probe.visit_recs[(size_t) (cur + GHJ_PREFETCH) * stride]);
 		}
