@@ -129,7 +129,6 @@ typedef struct GhSvcTableInfo
 extern void gpuhash_init_service(void);
 extern bool gh_svc_available(bool parallel);
 extern GhTarget gh_svc_target(void);
-extern void gh_populate(const void *p, size_t bytes, bool write);
 extern gh_status gh_svc_build(const uint64 *hashes, uint32 n,
 							  const gh_mm_params *params, uint32 probe_cap,
 							  GhSvcTableInfo *info, uint32 *rows,
@@ -145,6 +144,10 @@ extern void gh_svc_send_area(uint32 probe_cap);
 extern struct dsm_segment *gh_svc_claim_exchange(uint32 n, uint64 *token);
 extern void gh_svc_release_exchange(uint64 token, bool clean);
 extern void gh_svc_free_table(uint32 id);
+
+/* hints to the kernel about large arrays' pages (pages.c) */
+extern void gh_advise_huge(void *p, Size len);
+extern void gh_populate(const void *p, size_t bytes, bool write);
 
 /* walks of finished plans (plan_walk.c) */
 struct Plan;

@@ -11,6 +11,10 @@
  * or the CPU twin while the backend's CUDA context is made), the join asks
  * for it there (gh_table_build, or gh_table_build_service through
  * service_client.c), and then probes, describes and frees it the same way.
+ * The join's other dealings with the service go through here too: whether
+ * its table would go there (the planner's cost of CUDA contexts depends on
+ * it), and a shared build's exchange and probe areas, prepared while the
+ * participants still read the inner side.
  *
  * Building a table goes in this order: on the GPU if the table may go there
  * (gpuhash.device_memory_limit and gpuhash.server_device_memory allow it)
@@ -553,6 +557,69 @@ gh_table_build_service(const uint64 *hashes, uint32 nrows, uint32 probe_cap,
 	}
 	table_add_time(t, start);
 	return t;
+}
+
+/*
+ * gh_table_service_available says whether gh_table_where would send a
+ * join's table to the GPU service now (parallel_aware: for a parallel
+ * join's participants): what the planner charges for CUDA contexts, and
+ * whether a shared build prepares the service's side of its build, depend
+ * on it.
+ */
+bool
+gh_table_service_available(bool parallel_aware)
+{
+	return gh_svc_available(parallel_aware);
+}
+
+/*
+ * gh_table_service_send_area has the GPU service, where a parallel join's
+ * table goes there, map the probe area of the table this backend is about
+ * to ask for (probe_cap rows) while the backend still works on its share of
+ * a shared build, so that the table's build does not wait for it.
+ */
+void
+gh_table_service_send_area(uint32 probe_cap)
+{
+	if (gh_svc_available(true))
+		gh_svc_send_area(probe_cap);
+}
+
+/*
+ * gh_table_claim_exchange claims the GPU service's exchange area for the
+ * nrows hashes of a shared build's one service table
+ * (gh_table_build_service's xchg), where gh_table_service_available says
+ * the table goes there, which the participants then fill as they go; *token
+ * is the claim, given back with gh_table_release_exchange.  NULL if the
+ * service refused (another build holds the area, or it has no room): the
+ * caller then makes an area of its own.
+ */
+dsm_segment *
+gh_table_claim_exchange(uint32 nrows, uint64 *token)
+{
+	return gh_svc_claim_exchange(nrows, token);
+}
+
+/*
+ * gh_table_release_exchange gives back the claim token (0: none) on the
+ * service's exchange area once the table is built from it: every
+ * participant has written its range, so the next build may take it.
+ */
+void
+gh_table_release_exchange(uint64 token)
+{
+	gh_svc_release_exchange(token, true);
+}
+
+/*
+ * gh_table_service_times copies the times of this backend's last build or
+ * view of a service table into ms (GH_SVC_TIMES of them), for DEBUG2
+ * accounts.
+ */
+void
+gh_table_service_times(double *ms)
+{
+	gh_svc_last_times(ms);
 }
 
 /* gh_table_service_id is the GPU service's id of the table; 0: not there. */

@@ -64,6 +64,12 @@ extern GhTable *gh_table_build_service(const uint64 *hashes, uint32 nrows,
 									   uint32 probe_cap, uint32 peer_table,
 									   bool for_peers, bool peer_identity,
 									   struct dsm_segment *xchg);
+extern bool gh_table_service_available(bool parallel_aware);
+extern void gh_table_service_send_area(uint32 probe_cap);
+extern struct dsm_segment *gh_table_claim_exchange(uint32 nrows,
+												   uint64 *token);
+extern void gh_table_release_exchange(uint64 token);
+extern void gh_table_service_times(double *ms);
 extern uint32 gh_table_service_id(const GhTable *table);
 extern bool gh_table_shared(const GhTable *table);
 extern const char *gh_table_holder(const GhTable *table);

@@ -107,7 +107,7 @@ table_host_bytes(GhjState *s, uint32 nrows)
 	gh_mm_params params;
 	uint64_t	capacity;
 
-	if (!s->table_on_host)
+	if (!s->batch.table_on_host)
 		return 0;
 	memset(&params, 0, sizeof(params));
 	params.load_factor = gpuhash_load_factor;
@@ -128,20 +128,20 @@ ghj_batch_setup(GhjState *s)
 	Size		row = outer_row_bytes(s);
 	Size		arrays;
 
-	s->mem_budget = get_hash_memory_limit();
-	s->batch_cap = (uint32) Min((Size) s->batch_cap,
-								Max((Size) GHJ_MIN_BATCH_ROWS,
-									s->mem_budget / 2 / row));
-	arrays = (Size) s->batch_cap * row;
+	s->batch.mem_budget = get_hash_memory_limit();
+	s->probe.batch_cap = (uint32) Min((Size) s->probe.batch_cap,
+									  Max((Size) GHJ_MIN_BATCH_ROWS,
+										  s->batch.mem_budget / 2 / row));
+	arrays = (Size) s->probe.batch_cap * row;
 
 	/* the outer rows' own by-reference values, copied into batch_cxt */
-	s->batch_byref_limit = (uint32) Min((Size) PG_UINT32_MAX / 2,
-										Max(s->mem_budget / 8, (Size) 16384));
-	s->store_limit = s->mem_budget > arrays + s->batch_byref_limit ?
-		s->mem_budget - arrays - s->batch_byref_limit : 0;
-	s->store_limit = Max(s->store_limit, s->mem_budget / 2);
-	s->nbatch = 1;
-	s->nbatch_original = 1;
+	s->batch.batch_byref_limit = (uint32) Min((Size) PG_UINT32_MAX / 2,
+											  Max(s->batch.mem_budget / 8, (Size) 16384));
+	s->batch.store_limit = s->batch.mem_budget > arrays + s->batch.batch_byref_limit ?
+		s->batch.mem_budget - arrays - s->batch.batch_byref_limit : 0;
+	s->batch.store_limit = Max(s->batch.store_limit, s->batch.mem_budget / 2);
+	s->batch.nbatch = 1;
+	s->batch.nbatch_original = 1;
 }
 
 /*
@@ -165,26 +165,26 @@ ghj_batch_init(GhjState *s)
 	 * would wait for it, which the build overlaps with the inner scan
 	 * (gh_table_where decides when the rows are in).
 	 */
-	s->table_on_host = (gpuhash_device == GPUHASH_DEVICE_CPU ||
-						gpuhash_gpu_count() == 0);
-	s->grow_enabled = true;
-	s->over_budget = 0;
-	s->curbatch = 0;
+	s->batch.table_on_host = (gpuhash_device == GPUHASH_DEVICE_CPU ||
+							  gpuhash_gpu_count() == 0);
+	s->batch.grow_enabled = true;
+	s->batch.over_budget = 0;
+	s->batch.curbatch = 0;
 	rows = ghj_inner_estimate(s, &width);
 	ExecChooseHashTableSize(rows, width, false, false, 0, &space, &nbuckets,
 							&nbatch, &nskew);
 	nbatch = Min(nbatch, GHJ_MAX_NBATCH);
-	s->nbatch = 1;
-	while (s->nbatch < nbatch)
-		s->nbatch *= 2;
-	s->nbatch_original = s->nbatch;
-	s->spill_inner_bytes = 0;
-	if (s->nbatch > 1)
+	s->batch.nbatch = 1;
+	while (s->batch.nbatch < nbatch)
+		s->batch.nbatch *= 2;
+	s->batch.nbatch_original = s->batch.nbatch;
+	s->batch.spill_inner_bytes = 0;
+	if (s->batch.nbatch > 1)
 	{
-		MemoryContext old = MemoryContextSwitchTo(s->spill_cxt);
+		MemoryContext old = MemoryContextSwitchTo(s->batch.spill_cxt);
 
-		s->inner_files = palloc0(sizeof(BufFile *) * s->nbatch);
-		s->outer_files = palloc0(sizeof(BufFile *) * s->nbatch);
+		s->batch.inner_files = palloc0(sizeof(BufFile *) * s->batch.nbatch);
+		s->batch.outer_files = palloc0(sizeof(BufFile *) * s->batch.nbatch);
 		MemoryContextSwitchTo(old);
 	}
 }
@@ -197,11 +197,11 @@ ghj_batch_init(GhjState *s)
 double
 ghj_inner_estimate(GhjState *s, int *width)
 {
-	bool		part = s->curpart >= 0;
+	bool		part = s->parts.curpart >= 0;
 
 	if (width)
-		*width = part ? s->part_est_width : s->inner_ps->plan->plan_width;
-	return part ? s->part_est_rows : s->inner_ps->plan->plan_rows;
+		*width = part ? s->parts.part_est_width : s->inner_ps->plan->plan_width;
+	return part ? s->parts.part_est_rows : s->inner_ps->plan->plan_rows;
 }
 
 /*
@@ -213,7 +213,8 @@ ghj_inner_estimate(GhjState *s, int *width)
 Size
 ghj_batch_store_bytes(GhjState *s, uint32 cap)
 {
-	Size		arrays_now = (Size) s->store_cap * (s->stride * sizeof(Datum) + sizeof(uint64));
+	Size		arrays_now = (Size) s->build.store_cap *
+		(s->stride * sizeof(Datum) + sizeof(uint64));
 	Size		arrays = (Size) cap * (s->stride * sizeof(Datum) + sizeof(uint64));
 	Size		held = MemoryContextMemAllocated(s->build_tmp_cxt, true) +
 		MemoryContextMemAllocated(s->build_cxt, true);
@@ -236,16 +237,16 @@ ghj_batch_note_peak(GhjState *s, Size extra)
 	Size		now = MemoryContextMemAllocated(s->build_tmp_cxt, true) +
 		MemoryContextMemAllocated(s->build_cxt, true) +
 		MemoryContextMemAllocated(s->batch_cxt, true) +
-		MemoryContextMemAllocated(s->spill_cxt, true) + extra;
+		MemoryContextMemAllocated(s->batch.spill_cxt, true) + extra;
 
-	if (s->part_cxt != NULL)
-		now += MemoryContextMemAllocated(s->part_cxt, true);
+	if (s->parts.part_cxt != NULL)
+		now += MemoryContextMemAllocated(s->parts.part_cxt, true);
 
-	if (s->table && s->table->target == GH_TARGET_CPU && s->table->mem)
-		now += s->table->mem_bytes;
-	if (s->batch_hashes && !s->batch_in_table)
-		now += (Size) s->batch_cap * (sizeof(uint64) + 2 * sizeof(uint32));
-	s->mem_peak = Max(s->mem_peak, now);
+	if (s->build.table && s->build.table->target == GH_TARGET_CPU && s->build.table->mem)
+		now += s->build.table->mem_bytes;
+	if (s->probe.batch_hashes && !s->probe.batch_in_table)
+		now += (Size) s->probe.batch_cap * (sizeof(uint64) + 2 * sizeof(uint32));
+	s->batch.mem_peak = Max(s->batch.mem_peak, now);
 }
 
 /*
@@ -255,7 +256,7 @@ ghj_batch_note_peak(GhjState *s, Size extra)
 int
 ghj_batch_of(GhjState *s, uint64 hash)
 {
-	return (int) ((ghj_batch_mix(hash) >> 32) & (uint64) (s->nbatch - 1));
+	return (int) ((ghj_batch_mix(hash) >> 32) & (uint64) (s->batch.nbatch - 1));
 }
 
 /* batch_file returns files[batchno], created on first use. */
@@ -264,7 +265,7 @@ batch_file(GhjState *s, BufFile **files, int batchno)
 {
 	if (files[batchno] == NULL)
 	{
-		MemoryContext old = MemoryContextSwitchTo(s->spill_cxt);
+		MemoryContext old = MemoryContextSwitchTo(s->batch.spill_cxt);
 
 		files[batchno] = BufFileCreateTemp(false);
 		MemoryContextSwitchTo(old);
@@ -335,10 +336,10 @@ form_record(GhjState *s, const Datum *rec, bool nullkey)
 {
 	for (int k = 0; k < s->nkeys + s->ninner_cols; k++)
 	{
-		s->spill_vals[k] = rec[k];
-		s->spill_null[k] = k < s->nkeys ? nullkey : byref_null(s, rec, k);
+		s->batch.spill_vals[k] = rec[k];
+		s->batch.spill_null[k] = k < s->nkeys ? nullkey : byref_null(s, rec, k);
 	}
-	return heap_form_minimal_tuple(s->rec_desc, s->spill_vals, s->spill_null);
+	return heap_form_minimal_tuple(s->batch.rec_desc, s->batch.spill_vals, s->batch.spill_null);
 }
 
 /*
@@ -348,17 +349,17 @@ form_record(GhjState *s, const Datum *rec, bool nullkey)
 static Datum *
 deform_record(GhjState *s, MinimalTuple tup)
 {
-	uint64	   *nulls = (uint64 *) &s->spill_rec[s->nkeys + s->ninner_cols];
+	uint64	   *nulls = (uint64 *) &s->batch.spill_rec[s->nkeys + s->ninner_cols];
 
-	deform(s->rec_desc, tup, s->spill_vals, s->spill_null);
+	deform(s->batch.rec_desc, tup, s->batch.spill_vals, s->batch.spill_null);
 	memset(nulls, 0, sizeof(uint64) * s->nullwords);
 	for (int k = 0; k < s->nkeys + s->ninner_cols; k++)
 	{
-		s->spill_rec[k] = s->spill_vals[k];
-		if (k >= s->nkeys && s->spill_null[k])
+		s->batch.spill_rec[k] = s->batch.spill_vals[k];
+		if (k >= s->nkeys && s->batch.spill_null[k])
 			nulls[(k - s->nkeys) / 64] |= UINT64CONST(1) << ((k - s->nkeys) % 64);
 	}
-	return s->spill_rec;
+	return s->batch.spill_rec;
 }
 
 /* ghj_batch_save_inner writes an inner record to batch batchno's file. */
@@ -368,8 +369,8 @@ ghj_batch_save_inner(GhjState *s, int batchno, const Datum *rec, uint64 hash)
 	MinimalTuple tup = form_record(s, rec, false);
 
 	Assert(batchno > s->curbatch);
-	write_tuple(batch_file(s, s->inner_files, batchno), hash, tup);
-	s->spill_inner_bytes += sizeof(hash) + tup->t_len;
+	write_tuple(batch_file(s, s->batch.inner_files, batchno), hash, tup);
+	s->batch.spill_inner_bytes += sizeof(hash) + tup->t_len;
 	pfree(tup);
 }
 
@@ -382,14 +383,14 @@ ghj_batch_save_nullkey(GhjState *s, const Datum *rec)
 {
 	MinimalTuple tup = form_record(s, rec, true);
 
-	if (s->nullkey_file == NULL)
+	if (s->batch.nullkey_file == NULL)
 	{
-		MemoryContext old = MemoryContextSwitchTo(s->spill_cxt);
+		MemoryContext old = MemoryContextSwitchTo(s->batch.spill_cxt);
 
-		s->nullkey_file = BufFileCreateTemp(false);
+		s->batch.nullkey_file = BufFileCreateTemp(false);
 		MemoryContextSwitchTo(old);
 	}
-	write_tuple(s->nullkey_file, 0, tup);
+	write_tuple(s->batch.nullkey_file, 0, tup);
 	pfree(tup);
 }
 
@@ -406,16 +407,17 @@ ghj_batch_save_outer(GhjState *s, int batchno, uint64 hash, const Datum *keys,
 
 	for (int k = 0; k < s->nkeys; k++)
 	{
-		s->spill_vals[k] = keys[k];
-		s->spill_null[k] = false;
+		s->batch.spill_vals[k] = keys[k];
+		s->batch.spill_null[k] = false;
 	}
 	for (int j = 0; j < s->nstored; j++)
 	{
-		s->spill_vals[s->nkeys + j] = slot->tts_values[s->stored_col[j]];
-		s->spill_null[s->nkeys + j] = slot->tts_isnull[s->stored_col[j]];
+		s->batch.spill_vals[s->nkeys + j] = slot->tts_values[s->stored_col[j]];
+		s->batch.spill_null[s->nkeys + j] = slot->tts_isnull[s->stored_col[j]];
 	}
-	tup = heap_form_minimal_tuple(s->outer_desc, s->spill_vals, s->spill_null);
-	write_tuple(batch_file(s, s->outer_files, batchno), hash, tup);
+	tup = heap_form_minimal_tuple(s->batch.outer_desc, s->batch.spill_vals,
+								  s->batch.spill_null);
+	write_tuple(batch_file(s, s->batch.outer_files, batchno), hash, tup);
 	pfree(tup);
 }
 
@@ -428,7 +430,7 @@ ghj_batch_save_outer(GhjState *s, int batchno, uint64 hash, const Datum *keys,
 bool
 ghj_batch_read_outer(GhjState *s, uint32 n)
 {
-	BufFile    *file = s->outer_files[s->curbatch];
+	BufFile    *file = s->batch.outer_files[s->batch.curbatch];
 
 	if (file == NULL)
 		return false;
@@ -443,22 +445,24 @@ ghj_batch_read_outer(GhjState *s, uint32 n)
 		if (tup == NULL)
 			return false;
 		b = ghj_batch_of(s, hash);
-		if (b != s->curbatch)
+		if (b != s->batch.curbatch)
 		{
-			write_tuple(batch_file(s, s->outer_files, b), hash, tup);
+			write_tuple(batch_file(s, s->batch.outer_files, b), hash, tup);
 			pfree(tup);
 			continue;
 		}
-		deform(s->outer_desc, tup, s->spill_vals, s->spill_null);
+		deform(s->batch.outer_desc, tup, s->batch.spill_vals, s->batch.spill_null);
 		for (int k = 0; k < s->nkeys; k++)
-			s->batch_keys[(size_t) n * s->nkeys + k] = s->spill_vals[k];
+			s->probe.batch_keys[(size_t) n * s->nkeys + k] = s->batch.spill_vals[k];
 		for (int j = 0; j < s->nstored; j++)
 		{
-			s->batch_vals[(size_t) n * s->nstored + j] = s->spill_vals[s->nkeys + j];
-			s->batch_isnull[(size_t) n * s->nstored + j] = s->spill_null[s->nkeys + j];
+			s->probe.batch_vals[(size_t) n * s->nstored + j] =
+				s->batch.spill_vals[s->nkeys + j];
+			s->probe.batch_isnull[(size_t) n * s->nstored + j] =
+				s->batch.spill_null[s->nkeys + j];
 		}
-		s->batch_null[n] = false;
-		s->batch_hashes[n] = hash;
+		s->probe.batch_null[n] = false;
+		s->probe.batch_hashes[n] = hash;
 		return true;
 	}
 }
@@ -474,18 +478,18 @@ ghj_batch_read_nullkey(GhjState *s)
 	MinimalTuple tup;
 	uint64		hash;
 
-	if (s->nullkey_file == NULL)
+	if (s->batch.nullkey_file == NULL)
 		return NULL;
-	if (!s->nullkey_reading)
+	if (!s->batch.nullkey_reading)
 	{
-		if (BufFileSeek(s->nullkey_file, 0, 0, SEEK_SET) != 0)
+		if (BufFileSeek(s->batch.nullkey_file, 0, 0, SEEK_SET) != 0)
 			ereport(ERROR,
 					(errcode_for_file_access(),
 					 errmsg("could not rewind GpuHashJoin temporary file")));
-		s->nullkey_reading = true;
+		s->batch.nullkey_reading = true;
 	}
 	MemoryContextReset(s->batch_cxt);
-	tup = read_tuple(s->nullkey_file, &hash, s->batch_cxt);
+	tup = read_tuple(s->batch.nullkey_file, &hash, s->batch_cxt);
 	if (tup == NULL)
 		return NULL;
 	return deform_record(s, tup);
@@ -509,11 +513,11 @@ ghj_batch_increase(GhjState *s)
 	uint64	   *hashes;
 	uint32		kept = 0;
 	uint32		moved = 0;
-	int			oldn = s->nbatch;
+	int			oldn = s->batch.nbatch;
 
-	if (s->nbatch >= GHJ_MAX_NBATCH)
+	if (s->batch.nbatch >= GHJ_MAX_NBATCH)
 	{
-		s->grow_enabled = false;
+		s->batch.grow_enabled = false;
 		return;
 	}
 
@@ -523,55 +527,57 @@ ghj_batch_increase(GhjState *s)
 	 * is given twice the room instead (PostgreSQL 18's hash join does the
 	 * same): the two together stay smallest that way.
 	 */
-	if ((Size) s->nbatch * 2 * 2 * BLCKSZ > s->store_limit)
+	if ((Size) s->batch.nbatch * 2 * 2 * BLCKSZ > s->batch.store_limit)
 	{
-		s->store_limit *= 2;
-		s->over_budget |= GHJ_OVER_FILES;
+		s->batch.store_limit *= 2;
+		s->batch.over_budget |= GHJ_OVER_FILES;
 		return;
 	}
-	s->nbatch *= 2;
-	old = MemoryContextSwitchTo(s->spill_cxt);
-	if (s->inner_files == NULL)
+	s->batch.nbatch *= 2;
+	old = MemoryContextSwitchTo(s->batch.spill_cxt);
+	if (s->batch.inner_files == NULL)
 	{
-		s->inner_files = palloc0(sizeof(BufFile *) * s->nbatch);
-		s->outer_files = palloc0(sizeof(BufFile *) * s->nbatch);
+		s->batch.inner_files = palloc0(sizeof(BufFile *) * s->batch.nbatch);
+		s->batch.outer_files = palloc0(sizeof(BufFile *) * s->batch.nbatch);
 	}
 	else
 	{
-		s->inner_files = repalloc(s->inner_files, sizeof(BufFile *) * s->nbatch);
-		s->outer_files = repalloc(s->outer_files, sizeof(BufFile *) * s->nbatch);
-		memset(s->inner_files + oldn, 0, sizeof(BufFile *) * oldn);
-		memset(s->outer_files + oldn, 0, sizeof(BufFile *) * oldn);
+		s->batch.inner_files = repalloc(s->batch.inner_files,
+										sizeof(BufFile *) * s->batch.nbatch);
+		s->batch.outer_files = repalloc(s->batch.outer_files,
+										sizeof(BufFile *) * s->batch.nbatch);
+		memset(s->batch.inner_files + oldn, 0, sizeof(BufFile *) * oldn);
+		memset(s->batch.outer_files + oldn, 0, sizeof(BufFile *) * oldn);
 	}
 	MemoryContextSwitchTo(old);
 
-	if (oldn == 1 && s->n_nullkey > 0)
+	if (oldn == 1 && s->build.n_nullkey > 0)
 	{
-		for (uint32 i = 0; i < s->n_nullkey; i++)
-			ghj_batch_save_nullkey(s, &s->nullkey_recs[(size_t) i * s->stride]);
-		s->nullkey_recs = NULL;
-		s->n_nullkey = 0;
+		for (uint32 i = 0; i < s->build.n_nullkey; i++)
+			ghj_batch_save_nullkey(s, &s->build.nullkey_recs[(size_t) i * s->stride]);
+		s->build.nullkey_recs = NULL;
+		s->build.n_nullkey = 0;
 		MemoryContextReset(s->build_cxt);
 	}
 
 	fresh = AllocSetContextCreate(s->css.ss.ps.state->es_query_cxt,
 								  "GpuHashJoin build copies",
 								  ALLOCSET_DEFAULT_SIZES);
-	recs = MemoryContextAllocExtended(fresh, sizeof(Datum) * s->store_cap * s->stride,
+	recs = MemoryContextAllocExtended(fresh, sizeof(Datum) * s->build.store_cap * s->stride,
 									  MCXT_ALLOC_HUGE);
-	hashes = MemoryContextAllocExtended(fresh, sizeof(uint64) * s->store_cap,
+	hashes = MemoryContextAllocExtended(fresh, sizeof(uint64) * s->build.store_cap,
 										MCXT_ALLOC_HUGE);
-	s->byref_bytes = 0;
-	for (uint32 i = 0; i < s->ninner; i++)
+	s->build.byref_bytes = 0;
+	for (uint32 i = 0; i < s->build.ninner; i++)
 	{
-		const Datum *rec = &s->inner_recs[(size_t) i * s->stride];
-		uint64		h = s->store_hashes[i];
+		const Datum *rec = &s->build.inner_recs[(size_t) i * s->stride];
+		uint64		h = s->build.store_hashes[i];
 		int			b = ghj_batch_of(s, h);
 		Datum	   *dst;
 
 		if ((i & 0xfff) == 0)
 			CHECK_FOR_INTERRUPTS();
-		if (b != s->curbatch)
+		if (b != s->batch.curbatch)
 		{
 			ghj_batch_save_inner(s, b, rec, h);
 			moved++;
@@ -590,7 +596,7 @@ ghj_batch_increase(GhjState *s)
 					old = MemoryContextSwitchTo(fresh);
 					dst[k] = datumCopy(dst[k], false, typlen);
 					MemoryContextSwitchTo(old);
-					s->byref_bytes += byref_size(dst[k], typlen);
+					s->build.byref_bytes += byref_size(dst[k], typlen);
 				}
 			}
 		}
@@ -599,13 +605,13 @@ ghj_batch_increase(GhjState *s)
 	ghj_batch_note_peak(s, MemoryContextMemAllocated(fresh, true));
 	MemoryContextDelete(s->build_tmp_cxt);
 	s->build_tmp_cxt = fresh;
-	s->inner_recs = recs;
-	s->store_hashes = hashes;
-	s->ninner = kept;
+	s->build.inner_recs = recs;
+	s->build.store_hashes = hashes;
+	s->build.ninner = kept;
 
 	/* the rows share their batch bits: more batches would not split them */
 	if (moved == 0 || kept == 0)
-		s->grow_enabled = false;
+		s->batch.grow_enabled = false;
 }
 
 /*
@@ -630,8 +636,8 @@ reload_inner(GhjState *s, BufFile *file)
 		int			b = ghj_batch_of(s, hash);
 
 		CHECK_FOR_INTERRUPTS();
-		if (b != s->curbatch)
-			write_tuple(batch_file(s, s->inner_files, b), hash, tup);
+		if (b != s->batch.curbatch)
+			write_tuple(batch_file(s, s->batch.inner_files, b), hash, tup);
 		else
 			ghj_store_row(s, deform_record(s, tup), hash);
 		pfree(tup);
@@ -658,12 +664,12 @@ reload_inner(GhjState *s, BufFile *file)
 void
 ghj_batch_shrink(GhjState *s)
 {
-	BufFile   **inner = s->inner_files;
-	BufFile   **outer = s->outer_files;
-	int			oldn = s->nbatch;
+	BufFile   **inner = s->batch.inner_files;
+	BufFile   **outer = s->batch.outer_files;
+	int			oldn = s->batch.nbatch;
 	double		rows;
 
-	if (oldn <= 1 || s->curbatch != 0 || s->nullkey_file != NULL ||
+	if (oldn <= 1 || s->batch.curbatch != 0 || s->batch.nullkey_file != NULL ||
 		inner == NULL)
 		return;
 	for (int b = 0; b < oldn; b++)
@@ -671,21 +677,21 @@ ghj_batch_shrink(GhjState *s)
 		if (outer[b] != NULL)
 			return;				/* outer rows were written: too late */
 	}
-	rows = (double) s->n_inner_read - s->ninner - s->n_nullkey;
-	if (rows < 0 || rows + s->ninner >= (double) PG_UINT32_MAX / 2)
+	rows = (double) s->build.n_inner_read - s->build.ninner - s->build.n_nullkey;
+	if (rows < 0 || rows + s->build.ninner >= (double) PG_UINT32_MAX / 2)
 		return;
-	if (ghj_batch_store_bytes(s, (uint32) (s->ninner + rows)) +
-		(Size) s->spill_inner_bytes > s->store_limit)
+	if (ghj_batch_store_bytes(s, (uint32) (s->build.ninner + rows)) +
+		(Size) s->batch.spill_inner_bytes > s->batch.store_limit)
 		return;
-	if (!s->table_on_host && !gh_table_fits_device((uint32) (s->ninner + rows)))
+	if (!s->batch.table_on_host && !gh_table_fits_device((uint32) (s->build.ninner + rows)))
 		return;
 
-	s->inner_files = NULL;
-	s->outer_files = NULL;
-	s->nbatch = 1;
-	s->nbatch_original = 1;
-	s->nbatch_planned = Max(s->nbatch_planned, oldn);
-	s->spill_inner_bytes = 0;
+	s->batch.inner_files = NULL;
+	s->batch.outer_files = NULL;
+	s->batch.nbatch = 1;
+	s->batch.nbatch_original = 1;
+	s->batch.nbatch_planned = Max(s->batch.nbatch_planned, oldn);
+	s->batch.spill_inner_bytes = 0;
 	for (int b = 1; b < oldn; b++)
 	{
 		if (inner[b] != NULL)
@@ -719,15 +725,15 @@ close_file(BufFile **file)
 static bool
 batch_needed(GhjState *s, int batchno)
 {
-	bool		inner = s->inner_files[batchno] != NULL;
-	bool		outer = s->outer_files[batchno] != NULL;
+	bool		inner = s->batch.inner_files[batchno] != NULL;
+	bool		outer = s->batch.outer_files[batchno] != NULL;
 	bool		right = (s->jointype == JOIN_RIGHT || s->jointype == JOIN_FULL);
 
-	if (right && batchno == s->nbatch - 1 && s->nullkey_file != NULL)
+	if (right && batchno == s->batch.nbatch - 1 && s->batch.nullkey_file != NULL)
 		return true;
-	if (inner && s->nbatch != s->nbatch_original)
+	if (inner && s->batch.nbatch != s->batch.nbatch_original)
 		return true;
-	if (outer && s->nbatch != s->nbatch_outstart)
+	if (outer && s->batch.nbatch != s->batch.nbatch_outstart)
 		return true;
 	if (!outer && !right)
 		return false;
@@ -747,27 +753,27 @@ load_batch(GhjState *s)
 {
 	MemoryContext old;
 
-	s->ninner = 0;
-	s->n_nullkey = 0;
-	s->byref_bytes = 0;
-	s->store_cap = 64;
+	s->build.ninner = 0;
+	s->build.n_nullkey = 0;
+	s->build.byref_bytes = 0;
+	s->build.store_cap = 64;
 	old = MemoryContextSwitchTo(s->build_tmp_cxt);
-	s->inner_recs = palloc_extended(sizeof(Datum) * s->store_cap * s->stride,
-									MCXT_ALLOC_HUGE);
-	s->store_hashes = palloc_extended(sizeof(uint64) * s->store_cap,
-									  MCXT_ALLOC_HUGE);
+	s->build.inner_recs = palloc_extended(sizeof(Datum) * s->build.store_cap * s->stride,
+										  MCXT_ALLOC_HUGE);
+	s->build.store_hashes = palloc_extended(sizeof(uint64) * s->build.store_cap,
+											MCXT_ALLOC_HUGE);
 	MemoryContextSwitchTo(old);
-	if (s->inner_files[s->curbatch] != NULL)
+	if (s->batch.inner_files[s->batch.curbatch] != NULL)
 	{
-		reload_inner(s, s->inner_files[s->curbatch]);
-		close_file(&s->inner_files[s->curbatch]);
+		reload_inner(s, s->batch.inner_files[s->batch.curbatch]);
+		close_file(&s->batch.inner_files[s->batch.curbatch]);
 	}
 	MemoryContextReset(s->batch_cxt);
 	ghj_batch_note_peak(s, 0);
-	ghj_finish_build(s, s->store_hashes,
+	ghj_finish_build(s, s->build.store_hashes,
 					 s->jointype == JOIN_RIGHT || s->jointype == JOIN_FULL);
-	if (s->outer_files[s->curbatch] != NULL &&
-		BufFileSeek(s->outer_files[s->curbatch], 0, 0, SEEK_SET) != 0)
+	if (s->batch.outer_files[s->batch.curbatch] != NULL &&
+		BufFileSeek(s->batch.outer_files[s->batch.curbatch], 0, 0, SEEK_SET) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not rewind GpuHashJoin temporary file")));
@@ -781,18 +787,18 @@ load_batch(GhjState *s)
 bool
 ghj_batch_advance(GhjState *s)
 {
-	int			next = s->curbatch + 1;
+	int			next = s->batch.curbatch + 1;
 
-	if (s->nbatch == 1)
+	if (s->batch.nbatch == 1)
 		return false;
-	while (next < s->nbatch && !batch_needed(s, next))
+	while (next < s->batch.nbatch && !batch_needed(s, next))
 		next++;
-	close_file(&s->inner_files[s->curbatch]);
-	close_file(&s->outer_files[s->curbatch]);
-	if (next >= s->nbatch)
+	close_file(&s->batch.inner_files[s->batch.curbatch]);
+	close_file(&s->batch.outer_files[s->batch.curbatch]);
+	if (next >= s->batch.nbatch)
 		return false;			/* the last table stays for EXPLAIN */
 	ghj_free_table(s);
-	s->curbatch = next;
+	s->batch.curbatch = next;
 	load_batch(s);
 	return true;
 }
@@ -804,21 +810,21 @@ ghj_batch_advance(GhjState *s)
 void
 ghj_batch_end(GhjState *s)
 {
-	if (s->inner_files != NULL)
+	if (s->batch.inner_files != NULL)
 	{
-		for (int b = 0; b < s->nbatch; b++)
+		for (int b = 0; b < s->batch.nbatch; b++)
 		{
-			close_file(&s->inner_files[b]);
-			close_file(&s->outer_files[b]);
+			close_file(&s->batch.inner_files[b]);
+			close_file(&s->batch.outer_files[b]);
 		}
 	}
-	close_file(&s->nullkey_file);
-	s->nullkey_reading = false;
-	s->inner_files = NULL;
-	s->outer_files = NULL;
-	MemoryContextReset(s->spill_cxt);
-	s->nbatch = 1;
-	s->curbatch = 0;
+	close_file(&s->batch.nullkey_file);
+	s->batch.nullkey_reading = false;
+	s->batch.inner_files = NULL;
+	s->batch.outer_files = NULL;
+	MemoryContextReset(s->batch.spill_cxt);
+	s->batch.nbatch = 1;
+	s->batch.curbatch = 0;
 }
 
 /*
@@ -832,30 +838,30 @@ ghj_batch_descs(GhjState *s, TupleDesc inner_desc, TupleDesc outer_desc)
 	int			n = s->nkeys;
 	ListCell   *lc;
 
-	s->rec_desc = CreateTemplateTupleDesc(s->nkeys + s->ninner_cols);
-	s->outer_desc = CreateTemplateTupleDesc(s->nkeys + s->nstored);
+	s->batch.rec_desc = CreateTemplateTupleDesc(s->nkeys + s->ninner_cols);
+	s->batch.outer_desc = CreateTemplateTupleDesc(s->nkeys + s->nstored);
 	n = 0;
 	foreach(lc, s->hashclauses)
 	{
 		OpExpr	   *op = lfirst_node(OpExpr, lc);
 
 		n++;
-		TupleDescInitEntry(s->outer_desc, n, NULL,
+		TupleDescInitEntry(s->batch.outer_desc, n, NULL,
 						   exprType(linitial(op->args)), -1, 0);
-		TupleDescInitEntry(s->rec_desc, n, NULL,
+		TupleDescInitEntry(s->batch.rec_desc, n, NULL,
 						   exprType(lsecond(op->args)), -1, 0);
 	}
 	for (int c = 0; c < s->ninner_cols; c++)
-		TupleDescCopyEntry(s->rec_desc, s->nkeys + c + 1, inner_desc,
+		TupleDescCopyEntry(s->batch.rec_desc, s->nkeys + c + 1, inner_desc,
 						   s->inner_col[c] + 1);
 	for (int j = 0; j < s->nstored; j++)
-		TupleDescCopyEntry(s->outer_desc, s->nkeys + j + 1, outer_desc,
+		TupleDescCopyEntry(s->batch.outer_desc, s->nkeys + j + 1, outer_desc,
 						   s->stored_col[j] + 1);
 	n = Max(s->nkeys + s->ninner_cols, s->nkeys + s->nstored);
-	s->spill_vals = palloc(sizeof(Datum) * Max(n, 1));
-	s->spill_null = palloc(sizeof(bool) * Max(n, 1));
-	s->spill_rec = palloc0(sizeof(Datum) * s->stride);
-	s->spill_cxt = AllocSetContextCreate(CurrentMemoryContext,
-										 "GpuHashJoin batch files",
-										 ALLOCSET_DEFAULT_SIZES);
+	s->batch.spill_vals = palloc(sizeof(Datum) * Max(n, 1));
+	s->batch.spill_null = palloc(sizeof(bool) * Max(n, 1));
+	s->batch.spill_rec = palloc0(sizeof(Datum) * s->stride);
+	s->batch.spill_cxt = AllocSetContextCreate(CurrentMemoryContext,
+											   "GpuHashJoin batch files",
+											   ALLOCSET_DEFAULT_SIZES);
 }

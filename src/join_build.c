@@ -32,8 +32,6 @@
  */
 #include "postgres.h"
 
-#include <sys/mman.h>
-
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
@@ -112,27 +110,6 @@ store_columns(GhjState *s, TupleTableSlot *slot, Datum *rec, MemoryContext cxt)
 	}
 }
 
-/*
- * ghj_advise_huge asks the kernel for huge pages behind a large array that is
- * about to be written: the probe reads the inner records and their arena
- * at addresses far apart, and with 4 kB pages nearly every such read would
- * also miss the TLB; and the first writes of fresh memory fault once a 4 kB
- * page (a parallel build's chunks, join_parallel.c).  Only a hint; nothing
- * changes where it is not honoured.
- */
-void
-ghj_advise_huge(void *p, Size len)
-{
-#ifdef MADV_HUGEPAGE
-	const uintptr_t huge = 2 * 1024 * 1024;
-	uintptr_t	start = TYPEALIGN(huge, (uintptr_t) p);
-	uintptr_t	end = TYPEALIGN_DOWN(huge, (uintptr_t) p + len);
-
-	if (end > start)
-		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
-#endif
-}
-
 /* arena_copy moves a by-reference value into the arena. */
 static inline Datum
 arena_copy(char *arena, Size *used, Datum v, int16 typlen)
@@ -155,7 +132,7 @@ arena_copy(char *arena, Size *used, Datum v, int16 typlen)
 static void
 ghj_regroup(GhjState *s)
 {
-	const uint32 *rows = s->table->rows;
+	const uint32 *rows = s->build.table->rows;
 	size_t		stride = s->stride;
 	Datum	   *recs;
 	char	   *arena = NULL;
@@ -166,29 +143,29 @@ ghj_regroup(GhjState *s)
 	 * grouped row i as group i, so the records already are in its order and
 	 * their by-reference data stays where the build put it, in scan order.
 	 */
-	if (s->table->rows_identity)
+	if (s->build.table->rows_identity)
 	{
-		gh_table_drop_rows(s->table);
+		gh_table_drop_rows(s->build.table);
 		return;
 	}
 
 	/* cache-line aligned, so that no record of 64 bytes or less straddles two */
-	recs = palloc_extended(sizeof(Datum) * Max(s->ninner, 1) * stride + 64,
+	recs = palloc_extended(sizeof(Datum) * Max(s->build.ninner, 1) * stride + 64,
 						   MCXT_ALLOC_HUGE);
 	recs = (Datum *) TYPEALIGN(64, recs);
-	ghj_advise_huge(recs, sizeof(Datum) * s->ninner * stride);
-	if (s->byref_bytes > 0)
+	gh_advise_huge(recs, sizeof(Datum) * s->build.ninner * stride);
+	if (s->build.byref_bytes > 0)
 	{
-		arena = palloc_extended(s->byref_bytes, MCXT_ALLOC_HUGE);
-		ghj_advise_huge(arena, s->byref_bytes);
+		arena = palloc_extended(s->build.byref_bytes, MCXT_ALLOC_HUGE);
+		gh_advise_huge(arena, s->build.byref_bytes);
 	}
-	for (uint32 j = 0; j < s->ninner; j++)
+	for (uint32 j = 0; j < s->build.ninner; j++)
 	{
 		Datum	   *dst = &recs[j * stride];
 
-		if (j + 8 < s->ninner)
-			__builtin_prefetch(&s->inner_recs[(size_t) rows[j + 8] * stride]);
-		memcpy(dst, &s->inner_recs[(size_t) rows[j] * stride],
+		if (j + 8 < s->build.ninner)
+			__builtin_prefetch(&s->build.inner_recs[(size_t) rows[j + 8] * stride]);
+		memcpy(dst, &s->build.inner_recs[(size_t) rows[j] * stride],
 			   sizeof(Datum) * stride);
 		if (arena)
 		{
@@ -204,10 +181,10 @@ ghj_regroup(GhjState *s)
 			CHECK_FOR_INTERRUPTS();
 	}
 	Assert(used <= s->byref_bytes);
-	s->inner_recs = recs;
+	s->build.inner_recs = recs;
 	ghj_batch_note_peak(s, 0);	/* both copies of the store */
 	MemoryContextReset(s->build_tmp_cxt);
-	gh_table_drop_rows(s->table);
+	gh_table_drop_rows(s->build.table);
 }
 
 /*
@@ -217,24 +194,24 @@ ghj_regroup(GhjState *s)
 static GhTable *
 ghj_service_table(GhjState *s, uint64 *hashes, bool grouped)
 {
-	GhjShared  *sh = s->shared;
+	GhjShared  *sh = s->par.shared;
 	GhTable    *t = NULL;
 	bool		identity = false;
 	uint32		peer;
 
-	if (!s->store_shared)
-		return gh_table_build_service(hashes, s->ninner, s->batch_cap, 0, false,
+	if (!s->build.store_shared)
+		return gh_table_build_service(hashes, s->build.ninner, s->probe.batch_cap, 0, false,
 									  false, NULL);
 
-	s->svc_builder = ghj_shared_table_claim(sh);
-	if (s->svc_builder)
+	s->build.svc_builder = ghj_shared_table_claim(sh);
+	if (s->build.svc_builder)
 	{
 		bool		attached;
 		dsm_segment *xchg = ghj_shared_exchange(s, hashes, &attached);
 
 		PG_TRY();
 		{
-			t = gh_table_build_service(hashes, s->ninner, s->batch_cap, 0, true,
+			t = gh_table_build_service(hashes, s->build.ninner, s->probe.batch_cap, 0, true,
 									   false, xchg);
 		}
 		PG_CATCH();
@@ -246,7 +223,7 @@ ghj_service_table(GhjState *s, uint64 *hashes, bool grouped)
 		if (attached)
 			dsm_detach(xchg);
 		/* every participant has written its range: the next build may take it */
-		gh_svc_release_exchange(sh->xchg_token, true);
+		gh_table_release_exchange(sh->xchg_token);
 		ghj_shared_table_built(sh, gh_table_service_id(t), t->rows_identity);
 		return t;
 	}
@@ -257,7 +234,7 @@ ghj_service_table(GhjState *s, uint64 *hashes, bool grouped)
 	 */
 	ghj_shared_prefault(s);
 	peer = ghj_shared_table_wait(sh, &identity);
-	t = gh_table_build_service(hashes, s->ninner, s->batch_cap, peer, false,
+	t = gh_table_build_service(hashes, s->build.ninner, s->probe.batch_cap, peer, false,
 							   identity, NULL);
 
 	/*
@@ -269,7 +246,7 @@ ghj_service_table(GhjState *s, uint64 *hashes, bool grouped)
 	if (grouped && !ghj_shared_in_order(s, t))
 	{
 		gh_table_free(t);
-		t = gh_table_build_grouped(gpuhash_exec_target(), hashes, s->ninner);
+		t = gh_table_build_grouped(gpuhash_exec_target(), hashes, s->build.ninner);
 	}
 	return t;
 }
@@ -290,18 +267,18 @@ ghj_make_table(GhjState *s, uint64 *hashes, bool grouped)
 
 	INSTR_TIME_SET_CURRENT(ctx_start);
 	gh_table_where(s->css.ss.ps.plan->parallel_aware, &where);
-	s->target = where.target;
-	s->gpu_later = where.gpu_later;
-	s->context_ms += gh_ms_since(ctx_start);
+	s->build.target = where.target;
+	s->build.gpu_later = where.gpu_later;
+	s->build.context_ms += gh_ms_since(ctx_start);
 
 	old = MemoryContextSwitchTo(s->build_cxt);
 	if (where.service)
-		s->table = ghj_service_table(s, hashes, grouped);
+		s->build.table = ghj_service_table(s, hashes, grouped);
 	else if (grouped)
-		s->table = gh_table_build_grouped(s->target, hashes, s->ninner);
+		s->build.table = gh_table_build_grouped(s->build.target, hashes, s->build.ninner);
 	else
-		s->table = gh_table_build(s->target, hashes, s->ninner);
-	s->target = s->table->target;	/* the CPU twin if the GPU had no room */
+		s->build.table = gh_table_build(s->build.target, hashes, s->build.ninner);
+	s->build.target = s->build.table->target;	/* the CPU twin if the GPU had no room */
 	MemoryContextSwitchTo(old);
 }
 
@@ -318,23 +295,23 @@ ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys)
 	 * Growing stopped (see join_batch.c): this batch of a private build is
 	 * as large as its rows' shared hash bits make it, whatever the budget.
 	 */
-	if (s->store_cap > 0 && !s->grow_enabled &&
-		ghj_batch_store_bytes(s, s->store_cap) > s->store_limit)
-		s->over_budget |= GHJ_OVER_SKEW;
+	if (s->build.store_cap > 0 && !s->batch.grow_enabled &&
+		ghj_batch_store_bytes(s, s->build.store_cap) > s->batch.store_limit)
+		s->batch.over_budget |= GHJ_OVER_SKEW;
 
 	ghj_make_table(s, hashes, false);
-	s->dev_peak = Max(s->dev_peak, s->table->mem_bytes);
+	s->build.dev_peak = Max(s->build.dev_peak, s->build.table->mem_bytes);
 	ghj_batch_note_peak(s, 0);
 	old = MemoryContextSwitchTo(s->build_cxt);
 	pfree(hashes);
-	s->store_hashes = NULL;
+	s->build.store_hashes = NULL;
 	ghj_regroup(s);
 	if (keep_nullkeys)
-		s->matched = palloc_extended(sizeof(uint32) * ((s->ninner + 31) / 32 + 1),
-									  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+		s->build.matched = palloc_extended(sizeof(uint32) * ((s->build.ninner + 31) / 32 + 1),
+											MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 	MemoryContextSwitchTo(old);
-	s->built = true;
-	s->n_builds++;
+	s->build.built = true;
+	s->build.n_builds++;
 }
 
 /*
@@ -344,44 +321,44 @@ ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys)
 void
 ghj_free_table(GhjState *s)
 {
-	if (s->table)
+	if (s->build.table)
 	{
-		s->dev_ms_done += s->table->device_ms;
-		gh_table_free(s->table);
+		s->build.dev_ms_done += s->build.table->device_ms;
+		gh_table_free(s->build.table);
 	}
-	s->table = NULL;
-	if (s->batch_hashes && !s->batch_in_table)
+	s->build.table = NULL;
+	if (s->probe.batch_hashes && !s->probe.batch_in_table)
 	{
-		gh_dev_free(s->batch_hashes);
-		gh_dev_free(s->batch_first);
-		gh_dev_free(s->batch_count);
+		gh_dev_free(s->probe.batch_hashes);
+		gh_dev_free(s->probe.batch_first);
+		gh_dev_free(s->probe.batch_count);
 	}
-	s->batch_in_table = false;
-	s->batch_hashes = NULL;
-	s->batch_first = NULL;
-	s->batch_count = NULL;
-	s->batch_vals = NULL;
-	s->batch_isnull = NULL;
-	s->batch_keys = NULL;
-	s->batch_null = NULL;
-	s->batch_order = NULL;
-	s->visit_first = NULL;
-	s->visit_count = NULL;
-	s->visit_recs = NULL;
-	s->visit_bytes = NULL;
-	s->inner_recs = NULL;
-	if (s->store_shared)
-		memset(s->rec_base, 0, sizeof(Datum) * (s->nkeys + s->ninner_cols));
-	s->store_shared = false;
-	s->order_provider = false;
-	s->store_hashes = NULL;
-	s->store_cap = 0;
-	s->nullkey_recs = NULL;
-	s->matched = NULL;
-	s->ninner = 0;
-	s->n_nullkey = 0;
-	s->byref_bytes = 0;
-	s->built = false;
+	s->probe.batch_in_table = false;
+	s->probe.batch_hashes = NULL;
+	s->probe.batch_first = NULL;
+	s->probe.batch_count = NULL;
+	s->probe.batch_vals = NULL;
+	s->probe.batch_isnull = NULL;
+	s->probe.batch_keys = NULL;
+	s->probe.batch_null = NULL;
+	s->probe.batch_order = NULL;
+	s->probe.visit_first = NULL;
+	s->probe.visit_count = NULL;
+	s->probe.visit_recs = NULL;
+	s->probe.visit_bytes = NULL;
+	s->build.inner_recs = NULL;
+	if (s->build.store_shared)
+		memset(s->build.rec_base, 0, sizeof(Datum) * (s->nkeys + s->ninner_cols));
+	s->build.store_shared = false;
+	s->par.order_provider = false;
+	s->build.store_hashes = NULL;
+	s->build.store_cap = 0;
+	s->build.nullkey_recs = NULL;
+	s->build.matched = NULL;
+	s->build.ninner = 0;
+	s->build.n_nullkey = 0;
+	s->build.byref_bytes = 0;
+	s->build.built = false;
 	MemoryContextReset(s->batch_cxt);
 	MemoryContextReset(s->build_tmp_cxt);
 	MemoryContextReset(s->build_cxt);
@@ -395,10 +372,10 @@ ghj_free_table(GhjState *s)
 void
 ghj_move_to_gpu(GhjState *s)
 {
-	s->gpu_later = false;
+	s->build.gpu_later = false;
 	if (gpuhash_exec_target() == GH_TARGET_GPU &&
-		gh_table_move_to_gpu(s->table))
-		s->target = GH_TARGET_GPU;
+		gh_table_move_to_gpu(s->build.table))
+		s->build.target = GH_TARGET_GPU;
 }
 
 /* ghj_next_inner fetches the next inner row into econtext, or NULL at the end. */
@@ -408,7 +385,7 @@ ghj_next_inner(GhjState *s, ExprContext *econtext)
 	TupleTableSlot *slot;
 
 	CHECK_FOR_INTERRUPTS();
-	slot = s->curpart >= 0 ? ghj_parts_next_tuple(s, true) :
+	slot = s->parts.curpart >= 0 ? ghj_parts_next_tuple(s, true) :
 		ExecProcNode(s->inner_ps);
 	if (TupIsNull(slot))
 		return NULL;
@@ -490,9 +467,28 @@ ghj_shared_table(GhjState *s)
 	ghj_shared_map(s);
 	ghj_make_table(s, ghj_shared_hashes(s), false);
 	ghj_shared_exchange_end(s);
-	if (!s->table->rows_identity)
-		ghj_shared_offer_order(s, s->table->rows, gh_table_shared(s->table));
-	gh_table_drop_rows(s->table);
+	if (!s->build.table->rows_identity)
+		ghj_shared_offer_order(s, s->build.table->rows, gh_table_shared(s->build.table));
+	gh_table_drop_rows(s->build.table);
+}
+
+/*
+ * ghj_next_part moves this participant to the next partition of a shared
+ * build that spilled (ghj_parts_next) and, if it got one, frees the last
+ * partition's table and forgets its batches: the partition is joined as a
+ * private build of its own.  False when none is left; the last table then
+ * stays, for EXPLAIN.
+ */
+bool
+ghj_next_part(GhjState *s)
+{
+	if (!ghj_parts_next(s))
+		return false;
+	s->batch.nbatch_seen = Max(s->batch.nbatch_seen,
+							   Max(s->batch.nbatch, s->batch.nbatch_original));
+	ghj_free_table(s);
+	ghj_batch_end(s);
+	return true;
 }
 
 /*
@@ -510,17 +506,18 @@ ghj_build_parts(GhjState *s, int phase)
 	INSTR_TIME_SET_CURRENT(t0);
 	ghj_shared_exchange_end(s);
 	ghj_parts_write_outer(s, phase == GHJ_PH_ALLOCATE);
+	ghj_batch_note_peak(s, 0);
 	if (phase == GHJ_PH_ALLOCATE)
 		(void) ghj_shared_next_phase(s);
 	ghj_shared_detach(s);
-	ghj_elapsed_ms(&t0, &s->store_ms);
-	s->n_builds++;
-	if (ghj_parts_next(s))
+	ghj_elapsed_ms(&t0, &s->build.store_ms);
+	s->build.n_builds++;
+	if (ghj_next_part(s))
 		ghj_build_private(s);
 	else
 	{
-		s->built = true;
-		s->outer_done = true;
+		s->build.built = true;
+		s->probe.outer_done = true;
 	}
 }
 
@@ -589,15 +586,15 @@ build_trace(GhjState *s, BuildTrace *tr, int phase, uint64 nrows)
 		prev = tr->at[m];
 	}
 	appendStringInfo(&buf, "; exchange %s",
-					 s->shared->xchg == DSM_HANDLE_INVALID ? "none" :
-					 s->shared->xchg_token != 0 ? "service's" : "query's");
-	if (s->table && gh_table_shared(s->table))
+					 s->par.shared->xchg == DSM_HANDLE_INVALID ? "none" :
+					 s->par.shared->xchg_token != 0 ? "service's" : "query's");
+	if (s->build.table && gh_table_shared(s->build.table))
 	{
 		double		ms[GH_SVC_TIMES];
 
-		gh_svc_last_times(ms);
+		gh_table_service_times(ms);
 		appendStringInfo(&buf, "; service %s %.1f (map %.1f, area %.1f, table %.1f: memory %.1f, copy %.1f, build %.1f)",
-						 s->svc_builder ? "build" : "view", ms[0], ms[1], ms[2],
+						 s->build.svc_builder ? "build" : "view", ms[0], ms[1], ms[2],
 						 ms[3], ms[4], ms[5], ms[6]);
 	}
 	elog(DEBUG2, "GpuHashJoin shared build: participant %d at %.3f ms, phase %d, %llu rows%s",
@@ -632,13 +629,13 @@ ghj_build_shared(GhjState *s)
 		ghj_shared_preallocate(s);
 		build_mark(&tr, BM_PREALLOC);
 		ghj_load_shared(s);
-		ghj_elapsed_ms(&t0, &s->load_ms);
+		ghj_elapsed_ms(&t0, &s->build.load_ms);
 		build_mark(&tr, BM_LOADED);
 		/* the service maps its probe area while the participants compact */
-		if (!ghj_parts_spilling(s) && gh_svc_available(true))
-			gh_svc_send_area(s->batch_cap);
+		if (!ghj_parts_spilling(s))
+			gh_table_service_send_area(s->probe.batch_cap);
 		if (ghj_shared_loaded(s, &loaded))
-			ghj_shared_allocate(s);
+			ghj_shared_allocate(s, ghj_parts_spilling(s));
 		phase = GHJ_PH_ALLOCATE;
 	}
 	if (ghj_parts_spilling(s))
@@ -658,12 +655,12 @@ ghj_build_shared(GhjState *s)
 			ghj_shared_compact(s);
 			build_mark(&tr, BM_COMPACTED);
 			(void) ghj_shared_next_phase(s);
-			ghj_elapsed_ms(&t0, &s->store_ms);
+			ghj_elapsed_ms(&t0, &s->build.store_ms);
 			build_mark(&tr, BM_STORED);
 			/* FALLTHROUGH */
 		case GHJ_PH_TABLES:
 			ghj_shared_table(s);
-			ghj_elapsed_ms(&t0, &s->table_ms);
+			ghj_elapsed_ms(&t0, &s->build.table_ms);
 			build_mark(&tr, BM_TABLE);
 			(void) ghj_shared_next_phase(s);
 			build_mark(&tr, BM_TABLES);
@@ -677,21 +674,21 @@ ghj_build_shared(GhjState *s)
 			break;
 	}
 	ghj_shared_detach(s);
-	ghj_elapsed_ms(&t0, &s->store_ms);
+	ghj_elapsed_ms(&t0, &s->build.store_ms);
 
 	ghj_shared_map(s);
-	if (s->table != NULL && !ghj_shared_in_order(s, s->table))
+	if (s->build.table != NULL && !ghj_shared_in_order(s, s->build.table))
 	{
-		gh_table_free(s->table);
-		s->table = NULL;
+		gh_table_free(s->build.table);
+		s->build.table = NULL;
 	}
-	if (s->table == NULL)
-		ghj_make_table(s, ghj_shared_hashes(s), s->shared->regroup);
-	ghj_elapsed_ms(&t0, &s->table_ms);
+	if (s->build.table == NULL)
+		ghj_make_table(s, ghj_shared_hashes(s), s->par.shared->regroup);
+	ghj_elapsed_ms(&t0, &s->build.table_ms);
 	build_mark(&tr, BM_DONE);
 	build_trace(s, &tr, found, loaded);
-	s->built = true;
-	s->n_builds++;
+	s->build.built = true;
+	s->build.n_builds++;
 }
 
 /*
@@ -704,31 +701,31 @@ ghj_build_shared(GhjState *s)
 static void
 ghj_store_grow(GhjState *s)
 {
-	uint32		cap = s->store_cap;
+	uint32		cap = s->build.store_cap;
 	uint32		newcap;
 
 	if (cap >= GH_MAX_ROWS)
 		too_many_inner_rows();
 	newcap = (uint32) Min((uint64) Max(cap, 32) * 2, (uint64) GH_MAX_ROWS);
-	if (s->grow_enabled)
+	if (s->batch.grow_enabled)
 	{
 		/* no more than the budget and the device allow, in steps of cap / 8 */
 		while (newcap - cap > cap / 8 &&
-			   (ghj_batch_store_bytes(s, newcap) > s->store_limit ||
-				(!s->table_on_host && !gh_table_fits_device(newcap))))
+			   (ghj_batch_store_bytes(s, newcap) > s->batch.store_limit ||
+				(!s->batch.table_on_host && !gh_table_fits_device(newcap))))
 			newcap = cap + (newcap - cap) / 2;
 		if (newcap - cap <= cap / 8)
 		{
 			ghj_batch_increase(s);
-			if (s->ninner < s->store_cap)
+			if (s->build.ninner < s->build.store_cap)
 				return;
 			newcap = (uint32) Min((uint64) cap * 2, (uint64) GH_MAX_ROWS);
 		}
 	}
-	s->inner_recs = repalloc_huge(s->inner_recs,
-								  sizeof(Datum) * newcap * s->stride);
-	s->store_hashes = repalloc_huge(s->store_hashes, sizeof(uint64) * newcap);
-	s->store_cap = newcap;
+	s->build.inner_recs = repalloc_huge(s->build.inner_recs,
+										sizeof(Datum) * newcap * s->stride);
+	s->build.store_hashes = repalloc_huge(s->build.store_hashes, sizeof(uint64) * newcap);
+	s->build.store_cap = newcap;
 }
 
 /*
@@ -742,19 +739,19 @@ ghj_store_row(GhjState *s, const Datum *rec, uint64 hash)
 {
 	Datum	   *dst;
 
-	if (s->ninner == s->store_cap)
+	if (s->build.ninner == s->build.store_cap)
 	{
-		int			was = s->nbatch;
+		int			was = s->batch.nbatch;
 
 		ghj_store_grow(s);
 		/* more batches: the row may now belong to a later one */
-		if (s->nbatch != was && ghj_batch_of(s, hash) != s->curbatch)
+		if (s->batch.nbatch != was && ghj_batch_of(s, hash) != s->batch.curbatch)
 		{
 			ghj_batch_save_inner(s, ghj_batch_of(s, hash), rec, hash);
 			return;
 		}
 	}
-	dst = &s->inner_recs[(size_t) s->ninner * s->stride];
+	dst = &s->build.inner_recs[(size_t) s->build.ninner * s->stride];
 	memcpy(dst, rec, sizeof(Datum) * s->stride);
 	if (s->inner_has_byref)
 	{
@@ -767,16 +764,16 @@ ghj_store_row(GhjState *s, const Datum *rec, uint64 hash)
 			if (byref_attr(s, k, &typlen) && !byref_null(s, dst, k))
 			{
 				dst[k] = datumCopy(dst[k], false, typlen);
-				s->byref_bytes += byref_size(dst[k], typlen);
+				s->build.byref_bytes += byref_size(dst[k], typlen);
 			}
 		}
 		MemoryContextSwitchTo(old);
 	}
-	s->store_hashes[s->ninner++] = hash;
+	s->build.store_hashes[s->build.ninner++] = hash;
 
 	/* by-reference data too can take the store past its limit */
-	if (s->grow_enabled && (s->ninner & 15) == 0 &&
-		ghj_batch_store_bytes(s, s->store_cap) > s->store_limit)
+	if (s->batch.grow_enabled && (s->build.ninner & 15) == 0 &&
+		ghj_batch_store_bytes(s, s->build.store_cap) > s->batch.store_limit)
 		ghj_batch_increase(s);
 }
 
@@ -789,7 +786,7 @@ static void
 ghj_route_inner(GhjState *s, ExprContext *econtext, TupleTableSlot *slot,
 				bool keep_nullkeys)
 {
-	Datum	   *rec = s->spill_rec;
+	Datum	   *rec = s->batch.spill_rec;
 	bool		hasnull;
 	uint64		h;
 
@@ -798,13 +795,13 @@ ghj_route_inner(GhjState *s, ExprContext *econtext, TupleTableSlot *slot,
 						econtext->ecxt_per_tuple_memory, &hasnull);
 	if (hasnull && !keep_nullkeys)
 		return;
-	s->n_inner_read++;
+	s->build.n_inner_read++;
 	if (hasnull)
 		memset(rec, 0, sizeof(Datum) * s->nkeys);
 	store_columns(s, slot, rec, econtext->ecxt_per_tuple_memory);
 	if (hasnull)
 		ghj_batch_save_nullkey(s, rec);
-	else if (ghj_batch_of(s, h) != s->curbatch)
+	else if (ghj_batch_of(s, h) != s->batch.curbatch)
 		ghj_batch_save_inner(s, ghj_batch_of(s, h), rec, h);
 	else
 		ghj_store_row(s, rec, h);
@@ -837,20 +834,20 @@ ghj_build_private(GhjState *s)
 	 * place: see ghj_regroup).
 	 */
 	cap = (uint32) Min(Max(ghj_inner_estimate(s, NULL) * 1.1, 1024.0), 4194304.0);
-	s->store_cap = 0;
-	while (cap > 64 && (ghj_batch_store_bytes(s, cap) > s->store_limit ||
-						(!s->table_on_host && !gh_table_fits_device(cap))))
+	s->build.store_cap = 0;
+	while (cap > 64 && (ghj_batch_store_bytes(s, cap) > s->batch.store_limit ||
+						(!s->batch.table_on_host && !gh_table_fits_device(cap))))
 		cap /= 2;
 	old = MemoryContextSwitchTo(s->build_tmp_cxt);
-	s->inner_recs = palloc_extended(sizeof(Datum) * cap * s->stride, MCXT_ALLOC_HUGE);
-	ghj_advise_huge(s->inner_recs, sizeof(Datum) * cap * s->stride);
-	s->store_hashes = palloc_extended(sizeof(uint64) * cap, MCXT_ALLOC_HUGE);
+	s->build.inner_recs = palloc_extended(sizeof(Datum) * cap * s->stride, MCXT_ALLOC_HUGE);
+	gh_advise_huge(s->build.inner_recs, sizeof(Datum) * cap * s->stride);
+	s->build.store_hashes = palloc_extended(sizeof(uint64) * cap, MCXT_ALLOC_HUGE);
 	MemoryContextSwitchTo(old);
-	s->store_cap = cap;
-	s->ninner = 0;
-	s->n_nullkey = 0;
-	s->byref_bytes = 0;
-	s->n_inner_read = 0;
+	s->build.store_cap = cap;
+	s->build.ninner = 0;
+	s->build.n_nullkey = 0;
+	s->build.byref_bytes = 0;
+	s->build.n_inner_read = 0;
 
 	for (;;)
 	{
@@ -862,46 +859,46 @@ ghj_build_private(GhjState *s)
 		if ((slot = ghj_next_inner(s, econtext)) == NULL)
 			break;
 		slot_getsomeattrs(slot, s->inner_deform);
-		if (s->nbatch == 1 && s->ninner == s->store_cap)
+		if (s->batch.nbatch == 1 && s->build.ninner == s->build.store_cap)
 			ghj_store_grow(s);
-		if (s->nbatch > 1)
+		if (s->batch.nbatch > 1)
 		{
 			ghj_route_inner(s, econtext, slot, keep_nullkeys);
 			continue;
 		}
-		rec = &s->inner_recs[(size_t) s->ninner * s->stride];
+		rec = &s->build.inner_recs[(size_t) s->build.ninner * s->stride];
 		h = gh_key_hash_row(&s->inner_keys, econtext, slot, rec,
 							s->build_tmp_cxt, &hasnull);
 		if (!hasnull)
 		{
 			store_columns(s, slot, rec, s->build_tmp_cxt);
 			if (s->inner_has_byref)
-				s->byref_bytes += record_byref_size(s, rec);
-			s->store_hashes[s->ninner++] = h;
+				s->build.byref_bytes += record_byref_size(s, rec);
+			s->build.store_hashes[s->build.ninner++] = h;
 		}
 		else if (keep_nullkeys)
 		{
 			/* can never match; only right and full joins still emit it */
-			if (s->n_nullkey == nullcap)
+			if (s->build.n_nullkey == nullcap)
 			{
 				old = MemoryContextSwitchTo(s->build_cxt);
 				nullcap = Max(nullcap * 2, 64);
-				s->nullkey_recs = s->nullkey_recs ?
-					repalloc_huge(s->nullkey_recs, sizeof(Datum) * s->stride * nullcap) :
+				s->build.nullkey_recs = s->build.nullkey_recs ?
+					repalloc_huge(s->build.nullkey_recs, sizeof(Datum) * s->stride * nullcap) :
 					palloc(sizeof(Datum) * s->stride * nullcap);
 				MemoryContextSwitchTo(old);
 			}
-			rec = &s->nullkey_recs[(size_t) s->n_nullkey++ * s->stride];
+			rec = &s->build.nullkey_recs[(size_t) s->build.n_nullkey++ * s->stride];
 			memset(rec, 0, sizeof(Datum) * s->nkeys);
 			store_columns(s, slot, rec, s->build_cxt);
 		}
 		else
 			continue;
-		s->n_inner_read++;
+		s->build.n_inner_read++;
 
 		/* one batch so far: is the store still within its limit? */
-		if ((s->n_inner_read & 15) == 0 && s->grow_enabled &&
-			ghj_batch_store_bytes(s, s->store_cap) > s->store_limit)
+		if ((s->build.n_inner_read & 15) == 0 && s->batch.grow_enabled &&
+			ghj_batch_store_bytes(s, s->build.store_cap) > s->batch.store_limit)
 		{
 			ghj_batch_increase(s);
 			nullcap = 0;
@@ -909,9 +906,9 @@ ghj_build_private(GhjState *s)
 	}
 	ghj_reset(econtext);
 	ghj_batch_shrink(s);
-	s->nbatch_outstart = s->nbatch;
+	s->batch.nbatch_outstart = s->batch.nbatch;
 	ghj_batch_note_peak(s, 0);
-	ghj_finish_build(s, s->store_hashes, keep_nullkeys);
+	ghj_finish_build(s, s->build.store_hashes, keep_nullkeys);
 }
 
 /*
@@ -926,14 +923,14 @@ ghj_build(GhjState *s)
 	instr_time	start;
 
 	INSTR_TIME_SET_CURRENT(start);
-	if (s->curpart >= 0)
+	if (s->parts.curpart >= 0)
 		ghj_build_private(s);	/* a partition of a spilled shared build */
-	else if (s->shared_build && s->shared != NULL &&
-			 s->shared->store_area != DSM_HANDLE_INVALID &&
+	else if (s->shared_build && s->par.shared != NULL &&
+			 s->par.shared->store_area != DSM_HANDLE_INVALID &&
 			 s->css.ss.ps.state->es_query_dsa != NULL)
 		ghj_build_shared(s);
 	else
 		ghj_build_private(s);
-	s->build_ms += gh_ms_since(start);
+	s->build.build_ms += gh_ms_since(start);
 }
 

@@ -521,7 +521,7 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 	otherquals = remap(cscan->scan.plan.qual, s->nouter);
 	ghj_init_inner_stored(s, list_make3(tlist, joinquals, otherquals));
 	s->stride = s->nkeys + s->ninner_cols + s->nullwords;
-	s->rec_base = palloc0(sizeof(Datum) * (s->nkeys + s->ninner_cols));
+	s->build.rec_base = palloc0(sizeof(Datum) * (s->nkeys + s->ninner_cols));
 	s->joinqual = ExecInitQual(joinquals, &node->ss.ps);
 	s->otherqual = ExecInitQual(otherquals, &node->ss.ps);
 	s->proj = ExecBuildProjectionInfo(tlist, node->ss.ps.ps_ExprContext,
@@ -550,7 +550,7 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 	 * allocate arrays for millions of rows.  Never below the default, so a
 	 * low estimate cannot make a large join take many small batches.
 	 */
-	s->batch_cap = (uint32)
+	s->probe.batch_cap = (uint32)
 		Min((double) gpuhash_batch_rows,
 			Max((double) GPUHASH_BATCH_ROWS_DEFAULT,
 				2.0 * ((Plan *) linitial(cscan->custom_plans))->plan_rows));
@@ -588,14 +588,14 @@ ghj_exec(CustomScanState *node)
 				 * No inner row can match: inner and semi joins are done,
 				 * unless later batches hold inner rows.
 				 */
-				if (s->ninner == 0 && s->nbatch == 1 &&
+				if (s->build.ninner == 0 && s->batch.nbatch == 1 &&
 					(s->jointype == JOIN_INNER || s->jointype == JOIN_SEMI))
-					s->outer_done = true;
+					s->probe.outer_done = true;
 				s->state = GHJ_NEXT_BATCH;
 				break;
 
 			case GHJ_NEXT_BATCH:
-				if (!s->outer_done && ghj_next_batch(s))
+				if (!s->probe.outer_done && ghj_next_batch(s))
 				{
 					s->state = GHJ_PROBE_BATCH;
 					break;
@@ -603,7 +603,7 @@ ghj_exec(CustomScanState *node)
 				if (s->jointype == JOIN_RIGHT || s->jointype == JOIN_FULL)
 				{
 					s->state = GHJ_UNMATCHED_INNER;
-					s->inner_pos = 0;
+					s->probe.inner_pos = 0;
 					break;
 				}
 				s->state = GHJ_NEED_NEW_BATCH;
@@ -632,7 +632,7 @@ ghj_exec(CustomScanState *node)
 					break;
 				}
 				/* a spilled shared build: the next partition (join_parts.c) */
-				if (s->curpart >= 0 && ghj_parts_next(s))
+				if (s->parts.curpart >= 0 && ghj_next_part(s))
 				{
 					ghj_reset_probe(s);
 					s->state = GHJ_BUILD_TABLE;
@@ -671,19 +671,19 @@ ghj_publish(GhjState *s)
 	GhjStats   *st;
 
 	ghj_publish_stats(s);
-	if (s->shared == NULL || !IsParallelWorker() ||
-		ParallelWorkerNumber < 0 || ParallelWorkerNumber >= s->shared->nworkers)
+	if (s->par.shared == NULL || !IsParallelWorker() ||
+		ParallelWorkerNumber < 0 || ParallelWorkerNumber >= s->par.shared->nworkers)
 		return;
-	st = &s->shared->stats[ParallelWorkerNumber];
-	st->inner_rows = s->nparts_joined > 0 ? s->part_inner_rows :
-		Max(st->inner_rows, s->n_inner_read);
-	st->nbatch = Max(Max(s->nbatch, s->nbatch_original), s->nbatch_seen);
-	st->nbatch_original = s->nbatch_original;
-	st->nbatch_planned = s->nbatch_planned;
-	st->mem_peak = s->mem_peak;
-	st->dev_peak = s->dev_peak;
-	st->over_budget = s->over_budget;
-	st->device_ms += s->dev_ms_done;
+	st = &s->par.shared->stats[ParallelWorkerNumber];
+	st->inner_rows = s->parts.nparts_joined > 0 ? s->parts.part_inner_rows :
+		Max(st->inner_rows, s->build.n_inner_read);
+	st->nbatch = Max(Max(s->batch.nbatch, s->batch.nbatch_original), s->batch.nbatch_seen);
+	st->nbatch_original = s->batch.nbatch_original;
+	st->nbatch_planned = s->batch.nbatch_planned;
+	st->mem_peak = s->batch.mem_peak;
+	st->dev_peak = s->build.dev_peak;
+	st->over_budget = s->batch.over_budget;
+	st->device_ms += s->build.dev_ms_done;
 }
 
 /* ghj_end frees what the join holds and ends its children. */
@@ -714,21 +714,21 @@ ghj_rescan(CustomScanState *node)
 		UpdateChangedParamSet(s->outer_ps, chg);
 		UpdateChangedParamSet(s->inner_ps, chg);
 	}
-	if (s->nbatch > 1)
+	if (s->batch.nbatch > 1)
 	{
 		/* the table holds one batch of several: build them again */
 		ghj_release(s);
 		if (s->inner_ps->chgParam == NULL)
 			ExecReScan(s->inner_ps);
 	}
-	else if (s->built && s->shared_build)
+	else if (s->build.built && s->shared_build)
 	{
 		/* a shared build's chunks go with the parallel segment: read again */
 		ghj_release(s);
 		if (s->inner_ps->chgParam == NULL)
 			ExecReScan(s->inner_ps);
 	}
-	else if (s->built)
+	else if (s->build.built)
 	{
 		/*
 		 * Rebuild when the inner rows or their hashes may differ: the inner
@@ -742,13 +742,13 @@ ghj_rescan(CustomScanState *node)
 			ghj_release(s);
 			ExecReScan(s->inner_ps);
 		}
-		else if (s->matched)
-			memset(s->matched, 0, sizeof(uint32) * ((s->ninner + 31) / 32 + 1));
+		else if (s->build.matched)
+			memset(s->build.matched, 0, sizeof(uint32) * ((s->build.ninner + 31) / 32 + 1));
 	}
 	else if (s->inner_ps->chgParam == NULL)
 		ExecReScan(s->inner_ps);
 	ghj_reset_probe(s);
-	s->state = s->built ? GHJ_NEXT_BATCH : GHJ_BUILD_TABLE;
+	s->state = s->build.built ? GHJ_NEXT_BATCH : GHJ_BUILD_TABLE;
 	if (s->outer_ps->chgParam == NULL)
 		ExecReScan(s->outer_ps);
 }
@@ -767,9 +767,9 @@ ghj_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 	GhjState   *s = (GhjState *) node;
 
 	memset(coordinate, 0, ghj_estimate_dsm(node, pcxt));
-	s->shared = (GhjShared *) coordinate;
-	ghj_shared_init(s->shared, pcxt->nworkers);
-	ghj_parts_init(s->shared, pcxt->seg);
+	s->par.shared = (GhjShared *) coordinate;
+	ghj_shared_init(s->par.shared, pcxt->nworkers);
+	ghj_parts_init(s->par.shared, pcxt->seg);
 	if (s->shared_build)
 		ghj_shared_create_area(s);
 }
@@ -783,8 +783,9 @@ ghj_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
 	GhjState   *s = (GhjState *) node;
 
-	s->shared = (GhjShared *) coordinate;
-	ghj_shared_reinit(s->shared, node->ss.ps.state->es_query_dsa, s->store_area);
+	s->par.shared = (GhjShared *) coordinate;
+	ghj_parts_reinit(s->par.shared, node->ss.ps.state->es_query_dsa);
+	ghj_shared_reinit(s->par.shared, s->par.store_area);
 }
 
 /* ghj_init_worker finds the join's part of the segment in a worker. */
@@ -793,7 +794,7 @@ ghj_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
 {
 	GhjState   *s = (GhjState *) node;
 
-	s->shared = (GhjShared *) coordinate;
+	s->par.shared = (GhjShared *) coordinate;
 }
 
 /*
@@ -807,18 +808,18 @@ ghj_shutdown(CustomScanState *node)
 	GhjState   *s = (GhjState *) node;
 	Size		size;
 
-	if (s->shared == NULL)
+	if (s->par.shared == NULL)
 		return;
 	if (IsParallelWorker())
 	{
 		ghj_publish(s);
 		return;
 	}
-	size = ghj_shared_size(s->shared->nworkers);
+	size = ghj_shared_size(s->par.shared->nworkers);
 	if (s->shared_copy == NULL)
 		s->shared_copy = MemoryContextAlloc(node->ss.ps.state->es_query_cxt, size);
-	memcpy(s->shared_copy, s->shared, size);
-	s->shared = NULL;
+	memcpy(s->shared_copy, s->par.shared, size);
+	s->par.shared = NULL;
 }
 
 /* jointype_name is the join type as EXPLAIN shows it. */
@@ -911,14 +912,15 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Join Filter",
 							deparse_expression((Node *) make_ands_explicit(s->joinquals_expr),
 											   context, useprefix, false), es);
-	if (es->analyze && s->n_builds > 0)
+	if (es->analyze && s->build.n_builds > 0)
 	{
-		int			nbatch = Max(Max(s->nbatch, s->nbatch_original), s->nbatch_seen);
-		int			nbatch_original = s->nbatch_original;
-		int			nbatch_planned = s->nbatch_planned;
-		Size		mem_peak = s->mem_peak;
-		Size		dev_peak = s->dev_peak;
-		uint8		over_budget = s->over_budget;
+		int			nbatch = Max(Max(s->batch.nbatch, s->batch.nbatch_original),
+								 s->batch.nbatch_seen);
+		int			nbatch_original = s->batch.nbatch_original;
+		int			nbatch_planned = s->batch.nbatch_planned;
+		Size		mem_peak = s->batch.mem_peak;
+		Size		dev_peak = s->build.dev_peak;
+		uint8		over_budget = s->batch.over_budget;
 
 		/* the batches and memory of the participant that had the most */
 		for (int w = 0; s->shared_copy && w < s->shared_copy->nworkers; w++)
@@ -935,39 +937,41 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			over_budget |= st->over_budget;
 		}
 
-		ExplainPropertyText("Device", gpuhash_target_name(s->target), es);
+		ExplainPropertyText("Device", gpuhash_target_name(s->build.target), es);
 		/*
 		 * With batches, the store holds one batch: count what was read; a
 		 * shared build's partitions (join_parts.c): those this one joined.
 		 */
 		ExplainPropertyUInteger("Inner Rows", NULL,
-								s->nparts_joined > 0 ? s->part_inner_rows :
-								s->nbatch > 1 ? s->n_inner_read : s->ninner + s->n_nullkey,
+								s->parts.nparts_joined > 0 ? s->parts.part_inner_rows :
+								s->batch.nbatch > 1 ? s->build.n_inner_read :
+								s->build.ninner + s->build.n_nullkey,
 								es);
-		ExplainPropertyUInteger("Batches", NULL, s->n_batches, es);
-		ExplainPropertyUInteger("Candidates", NULL, s->n_candidates, es);
-		ExplainPropertyUInteger("Verified Matches", NULL, s->n_matches, es);
-		ExplainPropertyFloat("Build Time", "ms", s->build_ms, 3, es);
-		if (s->store_shared)
-			explain_build_phases(s->load_ms, s->store_ms, s->table_ms, es);
-		if (s->table)
+		ExplainPropertyUInteger("Batches", NULL, s->probe.n_batches, es);
+		ExplainPropertyUInteger("Candidates", NULL, s->probe.n_candidates, es);
+		ExplainPropertyUInteger("Verified Matches", NULL, s->probe.n_matches, es);
+		ExplainPropertyFloat("Build Time", "ms", s->build.build_ms, 3, es);
+		if (s->build.store_shared)
+			explain_build_phases(s->build.load_ms, s->build.store_ms, s->build.table_ms, es);
+		if (s->build.table)
 		{
-			double		lf = s->table->mm.capacity ?
-				(double) s->table->mm.ndistinct / s->table->mm.capacity : 0;
+			double		lf = s->build.table->mm.capacity ?
+				(double) s->build.table->mm.ndistinct / s->build.table->mm.capacity : 0;
 
-			double		device_ms = s->dev_ms_done + s->table->device_ms;
+			double		device_ms = s->build.dev_ms_done + s->build.table->device_ms;
 
 			ExplainPropertyFloat("Device Time", "ms", device_ms, 3, es);
-			explain_probe_phases(s->outer_ms, device_ms, s->order_ms, s->rows_ms, es);
+			explain_probe_phases(s->probe.outer_ms, device_ms, s->probe.order_ms,
+								 s->probe.rows_ms, es);
 			ExplainPropertyFloat("Load Factor", NULL, lf, 3, es);
 			ExplainPropertyUInteger("Device Memory", "kB",
 									(dev_peak + 1023) / 1024, es);
 		}
-		if (s->context_ms >= 1.0)
-			ExplainPropertyFloat("Context Wait", "ms", s->context_ms, 3, es);
-		if (s->n_cpu_batches > 0)
-			ExplainPropertyUInteger("Batches Before GPU", NULL, s->n_cpu_batches, es);
-		holder = s->table ? gh_table_holder(s->table) : NULL;
+		if (s->build.context_ms >= 1.0)
+			ExplainPropertyFloat("Context Wait", "ms", s->build.context_ms, 3, es);
+		if (s->probe.n_cpu_batches > 0)
+			ExplainPropertyUInteger("Batches Before GPU", NULL, s->probe.n_cpu_batches, es);
+		holder = s->build.table ? gh_table_holder(s->build.table) : NULL;
 		if (holder != NULL)
 			ExplainPropertyText("Table Held By", holder, es);
 

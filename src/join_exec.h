@@ -1,19 +1,35 @@
 /*-------------------------------------------------------------------------
  * join_exec.h
  *	  The executor state of GpuHashJoin, private to its six files: the node
- *	  (join_exec.c), the build of the inner row store and the table
- *	  (join_build.c), the batches of a build larger than its budget
- *	  (join_batch.c), the shared memory of a parallel build
- *	  (join_parallel.c), the partitions of a shared build larger than its
- *	  budget (join_parts.c) and the probe of outer batches (join_probe.c).
+ *	  (join_exec.c), the probe of outer batches (join_probe.c), the build
+ *	  of the inner row store and the table (join_build.c), the batches of a
+ *	  build larger than its budget (join_batch.c), the partitions of a
+ *	  shared build larger than its budget (join_parts.c) and the shared
+ *	  memory of a parallel build (join_parallel.c).
  *
- * Calls go one way: join_exec.c calls the others; join_probe.c calls
- * join_build.c (a table's move to the GPU) and join_batch.c (outer rows
- * from and to batch files); join_build.c and join_batch.c call each other
- * (a store that grows past its budget splits into more batches, a loaded
- * batch is built like the first) and join_build.c calls join_parallel.c;
- * join_parallel.c calls none of them.  All use the in-line helpers at the
- * end of this file.
+ * Calls go down this list, and back up only once: join_exec.c calls the
+ * others; join_probe.c calls join_build.c (a table's move to the GPU),
+ * join_batch.c (outer rows from and to batch files) and join_parts.c (a
+ * partition's outer rows); join_build.c calls join_batch.c, join_parts.c
+ * (a shared build that spilled) and join_parallel.c (the shared build's
+ * phases); join_parts.c calls join_parallel.c (the participants' chunks and
+ * claims); join_parallel.c calls none of them.  The one call back up is the
+ * one PostgreSQL's nodeHash.c and nodeHashjoin.c share: join_batch.c calls
+ * join_build.c (a store that grows past its budget splits into more
+ * batches, whose rows it stores again; a loaded batch is built like the
+ * first), so those two call each other, and test/callgraph.py admits that
+ * circle and no other.  Below them all, hashtable.c is the table and the
+ * only code that talks to the GPU service about it.  All use the in-line
+ * helpers at the end of this file.
+ *
+ * GhjState holds what join_exec.c sets up at executor start-up, which the
+ * others read (the keys, the quals, the layouts of an inner record and an
+ * outer row), and then one part per file, the state that file keeps:
+ * build (GhjBuild), probe (GhjProbe), batch (GhjBatches), par (GhjParallel)
+ * and parts (GhjParts).  The others read a part freely, and set some of
+ * it where their work reaches into it: join_batch.c loads each batch into
+ * the build's store, ghj_shared_map points that store at the shared one,
+ * ghj_free_table forgets the probe's buffers with the table that lent them.
  *-------------------------------------------------------------------------
  */
 #ifndef GPUHASH_JOIN_EXEC_H
@@ -173,7 +189,7 @@ typedef struct GhjShared
 	 * xchg_broken: a participant could not write its range.  Usually it is
 	 * the GPU service's own area, which the service keeps from one build
 	 * to the next: xchg_token is then the claim the builder gives back once
-	 * the table is built (gh_svc_claim_exchange), 0 for an area of the
+	 * the table is built (gh_table_claim_exchange), 0 for an area of the
 	 * query's own.
 	 */
 	dsm_handle	xchg;
@@ -199,6 +215,181 @@ typedef struct GhjShared
 	GhjStats	stats[FLEXIBLE_ARRAY_MEMBER];
 } GhjShared;
 
+/*
+ * A chunk of a participant's share of a shared build's inner side
+ * (join_parallel.c): hashes, records, then the records' by-reference data.
+ * In a chunk a by-reference value is its offset in the chunk's data, which
+ * compaction turns into an offset in the store's arena.  The chunks go
+ * either to the store (ghj_shared_compact) or, when the build spills, to
+ * the partitions (join_parts.c).
+ */
+typedef struct GhjChunk
+{
+	struct GhjChunk *next;
+	uint32		cap;			/* rows it has room for */
+	uint32		nrows;
+	Size		data_size;
+	Size		data_used;
+	uint64		hashes[FLEXIBLE_ARRAY_MEMBER];	/* cap of them */
+} GhjChunk;
+#define GhjChunkRecs(c) \
+	((Datum *) ((char *) (c) + MAXALIGN(offsetof(GhjChunk, hashes) + \
+										sizeof(uint64) * (c)->cap)))
+#define GhjChunkData(c, stride) \
+	((char *) GhjChunkRecs(c) + sizeof(Datum) * (c)->cap * (stride))
+
+/*
+ * The inner row store and the table (join_build.c).  A record is stride
+ * Datums (GhjState's record layout); the store holds ninner of them.
+ */
+typedef struct GhjBuild
+{
+	bool		built;
+	GhTarget	target;
+	uint32		ninner;
+	Datum	   *inner_recs;		/* ninner records, in hash-group order */
+	Size		byref_bytes;	/* by-reference data the records point to */
+	Datum	   *nullkey_recs;	/* right/full joins: rows with a NULL key */
+	uint32		n_nullkey;
+	uint32	   *matched;		/* bitmap over ninner: right/full joins */
+	GhTable    *table;
+	uint32		store_cap;		/* records inner_recs has room for */
+	uint64	   *store_hashes;	/* their hashes, while the store fills */
+
+	/*
+	 * What to add to record position k (keys, then columns) to read it:
+	 * zero but for the by-reference values of a shared store, which hold
+	 * offsets into its arena (mapped at another address in each process).
+	 */
+	Datum	   *rec_base;
+	bool		store_shared;	/* inner_recs is the shared store */
+	bool		svc_builder;	/* it built the service table the others view */
+	bool		gpu_later;		/* on the CPU twin until the context is made */
+	uint64		n_inner_read;	/* inner rows kept (stored or spilled) */
+	Size		dev_peak;		/* the largest table */
+	double		dev_ms_done;	/* device time of tables already freed */
+
+	/* for EXPLAIN ANALYZE */
+	uint64		n_builds;
+	double		build_ms;
+	double		load_ms;		/* shared build: reading the inner side */
+	double		store_ms;		/* shared build: the store, waits included */
+	double		table_ms;		/* shared build: the table */
+	double		context_ms;		/* waiting for the device to be ready */
+} GhjBuild;
+
+/* The outer batch and its probe (join_probe.c). */
+typedef struct GhjProbe
+{
+	uint32		batch_cap;
+	uint32		batch_n;
+	Datum	   *batch_vals;		/* batch_cap x nstored column values */
+	bool	   *batch_isnull;
+	Datum	   *batch_keys;		/* batch_cap x nkeys */
+	bool	   *batch_null;
+	uint64	   *batch_hashes;	/* pinned for the GPU */
+	uint32	   *batch_first;
+	uint32	   *batch_count;
+	uint32	   *batch_order;	/* the rows to visit: matched first */
+	uint32	   *visit_first;	/* first and count of each visit, in order */
+	uint32	   *visit_count;
+	Datum	   *visit_recs;		/* each visit's first candidate, copied */
+	char	   *visit_bytes;	/* and its short by-reference keys */
+	uint32		n_order;
+	uint32		cur;			/* position in batch_order */
+	uint32		cur_cand;
+	bool		cur_loaded;		/* outer_slot holds the row at cur */
+	bool		cur_matched;
+	bool		outer_done;		/* the outer side has returned its last row */
+	uint32		inner_pos;		/* GHJ_UNMATCHED_INNER: the next record */
+	bool		batch_in_table;	/* batch buffers lent by the table (service) */
+
+	/* for EXPLAIN ANALYZE */
+	uint64		n_batches;
+	uint64		n_candidates;
+	uint64		n_matches;
+	double		outer_ms;		/* reading and hashing outer batches */
+	double		order_ms;		/* ordering a batch's visits */
+	double		rows_ms;		/* a batch's rows, the plan above included */
+	instr_time	probe_mark;		/* the last of these phases ended here */
+	bool		probe_marked;
+	uint64		n_cpu_batches;	/* batches probed on the CPU twin meanwhile */
+} GhjProbe;
+
+/*
+ * The join's batches (join_batch.c): the inner side partitioned by hash
+ * bits into nbatch batches when it does not fit mem_budget, the rows of
+ * batches other than curbatch in temp files, as Hash Join's; see
+ * join_batch.c.
+ */
+typedef struct GhjBatches
+{
+	Size		mem_budget;		/* get_hash_memory_limit() */
+	Size		store_limit;	/* of it, what the inner store may take */
+	bool		table_on_host;	/* the table counts as host memory (CPU twin) */
+	int			nbatch;
+	int			nbatch_original;	/* when the build began */
+	int			nbatch_outstart;	/* when the outer side began */
+	int			nbatch_seen;	/* the most of partitions already joined */
+	int			nbatch_planned; /* the most batches taken back (ghj_batch_shrink) */
+	int64		spill_inner_bytes;	/* written to the inner files */
+	int			curbatch;
+	bool		grow_enabled;	/* false once doubling stopped splitting rows */
+	uint8		over_budget;	/* GHJ_OVER_*: why a batch exceeded the budget */
+	MemoryContext spill_cxt;	/* the files and their buffers */
+	BufFile   **inner_files;	/* nbatch each; NULL: no rows */
+	BufFile   **outer_files;
+	BufFile    *nullkey_file;	/* right/full: NULL-key inner rows, nbatch > 1 */
+	bool		nullkey_reading;	/* ghj_next_unmatched_inner reads it */
+	TupleDesc	rec_desc;		/* a spilled inner row: keys, then columns */
+	TupleDesc	outer_desc;		/* a spilled outer row: keys, then stored */
+	Datum	   *spill_vals;		/* scratch for forming and deforming them */
+	bool	   *spill_null;
+	Datum	   *spill_rec;		/* one record read back from nullkey_file */
+	uint32		batch_byref_limit;	/* by-reference bytes of one outer batch */
+	Size		mem_peak;		/* host bytes, the largest counted */
+} GhjBatches;
+
+/* A parallel join (join_parallel.c). */
+typedef struct GhjParallel
+{
+	GhjShared  *shared;			/* the parallel segment's part (DSM) */
+	dsa_area   *store_area;		/* GhjShared.store_area, once attached */
+	GhjChunk   *chunk;			/* shared build: the chunk being filled */
+	GhjChunk   *chunks;			/* and those filled, in build_tmp_cxt */
+	dsm_segment *xchg_seg;		/* GhjShared.xchg, if this participant made it */
+	bool		order_provider; /* its table's rows are the store's order */
+} GhjParallel;
+
+/*
+ * A shared build that spilled (join_parts.c): this participant's accessors
+ * of the partitions' stores, and the partition it is joining (curpart, -1
+ * for none), whose rows the children's places take (ghj_next_inner,
+ * next_outer).
+ */
+typedef struct GhjParts
+{
+	MemoryContext part_cxt;
+	struct SharedTuplestoreAccessor **part_acc; /* 2 * nparts, NULL: none */
+	uint64	   *part_rows;		/* inner rows and bytes this one wrote */
+	uint64	   *part_bytes;
+	int			curpart;
+	int			nparts_joined;	/* partitions this participant joined */
+	uint64		part_inner_rows;	/* and their inner rows */
+	Size		own_loaded;		/* bytes of chunks this participant made */
+	TupleTableSlot *part_inner_slot;
+	TupleTableSlot *part_outer_slot;
+	Datum	   *part_vals;		/* an inner row written back (put_record) */
+	bool	   *part_null;
+	double		part_est_rows;	/* the partition's inner rows and width */
+	int			part_est_width;
+} GhjParts;
+
+/*
+ * The node's state: what the plan says and what the node sets up at
+ * executor start-up (join_exec.c), which the other files read, then one
+ * part per file that owns it.
+ */
 typedef struct GhjState
 {
 	CustomScanState css;
@@ -209,6 +400,7 @@ typedef struct GhjState
 	int			nkeys;
 	int			nouter;
 	bool		single_match;	/* stop at the first match of an outer row */
+	bool		shared_build;	/* the plan asks for a shared build */
 	PlanState  *outer_ps;
 	PlanState  *inner_ps;
 	List	   *hashclauses;	/* for EXPLAIN */
@@ -248,16 +440,15 @@ typedef struct GhjState
 	TupleTableSlot *null_inner;
 	MemoryContext build_cxt;
 	MemoryContext batch_cxt;
+	MemoryContext build_tmp_cxt;	/* by-reference data before regrouping */
 
 	/*
-	 * The inner row store and the table (join_build.c).  A record is stride
+	 * The layout of an inner record (GhjBuild's store).  A record is stride
 	 * Datums: the row's key values, the values of the inner child's columns
 	 * it keeps (those the join reads: ghj_init_inner_stored), then a null
 	 * bitmap of nullwords uint64 words over those columns (keys are never
 	 * NULL).
 	 */
-	bool		built;
-	GhTarget	target;
 	int			ninner_cols;	/* columns a record keeps */
 	int		   *inner_col;		/* record column j: the child's column */
 	int		   *inner_key_col;	/* key k: the child's column it is, or -1 */
@@ -271,143 +462,28 @@ typedef struct GhjState
 	int			nbyref_keys;	/* how many */
 	int			nullwords;		/* uint64 words of a record's null bitmap */
 	int			stride;			/* Datums per record: keys, columns, nulls */
-	uint32		ninner;
-	Datum	   *inner_recs;		/* ninner records, in hash-group order */
-	bool		shared_build;	/* the plan asks for a shared build */
-	Size		byref_bytes;	/* by-reference data the records point to */
-	Datum	   *nullkey_recs;	/* right/full joins: rows with a NULL key */
-	uint32		n_nullkey;
-	uint32	   *matched;		/* bitmap over ninner: right/full joins */
-	GhTable    *table;
-	MemoryContext build_tmp_cxt;	/* by-reference data before regrouping */
-
-	/*
-	 * What to add to record position k (keys, then columns) to read it:
-	 * zero but for the by-reference values of a shared store, which hold
-	 * offsets into its arena (mapped at another address in each process).
-	 */
-	Datum	   *rec_base;
-	bool		store_shared;	/* inner_recs is the shared store */
-	dsm_segment *xchg_seg;		/* GhjShared.xchg, if this participant made it */
-	bool		order_provider; /* its table's rows are the store's order */
-	bool		svc_builder;	/* it built the service table the others view */
-
-	/* the outer batch and its probe (join_probe.c) */
-	int16	   *outer_attlen;
-	bool	   *outer_attbyval;
-	bool		outer_has_byref;	/* a stored column is by reference */
 
 	/*
 	 * The outer columns the join reads (its target list and quals), which
-	 * are all a batch keeps: the outer child may return more than that (a
-	 * Seq Scan returning the heap tuple as it is, see join_plan.c).
+	 * are all an outer batch (GhjProbe) keeps: the outer child may return
+	 * more than that (a Seq Scan returning the heap tuple as it is, see
+	 * join_plan.c).
 	 */
+	int16	   *outer_attlen;
+	bool	   *outer_attbyval;
+	bool		outer_has_byref;	/* a stored column is by reference */
 	int			nstored;
 	int		   *stored_col;		/* outer child column of each stored one */
 	int			outer_deform;	/* columns of the child's slot to deform */
-	uint32		batch_cap;
-	uint32		batch_n;
-	Datum	   *batch_vals;		/* batch_cap x nstored column values */
-	bool	   *batch_isnull;
-	Datum	   *batch_keys;		/* batch_cap x nkeys */
-	bool	   *batch_null;
-	uint64	   *batch_hashes;	/* pinned for the GPU */
-	uint32	   *batch_first;
-	uint32	   *batch_count;
-	uint32	   *batch_order;	/* the rows to visit: matched first */
-	uint32	   *visit_first;	/* first and count of each visit, in order */
-	uint32	   *visit_count;
-	Datum	   *visit_recs;		/* each visit's first candidate, copied */
-	char	   *visit_bytes;	/* and its short by-reference keys */
-	uint32		n_order;
-	uint32		cur;			/* position in batch_order */
-	uint32		cur_cand;
-	bool		cur_loaded;		/* outer_slot holds the row at cur */
-	bool		cur_matched;
-	bool		outer_done;		/* the outer side has returned its last row */
-	uint32		inner_pos;		/* GHJ_UNMATCHED_INNER: the next record */
-	bool		batch_in_table;	/* batch buffers lent by the table (service) */
 
-	/* a parallel join (join_parallel.c) */
-	GhjShared  *shared;			/* the parallel segment's part (DSM) */
-	GhjShared  *shared_copy;	/* leader: copied out at shutdown */
-	dsa_area   *store_area;		/* GhjShared.store_area, once attached */
-	struct GhjChunk *chunk;		/* shared build: the chunk being filled */
-	struct GhjChunk *chunks;	/* and those filled, in build_tmp_cxt */
+	GhjShared  *shared_copy;	/* leader: the segment's part, copied out at
+								 * shutdown for EXPLAIN */
 
-	/*
-	 * A shared build that spilled (join_parts.c): this participant's
-	 * accessors of the partitions' stores, and the partition it is joining
-	 * (curpart, -1 for none), whose rows the children's places take
-	 * (ghj_next_inner, next_outer).
-	 */
-	MemoryContext part_cxt;
-	struct SharedTuplestoreAccessor **part_acc; /* 2 * nparts, NULL: none */
-	uint64	   *part_rows;		/* inner rows and bytes this one wrote */
-	uint64	   *part_bytes;
-	int			curpart;
-	int			nparts_joined;	/* partitions this participant joined */
-	uint64		part_inner_rows;	/* and their inner rows */
-	Size		own_loaded;		/* bytes of chunks this participant made */
-	TupleTableSlot *part_inner_slot;
-	TupleTableSlot *part_outer_slot;
-	Datum	   *part_vals;		/* an inner row written back (put_record) */
-	bool	   *part_null;
-	double		part_est_rows;	/* the partition's inner rows and width */
-	int			part_est_width;
-
-	/*
-	 * batches (join_batch.c): the inner side partitioned by hash bits into
-	 * nbatch batches when it does not fit mem_budget, the rows of batches
-	 * other than curbatch in temp files, as Hash Join's; see join_batch.c.
-	 */
-	Size		mem_budget;		/* get_hash_memory_limit() */
-	Size		store_limit;	/* of it, what the inner store may take */
-	bool		table_on_host;	/* the table counts as host memory (CPU twin) */
-	int			nbatch;
-	int			nbatch_original;	/* when the build began */
-	int			nbatch_outstart;	/* when the outer side began */
-	int			nbatch_seen;	/* the most of partitions already joined */
-	int			nbatch_planned; /* the most batches taken back (ghj_batch_shrink) */
-	int64		spill_inner_bytes;	/* written to the inner files */
-	int			curbatch;
-	bool		grow_enabled;	/* false once doubling stopped splitting rows */
-	uint8		over_budget;	/* GHJ_OVER_*: why a batch exceeded the budget */
-	uint32		store_cap;		/* records inner_recs has room for */
-	uint64	   *store_hashes;	/* their hashes, while the store fills */
-	MemoryContext spill_cxt;	/* the files and their buffers */
-	BufFile   **inner_files;	/* nbatch each; NULL: no rows */
-	BufFile   **outer_files;
-	BufFile    *nullkey_file;	/* right/full: NULL-key inner rows, nbatch > 1 */
-	bool		nullkey_reading;	/* ghj_next_unmatched_inner reads it */
-	TupleDesc	rec_desc;		/* a spilled inner row: keys, then columns */
-	TupleDesc	outer_desc;		/* a spilled outer row: keys, then stored */
-	Datum	   *spill_vals;		/* scratch for forming and deforming them */
-	bool	   *spill_null;
-	Datum	   *spill_rec;		/* one record read back from nullkey_file */
-	uint32		batch_byref_limit;	/* by-reference bytes of one outer batch */
-	Size		mem_peak;		/* host bytes, the largest counted */
-	Size		dev_peak;		/* the largest table */
-	double		dev_ms_done;	/* device time of tables already freed */
-	uint64		n_inner_read;	/* inner rows kept (stored or spilled) */
-
-	/* for EXPLAIN ANALYZE */
-	uint64		n_batches;
-	uint64		n_candidates;
-	uint64		n_matches;
-	uint64		n_builds;
-	double		build_ms;
-	double		load_ms;		/* shared build: reading the inner side */
-	double		store_ms;		/* shared build: the store, waits included */
-	double		table_ms;		/* shared build: the table */
-	double		outer_ms;		/* probe: reading and hashing outer batches */
-	double		order_ms;		/* probe: ordering a batch's visits */
-	double		rows_ms;		/* probe: a batch's rows, the plan above included */
-	instr_time	probe_mark;		/* the last of these phases ended here */
-	bool		probe_marked;
-	double		context_ms;		/* waiting for the device to be ready */
-	bool		gpu_later;		/* on the CPU twin until the context is made */
-	uint64		n_cpu_batches;	/* batches probed on the CPU twin meanwhile */
+	GhjBuild	build;			/* join_build.c */
+	GhjProbe	probe;			/* join_probe.c */
+	GhjBatches	batch;			/* join_batch.c */
+	GhjParallel par;			/* join_parallel.c */
+	GhjParts	parts;			/* join_parts.c */
 } GhjState;
 
 /*
@@ -433,7 +509,7 @@ extern void ghj_move_to_gpu(GhjState *s);
 extern void ghj_store_row(GhjState *s, const Datum *rec, uint64 hash);
 extern void ghj_finish_build(GhjState *s, uint64 *hashes, bool keep_nullkeys);
 extern void ghj_free_table(GhjState *s);
-extern void ghj_advise_huge(void *p, Size len);
+extern bool ghj_next_part(GhjState *s);
 
 /* join_batch.c */
 extern void ghj_batch_setup(GhjState *s);
@@ -459,18 +535,19 @@ extern void ghj_batch_end(GhjState *s);
 /* join_parallel.c */
 extern Size ghj_shared_size(int nworkers);
 extern void ghj_shared_init(GhjShared *sh, int nworkers);
-extern void ghj_shared_reinit(GhjShared *sh, dsa_area *area, dsa_area *store);
+extern void ghj_shared_reinit(GhjShared *sh, dsa_area *store);
 extern void ghj_shared_create_area(GhjState *s);
 extern void ghj_shared_end(GhjState *s);
 extern int	ghj_shared_attach(GhjState *s);
 extern Size ghj_shared_add(GhjState *s, const Datum *rec, uint64 hash,
 						   Size byref_bytes);
 extern bool ghj_shared_claim(GhjShared *sh, bool *claimed);
-extern void ghj_shared_spill_chunks(GhjState *s);
+extern GhjChunk *ghj_shared_chunks(GhjState *s);
+extern void ghj_shared_free_chunks(GhjState *s);
 extern void ghj_shared_preallocate(GhjState *s);
 extern bool ghj_shared_loaded(GhjState *s, uint64 *loaded);
 extern bool ghj_shared_next_phase(GhjState *s);
-extern void ghj_shared_allocate(GhjState *s);
+extern void ghj_shared_allocate(GhjState *s, bool spilled);
 extern void ghj_shared_compact(GhjState *s);
 extern uint64 ghj_shared_nrows(GhjState *s);
 extern uint64 *ghj_shared_hashes(GhjState *s);
@@ -499,8 +576,6 @@ extern void ghj_parts_begin(GhjState *s);
 extern bool ghj_parts_check(GhjState *s, Size grown);
 extern bool ghj_parts_spilling(GhjState *s);
 extern void ghj_parts_put_inner(GhjState *s, TupleTableSlot *slot, uint64 hash);
-extern void ghj_parts_put_record(GhjState *s, const Datum *rec, const char *data,
-								 uint64 hash);
 extern void ghj_parts_write_outer(GhjState *s, bool in_time);
 extern bool ghj_parts_next(GhjState *s);
 extern void ghj_parts_end(GhjState *s);

@@ -73,35 +73,17 @@
 #define GHJ_SVC_FAILED		3
 
 /*
- * A chunk of a participant's share of the inner side: hashes, records,
- * then the records' by-reference data.  In a chunk a by-reference value is
- * its offset in the chunk's data, which compaction turns into an offset in
- * the store's arena.  A chunk holds up to GHJ_CHUNK_ROWS rows and
+ * A chunk (GhjChunk, join_exec.h) holds up to GHJ_CHUNK_ROWS rows and
  * GHJ_CHUNK_DATA bytes of data, less under a small budget (ghj_shared_add):
  * the participants count their chunks against the budget (join_parts.c).
  */
 #define GHJ_CHUNK_ROWS 65536
 #define GHJ_CHUNK_DATA (4 * 1024 * 1024)
-typedef struct GhjChunk
-{
-	struct GhjChunk *next;
-	uint32		cap;			/* rows it has room for */
-	uint32		nrows;
-	Size		data_size;
-	Size		data_used;
-	uint64		hashes[FLEXIBLE_ARRAY_MEMBER];	/* cap of them */
-} GhjChunk;
-#define GhjChunkRecs(c) \
-	((Datum *) ((char *) (c) + MAXALIGN(offsetof(GhjChunk, hashes) + \
-										sizeof(uint64) * (c)->cap)))
-#define GhjChunkData(c, stride) \
-	((char *) GhjChunkRecs(c) + sizeof(Datum) * (c)->cap * (stride))
 
 /* Store positions one participant regroups at a time. */
 #define GHJ_REGROUP_RANGE 65536
 
 static void chunks_done(GhjState *s, uint64 *nrows, Size *nbytes);
-static void ghj_free_chunks(GhjState *s);
 static void free_dp(dsa_area *area, dsa_pointer *dp);
 static void *store_addr(GhjState *s, dsa_pointer dp);
 static uint64 prealloc_rows(GhjState *s, Size *arena);
@@ -162,24 +144,24 @@ ghj_shared_create_area(GhjState *s)
 {
 	MemoryContext old = MemoryContextSwitchTo(s->css.ss.ps.state->es_query_cxt);
 
-	s->store_area = dsa_create(LWTRANCHE_PARALLEL_QUERY_DSA);
+	s->par.store_area = dsa_create(LWTRANCHE_PARALLEL_QUERY_DSA);
 	MemoryContextSwitchTo(old);
-	s->shared->store_area = dsa_get_handle(s->store_area);
+	s->par.shared->store_area = dsa_get_handle(s->par.store_area);
 }
 
 /* store_area is the store's DSA area, attached on first use. */
 static dsa_area *
 store_area(GhjState *s)
 {
-	if (s->store_area == NULL)
+	if (s->par.store_area == NULL)
 	{
 		MemoryContext old = MemoryContextSwitchTo(s->css.ss.ps.state->es_query_cxt);
 
 		Assert(s->shared->store_area != DSM_HANDLE_INVALID);
-		s->store_area = dsa_attach(s->shared->store_area);
+		s->par.store_area = dsa_attach(s->par.shared->store_area);
 		MemoryContextSwitchTo(old);
 	}
-	return s->store_area;
+	return s->par.store_area;
 }
 
 /*
@@ -189,26 +171,26 @@ store_area(GhjState *s)
 void
 ghj_shared_end(GhjState *s)
 {
-	if (s->store_area != NULL)
-		dsa_detach(s->store_area);
-	s->store_area = NULL;
+	if (s->par.store_area != NULL)
+		dsa_detach(s->par.store_area);
+	s->par.store_area = NULL;
 }
 
 /*
  * ghj_shared_reinit prepares the segment for another run (a rescan of the
  * Gather, its workers gone): the shared build starts over, and its store is
- * freed (the leader's store area, the query's area for the partitions, when
- * at hand; else they go with the query).
+ * freed (the leader's store area, when at hand; else it goes with the
+ * query).  The partitions' files and stores are emptied first
+ * (ghj_parts_reinit), whose file set this keeps.
  */
 void
-ghj_shared_reinit(GhjShared *sh, dsa_area *area, dsa_area *store)
+ghj_shared_reinit(GhjShared *sh, dsa_area *store)
 {
 	int			nworkers = sh->nworkers;
 	bool		can_spill = sh->can_spill;
 	SharedFileSet fileset = sh->fileset;
 	dsa_handle	handle = sh->store_area;
 
-	ghj_parts_reinit(sh, area);
 	if (store != NULL)
 	{
 		free_dp(store, &sh->store_hashes);
@@ -234,10 +216,10 @@ ghj_shared_reinit(GhjShared *sh, dsa_area *area, dsa_area *store)
 int
 ghj_shared_attach(GhjState *s)
 {
-	s->chunk = NULL;
-	s->chunks = NULL;
-	s->own_loaded = 0;
-	return BarrierAttach(&s->shared->build_barrier);
+	s->par.chunk = NULL;
+	s->par.chunks = NULL;
+	s->parts.own_loaded = 0;
+	return BarrierAttach(&s->par.shared->build_barrier);
 }
 
 /*
@@ -248,34 +230,34 @@ ghj_shared_attach(GhjState *s)
 static void
 chunks_done(GhjState *s, uint64 *nrows, Size *nbytes)
 {
-	if (s->chunk)
+	if (s->par.chunk)
 	{
-		s->chunk->next = s->chunks;
-		s->chunks = s->chunk;
-		s->chunk = NULL;
+		s->par.chunk->next = s->par.chunks;
+		s->par.chunks = s->par.chunk;
+		s->par.chunk = NULL;
 	}
 	if (nrows == NULL)
 		return;
 	*nrows = 0;
 	*nbytes = 0;
-	for (GhjChunk *c = s->chunks; c; c = c->next)
+	for (GhjChunk *c = s->par.chunks; c; c = c->next)
 	{
 		*nrows += c->nrows;
 		*nbytes += c->data_used;
 	}
 }
 
-/* ghj_free_chunks frees this participant's chunks. */
-static void
-ghj_free_chunks(GhjState *s)
+/* ghj_shared_free_chunks frees this participant's chunks. */
+void
+ghj_shared_free_chunks(GhjState *s)
 {
 	chunks_done(s, NULL, NULL);
-	while (s->chunks)
+	while (s->par.chunks)
 	{
-		GhjChunk   *next = s->chunks->next;
+		GhjChunk   *next = s->par.chunks->next;
 
-		pfree(s->chunks);
-		s->chunks = next;
+		pfree(s->par.chunks);
+		s->par.chunks = next;
 	}
 }
 
@@ -317,7 +299,7 @@ shared_value(GhjState *s, const Datum *tmp, Datum *rec, int i, int16 typlen)
 Size
 ghj_shared_add(GhjState *s, const Datum *tmp, uint64 hash, Size byref_bytes)
 {
-	GhjChunk   *chunk = s->chunk;
+	GhjChunk   *chunk = s->par.chunk;
 	Datum	   *rec;
 	char	   *data;
 	Size		grown = 0;
@@ -326,7 +308,7 @@ ghj_shared_add(GhjState *s, const Datum *tmp, uint64 hash, Size byref_bytes)
 		chunk->data_used + byref_bytes > chunk->data_size)
 	{
 		/* a sixteenth of the budget, at least 64 rows and one row's data */
-		Size		part = s->mem_budget / 16;
+		Size		part = s->batch.mem_budget / 16;
 		uint32		cap = (uint32) Max(Min((Size) GHJ_CHUNK_ROWS,
 										   part / (sizeof(Datum) * s->stride + sizeof(uint64))),
 									   64);
@@ -336,8 +318,8 @@ ghj_shared_add(GhjState *s, const Datum *tmp, uint64 hash, Size byref_bytes)
 		grown = MAXALIGN(offsetof(GhjChunk, hashes) + sizeof(uint64) * cap) +
 			sizeof(Datum) * cap * s->stride +
 			(s->inner_has_byref ? data_size : 0);
-		chunk = s->chunk = MemoryContextAllocHuge(s->build_tmp_cxt, grown);
-		ghj_advise_huge(chunk, grown);
+		chunk = s->par.chunk = MemoryContextAllocHuge(s->build_tmp_cxt, grown);
+		gh_advise_huge(chunk, grown);
 		chunk->cap = cap;
 		chunk->next = NULL;
 		chunk->nrows = 0;
@@ -366,27 +348,15 @@ ghj_shared_add(GhjState *s, const Datum *tmp, uint64 hash, Size byref_bytes)
 }
 
 /*
- * ghj_shared_spill_chunks writes the rows of this participant's chunks to
- * the partitions of a shared build that spilled (join_parts.c), and frees
- * the chunks.
+ * ghj_shared_chunks is this participant's list of chunks, the one being
+ * filled included, for a shared build that spilled to write to its
+ * partitions (join_parts.c) before it frees them (ghj_shared_free_chunks).
  */
-void
-ghj_shared_spill_chunks(GhjState *s)
+GhjChunk *
+ghj_shared_chunks(GhjState *s)
 {
 	chunks_done(s, NULL, NULL);
-	for (GhjChunk *c = s->chunks; c; c = c->next)
-	{
-		const char *data = GhjChunkData(c, s->stride);
-
-		for (uint32 j = 0; j < c->nrows; j++)
-		{
-			if ((j & 0xfff) == 0)
-				CHECK_FOR_INTERRUPTS();
-			ghj_parts_put_record(s, GhjChunkRecs(c) + (size_t) j * s->stride,
-								 data, c->hashes[j]);
-		}
-	}
-	ghj_free_chunks(s);
+	return s->par.chunks;
 }
 
 /* ghj_shared_claim sets *claimed; true for the one participant that set it. */
@@ -413,7 +383,7 @@ ghj_shared_claim(GhjShared *sh, bool *claimed)
 static uint64
 prealloc_rows(GhjState *s, Size *arena)
 {
-	GhjShared  *sh = s->shared;
+	GhjShared  *sh = s->par.shared;
 	double		est = s->inner_ps->plan->plan_rows * gh_parallel_divisor(sh->nworkers);
 	double		rows = est * 1.1 + 1024;
 
@@ -467,7 +437,7 @@ prealloc_arena_row(GhjState *s)
  * is allocated if the area has no room: ghj_shared_allocate then does it.
  * With the GPU service, the second participant gets the exchange area of
  * its one table's build at the same time: the service's own, which the
- * service keeps from one build to the next (gh_svc_claim_exchange), or,
+ * service keeps from one build to the next (gh_table_claim_exchange), or,
  * while another build holds that, a segment of its own (not the area's,
  * whose lock the first holds while it allocates); the participants fill it
  * as they compact (ghj_shared_compact).  Creating that much shared
@@ -479,7 +449,7 @@ prealloc_arena_row(GhjState *s)
 void
 ghj_shared_preallocate(GhjState *s)
 {
-	GhjShared  *sh = s->shared;
+	GhjShared  *sh = s->par.shared;
 	dsa_area   *area;
 	uint64		rows;
 	Size		arena;
@@ -490,23 +460,23 @@ ghj_shared_preallocate(GhjState *s)
 	if (!ghj_shared_claim(sh, &sh->prealloc_claimed))
 	{
 		ghj_shared_exchange_end(s);
-		if (ghj_shared_claim(sh, &sh->xchg_claimed) && gh_svc_available(true) &&
+		if (ghj_shared_claim(sh, &sh->xchg_claimed) && gh_table_service_available(true) &&
 			(rows = prealloc_rows(s, &arena)) > 0)
 		{
 			uint64		token = 0;
 
 			/* the service's own area if it is free, else one of the query's */
-			s->xchg_seg = rows <= GH_MAX_ROWS ?
-				gh_svc_claim_exchange((uint32) rows, &token) : NULL;
-			if (s->xchg_seg == NULL)
-				s->xchg_seg = dsm_create(sizeof(uint64) * rows,
-										 DSM_CREATE_NULL_IF_MAXSEGMENTS);
-			if (s->xchg_seg != NULL)
+			s->par.xchg_seg = rows <= GH_MAX_ROWS ?
+				gh_table_claim_exchange((uint32) rows, &token) : NULL;
+			if (s->par.xchg_seg == NULL)
+				s->par.xchg_seg = dsm_create(sizeof(uint64) * rows,
+											 DSM_CREATE_NULL_IF_MAXSEGMENTS);
+			if (s->par.xchg_seg != NULL)
 			{
 				/* ghj_shared_compact reads these after the barrier */
-				sh->xchg_cap = dsm_segment_map_length(s->xchg_seg) / sizeof(uint64);
+				sh->xchg_cap = dsm_segment_map_length(s->par.xchg_seg) / sizeof(uint64);
 				sh->xchg_token = token;
-				sh->xchg = dsm_segment_handle(s->xchg_seg);
+				sh->xchg = dsm_segment_handle(s->par.xchg_seg);
 			}
 		}
 		return;
@@ -548,7 +518,7 @@ ghj_shared_preallocate(GhjState *s)
 dsm_segment *
 ghj_shared_exchange(GhjState *s, const uint64 *hashes, bool *attached)
 {
-	GhjShared  *sh = s->shared;
+	GhjShared  *sh = s->par.shared;
 	dsm_segment *seg;
 
 	*attached = false;
@@ -556,7 +526,7 @@ ghj_shared_exchange(GhjState *s, const uint64 *hashes, bool *attached)
 	if (sh->xchg_broken || hashes != store_addr(s, sh->store_hashes) ||
 		(seg = exchange_map(s)) == NULL)
 		return NULL;
-	*attached = (seg != s->xchg_seg);
+	*attached = (seg != s->par.xchg_seg);
 	return seg;
 }
 
@@ -568,11 +538,11 @@ ghj_shared_exchange(GhjState *s, const uint64 *hashes, bool *attached)
 static dsm_segment *
 exchange_map(GhjState *s)
 {
-	GhjShared  *sh = s->shared;
+	GhjShared  *sh = s->par.shared;
 
 	if (sh->xchg == DSM_HANDLE_INVALID || sh->nrows > sh->xchg_cap)
 		return NULL;
-	return s->xchg_seg ? s->xchg_seg : dsm_attach(sh->xchg);
+	return s->par.xchg_seg ? s->par.xchg_seg : dsm_attach(sh->xchg);
 }
 
 /*
@@ -583,9 +553,9 @@ exchange_map(GhjState *s)
 void
 ghj_shared_exchange_end(GhjState *s)
 {
-	if (s->xchg_seg != NULL)
-		dsm_detach(s->xchg_seg);
-	s->xchg_seg = NULL;
+	if (s->par.xchg_seg != NULL)
+		dsm_detach(s->par.xchg_seg);
+	s->par.xchg_seg = NULL;
 }
 
 /*
@@ -597,7 +567,7 @@ ghj_shared_exchange_end(GhjState *s)
 bool
 ghj_shared_loaded(GhjState *s, uint64 *loaded)
 {
-	GhjShared  *sh = s->shared;
+	GhjShared  *sh = s->par.shared;
 	uint64		n;
 	Size		arena;
 
@@ -618,7 +588,7 @@ ghj_shared_loaded(GhjState *s, uint64 *loaded)
 bool
 ghj_shared_next_phase(GhjState *s)
 {
-	return BarrierArriveAndWait(&s->shared->build_barrier, PG_WAIT_EXTENSION);
+	return BarrierArriveAndWait(&s->par.shared->build_barrier, PG_WAIT_EXTENSION);
 }
 
 /*
@@ -626,16 +596,17 @@ ghj_shared_next_phase(GhjState *s)
  * loaded (GHJ_PH_ALLOCATE, one participant), keeping the hashes, records
  * and arena ghj_shared_preallocate allocated where the rows fit in them.
  * An inner side too large for the table gets no store: every participant
- * reports it after the phase (ghj_shared_nrows).
+ * reports it after the phase (ghj_shared_nrows).  spilled: the rows went
+ * to partitions instead (join_parts.c), so there is no store either.
  */
 void
-ghj_shared_allocate(GhjState *s)
+ghj_shared_allocate(GhjState *s, bool spilled)
 {
-	GhjShared  *sh = s->shared;
+	GhjShared  *sh = s->par.shared;
 	dsa_area   *area = store_area(s);
 	uint64		n = sh->nrows;
 	/* the rows went to partitions, or are too many for a table: no store */
-	bool		no_store = ghj_parts_spilling(s) || n > GH_MAX_ROWS;
+	bool		no_store = spilled || n > GH_MAX_ROWS;
 
 	if (no_store || sh->store_cap < Max(n, 1))
 	{
@@ -681,7 +652,7 @@ ghj_shared_allocate(GhjState *s)
 static uint64 *
 compact_exchange(GhjState *s, uint64 row, uint64 nrows, dsm_segment **seg)
 {
-	GhjShared  *sh = s->shared;
+	GhjShared  *sh = s->par.shared;
 	uint64	   *x;
 
 	if (sh->xchg == DSM_HANDLE_INVALID || sh->nrows > sh->xchg_cap)
@@ -712,7 +683,7 @@ compact_exchange(GhjState *s, uint64 row, uint64 nrows, dsm_segment **seg)
 void
 ghj_shared_compact(GhjState *s)
 {
-	GhjShared  *sh = s->shared;
+	GhjShared  *sh = s->par.shared;
 	dsa_area   *area = store_area(s);
 	uint64		nrows;
 	Size		nbytes;
@@ -724,9 +695,9 @@ ghj_shared_compact(GhjState *s)
 	uint64	   *xchg;
 	dsm_segment *xseg;
 
-	if (sh->nrows > GH_MAX_ROWS || s->chunks == NULL)
+	if (sh->nrows > GH_MAX_ROWS || s->par.chunks == NULL)
 	{
-		ghj_free_chunks(s);
+		ghj_shared_free_chunks(s);
 		return;
 	}
 	chunks_done(s, &nrows, &nbytes);
@@ -742,7 +713,7 @@ ghj_shared_compact(GhjState *s)
 	gh_populate(&recs[row * s->stride], sizeof(Datum) * nrows * s->stride, true);
 	if (nbytes > 0)
 		gh_populate(arena + base, nbytes, true);
-	for (GhjChunk *c = s->chunks; c; c = c->next)
+	for (GhjChunk *c = s->par.chunks; c; c = c->next)
 	{
 		Datum	   *dst = &recs[row * s->stride];
 
@@ -770,16 +741,16 @@ ghj_shared_compact(GhjState *s)
 		row += c->nrows;
 		base += c->data_used;
 	}
-	if (xseg != NULL && xseg != s->xchg_seg)
+	if (xseg != NULL && xseg != s->par.xchg_seg)
 		dsm_detach(xseg);
-	ghj_free_chunks(s);
+	ghj_shared_free_chunks(s);
 }
 
 /* ghj_shared_nrows is the number of rows of the store. */
 uint64
 ghj_shared_nrows(GhjState *s)
 {
-	return s->shared->nrows;
+	return s->par.shared->nrows;
 }
 
 /* store_addr is this process's address of a part of the store. */
@@ -796,7 +767,7 @@ store_addr(GhjState *s, dsa_pointer dp)
 uint64 *
 ghj_shared_hashes(GhjState *s)
 {
-	GhjShared  *sh = s->shared;
+	GhjShared  *sh = s->par.shared;
 
 	return store_addr(s, sh->regroup ? sh->group_hashes : sh->store_hashes);
 }
@@ -811,7 +782,7 @@ ghj_shared_hashes(GhjState *s)
 void
 ghj_shared_offer_order(GhjState *s, const uint32 *rows, bool service_shared)
 {
-	GhjShared  *sh = s->shared;
+	GhjShared  *sh = s->par.shared;
 	dsa_area   *area = store_area(s);
 	uint64		n = sh->nrows;
 
@@ -829,7 +800,7 @@ ghj_shared_offer_order(GhjState *s, const uint32 *rows, bool service_shared)
 										   DSA_ALLOC_HUGE);
 	sh->order_svc = service_shared;
 	sh->regroup = true;
-	s->order_provider = true;
+	s->par.order_provider = true;
 }
 
 /*
@@ -841,10 +812,10 @@ ghj_shared_offer_order(GhjState *s, const uint32 *rows, bool service_shared)
 bool
 ghj_shared_in_order(GhjState *s, const GhTable *table)
 {
-	GhjShared  *sh = s->shared;
+	GhjShared  *sh = s->par.shared;
 
 	/* with repeated hashes only a grouped build has the identity */
-	if (!sh->regroup || s->order_provider || table->rows_identity)
+	if (!sh->regroup || s->par.order_provider || table->rows_identity)
 		return true;
 	return gh_table_shared(table) && sh->order_svc;
 }
@@ -857,7 +828,7 @@ ghj_shared_in_order(GhjState *s, const GhTable *table)
 void
 ghj_shared_regroup(GhjState *s)
 {
-	GhjShared  *sh = s->shared;
+	GhjShared  *sh = s->par.shared;
 	const uint32 *order;
 	const uint64 *hashes;
 	const Datum *recs;
@@ -902,7 +873,7 @@ ghj_shared_regroup(GhjState *s)
 void
 ghj_shared_regrouped(GhjState *s)
 {
-	GhjShared  *sh = s->shared;
+	GhjShared  *sh = s->par.shared;
 	dsa_area   *area = store_area(s);
 
 	if (!sh->regroup)
@@ -916,7 +887,7 @@ ghj_shared_regrouped(GhjState *s)
 void
 ghj_shared_detach(GhjState *s)
 {
-	BarrierDetach(&s->shared->build_barrier);
+	BarrierDetach(&s->par.shared->build_barrier);
 }
 
 /*
@@ -934,14 +905,14 @@ ghj_shared_detach(GhjState *s)
 void
 ghj_shared_prefault(GhjState *s)
 {
-	GhjShared  *sh = s->shared;
+	GhjShared  *sh = s->par.shared;
 	char	   *range[2];
 	Size		len[2];
 
-	range[0] = (char *) s->inner_recs;
-	len[0] = sizeof(Datum) * s->stride * (Size) s->ninner;
-	range[1] = s->byref_bytes > 0 ? store_addr(s, sh->store_arena) : NULL;
-	len[1] = s->byref_bytes;
+	range[0] = (char *) s->build.inner_recs;
+	len[0] = sizeof(Datum) * s->stride * (Size) s->build.ninner;
+	range[1] = s->build.byref_bytes > 0 ? store_addr(s, sh->store_arena) : NULL;
+	len[1] = s->build.byref_bytes;
 	for (int i = 0; i < 2; i++)
 	{
 		for (Size off = 0; range[i] != NULL && off < len[i]; off += GHJ_PREFAULT_STEP)
@@ -965,22 +936,22 @@ ghj_shared_prefault(GhjState *s)
 void
 ghj_shared_map(GhjState *s)
 {
-	GhjShared  *sh = s->shared;
+	GhjShared  *sh = s->par.shared;
 	Datum		base = 0;
 
-	s->ninner = (uint32) sh->nrows;
-	s->n_nullkey = 0;
-	s->byref_bytes = sh->arena_bytes;
-	s->inner_recs = store_addr(s, sh->regroup ? sh->group_recs : sh->store_recs);
+	s->build.ninner = (uint32) sh->nrows;
+	s->build.n_nullkey = 0;
+	s->build.byref_bytes = sh->arena_bytes;
+	s->build.inner_recs = store_addr(s, sh->regroup ? sh->group_recs : sh->store_recs);
 	if (sh->arena_bytes > 0)
 		base = PointerGetDatum(store_addr(s, sh->store_arena));
 	for (int k = 0; k < s->nkeys + s->ninner_cols; k++)
 	{
 		int16		typlen;
 
-		s->rec_base[k] = byref_attr(s, k, &typlen) ? base : 0;
+		s->build.rec_base[k] = byref_attr(s, k, &typlen) ? base : 0;
 	}
-	s->store_shared = true;
+	s->build.store_shared = true;
 }
 
 /*
@@ -1062,24 +1033,24 @@ ghj_publish_stats(GhjState *s)
 {
 	GhjStats   *st;
 
-	if (s->shared == NULL || !IsParallelWorker() ||
-		ParallelWorkerNumber < 0 || ParallelWorkerNumber >= s->shared->nworkers)
+	if (s->par.shared == NULL || !IsParallelWorker() ||
+		ParallelWorkerNumber < 0 || ParallelWorkerNumber >= s->par.shared->nworkers)
 		return;
-	st = &s->shared->stats[ParallelWorkerNumber];
-	st->inner_rows = s->ninner + s->n_nullkey;
-	st->batches = s->n_batches;
-	st->candidates = s->n_candidates;
-	st->matches = s->n_matches;
-	st->build_ms = s->build_ms;
-	st->load_ms = s->load_ms;
-	st->store_ms = s->store_ms;
-	st->table_ms = s->table_ms;
-	st->outer_ms = s->outer_ms;
-	st->order_ms = s->order_ms;
-	st->rows_ms = s->rows_ms;
-	st->context_ms = s->context_ms;
-	st->device_ms = s->table ? s->table->device_ms : 0;
-	st->cpu_batches = s->n_cpu_batches;
-	st->shared_table = s->table && gh_table_shared(s->table);
-	st->valid = s->n_builds > 0;
+	st = &s->par.shared->stats[ParallelWorkerNumber];
+	st->inner_rows = s->build.ninner + s->build.n_nullkey;
+	st->batches = s->probe.n_batches;
+	st->candidates = s->probe.n_candidates;
+	st->matches = s->probe.n_matches;
+	st->build_ms = s->build.build_ms;
+	st->load_ms = s->build.load_ms;
+	st->store_ms = s->build.store_ms;
+	st->table_ms = s->build.table_ms;
+	st->outer_ms = s->probe.outer_ms;
+	st->order_ms = s->probe.order_ms;
+	st->rows_ms = s->probe.rows_ms;
+	st->context_ms = s->build.context_ms;
+	st->device_ms = s->build.table ? s->build.table->device_ms : 0;
+	st->cpu_batches = s->probe.n_cpu_batches;
+	st->shared_table = s->build.table && gh_table_shared(s->build.table);
+	st->valid = s->build.n_builds > 0;
 }

@@ -75,6 +75,9 @@ static GhjPartCount *part_counts(GhjState *s);
 static void setup_parts(GhjState *s, uint64 loaded);
 static void attach_parts(GhjState *s);
 static void put_inner(GhjState *s, int p, MinimalTuple tup);
+static void put_record(GhjState *s, const Datum *rec, const char *data,
+					   uint64 hash);
+static void spill_chunks(GhjState *s);
 static void end_inner_writes(GhjState *s);
 
 /*
@@ -105,7 +108,7 @@ sts_room(GhjShared *sh)
 static SharedTuplestore *
 part_sts(GhjState *s, int i)
 {
-	GhjShared  *sh = s->shared;
+	GhjShared  *sh = s->par.shared;
 	char	   *base = dsa_get_address(s->css.ss.ps.state->es_query_dsa, sh->parts);
 
 	return (SharedTuplestore *) (base + sts_room(sh) * i);
@@ -115,7 +118,7 @@ part_sts(GhjState *s, int i)
 static GhjPartCount *
 part_counts(GhjState *s)
 {
-	GhjShared  *sh = s->shared;
+	GhjShared  *sh = s->par.shared;
 	char	   *base = dsa_get_address(s->css.ss.ps.state->es_query_dsa, sh->parts);
 
 	return (GhjPartCount *) (base + sts_room(sh) * 2 * sh->nparts);
@@ -158,20 +161,20 @@ ghj_parts_begin(GhjState *s)
 {
 	EState	   *estate = s->css.ss.ps.state;
 
-	s->curpart = -1;
+	s->parts.curpart = -1;
 	if (!s->shared_build)
 		return;
-	s->part_cxt = AllocSetContextCreate(CurrentMemoryContext,
-										"GpuHashJoin partitions",
-										ALLOCSET_DEFAULT_SIZES);
-	s->part_inner_slot = ExecInitExtraTupleSlot(estate,
-												ExecGetResultType(s->inner_ps),
-												&TTSOpsMinimalTuple);
-	s->part_vals = palloc(sizeof(Datum) * Max(ExecGetResultType(s->inner_ps)->natts, 1));
-	s->part_null = palloc(sizeof(bool) * Max(ExecGetResultType(s->inner_ps)->natts, 1));
-	s->part_outer_slot = ExecInitExtraTupleSlot(estate,
-												ExecGetResultType(s->outer_ps),
-												&TTSOpsMinimalTuple);
+	s->parts.part_cxt = AllocSetContextCreate(CurrentMemoryContext,
+											  "GpuHashJoin partitions",
+											  ALLOCSET_DEFAULT_SIZES);
+	s->parts.part_inner_slot = ExecInitExtraTupleSlot(estate,
+													  ExecGetResultType(s->inner_ps),
+													  &TTSOpsMinimalTuple);
+	s->parts.part_vals = palloc(sizeof(Datum) * Max(ExecGetResultType(s->inner_ps)->natts, 1));
+	s->parts.part_null = palloc(sizeof(bool) * Max(ExecGetResultType(s->inner_ps)->natts, 1));
+	s->parts.part_outer_slot = ExecInitExtraTupleSlot(estate,
+													  ExecGetResultType(s->outer_ps),
+													  &TTSOpsMinimalTuple);
 }
 
 /*
@@ -185,7 +188,7 @@ ghj_parts_begin(GhjState *s)
 static void
 setup_parts(GhjState *s, uint64 loaded)
 {
-	GhjShared  *sh = s->shared;
+	GhjShared  *sh = s->par.shared;
 	dsa_area   *area = s->css.ss.ps.state->es_query_dsa;
 	Plan	   *inner_plan = s->inner_ps->plan;
 	double		rec_bytes = sizeof(uint64) + sizeof(Datum) * s->stride +
@@ -198,18 +201,18 @@ setup_parts(GhjState *s, uint64 loaded)
 
 	while (nparts < 2 * (sh->nworkers + 1))
 		nparts *= 2;
-	while (nparts < GHJ_MAX_PARTS && nparts * (double) s->store_limit < est)
+	while (nparts < GHJ_MAX_PARTS && nparts * (double) s->batch.store_limit < est)
 		nparts *= 2;
-	while (nparts > 2 && (Size) nparts * GHJ_PART_BUFFER > s->mem_budget / 2)
+	while (nparts > 2 && (Size) nparts * GHJ_PART_BUFFER > s->batch.mem_budget / 2)
 		nparts /= 2;
 
 	sh->parts = dsa_allocate0(area, sts_room(sh) * 2 * nparts +
 							  sizeof(GhjPartCount) * nparts);
 	sh->nparts = nparts;
-	old = MemoryContextSwitchTo(s->part_cxt);
-	s->part_acc = palloc0(sizeof(SharedTuplestoreAccessor *) * 2 * nparts);
-	s->part_rows = palloc0(sizeof(uint64) * nparts);
-	s->part_bytes = palloc0(sizeof(uint64) * nparts);
+	old = MemoryContextSwitchTo(s->parts.part_cxt);
+	s->parts.part_acc = palloc0(sizeof(SharedTuplestoreAccessor *) * 2 * nparts);
+	s->parts.part_rows = palloc0(sizeof(uint64) * nparts);
+	s->parts.part_bytes = palloc0(sizeof(uint64) * nparts);
 	for (int i = 0; i < 2 * nparts; i++)
 	{
 		char		name[32];
@@ -217,10 +220,10 @@ setup_parts(GhjState *s, uint64 loaded)
 		snprintf(name, sizeof(name), "ghj%d.%s%d",
 				 s->css.ss.ps.plan->plan_node_id, i < nparts ? "i" : "o",
 				 i % nparts);
-		s->part_acc[i] = sts_initialize(part_sts(s, i), sh->nworkers + 1,
-										participant(), 0,
-										SHARED_TUPLESTORE_SINGLE_PASS,
-										&sh->fileset, name);
+		s->parts.part_acc[i] = sts_initialize(part_sts(s, i), sh->nworkers + 1,
+											  participant(), 0,
+											  SHARED_TUPLESTORE_SINGLE_PASS,
+											  &sh->fileset, name);
 	}
 	MemoryContextSwitchTo(old);
 	counts = part_counts(s);
@@ -238,18 +241,18 @@ setup_parts(GhjState *s, uint64 loaded)
 static void
 attach_parts(GhjState *s)
 {
-	GhjShared  *sh = s->shared;
+	GhjShared  *sh = s->par.shared;
 	MemoryContext old;
 
-	if (s->part_acc != NULL)
+	if (s->parts.part_acc != NULL)
 		return;
 	pg_read_barrier();
-	old = MemoryContextSwitchTo(s->part_cxt);
-	s->part_acc = palloc0(sizeof(SharedTuplestoreAccessor *) * 2 * sh->nparts);
-	s->part_rows = palloc0(sizeof(uint64) * sh->nparts);
-	s->part_bytes = palloc0(sizeof(uint64) * sh->nparts);
+	old = MemoryContextSwitchTo(s->parts.part_cxt);
+	s->parts.part_acc = palloc0(sizeof(SharedTuplestoreAccessor *) * 2 * sh->nparts);
+	s->parts.part_rows = palloc0(sizeof(uint64) * sh->nparts);
+	s->parts.part_bytes = palloc0(sizeof(uint64) * sh->nparts);
 	for (int i = 0; i < 2 * sh->nparts; i++)
-		s->part_acc[i] = sts_attach(part_sts(s, i), participant(), &sh->fileset);
+		s->parts.part_acc[i] = sts_attach(part_sts(s, i), participant(), &sh->fileset);
 	MemoryContextSwitchTo(old);
 }
 
@@ -264,25 +267,25 @@ attach_parts(GhjState *s)
 bool
 ghj_parts_check(GhjState *s, Size grown)
 {
-	GhjShared  *sh = s->shared;
+	GhjShared  *sh = s->par.shared;
 	uint64		loaded;
 
-	if (s->part_acc != NULL)
+	if (s->parts.part_acc != NULL)
 		return true;
 	if (!sh->can_spill)
 		return false;
 	loaded = pg_atomic_add_fetch_u64(&sh->loaded_bytes, grown);
-	s->own_loaded += grown;
+	s->parts.own_loaded += grown;
 	if (pg_atomic_read_u32(&sh->parts_ready) == 0)
 	{
-		if ((loaded <= (uint64) s->mem_budget * (sh->nworkers + 1) &&
-			 s->own_loaded <= 2 * s->mem_budget) ||
+		if ((loaded <= (uint64) s->batch.mem_budget * (sh->nworkers + 1) &&
+			 s->parts.own_loaded <= 2 * s->batch.mem_budget) ||
 			!ghj_shared_claim(sh, &sh->spill_claimed))
 			return false;
 		setup_parts(s, loaded);
 	}
 	attach_parts(s);
-	ghj_shared_spill_chunks(s);
+	spill_chunks(s);
 	return true;
 }
 
@@ -290,16 +293,16 @@ ghj_parts_check(GhjState *s, Size grown)
 bool
 ghj_parts_spilling(GhjState *s)
 {
-	return pg_atomic_read_u32(&s->shared->parts_ready) != 0;
+	return pg_atomic_read_u32(&s->par.shared->parts_ready) != 0;
 }
 
 /* put_inner writes an inner row to partition p and counts it. */
 static void
 put_inner(GhjState *s, int p, MinimalTuple tup)
 {
-	sts_puttuple(s->part_acc[p], NULL, tup);
-	s->part_rows[p]++;
-	s->part_bytes[p] += tup->t_len;
+	sts_puttuple(s->parts.part_acc[p], NULL, tup);
+	s->parts.part_rows[p]++;
+	s->parts.part_bytes[p] += tup->t_len;
 }
 
 /*
@@ -311,8 +314,8 @@ void
 ghj_parts_put_inner(GhjState *s, TupleTableSlot *slot, uint64 hash)
 {
 	TupleDesc	desc = slot->tts_tupleDescriptor;
-	Datum	   *vals = s->part_vals;
-	bool	   *nulls = s->part_null;
+	Datum	   *vals = s->parts.part_vals;
+	bool	   *nulls = s->parts.part_null;
 	MinimalTuple tup;
 
 	slot_getsomeattrs(slot, s->inner_deform);
@@ -335,24 +338,23 @@ ghj_parts_put_inner(GhjState *s, TupleTableSlot *slot, uint64 hash)
 		vals[a] = slot->tts_values[a];
 	}
 	tup = heap_form_minimal_tuple(desc, vals, nulls);
-	put_inner(s, part_of(s->shared->nparts, hash), tup);
+	put_inner(s, part_of(s->par.shared->nparts, hash), tup);
 	pfree(tup);
 }
 
 /*
- * ghj_parts_put_record writes an inner row held as a chunk's record (its
+ * put_record writes an inner row held as a chunk's record (its
  * by-reference values offsets into data) back as its child's tuple: the
  * columns the record keeps, and those that are keys from the keys' values
  * (the keys are evaluated again from the tuple when the partition is
  * joined); the others, which nothing reads, NULL.
  */
-void
-ghj_parts_put_record(GhjState *s, const Datum *rec, const char *data,
-					 uint64 hash)
+static void
+put_record(GhjState *s, const Datum *rec, const char *data, uint64 hash)
 {
 	TupleDesc	desc = ExecGetResultType(s->inner_ps);
-	Datum	   *vals = s->part_vals;
-	bool	   *nulls = s->part_null;
+	Datum	   *vals = s->parts.part_vals;
+	bool	   *nulls = s->parts.part_null;
 	MinimalTuple tup;
 
 	memset(nulls, true, sizeof(bool) * desc->natts);
@@ -375,8 +377,30 @@ ghj_parts_put_record(GhjState *s, const Datum *rec, const char *data,
 			s->inner_attbyval[c] ? rec[k] : PointerGetDatum(data + rec[k]);
 	}
 	tup = heap_form_minimal_tuple(desc, vals, nulls);
-	put_inner(s, part_of(s->shared->nparts, hash), tup);
+	put_inner(s, part_of(s->par.shared->nparts, hash), tup);
 	pfree(tup);
+}
+
+/*
+ * spill_chunks writes the rows of this participant's chunks (join_parallel.c)
+ * to the partitions, and frees the chunks.
+ */
+static void
+spill_chunks(GhjState *s)
+{
+	for (GhjChunk *c = ghj_shared_chunks(s); c; c = c->next)
+	{
+		const char *data = GhjChunkData(c, s->stride);
+
+		for (uint32 j = 0; j < c->nrows; j++)
+		{
+			if ((j & 0xfff) == 0)
+				CHECK_FOR_INTERRUPTS();
+			put_record(s, GhjChunkRecs(c) + (size_t) j * s->stride,
+					   data, c->hashes[j]);
+		}
+	}
+	ghj_shared_free_chunks(s);
 }
 
 /*
@@ -388,11 +412,11 @@ end_inner_writes(GhjState *s)
 {
 	GhjPartCount *counts = part_counts(s);
 
-	for (int p = 0; p < s->shared->nparts; p++)
+	for (int p = 0; p < s->par.shared->nparts; p++)
 	{
-		sts_end_write(s->part_acc[p]);
-		pg_atomic_fetch_add_u64(&counts[p].rows, s->part_rows[p]);
-		pg_atomic_fetch_add_u64(&counts[p].bytes, s->part_bytes[p]);
+		sts_end_write(s->parts.part_acc[p]);
+		pg_atomic_fetch_add_u64(&counts[p].rows, s->parts.part_rows[p]);
+		pg_atomic_fetch_add_u64(&counts[p].bytes, s->parts.part_bytes[p]);
 	}
 }
 
@@ -412,7 +436,7 @@ ghj_parts_write_outer(GhjState *s, bool in_time)
 	Datum	   *keys = palloc(sizeof(Datum) * s->nkeys);
 
 	(void) ghj_parts_check(s, 0);
-	nparts = s->shared->nparts;
+	nparts = s->par.shared->nparts;
 	if (in_time)
 		end_inner_writes(s);
 	for (;;)
@@ -438,7 +462,7 @@ ghj_parts_write_outer(GhjState *s, bool in_time)
 		if (isnull && !emit_null)
 			continue;			/* matches nothing, and is not emitted */
 		tup = ExecFetchSlotMinimalTuple(slot, &should_free);
-		sts_puttuple(s->part_acc[nparts + (isnull ? 0 : part_of(nparts, h))],
+		sts_puttuple(s->parts.part_acc[nparts + (isnull ? 0 : part_of(nparts, h))],
 					 NULL, tup);
 		if (should_free)
 			pfree(tup);
@@ -447,50 +471,47 @@ ghj_parts_write_outer(GhjState *s, bool in_time)
 	if (in_time)
 	{
 		for (int p = 0; p < nparts; p++)
-			sts_end_write(s->part_acc[nparts + p]);
+			sts_end_write(s->parts.part_acc[nparts + p]);
 	}
 	pfree(keys);
-	ghj_batch_note_peak(s, 0);
 }
 
 /*
  * ghj_parts_next ends the partition this participant was joining, if any,
  * and claims the next one not yet claimed: its rows are then what the
  * children return (ghj_parts_next_tuple), and its counts the estimate of
- * the private build's first batches.  False when none is left; the last
- * partition's table then stays, for EXPLAIN.
+ * the private build's first batches.  False when none is left.  The caller
+ * frees the last partition's table (ghj_next_part), which otherwise stays,
+ * for EXPLAIN.
  */
 bool
 ghj_parts_next(GhjState *s)
 {
-	GhjShared  *sh = s->shared;
+	GhjShared  *sh = s->par.shared;
 	GhjPartCount *counts;
 	uint32		p;
 	uint64		rows;
 
-	if (s->curpart >= 0)
+	if (s->parts.curpart >= 0)
 	{
-		sts_end_parallel_scan(s->part_acc[s->curpart]);
-		sts_end_parallel_scan(s->part_acc[sh->nparts + s->curpart]);
-		s->part_inner_rows += s->n_inner_read;
-		s->curpart = -1;
+		sts_end_parallel_scan(s->parts.part_acc[s->parts.curpart]);
+		sts_end_parallel_scan(s->parts.part_acc[sh->nparts + s->parts.curpart]);
+		s->parts.part_inner_rows += s->build.n_inner_read;
+		s->parts.curpart = -1;
 	}
 	p = pg_atomic_fetch_add_u32(&sh->next_part, 1);
 	if (p >= (uint32) sh->nparts)
 		return false;
-	s->nbatch_seen = Max(s->nbatch_seen, Max(s->nbatch, s->nbatch_original));
-	ghj_free_table(s);
-	ghj_batch_end(s);
 	counts = part_counts(s);
 	rows = pg_atomic_read_u64(&counts[p].rows);
-	s->part_est_rows = (double) rows;
-	s->part_est_width = rows > 0 ?
+	s->parts.part_est_rows = (double) rows;
+	s->parts.part_est_width = rows > 0 ?
 		(int) Min(pg_atomic_read_u64(&counts[p].bytes) / rows, (uint64) MaxAllocSize) : 0;
-	sts_begin_parallel_scan(s->part_acc[p]);
-	sts_begin_parallel_scan(s->part_acc[sh->nparts + p]);
-	s->curpart = (int) p;
-	s->nparts_joined++;
-	s->outer_done = false;
+	sts_begin_parallel_scan(s->parts.part_acc[p]);
+	sts_begin_parallel_scan(s->parts.part_acc[sh->nparts + p]);
+	s->parts.curpart = (int) p;
+	s->parts.nparts_joined++;
+	s->probe.outer_done = false;
 	return true;
 }
 
@@ -502,9 +523,9 @@ ghj_parts_next(GhjState *s)
 TupleTableSlot *
 ghj_parts_next_tuple(GhjState *s, bool inner)
 {
-	int			i = inner ? s->curpart : s->shared->nparts + s->curpart;
-	TupleTableSlot *slot = inner ? s->part_inner_slot : s->part_outer_slot;
-	MinimalTuple tup = sts_parallel_scan_next(s->part_acc[i], NULL);
+	int			i = inner ? s->parts.curpart : s->par.shared->nparts + s->parts.curpart;
+	TupleTableSlot *slot = inner ? s->parts.part_inner_slot : s->parts.part_outer_slot;
+	MinimalTuple tup = sts_parallel_scan_next(s->parts.part_acc[i], NULL);
 
 	if (tup == NULL)
 		return NULL;
@@ -520,17 +541,17 @@ ghj_parts_next_tuple(GhjState *s, bool inner)
 void
 ghj_parts_end(GhjState *s)
 {
-	if (s->curpart >= 0 && s->part_acc != NULL)
+	if (s->parts.curpart >= 0 && s->parts.part_acc != NULL)
 	{
-		sts_end_parallel_scan(s->part_acc[s->curpart]);
-		sts_end_parallel_scan(s->part_acc[s->shared->nparts + s->curpart]);
+		sts_end_parallel_scan(s->parts.part_acc[s->parts.curpart]);
+		sts_end_parallel_scan(s->parts.part_acc[s->par.shared->nparts + s->parts.curpart]);
 	}
-	s->curpart = -1;
-	s->nparts_joined = 0;
-	s->part_inner_rows = 0;
-	s->part_acc = NULL;
-	s->part_rows = NULL;
-	s->part_bytes = NULL;
-	if (s->part_cxt != NULL)
-		MemoryContextReset(s->part_cxt);
+	s->parts.curpart = -1;
+	s->parts.nparts_joined = 0;
+	s->parts.part_inner_rows = 0;
+	s->parts.part_acc = NULL;
+	s->parts.part_rows = NULL;
+	s->parts.part_bytes = NULL;
+	if (s->parts.part_cxt != NULL)
+		MemoryContextReset(s->parts.part_cxt);
 }

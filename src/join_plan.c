@@ -571,7 +571,7 @@ cost_gpu_join(PlannerInfo *root, CustomPath *path, RelOptInfo *joinrel,
 		 * inner scan (gpuhash_prewarm_gpu), so it is charged per worker.
 		 * With the GPU service no worker creates one.
 		 */
-		if (path->path.parallel_workers > 0 && !gh_svc_available(true))
+		if (path->path.parallel_workers > 0 && !gh_table_service_available(true))
 			startup += gpuhash_worker_context_cost * path->path.parallel_workers;
 	}
 	else

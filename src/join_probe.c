@@ -60,7 +60,7 @@
 	do { \
 		for (int k_ = 0; k_ < (s)->nkeys; k_++) \
 			if (!(s)->inner_keys.byval[k_]) \
-				__builtin_prefetch(DatumGetPointer((rec)[k_] + (s)->rec_base[k_])); \
+				__builtin_prefetch(DatumGetPointer((rec)[k_] + (s)->build.rec_base[k_])); \
 	} while (0)
 
 static inline void store_outer(GhjState *s, TupleTableSlot *slot, uint32 n);
@@ -82,8 +82,8 @@ static const Datum *next_unmatched(GhjState *s);
 static inline void
 store_outer(GhjState *s, TupleTableSlot *slot, uint32 n)
 {
-	Datum	   *vals = &s->batch_vals[(size_t) n * s->nstored];
-	bool	   *isnull = &s->batch_isnull[(size_t) n * s->nstored];
+	Datum	   *vals = &s->probe.batch_vals[(size_t) n * s->nstored];
+	bool	   *isnull = &s->probe.batch_isnull[(size_t) n * s->nstored];
 
 	slot_getsomeattrs(slot, s->outer_deform);
 	for (int j = 0; j < s->nstored; j++)
@@ -116,12 +116,12 @@ store_outer(GhjState *s, TupleTableSlot *slot, uint32 n)
 static inline TupleTableSlot *
 next_outer(GhjState *s, ExprContext *econtext)
 {
-	TupleTableSlot *slot = s->curpart >= 0 ? ghj_parts_next_tuple(s, false) :
+	TupleTableSlot *slot = s->parts.curpart >= 0 ? ghj_parts_next_tuple(s, false) :
 		ExecProcNode(s->outer_ps);
 
 	if (TupIsNull(slot))
 	{
-		s->outer_done = true;
+		s->probe.outer_done = true;
 		return NULL;
 	}
 	ghj_reset(econtext);
@@ -145,20 +145,20 @@ fill_partitioned(GhjState *s, ExprContext *econtext)
 							 s->jointype == JOIN_ANTI);
 	uint32		n = 0;
 
-	while (n < s->batch_cap &&
-		   s->batch_cxt->mem_allocated < s->batch_byref_limit)
+	while (n < s->probe.batch_cap &&
+		   s->batch_cxt->mem_allocated < s->batch.batch_byref_limit)
 	{
 		TupleTableSlot *slot;
-		Datum	   *keys = &s->batch_keys[(size_t) n * s->nkeys];
+		Datum	   *keys = &s->probe.batch_keys[(size_t) n * s->nkeys];
 		uint64		h;
 		int			b;
 
 		CHECK_FOR_INTERRUPTS();
-		if (s->curbatch > 0)
+		if (s->batch.curbatch > 0)
 		{
 			if (!ghj_batch_read_outer(s, n))
 			{
-				s->outer_done = true;
+				s->probe.outer_done = true;
 				break;
 			}
 			n++;
@@ -168,19 +168,19 @@ fill_partitioned(GhjState *s, ExprContext *econtext)
 			break;
 		slot_getsomeattrs(slot, s->outer_deform);
 		h = gh_key_hash_row(&s->outer_keys, econtext, slot, keys,
-							econtext->ecxt_per_tuple_memory, &s->batch_null[n]);
-		if (s->batch_null[n])
+							econtext->ecxt_per_tuple_memory, &s->probe.batch_null[n]);
+		if (s->probe.batch_null[n])
 		{
 			if (!emit_null)
 				continue;
 		}
-		else if ((b = ghj_batch_of(s, h)) != s->curbatch)
+		else if ((b = ghj_batch_of(s, h)) != s->batch.curbatch)
 		{
 			ghj_batch_save_outer(s, b, h, keys, slot);
 			continue;
 		}
 		store_outer(s, slot, n);
-		for (int k = 0; k < s->nkeys && !s->batch_null[n]; k++)
+		for (int k = 0; k < s->nkeys && !s->probe.batch_null[n]; k++)
 		{
 			if (!s->outer_keys.byval[k])
 			{
@@ -190,7 +190,7 @@ fill_partitioned(GhjState *s, ExprContext *econtext)
 				MemoryContextSwitchTo(old);
 			}
 		}
-		s->batch_hashes[n] = h;
+		s->probe.batch_hashes[n] = h;
 		n++;
 	}
 	return n;
@@ -213,48 +213,52 @@ ghj_next_batch(GhjState *s)
 	uint32		cap;
 
 	/* the previous batch's rows end here (EXPLAIN ANALYZE's Probe Phases) */
-	if (s->probe_marked)
-		ghj_elapsed_ms(&s->probe_mark, &s->rows_ms);
+	if (s->probe.probe_marked)
+		ghj_elapsed_ms(&s->probe.probe_mark, &s->probe.rows_ms);
 	else
-		INSTR_TIME_SET_CURRENT(s->probe_mark);
-	s->probe_marked = true;
+		INSTR_TIME_SET_CURRENT(s->probe.probe_mark);
+	s->probe.probe_marked = true;
 	MemoryContextReset(s->batch_cxt);
-	if (s->batch_vals == NULL)
+	if (s->probe.batch_vals == NULL)
 	{
 		old = MemoryContextSwitchTo(s->build_cxt);
 		/* gpuhash.batch_rows may ask for more than 1 GB per array */
-		s->batch_vals = palloc_extended(sizeof(Datum) * s->batch_cap * Max(s->nstored, 1),
-										MCXT_ALLOC_HUGE);
-		s->batch_isnull = palloc_extended(sizeof(bool) * s->batch_cap * Max(s->nstored, 1),
-										  MCXT_ALLOC_HUGE);
-		s->batch_keys = palloc_extended(sizeof(Datum) * s->batch_cap * s->nkeys,
-										MCXT_ALLOC_HUGE);
-		s->batch_null = palloc_extended(sizeof(bool) * s->batch_cap, MCXT_ALLOC_HUGE);
-		s->batch_order = palloc_extended(sizeof(uint32) * s->batch_cap, MCXT_ALLOC_HUGE);
-		s->visit_first = palloc_extended(sizeof(uint32) * s->batch_cap, MCXT_ALLOC_HUGE);
-		s->visit_count = palloc_extended(sizeof(uint32) * s->batch_cap, MCXT_ALLOC_HUGE);
-		s->visit_recs = palloc_extended(sizeof(Datum) * s->stride * s->batch_cap,
-										MCXT_ALLOC_HUGE);
+		s->probe.batch_vals = palloc_extended(sizeof(Datum) * s->probe.batch_cap * Max(s->nstored, 1),
+											  MCXT_ALLOC_HUGE);
+		s->probe.batch_isnull = palloc_extended(sizeof(bool) * s->probe.batch_cap * Max(s->nstored, 1),
+												MCXT_ALLOC_HUGE);
+		s->probe.batch_keys = palloc_extended(sizeof(Datum) * s->probe.batch_cap * s->nkeys,
+											  MCXT_ALLOC_HUGE);
+		s->probe.batch_null = palloc_extended(sizeof(bool) * s->probe.batch_cap, MCXT_ALLOC_HUGE);
+		s->probe.batch_order = palloc_extended(sizeof(uint32) * s->probe.batch_cap, MCXT_ALLOC_HUGE);
+		s->probe.visit_first = palloc_extended(sizeof(uint32) * s->probe.batch_cap, MCXT_ALLOC_HUGE);
+		s->probe.visit_count = palloc_extended(sizeof(uint32) * s->probe.batch_cap, MCXT_ALLOC_HUGE);
+		s->probe.visit_recs = palloc_extended(sizeof(Datum) * s->stride * s->probe.batch_cap,
+											  MCXT_ALLOC_HUGE);
 		if (s->nbyref_keys > 0)
-			s->visit_bytes = palloc_extended((Size) GHJ_KEY_COPY_MAX * s->nbyref_keys *
-											 s->batch_cap, MCXT_ALLOC_HUGE);
+			s->probe.visit_bytes = palloc_extended((Size) GHJ_KEY_COPY_MAX * s->nbyref_keys *
+												   s->probe.batch_cap, MCXT_ALLOC_HUGE);
 		MemoryContextSwitchTo(old);
 		/* a table in the GPU service lends its probe area: nothing is copied */
-		s->batch_in_table = gh_table_probe_area(s->table, s->batch_cap,
-												&s->batch_hashes, &s->batch_first,
-												&s->batch_count);
-		if (!s->batch_in_table)
+		s->probe.batch_in_table = gh_table_probe_area(s->build.table, s->probe.batch_cap,
+													  &s->probe.batch_hashes,
+													  &s->probe.batch_first,
+													  &s->probe.batch_count);
+		if (!s->probe.batch_in_table)
 		{
-			s->batch_hashes = gh_host_alloc(s->target, sizeof(uint64) * s->batch_cap);
-			s->batch_first = gh_host_alloc(s->target, sizeof(uint32) * s->batch_cap);
-			s->batch_count = gh_host_alloc(s->target, sizeof(uint32) * s->batch_cap);
+			s->probe.batch_hashes = gh_host_alloc(s->build.target,
+												  sizeof(uint64) * s->probe.batch_cap);
+			s->probe.batch_first = gh_host_alloc(s->build.target,
+												 sizeof(uint32) * s->probe.batch_cap);
+			s->probe.batch_count = gh_host_alloc(s->build.target,
+												 sizeof(uint32) * s->probe.batch_cap);
 		}
 	}
 
 	/* with batches the rows are sorted into them as they come */
-	if (s->nbatch > 1)
+	if (s->batch.nbatch > 1)
 		n = fill_partitioned(s, econtext);
-	cap = s->nbatch > 1 ? 0 : s->batch_cap;
+	cap = s->batch.nbatch > 1 ? 0 : s->probe.batch_cap;
 	while (n < cap)
 	{
 		TupleTableSlot *slot;
@@ -266,76 +270,77 @@ ghj_next_batch(GhjState *s)
 		if (s->outer_keys_plain)
 		{
 			/* plain integer columns: keys now, hashes for the whole batch below */
-			Datum	   *keys = &s->batch_keys[(size_t) n * s->nkeys];
+			Datum	   *keys = &s->probe.batch_keys[(size_t) n * s->nkeys];
 
-			s->batch_null[n] = false;
+			s->probe.batch_null[n] = false;
 			for (int k = 0; k < s->nkeys; k++)
 			{
 				keys[k] = slot->tts_values[s->outer_keys.att[k] - 1];
-				s->batch_null[n] |= slot->tts_isnull[s->outer_keys.att[k] - 1];
+				s->probe.batch_null[n] |= slot->tts_isnull[s->outer_keys.att[k] - 1];
 			}
 		}
 		else
-			s->batch_hashes[n] = gh_key_hash_row(&s->outer_keys, econtext, slot,
-												 &s->batch_keys[(size_t) n * s->nkeys],
-												 s->batch_cxt, &s->batch_null[n]);
+			s->probe.batch_hashes[n] = gh_key_hash_row(&s->outer_keys, econtext, slot,
+													   &s->probe.batch_keys[(size_t) n * s->nkeys],
+													   s->batch_cxt, &s->probe.batch_null[n]);
 		n++;
 		/* by-reference values count against the budget too */
-		if (s->batch_cxt->mem_allocated >= s->batch_byref_limit)
+		if (s->batch_cxt->mem_allocated >= s->batch.batch_byref_limit)
 			break;
 	}
-	if (s->outer_keys_plain && s->nbatch == 1)
+	if (s->outer_keys_plain && s->batch.nbatch == 1)
 	{
 		/* one tight loop: the multiplications of many rows overlap */
 		for (uint32 r = 0; r < n; r++)
-			s->batch_hashes[r] = s->batch_null[r] ? 0 :
+			s->probe.batch_hashes[r] = s->probe.batch_null[r] ? 0 :
 				gh_key_int_mix_row(&s->outer_keys,
-								   &s->batch_keys[(size_t) r * s->nkeys]);
+								   &s->probe.batch_keys[(size_t) r * s->nkeys]);
 	}
 	ghj_reset(econtext);
-	s->batch_n = n;
-	s->n_order = 0;
-	s->cur = 0;
-	s->cur_cand = 0;
-	s->cur_loaded = false;
-	s->cur_matched = false;
+	s->probe.batch_n = n;
+	s->probe.n_order = 0;
+	s->probe.cur = 0;
+	s->probe.cur_cand = 0;
+	s->probe.cur_loaded = false;
+	s->probe.cur_matched = false;
 	ghj_batch_note_peak(s, 0);
-	ghj_elapsed_ms(&s->probe_mark, &s->outer_ms);
+	ghj_elapsed_ms(&s->probe.probe_mark, &s->probe.outer_ms);
 	if (n == 0)
 	{
-		s->probe_marked = false;
+		s->probe.probe_marked = false;
 		return false;
 	}
 
-	if (s->gpu_later && !gpuhash_gpu_warming())
+	if (s->build.gpu_later && !gpuhash_gpu_warming())
 		ghj_move_to_gpu(s);
-	if (s->gpu_later)
-		s->n_cpu_batches++;
-	gh_table_probe(s->table, s->batch_hashes, n, s->batch_first, s->batch_count);
-	INSTR_TIME_SET_CURRENT(s->probe_mark);	/* the table counts device time */
+	if (s->build.gpu_later)
+		s->probe.n_cpu_batches++;
+	gh_table_probe(s->build.table, s->probe.batch_hashes, n, s->probe.batch_first,
+				   s->probe.batch_count);
+	INSTR_TIME_SET_CURRENT(s->probe.probe_mark);	/* the table counts device time */
 	for (uint32 i = 0; i < n; i++)
 	{
-		if (s->batch_null[i])
-			s->batch_count[i] = 0;
-		else if (s->batch_count[i] > 0)
-			s->batch_order[m++] = i;
+		if (s->probe.batch_null[i])
+			s->probe.batch_count[i] = 0;
+		else if (s->probe.batch_count[i] > 0)
+			s->probe.batch_order[m++] = i;
 	}
 	if (s->jointype == JOIN_LEFT || s->jointype == JOIN_FULL ||
 		s->jointype == JOIN_ANTI)
 	{
 		for (uint32 i = 0; i < n; i++)
-			if (s->batch_count[i] == 0)
-				s->batch_order[m++] = i;
+			if (s->probe.batch_count[i] == 0)
+				s->probe.batch_order[m++] = i;
 	}
-	s->n_order = m;
+	s->probe.n_order = m;
 	for (uint32 p = 0; p < m; p++)
 	{
-		s->visit_first[p] = s->batch_first[s->batch_order[p]];
-		s->visit_count[p] = s->batch_count[s->batch_order[p]];
+		s->probe.visit_first[p] = s->probe.batch_first[s->probe.batch_order[p]];
+		s->probe.visit_count[p] = s->probe.batch_count[s->probe.batch_order[p]];
 	}
 	gather_first(s);
-	s->n_batches++;
-	ghj_elapsed_ms(&s->probe_mark, &s->order_ms);
+	s->probe.n_batches++;
+	ghj_elapsed_ms(&s->probe.probe_mark, &s->probe.order_ms);
 	return true;
 }
 
@@ -358,13 +363,13 @@ static void
 gather_first(GhjState *s)
 {
 	const uint32 stride = s->stride;
-	const Datum *recs = s->inner_recs;
-	Datum	   *out = s->visit_recs;
-	char	   *bytes = s->visit_bytes;
+	const Datum *recs = s->build.inner_recs;
+	Datum	   *out = s->probe.visit_recs;
+	char	   *bytes = s->probe.visit_bytes;
 	uint32		n = 0;
 
 	/* the visits with candidates come first */
-	while (n < s->n_order && s->visit_count[n] > 0)
+	while (n < s->probe.n_order && s->probe.visit_count[n] > 0)
 		n++;
 	for (uint32 p = 0; p < n; p++)
 	{
@@ -373,12 +378,12 @@ gather_first(GhjState *s)
 
 		if (p + GHJ_GATHER_AHEAD < n)
 		{
-			const Datum *ahead = &recs[(size_t) s->visit_first[p + GHJ_GATHER_AHEAD] * stride];
+			const Datum *ahead = &recs[(size_t) s->probe.visit_first[p + GHJ_GATHER_AHEAD] * stride];
 
 			__builtin_prefetch(ahead);
 			__builtin_prefetch(&ahead[stride - 1]);
 		}
-		src = &recs[(size_t) s->visit_first[p] * stride];
+		src = &recs[(size_t) s->probe.visit_first[p] * stride];
 		for (uint32 w = 0; w < stride; w++)
 			dst[w] = src[w];
 	}
@@ -399,12 +404,12 @@ gather_first(GhjState *s)
 
 			if (s->inner_keys.byval[k])
 				continue;
-			v = DatumGetPointer(dst[k] + s->rec_base[k]);
+			v = DatumGetPointer(dst[k] + s->build.rec_base[k]);
 			len = datumGetSize(PointerGetDatum(v), false, s->inner_keys.typlen[k]);
 			if (len > GHJ_KEY_COPY_MAX)
 				continue;
 			memcpy(bytes, v, len);
-			dst[k] = PointerGetDatum(bytes) - s->rec_base[k];
+			dst[k] = PointerGetDatum(bytes) - s->build.rec_base[k];
 			bytes += GHJ_KEY_COPY_MAX;
 		}
 	}
@@ -414,11 +419,11 @@ gather_first(GhjState *s)
 static inline bool
 ghj_verify(GhjState *s, uint32 i, const Datum *ik)
 {
-	Datum	   *ok = &s->batch_keys[(size_t) i * s->nkeys];
+	Datum	   *ok = &s->probe.batch_keys[(size_t) i * s->nkeys];
 
 	for (int k = 0; k < s->nkeys; k++)
 	{
-		Datum		iv = ik[k] + s->rec_base[k];
+		Datum		iv = ik[k] + s->build.rec_base[k];
 		Datum		a = s->swapped[k] ? iv : ok[k];
 		Datum		b = s->swapped[k] ? ok[k] : iv;
 
@@ -438,8 +443,8 @@ ghj_load_outer(GhjState *s, uint32 i)
 {
 	TupleTableSlot *slot = s->outer_slot;
 
-	const Datum *vals = &s->batch_vals[(size_t) i * s->nstored];
-	const bool *isnull = &s->batch_isnull[(size_t) i * s->nstored];
+	const Datum *vals = &s->probe.batch_vals[(size_t) i * s->nstored];
+	const bool *isnull = &s->probe.batch_isnull[(size_t) i * s->nstored];
 
 	ExecClearTuple(slot);
 	for (int j = 0; j < s->nstored; j++)
@@ -461,7 +466,7 @@ ghj_load_inner(GhjState *s, const Datum *rec)
 	TupleTableSlot *slot = s->inner_slot;
 	const Datum *vals = rec + s->nkeys;
 	const uint64 *nulls = (const uint64 *) (vals + s->ninner_cols);
-	const Datum *base = s->rec_base + s->nkeys;
+	const Datum *base = s->build.rec_base + s->nkeys;
 
 	ExecClearTuple(slot);
 	for (int c = 0; c < s->ninner_cols; c++)
@@ -482,11 +487,11 @@ static inline TupleTableSlot *
 ghj_emit_direct(GhjState *s, uint32 i, const Datum *rec)
 {
 	TupleTableSlot *slot = s->css.ss.ps.ps_ResultTupleSlot;
-	const Datum *ovals = &s->batch_vals[(size_t) i * s->nstored];
-	const bool *onull = &s->batch_isnull[(size_t) i * s->nstored];
+	const Datum *ovals = &s->probe.batch_vals[(size_t) i * s->nstored];
+	const bool *onull = &s->probe.batch_isnull[(size_t) i * s->nstored];
 	const Datum *ivals = rec + s->nkeys;
 	const uint64 *inull = (const uint64 *) (ivals + s->ninner_cols);
-	const Datum *ibase = s->rec_base + s->nkeys;
+	const Datum *ibase = s->build.rec_base + s->nkeys;
 
 	ExecClearTuple(slot);
 	for (int c = 0; c < s->nproj; c++)
@@ -526,17 +531,17 @@ ghj_emit(GhjState *s, ExprContext *econtext)
 static const Datum *
 next_unmatched(GhjState *s)
 {
-	while (s->inner_pos < s->ninner + s->n_nullkey)
+	while (s->probe.inner_pos < s->build.ninner + s->build.n_nullkey)
 	{
-		uint32		p = s->inner_pos++;
+		uint32		p = s->probe.inner_pos++;
 
 		CHECK_FOR_INTERRUPTS();
-		if (p >= s->ninner)
-			return &s->nullkey_recs[(size_t) (p - s->ninner) * s->stride];
-		if ((s->matched[p / 32] & (1U << (p % 32))) == 0)
-			return &s->inner_recs[(size_t) p * s->stride];
+		if (p >= s->build.ninner)
+			return &s->build.nullkey_recs[(size_t) (p - s->build.ninner) * s->stride];
+		if ((s->build.matched[p / 32] & (1U << (p % 32))) == 0)
+			return &s->build.inner_recs[(size_t) p * s->stride];
 	}
-	if (s->nullkey_file != NULL && s->curbatch == s->nbatch - 1)
+	if (s->batch.nullkey_file != NULL && s->batch.curbatch == s->batch.nbatch - 1)
 		return ghj_batch_read_nullkey(s);
 	return NULL;
 }
@@ -572,41 +577,42 @@ ghj_next_unmatched_inner(GhjState *s, ExprContext *econtext)
 TupleTableSlot *
 ghj_probe_batch(GhjState *s, ExprContext *econtext)
 {
-	while (s->cur < s->n_order)
+	while (s->probe.cur < s->probe.n_order)
 	{
 		uint32		i;
 		bool		emit_null;
 
 		CHECK_FOR_INTERRUPTS();
-		i = s->batch_order[s->cur];
-		if (!s->cur_loaded)
+		i = s->probe.batch_order[s->probe.cur];
+		if (!s->probe.cur_loaded)
 		{
 			/*
 			 * A by-reference key (text, numeric, ...) is verified through
 			 * its pointer into the arena: ask for the data of the visit
 			 * GHJ_PREFETCH ahead.
 			 */
-			if (s->inner_key_byref && s->cur + GHJ_PREFETCH < s->n_order &&
-				s->visit_count[s->cur + GHJ_PREFETCH] > 0)
+			if (s->inner_key_byref && s->probe.cur + GHJ_PREFETCH < s->probe.n_order &&
+				s->probe.visit_count[s->probe.cur + GHJ_PREFETCH] > 0)
 			{
-				PREFETCH_KEYS(s, &s->visit_recs[(size_t) (s->cur + GHJ_PREFETCH) * s->stride]);
+				PREFETCH_KEYS(s, &s->probe.visit_recs[(size_t) (s->probe.cur + GHJ_PREFETCH) *
+													  s->stride]);
 			}
 			if (!s->direct_proj)
 				ghj_load_outer(s, i);
-			s->cur_loaded = true;
+			s->probe.cur_loaded = true;
 		}
 		econtext->ecxt_outertuple = s->outer_slot;
-		while (s->cur_cand < s->visit_count[s->cur])
+		while (s->probe.cur_cand < s->probe.visit_count[s->probe.cur])
 		{
-			uint32		r = s->visit_first[s->cur] + s->cur_cand;
-			const Datum *rec = s->cur_cand == 0 ?
-				&s->visit_recs[(size_t) s->cur * s->stride] :
-				&s->inner_recs[(size_t) r * s->stride];
+			uint32		r = s->probe.visit_first[s->probe.cur] + s->probe.cur_cand;
+			const Datum *rec = s->probe.cur_cand == 0 ?
+				&s->probe.visit_recs[(size_t) s->probe.cur * s->stride] :
+				&s->build.inner_recs[(size_t) r * s->stride];
 			MemoryContext old;
 			bool		ok;
 
-			s->cur_cand++;
-			s->n_candidates++;
+			s->probe.cur_cand++;
+			s->probe.n_candidates++;
 			ghj_reset(econtext);
 			old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
 			ok = ghj_verify(s, i, rec);
@@ -621,12 +627,12 @@ ghj_probe_batch(GhjState *s, ExprContext *econtext)
 					continue;
 			}
 
-			s->n_matches++;
-			s->cur_matched = true;
-			if (s->matched)
-				s->matched[r / 32] |= 1U << (r % 32);
+			s->probe.n_matches++;
+			s->probe.cur_matched = true;
+			if (s->build.matched)
+				s->build.matched[r / 32] |= 1U << (r % 32);
 			if (s->jointype == JOIN_ANTI || s->single_match)
-				s->cur_cand = s->visit_count[s->cur];
+				s->probe.cur_cand = s->probe.visit_count[s->probe.cur];
 			if (s->jointype == JOIN_ANTI)
 				break;
 			if (s->direct_proj)
@@ -640,13 +646,13 @@ ghj_probe_batch(GhjState *s, ExprContext *econtext)
 		}
 
 		/* outer row i is done */
-		emit_null = !s->cur_matched &&
+		emit_null = !s->probe.cur_matched &&
 			(s->jointype == JOIN_LEFT || s->jointype == JOIN_FULL ||
 			 s->jointype == JOIN_ANTI);
-		s->cur++;
-		s->cur_cand = 0;
-		s->cur_loaded = false;
-		s->cur_matched = false;
+		s->probe.cur++;
+		s->probe.cur_cand = 0;
+		s->probe.cur_loaded = false;
+		s->probe.cur_matched = false;
 		if (emit_null)
 		{
 			TupleTableSlot *result;
@@ -677,35 +683,36 @@ ghj_probe_batch_direct(GhjState *s)
 {
 	const uint32 stride = s->stride;
 
-	while (s->cur < s->n_order)
+	while (s->probe.cur < s->probe.n_order)
 	{
-		uint32		cur = s->cur;
-		uint32		count = s->visit_count[cur];
-		uint32		i = s->batch_order[cur];
+		uint32		cur = s->probe.cur;
+		uint32		count = s->probe.visit_count[cur];
+		uint32		i = s->probe.batch_order[cur];
 
 		/* a long key that gather_first did not copy: ask for it ahead */
-		if (s->inner_key_byref && s->cur_cand == 0 && cur + GHJ_PREFETCH < s->n_order)
+		if (s->inner_key_byref && s->probe.cur_cand == 0 &&
+			cur + GHJ_PREFETCH < s->probe.n_order)
 		{
-			PREFETCH_KEYS(s, &s->visit_recs[(size_t) (cur + GHJ_PREFETCH) * stride]);
+			PREFETCH_KEYS(s, &s->probe.visit_recs[(size_t) (cur + GHJ_PREFETCH) * stride]);
 		}
-		while (s->cur_cand < count)
+		while (s->probe.cur_cand < count)
 		{
-			uint32		cand = s->cur_cand++;
+			uint32		cand = s->probe.cur_cand++;
 			const Datum *rec = cand == 0 ?
-				&s->visit_recs[(size_t) cur * stride] :
-				&s->inner_recs[(size_t) (s->visit_first[cur] + cand) * stride];
+				&s->probe.visit_recs[(size_t) cur * stride] :
+				&s->build.inner_recs[(size_t) (s->probe.visit_first[cur] + cand) * stride];
 
-			s->n_candidates++;
+			s->probe.n_candidates++;
 			if (!ghj_verify(s, i, rec))
 				continue;
-			s->n_matches++;
+			s->probe.n_matches++;
 			if (s->single_match)
-				s->cur_cand = count;
+				s->probe.cur_cand = count;
 			return ghj_emit_direct(s, i, rec);
 		}
-		s->cur++;
-		s->cur_cand = 0;
-		if ((s->cur & 0x3ff) == 0)
+		s->probe.cur++;
+		s->probe.cur_cand = 0;
+		if ((s->probe.cur & 0x3ff) == 0)
 			CHECK_FOR_INTERRUPTS();
 	}
 	return NULL;
@@ -718,14 +725,14 @@ ghj_probe_batch_direct(GhjState *s)
 void
 ghj_reset_probe(GhjState *s)
 {
-	s->batch_n = 0;
-	s->n_order = 0;
-	s->cur = 0;
-	s->cur_cand = 0;
-	s->cur_loaded = false;
-	s->cur_matched = false;
-	s->outer_done = false;
-	s->inner_pos = 0;
-	s->probe_marked = false;
+	s->probe.batch_n = 0;
+	s->probe.n_order = 0;
+	s->probe.cur = 0;
+	s->probe.cur_cand = 0;
+	s->probe.cur_loaded = false;
+	s->probe.cur_matched = false;
+	s->probe.outer_done = false;
+	s->probe.inner_pos = 0;
+	s->probe.probe_marked = false;
 }
 

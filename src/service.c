@@ -23,8 +23,6 @@
 #include "postgres.h"
 
 #include <dlfcn.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "access/twophase.h"
 #include "miscadmin.h"
@@ -163,34 +161,4 @@ gpuhash_init_service(void)
 	snprintf(worker.bgw_name, BGW_MAXLEN, "gpuhash GPU service");
 	snprintf(worker.bgw_type, BGW_MAXLEN, "gpuhash GPU service");
 	RegisterBackgroundWorker(&worker);
-}
-
-/*
- * gh_populate maps the pages of [p, p + bytes), part of a shared memory
- * segment, into this process at once, for writing (write) or reading: the
- * kernel then maps them in one call instead of taking a page fault per 4 kB
- * page at the first touch of each.  Measured on an H100 host, copying 10M
- * hashes (80 MB) into a new exchange area took 54-57 ms so and 39-45 ms
- * with its pages populated first.  Only a hint (Linux 5.14 and later);
- * nothing changes where it is not supported.  Ranges under 1 MB are left
- * to the faults.
- */
-void
-gh_populate(const void *p, size_t bytes, bool write)
-{
-#if defined(__linux__)
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22
-#endif
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
-	uintptr_t	page = (uintptr_t) sysconf(_SC_PAGESIZE);
-	uintptr_t	start = (uintptr_t) p & ~(page - 1);
-	uintptr_t	end = ((uintptr_t) p + bytes + page - 1) & ~(page - 1);
-
-	if (p != NULL && bytes >= ((size_t) 1 << 20))
-		(void) madvise((void *) start, end - start,
-					   write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
-#endif
 }
