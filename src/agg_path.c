@@ -58,6 +58,13 @@
  * and its own FILTER hold (call_input), and a hidden count of the rows that
  * pass (filter_count, GHA_PRIV_FILTER) drops, first in the node's qual, the
  * groups of none.  gpuhash.agg_device_filter (on) offers them.
+ *
+ * Device expressions: the language, its compiler and its host fallback are
+ * devexpr.c's.  This file decides what the aggregate asks of it: which
+ * arguments and GROUP BY keys become programs over the child's columns
+ * (compile_args, compile_key), which scan quals the device evaluates
+ * (device_quals), and what the child returns in a computed key's place
+ * (key_placeholder).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -114,7 +121,8 @@ enum
 	GHA_PRIV_CALL_COLS,			/* integer list: each Aggref's input column */
 	GHA_PRIV_COL_TYPES,			/* OID list: the input columns' types */
 	GHA_PRIV_PACKED,			/* Integer: the child returns packets */
-	GHA_PRIV_EXPRS,				/* list: device expressions' programs */
+	GHA_PRIV_EXPRS,				/* list: device expressions' programs
+								 * (devexpr.h's GhDevProgField) */
 	GHA_PRIV_KEY_COLS,			/* integer list: per key, the device
 								 * expression's column that computes it, or
 								 * -1 */
@@ -627,9 +635,9 @@ key_placeholder(GhaQuery *q, int i)
  * device_quals returns the quals of rel's scan that the device can evaluate
  * in GpuHashAgg instead (the scan then passes every row; each call reads
  * its argument where they hold, call_input), or NIL: rel is a table, its
- * quals are neither security quals nor volatile, and
- * gh_devexpr_compile_cond takes their AND with no op that may raise an
- * error (gh_devexpr_may_raise: PostgreSQL
+ * quals are neither security quals nor volatile, and gh_devexpr_compile_cond
+ * takes their AND with no op that may raise an error (gh_devexpr_may_raise:
+ * PostgreSQL
  * orders the quals by cost and stops at the first false one, so a qual's
  * error may not be its).  The GROUP BY keys, which are computed for every
  * row and so for rows the quals would have removed, are columns or the

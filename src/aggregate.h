@@ -30,7 +30,11 @@
  * to aggregate_result.c, and the others hold it as an opaque pointer.
  * Declarations are grouped by the file that defines them, as postgres_fdw.h
  * does.  How GROUP BY keys are hashed and compared on the host is keys.c's
- * (keys.h), shared with the join.
+ * (keys.h), shared with the join; the device expressions that compute
+ * arguments and keys from input columns are devexpr.c's (devexpr.h),
+ * which calls none of these files: agg_path.c compiles them, aggregate.c
+ * loads them into the plan, aggregate_batch.c runs them on the device and
+ * aggregate_numeric.c evaluates the rows they leave to the host.
  *-------------------------------------------------------------------------
  */
 #ifndef GPUHASH_AGGREGATE_H

@@ -25,6 +25,13 @@
  * The same side state keeps the extremes of text min and max (below, "text:
  * min and max kept on the host"), whose values the device only counts.
  *
+ * Device expressions.  Before a batch goes to the device, each program's
+ * column is raised to its result's scale (prepare_exprs); after, the rows a
+ * program left to the host (out of the device's bounds, or with a
+ * host-held input) are evaluated by PostgreSQL's executor on the
+ * expression the program was compiled from (gh_expr_fixups, devexpr.c),
+ * and become side rows of its column.
+ *
  * Every group of a result row may need a NUMERIC: sum(bigint), sum and
  * min/max of numeric, and avg of any integer or numeric.  Going through
  * PostgreSQL's functions for each (numeric_in of a digit string,
