@@ -2,7 +2,8 @@
  * aggregate.cu
  *	  GPU kernels of gpuhash_aggregate(): the group-id hash table and the
  *	  per-group accumulators (see gh_aggregate.h for the layout and the order
- *	  in which the host calls these functions).
+ *	  in which the host calls these functions).  The device expressions that
+ *	  compute columns from columns are devexpr.cu's.
  *
  * Group ids.  The table maps a 64-bit group hash to a dense uint32 id.  One
  * thread per row probes linearly from gh_mix64(hash); the thread whose
@@ -37,7 +38,7 @@
 #include <cuda_runtime.h>
 #include <string.h>
 
-#include "gh_aggregate.h"
+#include "aggregate_impl.h"
 #include "gh_error.h"
 
 namespace {
@@ -730,41 +731,6 @@ gh_agg_acc_move_gpu(void *dst, const gh_agg_layout *dl, const void *src,
 			MOVE(dl->max_off[c], sl->max_off[c], n8);
 	}
 #undef MOVE
-	return GH_OK;
-}
-
-/* expr_kernel: gh_expr_eval over every row (gh_expr_eval_gpu). */
-__global__ void
-expr_kernel(gh_expr e, uint32_t n, int64_t *out, uint8_t *out_valid,
-			uint32_t *host_rows, uint32_t *nhost)
-{
-	for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n;
-		 i += gridDim.x * blockDim.x)
-	{
-		int64_t v = 0;
-		int r = gh_expr_eval(&e, i, &v);
-
-		out[i] = v;
-		out_valid[i] = r == GH_EXPR_OK;
-		if (r == GH_EXPR_HOST)
-			host_rows[atomicAdd(nhost, 1u)] = i;
-	}
-}
-
-extern "C" gh_status
-gh_expr_eval_gpu(const gh_expr *e, uint32_t n, int64_t *out,
-					 uint8_t *out_valid, uint32_t *host_rows, uint32_t *nhost,
-					 void *stream, gh_error *err)
-{
-	cudaStream_t s = (cudaStream_t) stream;
-
-	GH_CUDA_TRY(cudaMemsetAsync(nhost, 0, sizeof(uint32_t), s),
-				"cudaMemsetAsync");
-	if (n == 0)
-		return GH_OK;
-	expr_kernel<<<grid_for(n < 1048576 ? n : 1048576), kThreads, 0, s>>>(
-		*e, n, out, out_valid, host_rows, nhost);
-	GH_CUDA_LAUNCHED("expr_kernel");
 	return GH_OK;
 }
 

@@ -16,7 +16,7 @@
  */
 #include <string.h>
 
-#include "gh_aggregate.h"
+#include "aggregate_impl.h"
 #include "gh_error.h"
 
 /* Array `type` at byte offset off of base. */
@@ -472,27 +472,5 @@ gh_agg_accumulate_cpu(void *acc, const gh_agg_layout *l, uint64_t ngroups,
 			}
 		}
 	}
-	return GH_OK;
-}
-
-gh_status
-gh_expr_eval_cpu(const gh_expr *e, uint32_t n, int64_t *out,
-					 uint8_t *out_valid, uint32_t *host_rows, uint32_t *nhost,
-					 gh_error *err)
-{
-	uint32_t nh = 0;
-
-	(void) err;
-	for (uint32_t i = 0; i < n; i++)
-	{
-		int64_t v = 0;
-		int r = gh_expr_eval(e, i, &v);
-
-		out[i] = v;
-		out_valid[i] = r == GH_EXPR_OK;
-		if (r == GH_EXPR_HOST)
-			host_rows[nh++] = i;
-	}
-	*nhost = nh;
 	return GH_OK;
 }

@@ -7,12 +7,13 @@
  * Every GPU entry point reports GH_ERR_NO_CUDA_BUILD, after clearing the
  * pointer or count it would have returned; the context prewarm starts
  * nothing.  The stubs are generated from one list, in the order of
- * gpuhash_cuda.h and gh_aggregate.h, so that they stay in step with the
- * headers: a stub whose parameters differ from its declaration does not
- * compile.
+ * gpuhash_cuda.h, gh_aggregate.h and gh_devexpr.h, so that they stay in
+ * step with the headers: a stub whose parameters differ from its
+ * declaration does not compile.
  *-------------------------------------------------------------------------
  */
 #include "gh_aggregate.h"
+#include "gh_devexpr.h"
 #include "gh_error.h"
 #include "gpuhash_cuda.h"
 
@@ -107,10 +108,10 @@ NOCUDA_STUB(gh_agg_acc_move_gpu,
 			(void *dst, const gh_agg_layout *dl, const void *src,
 			 const gh_agg_layout *sl, uint64_t ngroups, void *stream,
 			 gh_error *err))
+NOCUDA_STUB(gh_agg_accumulate_gpu,
+			(void *acc, const gh_agg_layout *l, uint64_t ngroups,
+			 const gh_agg_batch *b, void *stream, gh_error *err))
 NOCUDA_STUB(gh_expr_eval_gpu,
 			(const gh_expr *e, uint32_t n, int64_t *out,
 			 uint8_t *out_valid, uint32_t *host_rows, uint32_t *nhost,
 			 void *stream, gh_error *err))
-NOCUDA_STUB(gh_agg_accumulate_gpu,
-			(void *acc, const gh_agg_layout *l, uint64_t ngroups,
-			 const gh_agg_batch *b, void *stream, gh_error *err))

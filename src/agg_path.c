@@ -58,6 +58,13 @@
  * and its own FILTER hold (call_input), and a hidden count of the rows that
  * pass (filter_count, GHA_PRIV_FILTER) drops, first in the node's qual, the
  * groups of none.  gpuhash.agg_device_filter (on) offers them.
+ *
+ * Device expressions: the language, its compiler and its host fallback are
+ * devexpr.c's.  This file decides what the aggregate asks of it: which
+ * arguments and GROUP BY keys become programs over the child's columns
+ * (compile_args, compile_key), which scan quals the device evaluates
+ * (device_quals), and what the child returns in a computed key's place
+ * (key_placeholder).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -93,6 +100,7 @@
 #include "utils/typcache.h"
 
 #include "aggregate.h"
+#include "devexpr.h"
 #include "gpuhash_join.h"
 #include "keys.h"
 
@@ -113,7 +121,8 @@ enum
 	GHA_PRIV_CALL_COLS,			/* integer list: each Aggref's input column */
 	GHA_PRIV_COL_TYPES,			/* OID list: the input columns' types */
 	GHA_PRIV_PACKED,			/* Integer: the child returns packets */
-	GHA_PRIV_EXPRS,				/* list: device expressions' programs */
+	GHA_PRIV_EXPRS,				/* list: device expressions' programs
+								 * (devexpr.h's GhDevProgField) */
 	GHA_PRIV_KEY_COLS,			/* integer list: per key, the device
 								 * expression's column that computes it, or
 								 * -1 */
@@ -184,7 +193,6 @@ static void add_gha_path(RelOptInfo *output_rel, Path *child, GhaQuery *q,
 						 List *having, double ngroups);
 static void compile_args(GhaQuery *q, List *arg_calls, bool device);
 static int	compile_key(GhaQuery *q, Expr *key, int *year);
-static Expr *extract_year_arg(Node *n);
 static Expr *key_placeholder(GhaQuery *q, int i);
 static Plan *gha_plan_path(PlannerInfo *root, RelOptInfo *rel,
 						   CustomPath *best_path, List *tlist, List *clauses,
@@ -343,8 +351,6 @@ add_dependent_keys(PathTarget *target, List *having, GhaQuery *q)
 }
 
 static Expr *count_arg(List *quals);
-static bool prog_reads_numeric(List *prog);
-static bool compile_cond(Node *n, List **prog, List **inputs, int *depth, int level);
 
 /*
  * call_input is what aggregate call agg reads per row (gh_agg_call_input)
@@ -370,17 +376,15 @@ call_input(Aggref *agg, List *quals)
 
 /*
  * count_arg is what count(*) counts where quals hold: 1, an integer, or a
- * NUMERIC where they read a NUMERIC (prog_reads_numeric).
+ * NUMERIC where they read a NUMERIC (gh_devexpr_reads_numeric).
  */
 static Expr *
 count_arg(List *quals)
 {
-	List	   *prog = NIL;
 	List	   *inputs = NIL;
-	int			depth = 0;
+	List	   *prog = gh_devexpr_compile_cond(make_ands_explicit(quals), &inputs);
 
-	(void) compile_cond((Node *) make_ands_explicit(quals), &prog, &inputs, &depth, 0);
-	if (prog_reads_numeric(prog))
+	if (prog != NIL && gh_devexpr_reads_numeric(prog))
 		return (Expr *) makeConst(NUMERICOID, -1, InvalidOid, -1,
 								  NumericGetDatum(int64_to_numeric(1)), false, false);
 	return (Expr *) makeConst(INT4OID, -1, InvalidOid, sizeof(int32),
@@ -503,773 +507,12 @@ check_query(PlannerInfo *root, PathTarget *target, List *having, GhaQuery *q,
 	return true;
 }
 
-/* input_col returns expr's index in *inputs, adding it there if it is new. */
-static int
-input_col(List **inputs, Expr *expr)
-{
-	int			i = 0;
-	ListCell   *lc;
-
-	foreach(lc, *inputs)
-	{
-		if (equal(lfirst(lc), expr))
-			return i;
-		i++;
-	}
-	*inputs = lappend(*inputs, expr);
-	return i;
-}
-
-static bool compile_num(Node *n, List **prog, List **inputs, int *depth,
-						int level, bool lazy);
-static bool compile_case(CaseExpr *c, List **prog, List **inputs, int *depth,
-						 int level, bool numeric);
-static bool compile_int(Node *n, List **prog, List **inputs, int *depth, int level);
-
-static int	input_col(List **inputs, Expr *expr);
-static bool emit(List **prog, int op, int *depth, int pops);
-
-/* emit_checked counts the push of the op just appended to *prog. */
-static bool
-emit_checked(List **prog, int *depth)
-{
-	return ++(*depth) <= GH_EXPR_STACK && list_length(*prog) <= GH_EXPR_MAX_OPS;
-}
-
-/* emit_input appends op (COL, COLI, COLF) pushing input column expr. */
-static bool
-emit_input(List **prog, int op, List **inputs, Node *expr, int *depth)
-{
-	*prog = lappend(*prog, list_make2(makeInteger(op),
-									  makeInteger(input_col(inputs, (Expr *) expr))));
-	return emit_checked(prog, depth);
-}
-
-/*
- * emit_float_const appends op (FCONST, FKCONST) pushing float4 or float8
- * constant k as a double (a float4's exactly), or a NULL.
- */
-static bool
-emit_float_const(List **prog, int op, Const *k, int *depth)
-{
-	double		v;
-
-	if (k->constisnull)
-		return emit(prog, GH_EXPR_NULLV, depth, 0);
-	v = k->consttype == FLOAT4OID ? (double) DatumGetFloat4(k->constvalue) :
-		DatumGetFloat8(k->constvalue);
-	*prog = lappend(*prog, list_make2(makeInteger(op),
-									  makeConst(FLOAT8OID, -1, InvalidOid, 8,
-												Float8GetDatum(v), false, true)));
-	return emit_checked(prog, depth);
-}
-
-/* emit appends op (argument 0) to *prog, which pops pops and pushes one. */
-static bool
-emit(List **prog, int op, int *depth, int pops)
-{
-	*prog = lappend(*prog, list_make2(makeInteger(op), makeInteger(0)));
-	*depth -= pops - 1;
-	return list_length(*prog) <= GH_EXPR_MAX_OPS && *depth <= GH_EXPR_STACK;
-}
-
-/* emit_sized is emit for an op whose argument is a width in bytes. */
-static bool
-emit_sized(List **prog, int op, int *depth, int pops, int bytes)
-{
-	if (!emit(prog, op, depth, pops))
-		return false;
-	lsecond((List *) llast(*prog)) = makeInteger(bytes);
-	return true;
-}
-
-/*
- * value_kind is how a program takes values of type t: 'n' NUMERIC, 'i' an
- * integer, 'd' a date or timestamp (both as their int64 values), 'f' a
- * float (in conditions, as its order key); 0 none.
- */
-static int
-value_kind(Oid t)
-{
-	if (t == NUMERICOID)
-		return 'n';
-	if (t == FLOAT4OID || t == FLOAT8OID)
-		return 'f';
-	if (t == INT2OID || t == INT4OID || t == INT8OID)
-		return 'i';
-	if (t == DATEOID || t == TIMESTAMPOID || t == TIMESTAMPTZOID)
-		return 'd';
-	return 0;
-}
-
-/*
- * cmp_op is the comparison op of operator opno between values of left
- * type t: its strategy in t's default btree family (integer_ops,
- * numeric_ops, datetime_ops), or the negator of that family's "=" for <>;
- * 0 where it is neither.
- */
-static int
-cmp_op(Oid opno, Oid t)
-{
-	static const int ops[] = {0, GH_EXPR_LT, GH_EXPR_LE, GH_EXPR_EQ, GH_EXPR_GE, GH_EXPR_GT};
-	Oid			opclass = GetDefaultOpClass(t, BTREE_AM_OID);
-	Oid			family;
-	int			strategy;
-	Oid			neg;
-
-	if (!OidIsValid(opclass))
-		return 0;
-	family = get_opclass_family(opclass);
-	strategy = get_op_opfamily_strategy(opno, family);
-	if (strategy >= BTLessStrategyNumber && strategy <= BTGreaterStrategyNumber)
-		return ops[strategy];
-	neg = get_negator(opno);
-	if (OidIsValid(neg) &&
-		get_op_opfamily_strategy(neg, family) == BTEqualStrategyNumber)
-		return GH_EXPR_NE;
-	return 0;
-}
-
-/*
- * int_op is the program's op for integer arithmetic function f (the
- * functions of +, -, * and / between int2, int4 and int8, of % of one type,
- * and of unary -), 0 for any other.
- */
-static int
-int_op(Oid f)
-{
-	switch (f)
-	{
-		case F_INT2PL:
-		case F_INT4PL:
-		case F_INT8PL:
-		case F_INT24PL:
-		case F_INT42PL:
-		case F_INT28PL:
-		case F_INT82PL:
-		case F_INT48PL:
-		case F_INT84PL:
-			return GH_EXPR_IADD;
-		case F_INT2MI:
-		case F_INT4MI:
-		case F_INT8MI:
-		case F_INT24MI:
-		case F_INT42MI:
-		case F_INT28MI:
-		case F_INT82MI:
-		case F_INT48MI:
-		case F_INT84MI:
-			return GH_EXPR_ISUB;
-		case F_INT2MUL:
-		case F_INT4MUL:
-		case F_INT8MUL:
-		case F_INT24MUL:
-		case F_INT42MUL:
-		case F_INT28MUL:
-		case F_INT82MUL:
-		case F_INT48MUL:
-		case F_INT84MUL:
-			return GH_EXPR_IMUL;
-		case F_INT2UM:
-		case F_INT4UM:
-		case F_INT8UM:
-			return GH_EXPR_INEG;
-		case F_INT2DIV:
-		case F_INT4DIV:
-		case F_INT8DIV:
-		case F_INT24DIV:
-		case F_INT42DIV:
-		case F_INT28DIV:
-		case F_INT82DIV:
-		case F_INT48DIV:
-		case F_INT84DIV:
-			return GH_EXPR_IDIV;
-		case F_INT2MOD:
-		case F_INT4MOD:
-		case F_INT8MOD:
-			return GH_EXPR_IMOD;
-		case F_DATE_MI:
-			return GH_EXPR_DDIFF;
-		case F_DATE_PLI:
-			return GH_EXPR_DADDI;
-		case F_DATE_MII:
-			return GH_EXPR_DSUBI;
-		default:
-			return 0;
-	}
-}
-
-/*
- * extract_year_arg is x where n is extract(year from x), x a date or a
- * timestamp (not timestamptz, whose year depends on the session's time
- * zone); NULL otherwise.
- */
-static Expr *
-extract_year_arg(Node *n)
-{
-	FuncExpr   *f = (FuncExpr *) n;
-	Node	   *field;
-
-	if (!IsA(n, FuncExpr) || list_length(f->args) != 2 ||
-		(f->funcid != F_EXTRACT_TEXT_DATE && f->funcid != F_EXTRACT_TEXT_TIMESTAMP))
-		return NULL;
-	field = linitial(f->args);
-	if (!IsA(field, Const) || ((Const *) field)->constisnull ||
-		pg_strcasecmp(TextDatumGetCString(((Const *) field)->constvalue), "year") != 0)
-		return NULL;
-	return lsecond(f->args);
-}
-
-/*
- * compile_int appends an integer, date or timestamp value: a column (an
- * input the engine packs as int64, pushed by COLI), a constant (as the
- * NUMERIC of its int64 value, which COLI's values compare with exactly), a
- * NULL constant, or, for integers, integer arithmetic (int_op: exact, then
- * checked against the range of the operator's result type, whose overflow
- * and division by zero the host raises as PostgreSQL does), a widening cast (int4(int2),
- * int8(int2), int8(int4)), a narrowing one (checked, as the arithmetic) and
- * a searched CASE of integer results.  Only
- * columns and constants are inputs, so nothing here is computed where
- * PostgreSQL would not.  level is the tree's depth at n.
- */
-static bool
-compile_int(Node *n, List **prog, List **inputs, int *depth, int level)
-{
-	if (level > GH_EXPR_MAX_OPS)
-		return false;
-	if (IsA(n, OpExpr) && value_kind(exprType(n)) != 0 && value_kind(exprType(n)) != 'n')
-	{
-		OpExpr	   *e = (OpExpr *) n;
-		Oid			t = e->opresulttype;
-		int			op;
-		ListCell   *lc;
-
-		set_opfuncid(e);
-		op = int_op(e->opfuncid);
-		if (op == 0 || list_length(e->args) != (op == GH_EXPR_INEG ? 1 : 2))
-			return false;
-		foreach(lc, e->args)
-		{
-			/* integers, but a date_mi's two dates and a date_pli's first */
-			bool		date = op == GH_EXPR_DDIFF ||
-				((op == GH_EXPR_DADDI || op == GH_EXPR_DSUBI) &&
-				 foreach_current_index(lc) == 0);
-
-			if (exprType(lfirst(lc)) != (date ? DATEOID : exprType(lfirst(lc))) ||
-				value_kind(exprType(lfirst(lc))) != (date ? 'd' : 'i') ||
-				!compile_int(lfirst(lc), prog, inputs, depth, level + 1))
-				return false;
-		}
-		return emit_sized(prog, op, depth, op == GH_EXPR_INEG ? 1 : 2,
-						  t == INT2OID ? 2 : t == INT4OID ? 4 : 8);
-	}
-	if (IsA(n, FuncExpr) && list_length(((FuncExpr *) n)->args) == 1 &&
-		(((FuncExpr *) n)->funcid == F_INT4_INT2 ||
-		 ((FuncExpr *) n)->funcid == F_INT8_INT2 ||
-		 ((FuncExpr *) n)->funcid == F_INT8_INT4))
-		return compile_int(linitial(((FuncExpr *) n)->args), prog, inputs, depth, level + 1);
-
-	/*
-	 * int4(int8), int2(int8), int2(int4): the value plus 0, checked against
-	 * the narrower type's range as int84, int82 and int42 check it, with
-	 * their "integer/smallint out of range"
-	 */
-	if (IsA(n, FuncExpr) && list_length(((FuncExpr *) n)->args) == 1 &&
-		(((FuncExpr *) n)->funcid == F_INT4_INT8 ||
-		 ((FuncExpr *) n)->funcid == F_INT2_INT8 ||
-		 ((FuncExpr *) n)->funcid == F_INT2_INT4))
-	{
-		if (!compile_int(linitial(((FuncExpr *) n)->args), prog, inputs, depth, level + 1) ||
-			!compile_int((Node *) makeConst(INT4OID, -1, InvalidOid, sizeof(int32),
-											Int32GetDatum(0), false, true),
-						 prog, inputs, depth, level + 1))
-			return false;
-		return emit_sized(prog, GH_EXPR_IADD, depth, 2,
-						  ((FuncExpr *) n)->funcid == F_INT4_INT8 ? 4 : 2);
-	}
-	if (IsA(n, CaseExpr) && (value_kind(exprType(n)) == 'i' || exprType(n) == DATEOID))
-		return compile_case((CaseExpr *) n, prog, inputs, depth, level, false);
-	if (IsA(n, Const))
-	{
-		Const	   *k = (Const *) n;
-		int64		v;
-		Datum		num;
-		int64		m;
-		int			ds;
-
-		if (k->constisnull)
-			return emit(prog, GH_EXPR_NULLV, depth, 0);
-
-		v = k->consttype == INT2OID ? DatumGetInt16(k->constvalue) :
-			k->consttype == INT4OID || k->consttype == DATEOID ?
-			DatumGetInt32(k->constvalue) : DatumGetInt64(k->constvalue);
-		num = NumericGetDatum(int64_to_numeric(v));
-		/* a constant of 19 digits (an infinite timestamp) is not fixed point */
-		if (gh_agg_num_decode(num, &m, &ds) != GH_NUMV_FINITE)
-			return false;
-		*prog = lappend(*prog, list_make2(makeInteger(GH_EXPR_CONST),
-										  makeConst(NUMERICOID, -1, InvalidOid, -1,
-													num, false, false)));
-		return emit_checked(prog, depth);
-	}
-	if (!IsA(n, Var))
-		return false;
-	return emit_input(prog, GH_EXPR_COLI, inputs, n, depth);
-}
-
-/*
- * compile_fkey appends a float4 or float8 value for a condition, as its
- * order key (gh_agg_float_cmp_key: PostgreSQL's float comparison as an
- * integer's): a column, float8(float4) of one (exact), a constant or a NULL.
- */
-static bool
-compile_fkey(Node *n, List **prog, List **inputs, int *depth)
-{
-	if (IsA(n, FuncExpr) && ((FuncExpr *) n)->funcid == F_FLOAT8_FLOAT4 &&
-		list_length(((FuncExpr *) n)->args) == 1)
-		n = linitial(((FuncExpr *) n)->args);
-	if (value_kind(exprType(n)) != 'f')
-		return false;
-	if (IsA(n, Const))
-		return emit_float_const(prog, GH_EXPR_FKCONST, (Const *) n, depth);
-	if (!IsA(n, Var))
-		return false;
-	return emit_input(prog, GH_EXPR_COLFK, inputs, n, depth);
-}
-
-/*
- * prog_reads_numeric: whether prog reads or computes a NUMERIC (a column,
- * arithmetic, a year), which only a NUMERIC program does: an integer
- * program never leaves a row to the host but to raise an error, while a
- * NUMERIC's NULL, wide or host-held rows are the host's to compute
- * (aggregate.c's add_expr refuses such an integer program).
- */
-static bool
-prog_reads_numeric(List *prog)
-{
-	ListCell   *lp;
-
-	foreach(lp, prog)
-	{
-		int			op = intVal(linitial((List *) lfirst(lp)));
-
-		if (op == GH_EXPR_COL || op == GH_EXPR_ADD || op == GH_EXPR_SUB ||
-			op == GH_EXPR_MUL || op == GH_EXPR_NEG || op == GH_EXPR_YEAR)
-			return true;
-	}
-	return false;
-}
-
-/*
- * prog_may_raise: whether an op of prog from its op from on may leave a row
- * to the host to raise PostgreSQL's error (integer and date arithmetic out
- * of range, a zero divisor).  NUMERIC arithmetic raises none (a value past
- * the device's 128 bits is computed on the host), nor do the conditions'
- * floats, which are columns and constants.
- */
-static bool
-prog_may_raise(List *prog, int from)
-{
-	ListCell   *lp;
-
-	for_each_from(lp, prog, from)
-	{
-		int			op = intVal(linitial((List *) lfirst(lp)));
-
-		if (op >= GH_EXPR_IADD && op <= GH_EXPR_DSUBI)
-			return true;
-	}
-	return false;
-}
-
-/*
- * compile_date_vs_stamp appends comparison e of a date (a column or date
- * arithmetic, compile_int) with a finite timestamp constant, on either
- * side, as a comparison of dates: date_lt_timestamp and its kin compare
- * the date's midnight with the timestamp (a date past the timestamps'
- * range as past every finite one, an infinite one as the infinity), so
- * against the constant's day t (its date, rounded down) d < c and d <= c
- * are d <= t, d > c and d >= c are d > t, unless c is that midnight, when
- * each keeps its operator.  Where c is not a midnight, = and <> do not
- * compile.
- */
-static bool
-compile_date_vs_stamp(OpExpr *e, List **prog, List **inputs, int *depth, int level)
-{
-	bool		date_left = exprType(linitial(e->args)) == DATEOID;
-	Node	   *d = date_left ? linitial(e->args) : lsecond(e->args);
-	Node	   *c = date_left ? lsecond(e->args) : linitial(e->args);
-	int			op;
-	Timestamp	t;
-	int64		day;
-
-	if (exprType(d) != DATEOID || exprType(c) != TIMESTAMPOID || !IsA(c, Const) ||
-		((Const *) c)->constisnull)
-		return false;
-	t = DatumGetTimestamp(((Const *) c)->constvalue);
-	if (TIMESTAMP_NOT_FINITE(t))
-		return false;
-	op = cmp_op(e->opno, exprType(linitial(e->args)));
-	if (op == 0)
-		return false;
-	if (!date_left)				/* c op d is d op' c */
-		op = op == GH_EXPR_LT ? GH_EXPR_GT : op == GH_EXPR_LE ? GH_EXPR_GE :
-			op == GH_EXPR_GT ? GH_EXPR_LT : op == GH_EXPR_GE ? GH_EXPR_LE : op;
-	day = t / USECS_PER_DAY;
-	if (day * USECS_PER_DAY > t)
-		day--;					/* rounded down */
-	if (day * USECS_PER_DAY != t)
-	{
-		if (op == GH_EXPR_EQ || op == GH_EXPR_NE)
-			return false;
-		op = op == GH_EXPR_LT || op == GH_EXPR_LE ? GH_EXPR_LE : GH_EXPR_GT;
-	}
-	return compile_int(d, prog, inputs, depth, level + 1) &&
-		compile_int((Node *) makeConst(DATEOID, -1, InvalidOid, sizeof(DateADT),
-									   DateADTGetDatum((DateADT) day), false, true),
-					prog, inputs, depth, level + 1) &&
-		emit(prog, op, depth, 2);
-}
-
-/*
- * compile_cond appends the program of boolean expression n: a comparison
- * (< <= = <> >= > of the types' btree family) of two NUMERICs, whose sides
- * compile_num takes, of two integers, or of two dates or timestamps of one
- * type, whose sides are columns or constants (compile_int), of two floats
- * (compile_fkey); IS [NOT] NULL
- * of such a value; AND, OR and NOT of such conditions, where only an AND's
- * or OR's first argument may raise an error (prog_may_raise).  Anything
- * else does not compile (false): the whole argument is then the child's.
- */
-static bool
-compile_cond(Node *n, List **prog, List **inputs, int *depth, int level)
-{
-	if (level > GH_EXPR_MAX_OPS)
-		return false;
-	if (IsA(n, OpExpr) && list_length(((OpExpr *) n)->args) == 2)
-	{
-		OpExpr	   *e = (OpExpr *) n;
-		Oid			lt = exprType(linitial(e->args));
-		Oid			rt = exprType(lsecond(e->args));
-		int			kl = value_kind(lt);
-		int			op;
-
-		/* a date against a timestamp constant (TPC-H: d <= date - interval) */
-		if (kl == 'd' && lt != rt && kl == value_kind(rt))
-			return compile_date_vs_stamp(e, prog, inputs, depth, level);
-		/* the same kind on both sides, and the same type for dates and times */
-		if (kl == 0 || kl != value_kind(rt) || (kl == 'd' && lt != rt))
-			return false;
-		op = cmp_op(e->opno, lt);
-		if (op == 0)
-			return false;
-		if (kl == 'n')
-			return compile_num(linitial(e->args), prog, inputs, depth, level + 1, true) &&
-				compile_num(lsecond(e->args), prog, inputs, depth, level + 1, true) &&
-				emit(prog, op, depth, 2);
-		if (kl == 'f')
-			return compile_fkey(linitial(e->args), prog, inputs, depth) &&
-				compile_fkey(lsecond(e->args), prog, inputs, depth) &&
-				emit(prog, op, depth, 2);
-		return compile_int(linitial(e->args), prog, inputs, depth, level + 1) &&
-			compile_int(lsecond(e->args), prog, inputs, depth, level + 1) &&
-			emit(prog, op, depth, 2);
-	}
-	if (IsA(n, NullTest) && !((NullTest *) n)->argisrow &&
-		value_kind(exprType((Node *) ((NullTest *) n)->arg)) != 0)
-	{
-		NullTest   *t = (NullTest *) n;
-		Node	   *arg = (Node *) t->arg;
-
-		return (value_kind(exprType(arg)) == 'n' ?
-				compile_num(arg, prog, inputs, depth, level + 1, true) :
-				value_kind(exprType(arg)) == 'f' ?
-				compile_fkey(arg, prog, inputs, depth) :
-				compile_int(arg, prog, inputs, depth, level + 1)) &&
-			emit(prog, t->nulltesttype == IS_NULL ? GH_EXPR_ISNULL : GH_EXPR_NOTNULL,
-				 depth, 1);
-	}
-	if (IsA(n, BoolExpr))
-	{
-		BoolExpr   *b = (BoolExpr *) n;
-		int			op = b->boolop == AND_EXPR ? GH_EXPR_AND :
-			b->boolop == OR_EXPR ? GH_EXPR_OR : GH_EXPR_NOT;
-		ListCell   *lc;
-
-		foreach(lc, b->args)
-		{
-			int			start = list_length(*prog);
-
-			if (!compile_cond(lfirst(lc), prog, inputs, depth, level + 1))
-				return false;
-
-			/*
-			 * PostgreSQL stops at the first false argument of an AND (true
-			 * of an OR); the device computes them all.  An argument after
-			 * the first may then raise no error of its own.
-			 */
-			if (foreach_current_index(lc) > 0 && prog_may_raise(*prog, start))
-				return false;
-			/* AND and OR fold each further argument into the first */
-			if (op == GH_EXPR_NOT || foreach_current_index(lc) > 0)
-				if (!emit(prog, op, depth, op == GH_EXPR_NOT ? 1 : 2))
-					return false;
-		}
-		return true;
-	}
-	return false;
-}
-
-/*
- * compile_num appends to *prog the postfix program of NUMERIC expression n
- * (cuda/gh_aggregate.h): numeric_add, numeric_sub, numeric_mul,
- * numeric_uminus and numeric_uplus over constants that are fixed point, a
- * searched CASE whose conditions compile_cond takes (a missing ELSE is a
- * NULL), and any other subexpression as an input column (*inputs), which
- * the child computes on the CPU for every row: within a CASE (lazy) only a
- * column, a constant or a parameter, which raise no error where PostgreSQL
- * would not have computed them.  *depth is the stack depth after it, level
- * the tree's depth at n; returns false past the device's limits on ops and
- * depth.
- */
-static bool
-compile_num(Node *n, List **prog, List **inputs, int *depth, int level,
-			bool lazy)
-{
-	int			op = 0;
-	Expr	   *year_of;
-
-	/* a tree deeper than a program's ops cannot compile: stop descending */
-	if (level > GH_EXPR_MAX_OPS)
-		return false;
-
-	if (IsA(n, OpExpr))
-	{
-		OpExpr	   *e = (OpExpr *) n;
-		Oid			f;
-
-		set_opfuncid(e);
-		f = e->opfuncid;
-		if (list_length(e->args) == 2)
-			op = f == F_NUMERIC_ADD ? GH_EXPR_ADD : f == F_NUMERIC_SUB ? GH_EXPR_SUB :
-				f == F_NUMERIC_MUL ? GH_EXPR_MUL : 0;
-		else if (list_length(e->args) == 1 && f == F_NUMERIC_UMINUS)
-			op = GH_EXPR_NEG;
-		else if (list_length(e->args) == 1 && f == F_NUMERIC_UPLUS)
-			return compile_num(linitial(e->args), prog, inputs, depth, level + 1, lazy);
-		if (op != 0)
-		{
-			ListCell   *lc;
-
-			foreach(lc, e->args)
-				if (!compile_num(lfirst(lc), prog, inputs, depth, level + 1, lazy))
-					return false;
-			return emit(prog, op, depth, op == GH_EXPR_NEG ? 1 : 2);
-		}
-	}
-	if (IsA(n, CaseExpr) && ((CaseExpr *) n)->casetype == NUMERICOID)
-		return compile_case((CaseExpr *) n, prog, inputs, depth, level, true);
-	/*
-	 * extract(year from a date or timestamp): its day's year, as
-	 * extract_date and extract_timestamp give it
-	 */
-	year_of = extract_year_arg(n);
-	if (year_of != NULL)
-		return compile_int((Node *) year_of, prog, inputs, depth, level + 1) &&
-			emit_sized(prog, GH_EXPR_YEAR, depth, 1,
-					   exprType((Node *) year_of) == DATEOID ? 4 : 8);
-	/* extract of another field: neither on the device nor an input */
-	if (IsA(n, FuncExpr) && (((FuncExpr *) n)->funcid == F_EXTRACT_TEXT_DATE ||
-							 ((FuncExpr *) n)->funcid == F_EXTRACT_TEXT_TIMESTAMP))
-		return false;
-	/* numeric(int2/int4/int8): the integer's value at scale 0, exactly */
-	if (IsA(n, FuncExpr) && list_length(((FuncExpr *) n)->args) == 1 &&
-		(((FuncExpr *) n)->funcid == F_NUMERIC_INT2 ||
-		 ((FuncExpr *) n)->funcid == F_NUMERIC_INT4 ||
-		 ((FuncExpr *) n)->funcid == F_NUMERIC_INT8) &&
-		compile_int(linitial(((FuncExpr *) n)->args), prog, inputs, depth, level + 1))
-		return true;
-	if (IsA(n, Const) && ((Const *) n)->consttype == NUMERICOID &&
-		((Const *) n)->constisnull)
-		return emit(prog, GH_EXPR_NULLV, depth, 0);
-	if (IsA(n, Const) && ((Const *) n)->consttype == NUMERICOID)
-	{
-		int64		m;
-		int			ds;
-
-		if (gh_agg_num_decode(((Const *) n)->constvalue, &m, &ds) == GH_NUMV_FINITE)
-		{
-			*prog = lappend(*prog, list_make2(makeInteger(GH_EXPR_CONST), copyObject(n)));
-			return emit_checked(prog, depth);
-		}
-	}
-	if (exprType(n) != NUMERICOID)
-		return false;
-
-	/*
-	 * The child computes an input column for every row; under a CASE or a
-	 * condition PostgreSQL computes it only where the branch is taken (CASE
-	 * WHEN d <> 0 THEN n / d ...), so there only what cannot raise an
-	 * error may be an input: a column, a constant, a parameter
-	 */
-	if (lazy && !IsA(n, Var) && !IsA(n, Const) && !IsA(n, Param))
-		return false;
-	return emit_input(prog, GH_EXPR_COL, inputs, n, depth);
-}
-
-/*
- * float_op is the program's op for float arithmetic function f (+, -, *, /
- * between float4 and float8, unary -), 0 for any other.
- */
-static int
-float_op(Oid f)
-{
-	switch (f)
-	{
-		case F_FLOAT4PL:
-		case F_FLOAT8PL:
-		case F_FLOAT48PL:
-		case F_FLOAT84PL:
-			return GH_EXPR_FADD;
-		case F_FLOAT4MI:
-		case F_FLOAT8MI:
-		case F_FLOAT48MI:
-		case F_FLOAT84MI:
-			return GH_EXPR_FSUB;
-		case F_FLOAT4MUL:
-		case F_FLOAT8MUL:
-		case F_FLOAT48MUL:
-		case F_FLOAT84MUL:
-			return GH_EXPR_FMUL;
-		case F_FLOAT4DIV:
-		case F_FLOAT8DIV:
-		case F_FLOAT48DIV:
-		case F_FLOAT84DIV:
-			return GH_EXPR_FDIV;
-		case F_FLOAT4UM:
-		case F_FLOAT8UM:
-			return GH_EXPR_FNEG;
-		default:
-			return 0;
-	}
-}
-
-/*
- * compile_float appends float4 or float8 expression n: float arithmetic
- * (float_op, in the precision of the operator's result type), a float
- * column, an integer column cast to a float type, float8(float4) (exact),
- * a constant (as a double, a float4's exactly) or a NULL.  Such a program
- * is never conditional: PostgreSQL computes the whole argument for every
- * row, so its errors are raised where PostgreSQL raises them.
- */
-static bool
-compile_float(Node *n, List **prog, List **inputs, int *depth, int level)
-{
-	Oid			t = exprType(n);
-
-	if (level > GH_EXPR_MAX_OPS || (t != FLOAT4OID && t != FLOAT8OID))
-		return false;
-	if (IsA(n, OpExpr))
-	{
-		OpExpr	   *e = (OpExpr *) n;
-		int			op;
-		ListCell   *lc;
-
-		set_opfuncid(e);
-		op = float_op(e->opfuncid);
-		if (op == 0 || list_length(e->args) != (op == GH_EXPR_FNEG ? 1 : 2))
-			return false;
-		foreach(lc, e->args)
-			if (!compile_float(lfirst(lc), prog, inputs, depth, level + 1))
-				return false;
-		return emit_sized(prog, op, depth, op == GH_EXPR_FNEG ? 1 : 2,
-						  t == FLOAT4OID ? 4 : 8);
-	}
-	if (IsA(n, FuncExpr) && list_length(((FuncExpr *) n)->args) == 1)
-	{
-		FuncExpr   *f = (FuncExpr *) n;
-		Node	   *arg = linitial(f->args);
-
-		if (f->funcid == F_FLOAT8_FLOAT4)
-			return compile_float(arg, prog, inputs, depth, level + 1);
-		if ((f->funcid == F_FLOAT8_INT2 || f->funcid == F_FLOAT8_INT4 ||
-			 f->funcid == F_FLOAT8_INT8 || f->funcid == F_FLOAT4_INT2 ||
-			 f->funcid == F_FLOAT4_INT4 || f->funcid == F_FLOAT4_INT8) &&
-			IsA(arg, Var) && value_kind(exprType(arg)) == 'i')
-		{
-			*prog = lappend(*prog,
-							list_make2(makeInteger(GH_EXPR_COLI2F),
-									   list_make2(makeInteger(input_col(inputs, (Expr *) arg)),
-												  makeInteger(t == FLOAT4OID ? 4 : 8))));
-			return emit_checked(prog, depth);
-		}
-		return false;
-	}
-	if (IsA(n, Const))
-		return emit_float_const(prog, GH_EXPR_FCONST, (Const *) n, depth);
-	if (!IsA(n, Var))
-		return false;
-	return emit_input(prog, GH_EXPR_COLF, inputs, n, depth);
-}
-
-/*
- * compile_case appends a searched CASE (a CASE with an operand is left to
- * the child) whose conditions compile_cond takes and whose results
- * compile_num (numeric) or compile_int takes: "c1 JUMPF(a) r1 JUMP(end) a:
- * c2 JUMPF(b) r2 JUMP(end) b: else end:", each JUMPF's target known once
- * its branch is compiled, each JUMP's at the end; the ELSE (a NULL where
- * there is none) starts at the depth a THEN did.
- */
-static bool
-compile_case(CaseExpr *c, List **prog, List **inputs, int *depth, int level,
-			 bool numeric)
-{
-	List	   *ends = NIL;
-	ListCell   *lc;
-
-	if (c->arg != NULL)
-		return false;
-	foreach(lc, c->args)
-	{
-		CaseWhen   *w = lfirst_node(CaseWhen, lc);
-		List	   *jumpf;
-
-		if (!compile_cond((Node *) w->expr, prog, inputs, depth, level + 1) ||
-			!emit(prog, GH_EXPR_JUMPF, depth, 1))
-			return false;
-		(*depth)--;				/* the condition is popped */
-		jumpf = llast(*prog);
-		if (!(numeric ?
-			  compile_num((Node *) w->result, prog, inputs, depth, level + 1, true) :
-			  compile_int((Node *) w->result, prog, inputs, depth, level + 1)) ||
-			!emit(prog, GH_EXPR_JUMP, depth, 1))
-			return false;
-		(*depth)--;				/* the other branches start without it */
-		ends = lappend(ends, llast(*prog));
-		lsecond(jumpf) = makeInteger(list_length(*prog));
-	}
-	if (c->defresult == NULL ||
-		(IsA(c->defresult, Const) && ((Const *) c->defresult)->constisnull))
-	{
-		if (!emit(prog, GH_EXPR_NULLV, depth, 0))
-			return false;
-	}
-	else if (!(numeric ?
-			   compile_num((Node *) c->defresult, prog, inputs, depth, level + 1, true) :
-			   compile_int((Node *) c->defresult, prog, inputs, depth, level + 1)))
-		return false;
-	foreach(lc, ends)
-		lsecond((List *) lfirst(lc)) = makeInteger(list_length(*prog));
-	return true;
-}
-
 /*
  * compile_args decides the child's columns (q->inputs) and the device
- * expressions (q->exprs): with device, each NUMERIC argument of arithmetic
- * or CASE that compile_num takes, and each integer argument of integer
- * arithmetic that compile_int takes (an integer program, whose column has
- * the argument's type), becomes a program over input columns, run on the
- * device; every other argument is an input column.  Sets q->call_cols from
+ * expressions (q->exprs): with device, each argument that gh_devexpr_compile
+ * takes (NUMERIC, integer, date or float arithmetic, a CASE: a program whose
+ * column has the argument's type) becomes a program over input columns, run
+ * on the device; every other argument is an input column.  Sets q->call_cols from
  * arg_calls (each Aggref's argument, an index into q->args, or -1) to the
  * engine's columns: the inputs, then the expressions.
  */
@@ -1286,33 +529,15 @@ compile_args(GhaQuery *q, List *arg_calls, bool device)
 	foreach(lc, q->args)
 	{
 		Expr	   *arg = lfirst(lc);
-		Oid			type = exprType((Node *) arg);
-		List	   *prog = NIL;
-		List	   *inputs = list_copy(q->inputs);
-		int			depth = 0;
-		bool		compiled = false;
+		List	   *prog = device ? gh_devexpr_compile(arg, &q->inputs) : NIL;
 
-		if (device && type == NUMERICOID &&
-			(IsA(arg, OpExpr) || IsA(arg, CaseExpr) || IsA(arg, FuncExpr)))
-			compiled = compile_num((Node *) arg, &prog, &inputs, &depth, 0, false);
-		else if (device && (type == FLOAT4OID || type == FLOAT8OID) && IsA(arg, OpExpr))
-			compiled = compile_float((Node *) arg, &prog, &inputs, &depth, 0);
-		else if (device && (value_kind(type) == 'i' || type == DATEOID) &&
-				 (IsA(arg, OpExpr) || IsA(arg, CaseExpr) || IsA(arg, FuncExpr)))
+		if (prog != NIL)
 		{
-			compiled = compile_int((Node *) arg, &prog, &inputs, &depth, 0) &&
-				!prog_reads_numeric(prog);
-		}
-		if (compiled && depth == 1 && list_length(prog) > 1)
-		{
-			q->inputs = inputs;
-			/* led by the result's type (aggregate.h) */
-			prog = lcons(list_make2(makeInteger(GH_EXPR_PROG_TYPE), makeInteger(type)), prog);
 			q->exprs = lappend(q->exprs, prog);
 			argcol[i++] = -list_length(q->exprs);
 		}
 		else
-			argcol[i++] = input_col(&q->inputs, arg);
+			argcol[i++] = gh_devexpr_input_col(&q->inputs, arg);
 	}
 	q->call_cols = NIL;
 	/* the GROUP BY keys the device can compute (compile_key) */
@@ -1343,57 +568,44 @@ compile_args(GhaQuery *q, List *arg_calls, bool device)
 /*
  * compile_key compiles GROUP BY expression key into a device expression of
  * its own type when it is integer or date arithmetic over columns and
- * constants that compile_int takes (GROUP BY a + b, d - 30, CASE WHEN ...):
- * the device then computes the key from the program's inputs, which the
- * child returns instead of the key.  Returns minus the expression's number
- * (counting from 1, as compile_args numbers the arguments'), or 0 if the key
- * stays the child's.  A program's rows leave the device only where
- * PostgreSQL raises an error (out of range), so a key never needs a value
- * computed on the host.  A key that is extract(year from an input) sets
- * *year to that input's column instead, and returns 0.
+ * constants that gh_devexpr_compile takes (GROUP BY a + b, d - 30, CASE
+ * WHEN ...): the device then computes the key from the program's inputs,
+ * which the child returns instead of the key.  Returns minus the
+ * expression's number (counting from 1, as compile_args numbers the
+ * arguments'), or 0 if the key stays the child's.  An integer program's rows
+ * leave the device only where PostgreSQL raises an error (out of range), so
+ * a key never needs a value computed on the host.  A key that is
+ * extract(year from an input) sets *year to that input's column instead,
+ * and returns 0.
  */
 static int
 compile_key(GhaQuery *q, Expr *key, int *year)
 {
 	Oid			type = exprType((Node *) key);
-	List	   *prog = NIL;
 	List	   *inputs = list_copy(q->inputs);
-	int			depth = 0;
-	bool		reads = false;
+	List	   *prog;
 	Expr	   *arg;
-	ListCell   *lp;
 
 	/*
 	 * extract(year from d), d a date or a timestamp (not timestamptz, whose
 	 * year depends on the session's time zone): a NUMERIC of scale 0, which
 	 * the device computes from d as an exact word (gh_agg_year_word)
 	 */
-	if ((arg = extract_year_arg((Node *) key)) != NULL)
+	if ((arg = gh_devexpr_year_arg((Node *) key)) != NULL)
 	{
 		if (!contain_volatile_functions((Node *) arg) &&
 			list_length(q->inputs) + list_length(q->exprs) + 1 <= GH_AGG_MAX_COLS)
-			*year = input_col(&q->inputs, arg);
+			*year = gh_devexpr_input_col(&q->inputs, arg);
 		return 0;
 	}
 	if ((type != INT2OID && type != INT4OID && type != INT8OID && type != DATEOID) ||
-		!(IsA(key, OpExpr) || IsA(key, CaseExpr) || IsA(key, FuncExpr)) ||
 		contain_volatile_functions((Node *) key) ||
-		!compile_int((Node *) key, &prog, &inputs, &depth, 0) ||
-		depth != 1 || list_length(prog) < 2 || prog_reads_numeric(prog))
-		return 0;
-	foreach(lp, prog)
-	{
-		int			op = intVal(linitial((List *) lfirst(lp)));
-
-		if (GH_EXPR_READS_INPUT(op))
-			reads = true;
-	}
-	if (!reads || list_length(inputs) + list_length(q->exprs) + 1 > GH_AGG_MAX_COLS)
+		(prog = gh_devexpr_compile(key, &inputs)) == NIL ||
+		gh_devexpr_first_input(prog) < 0 ||
+		list_length(inputs) + list_length(q->exprs) + 1 > GH_AGG_MAX_COLS)
 		return 0;
 	q->inputs = inputs;
-	q->exprs = lappend(q->exprs,
-					   lcons(list_make2(makeInteger(GH_EXPR_PROG_TYPE), makeInteger(type)),
-							 prog));
+	q->exprs = lappend(q->exprs, prog);
 	return -list_length(q->exprs);
 }
 
@@ -1409,29 +621,23 @@ static Expr *
 key_placeholder(GhaQuery *q, int i)
 {
 	int			c = list_nth_int(q->key_cols, i);
-	List	   *prog;
-	ListCell   *lp;
+	int			first;
 
 	if (list_nth_int(q->key_years, i) >= 0)
 		return list_nth(q->inputs, list_nth_int(q->key_years, i));
-	prog = list_nth(q->exprs, c - list_length(q->inputs));
-	for_each_from(lp, prog, 1)
-	{
-		List	   *pair = lfirst(lp);
-
-		if (GH_EXPR_READS_INPUT(intVal(linitial(pair))))
-			return list_nth(q->inputs, intVal(lsecond(pair)));
-	}
-	elog(ERROR, "GpuHashAgg: a device key without an input");
-	return NULL;				/* keep compiler quiet */
+	first = gh_devexpr_first_input(list_nth(q->exprs, c - list_length(q->inputs)));
+	if (first < 0)
+		elog(ERROR, "GpuHashAgg: a device key without an input");
+	return list_nth(q->inputs, first);
 }
 
 /*
  * device_quals returns the quals of rel's scan that the device can evaluate
  * in GpuHashAgg instead (the scan then passes every row; each call reads
  * its argument where they hold, call_input), or NIL: rel is a table, its
- * quals are neither security quals nor volatile, and compile_cond takes
- * their AND with no op that may raise an error (prog_may_raise: PostgreSQL
+ * quals are neither security quals nor volatile, and gh_devexpr_compile_cond
+ * takes their AND with no op that may raise an error (gh_devexpr_may_raise:
+ * PostgreSQL
  * orders the quals by cost and stops at the first false one, so a qual's
  * error may not be its).  The GROUP BY keys, which are computed for every
  * row and so for rows the quals would have removed, are columns or the
@@ -1441,9 +647,8 @@ static List *
 device_quals(RelOptInfo *rel, GhaQuery *q)
 {
 	List	   *quals = NIL;
-	List	   *prog = NIL;
 	List	   *inputs = NIL;
-	int			depth = 0;
+	List	   *prog;
 	ListCell   *lc;
 
 	if (rel->reloptkind != RELOPT_BASEREL || rel->rtekind != RTE_RELATION ||
@@ -1459,14 +664,15 @@ device_quals(RelOptInfo *rel, GhaQuery *q)
 	}
 	foreach(lc, q->keys)
 	{
-		Expr	   *year = extract_year_arg(lfirst(lc));
+		Expr	   *year = gh_devexpr_year_arg(lfirst(lc));
 
 		if (!IsA(lfirst(lc), Var) && (year == NULL || !IsA(year, Var)))
 			return NIL;
 	}
-	if (contain_volatile_functions((Node *) quals) ||
-		!compile_cond((Node *) make_ands_explicit(quals), &prog, &inputs, &depth, 0) ||
-		prog_may_raise(prog, 0))
+	if (contain_volatile_functions((Node *) quals))
+		return NIL;
+	prog = gh_devexpr_compile_cond(make_ands_explicit(quals), &inputs);
+	if (prog == NIL || gh_devexpr_may_raise(prog))
 		return NIL;
 	return quals;
 }

@@ -158,7 +158,8 @@ static int	add_call(GhAggPlan *plan, Aggref *agg, int position, const char *name
 static Oid	add_key(GhAggPlan *plan, Expr *expr, Oid type, Oid collation, Oid eqop,
 					bool hashable, int position);
 static void add_col(GhAggPlan *plan, Expr *expr, Oid type);
-static void add_expr(GhAggPlan *plan, List *prog);
+static void add_expr(GhAggPlan *plan, List *prog, int ninputs,
+					 const Oid *input_types);
 static const GhAggDef *agg_def(Oid fnoid);
 static int	set_call(GhAggPlan *plan, const GhAggDef *def, Aggref *agg, int c);
 static void finish_plan(GhAggPlan *plan);
@@ -493,185 +494,22 @@ finish_plan(GhAggPlan *plan)
 }
 
 /*
- * expr_depth_ok: whether program x, read op by op (a branch's JUMP pops its
- * value; the next branch, or the ELSE, pushes its own), never pops what is
- * not there nor pushes past the device's stack, and ends with one value.
- */
-static bool
-expr_depth_ok(const GhAggExprDef *x)
-{
-	int			sp = 0;
-
-	for (int o = 0; o < x->nops; o++)
-	{
-		int			pops;
-		int			pushes;
-
-		switch (x->op[o])
-		{
-			case GH_EXPR_COL:
-			case GH_EXPR_COLI:
-			case GH_EXPR_CONST:
-			case GH_EXPR_NULLV:
-			case GH_EXPR_COLF:
-			case GH_EXPR_COLI2F:
-			case GH_EXPR_FCONST:
-			case GH_EXPR_COLFK:
-			case GH_EXPR_FKCONST:
-				pops = 0, pushes = 1;
-				break;
-			case GH_EXPR_NEG:
-			case GH_EXPR_NOT:
-			case GH_EXPR_ISNULL:
-			case GH_EXPR_NOTNULL:
-			case GH_EXPR_INEG:
-			case GH_EXPR_YEAR:
-			case GH_EXPR_FNEG:
-				pops = 1, pushes = 1;
-				break;
-			case GH_EXPR_JUMPF:
-			case GH_EXPR_JUMP:
-				pops = 1, pushes = 0;
-				break;
-			default:
-				pops = 2, pushes = 1;
-				break;
-		}
-		if (sp < pops)
-			return false;
-		sp += pushes - pops;
-		if (sp > GH_EXPR_STACK)
-			return false;
-	}
-	return sp == 1;
-}
-
-/*
- * add_expr adds a device expression's result column: prog is its postfix
- * program as the planner wrote it (agg_path.c): the pair (GH_EXPR_PROG_TYPE,
- * the result's type: NUMERIC, or int2, int4 or int8 for a program of
- * integer ops alone), then a list of (Integer op, argument) pairs, the
- * argument an input column's Integer index for GH_EXPR_COL and
- * GH_EXPR_COLI, a NUMERIC Const for GH_EXPR_CONST, the Integer index of the
- * op to go to for GH_EXPR_JUMP and GH_EXPR_JUMPF, the result's width in
- * bytes for the integer ops.
+ * add_expr adds a device expression's result column: prog is its program as
+ * the planner wrote it (agg_path.c, devexpr.h's GhDevProgField) over the
+ * ninputs input columns of types input_types.  gh_devexpr_load checks it;
+ * a condition alone is no aggregate argument.
  */
 static void
-add_expr(GhAggPlan *plan, List *prog)
+add_expr(GhAggPlan *plan, List *prog, int ninputs, const Oid *input_types)
 {
-	GhAggExprDef *x = &plan->exprs[plan->nexprs];
-	List	   *head;
-	ListCell   *lc;
+	GhDevProg  *x = &plan->exprs[plan->nexprs];
 
-	if (list_length(prog) < 2 || list_length(prog) > GH_EXPR_MAX_OPS + 1)
+	gh_devexpr_load(prog, ninputs, input_types, x);
+	if (x->type == BOOLOID)
 		elog(ERROR, "GpuHashAgg: malformed device expression");
-	head = linitial_node(List, prog);
-	x->type = (Oid) intVal(lsecond(head));
-	if (intVal(linitial(head)) != GH_EXPR_PROG_TYPE ||
-		(x->type != NUMERICOID && x->type != INT2OID && x->type != INT4OID &&
-		 x->type != INT8OID && x->type != DATEOID && x->type != FLOAT4OID &&
-		 x->type != FLOAT8OID))
-		elog(ERROR, "GpuHashAgg: malformed device expression");
-	for_each_from(lc, prog, 1)
-	{
-		List	   *pair = lfirst_node(List, lc);
-		int			o = x->nops++;
-
-		x->op[o] = (uint8) intVal(linitial(pair));
-		if (x->op[o] < GH_EXPR_COL || x->op[o] > GH_EXPR_OP_LAST)
-			elog(ERROR, "GpuHashAgg: malformed device expression");
-		/*
-		 * an integer program has no NUMERIC column or arithmetic, and a
-		 * float program nothing but its own ops and NULLs; no other has
-		 * float ops
-		 */
-		if ((x->type != NUMERICOID &&
-			 (x->op[o] == GH_EXPR_COL || x->op[o] == GH_EXPR_ADD ||
-			  x->op[o] == GH_EXPR_SUB || x->op[o] == GH_EXPR_MUL ||
-			  x->op[o] == GH_EXPR_NEG || x->op[o] == GH_EXPR_YEAR)) ||
-			((x->type == FLOAT4OID || x->type == FLOAT8OID) !=
-			 GH_EXPR_IS_FLOAT_OP(x->op[o]) && x->op[o] != GH_EXPR_NULLV))
-			elog(ERROR, "GpuHashAgg: malformed device expression");
-		if (x->op[o] == GH_EXPR_FCONST || x->op[o] == GH_EXPR_FKCONST)
-		{
-			Const	   *k = lsecond_node(Const, pair);
-
-			if (k->consttype != FLOAT8OID || k->constisnull)
-				elog(ERROR, "GpuHashAgg: malformed device expression");
-			x->cm[o] = x->op[o] == GH_EXPR_FCONST ?
-				gh_fbits(DatumGetFloat8(k->constvalue)) :
-				gh_agg_float_cmp_key(DatumGetFloat8(k->constvalue));
-			continue;
-		}
-		if (x->op[o] >= GH_EXPR_IADD && x->op[o] <= GH_EXPR_FNEG && x->op[o] != GH_EXPR_COLF)
-		{
-			x->cm[o] = x->op[o] == GH_EXPR_COLI2F ?
-				intVal(lsecond(lsecond(pair))) : intVal(lsecond(pair));
-			if (x->cm[o] != 8 && x->cm[o] != 4 &&
-				(x->cm[o] != 2 || x->op[o] >= GH_EXPR_COLF))
-				elog(ERROR, "GpuHashAgg: malformed device expression");
-		}
-		if (x->op[o] == GH_EXPR_COLF || x->op[o] == GH_EXPR_COLI2F ||
-			x->op[o] == GH_EXPR_COLFK)
-		{
-			int			c = intVal(x->op[o] != GH_EXPR_COLI2F ? lsecond(pair) :
-								   linitial(lsecond(pair)));
-			GhValType	vt;
-
-			if (c < 0 || c >= plan->ncols)
-				elog(ERROR, "GpuHashAgg: malformed device expression");
-			vt = plan->cols[c].vtype;
-			if (x->op[o] != GH_EXPR_COLI2F ? vt != GHV_FLOAT4 && vt != GHV_FLOAT8 :
-				vt != GHV_INT2 && vt != GHV_INT4 && vt != GHV_INT8)
-				elog(ERROR, "GpuHashAgg: malformed device expression");
-			x->col[o] = (int16) c;
-			plan->cols[c].leaf = true;
-			continue;
-		}
-		if (x->op[o] == GH_EXPR_COL)
-		{
-			int			c = intVal(lsecond(pair));
-
-			if (c < 0 || c >= plan->ncols || plan->cols[c].vtype != GHV_NUMERIC)
-				elog(ERROR, "GpuHashAgg: malformed device expression");
-			x->col[o] = (int16) c;
-			plan->cols[c].leaf = true;
-		}
-		else if (x->op[o] == GH_EXPR_COLI)
-		{
-			int			c = intVal(lsecond(pair));
-			GhValType	vt;
-
-			if (c < 0 || c >= plan->ncols)
-				elog(ERROR, "GpuHashAgg: malformed device expression");
-			vt = plan->cols[c].vtype;
-			if (vt != GHV_INT2 && vt != GHV_INT4 && vt != GHV_INT8 &&
-				vt != GHV_DATE && vt != GHV_TIMESTAMP)
-				elog(ERROR, "GpuHashAgg: malformed device expression");
-			x->col[o] = (int16) c;
-			plan->cols[c].leaf = true;
-		}
-		else if (x->op[o] == GH_EXPR_JUMP || x->op[o] == GH_EXPR_JUMPF)
-		{
-			/* forward only, to an op of the program or its end */
-			x->cm[o] = intVal(lsecond(pair));
-			if (x->cm[o] <= o || x->cm[o] > list_length(prog) - 1)
-				elog(ERROR, "GpuHashAgg: malformed device expression");
-		}
-		else if (x->op[o] == GH_EXPR_CONST)
-		{
-			Const	   *k = lsecond_node(Const, pair);
-			int			ds;
-
-			if (k->consttype != NUMERICOID || k->constisnull ||
-				gh_agg_num_decode(k->constvalue, &x->cm[o], &ds) != GH_NUMV_FINITE)
-				elog(ERROR, "GpuHashAgg: malformed device expression");
-			x->cds[o] = (uint8) ds;
-			x->cval[o] = k->constvalue;
-		}
-	}
-	if (!expr_depth_ok(x))
-		elog(ERROR, "GpuHashAgg: malformed device expression");
+	for (int o = 0; o < x->nops; o++)
+		if (GH_EXPR_READS_INPUT(x->op[o]))
+			plan->cols[x->col[o]].leaf = true;
 	add_col(plan, NULL, x->type);
 	plan->cols[plan->ncols - 1].dexpr = plan->nexprs++;
 }
@@ -697,7 +535,7 @@ gh_agg_plan_node(int nkeys, const Oid *key_types, const Oid *key_colls,
 	plan->sql = "GROUP BY";
 	plan->keys = palloc0(sizeof(GhAggKey) * (nkeys + 1));
 	plan->cols = palloc0(sizeof(GhAggCol) * (ncols + list_length(exprs) + 1));
-	plan->exprs = palloc0(sizeof(GhAggExprDef) * (list_length(exprs) + 1));
+	plan->exprs = palloc0(sizeof(GhDevProg) * (list_length(exprs) + 1));
 	plan->calls = palloc0(sizeof(GhAggCall) * (ncalls + 1));
 	plan->out = palloc0(sizeof(GhAggOut) * (nkeys + ncalls + 1));
 	for (int i = 0; i < nkeys; i++)
@@ -707,7 +545,7 @@ gh_agg_plan_node(int nkeys, const Oid *key_types, const Oid *key_colls,
 	for (int c = 0; c < ncols; c++)
 		add_col(plan, NULL, col_types[c]);
 	foreach(lc, exprs)
-		add_expr(plan, lfirst_node(List, lc));
+		add_expr(plan, lfirst_node(List, lc), ncols, col_types);
 	if (plan->ncols > GH_AGG_MAX_COLS)
 		elog(ERROR, "GpuHashAgg: malformed plan");
 	/* keys the device computes: a device expression of the key's own type */

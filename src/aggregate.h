@@ -30,7 +30,11 @@
  * to aggregate_result.c, and the others hold it as an opaque pointer.
  * Declarations are grouped by the file that defines them, as postgres_fdw.h
  * does.  How GROUP BY keys are hashed and compared on the host is keys.c's
- * (keys.h), shared with the join.
+ * (keys.h), shared with the join; the device expressions that compute
+ * arguments and keys from input columns are devexpr.c's (devexpr.h),
+ * which calls none of these files: agg_path.c compiles them, aggregate.c
+ * loads them into the plan, aggregate_batch.c runs them on the device and
+ * aggregate_numeric.c evaluates the rows they leave to the host.
  *-------------------------------------------------------------------------
  */
 #ifndef GPUHASH_AGGREGATE_H
@@ -46,6 +50,7 @@
 #include "utils/logtape.h"
 #include "utils/tuplestore.h"
 
+#include "devexpr.h"
 #include "gpuhash.h"
 #include "keys.h"
 /* the device API of the aggregate */
@@ -138,30 +143,9 @@ typedef struct GhAggCol
 	Oid			collation;		/* GHV_TEXT: the collation min and max
 								 * compare in */
 	bool		leaf;			/* an input of a device expression */
-	int			dexpr;			/* index into the plan's exprs, or -1 */
+	int			dexpr;			/* index into the plan's exprs (device
+								 * expressions, devexpr.h), or -1 */
 } GhAggCol;
-
-/*
- * A device expression (cuda/gh_aggregate.h): a NUMERIC aggregate argument
- * of +, -, * and unary - over input columns and constants, in postfix.
- */
-typedef struct GhAggExprDef
-{
-	Oid			type;			/* the result's type: NUMERIC or an integer */
-	int			nops;
-	uint8		op[GH_EXPR_MAX_OPS];	/* gh_expr_op */
-	int16		col[GH_EXPR_MAX_OPS];	/* GH_EXPR_COL: an input column */
-	int64		cm[GH_EXPR_MAX_OPS];	/* GH_EXPR_CONST: m at its display scale */
-	uint8		cds[GH_EXPR_MAX_OPS];	/* GH_EXPR_CONST: display scale */
-	Datum		cval[GH_EXPR_MAX_OPS];	/* GH_EXPR_CONST: the NUMERIC */
-} GhAggExprDef;
-
-/*
- * A device expression's program as the planner writes it (agg_path.c,
- * custom_private): a list of (Integer op, argument) pairs, led by the pair
- * (GH_EXPR_PROG_TYPE, Integer result type).
- */
-#define GH_EXPR_PROG_TYPE 0
 
 /* One aggregate call of the query. */
 typedef struct GhAggCall
@@ -198,7 +182,7 @@ typedef struct GhAggPlan
 	GhAggCol   *cols;
 	int			ncols_in;		/* input columns: cols[0 .. ncols_in) */
 	int			nexprs;			/* device expressions: the columns after */
-	GhAggExprDef *exprs;
+	GhDevProg  *exprs;
 	int			ncalls;
 	GhAggCall  *calls;
 	int			nout;
@@ -346,9 +330,6 @@ gh_agg_col_has_ds(const GhAggCol *col)
 typedef struct GhAggRun GhAggRun;
 
 /* ---- the inside of a run (aggregate_numeric.c to aggregate_result.c) ---- */
-
-/* Largest NUMERIC display scale that the device takes. */
-#define GH_NUM_SCALE_CAP	24
 
 /* Result of gh_agg_num_decode. */
 #define GH_NUMV_FINITE		0
@@ -521,6 +502,8 @@ typedef struct GhAggNumeric
 {
 	MemoryContext cxt;			/* host-side sums and extremes */
 	int			scale[GH_AGG_MAX_COLS]; /* column scale, -1: none yet */
+	/* device expressions' host evaluators, made when first needed */
+	GhDevHost  *xhost[GH_AGG_MAX_COLS];
 	Datum		nan;
 	Datum		pinf;
 	Datum		ninf;

@@ -25,6 +25,13 @@
  * The same side state keeps the extremes of text min and max (below, "text:
  * min and max kept on the host"), whose values the device only counts.
  *
+ * Device expressions.  Before a batch goes to the device, each program's
+ * column is raised to its result's scale (prepare_exprs); after, the rows a
+ * program left to the host (out of the device's bounds, or with a
+ * host-held input) are evaluated by PostgreSQL's executor on the
+ * expression the program was compiled from (gh_expr_fixups, devexpr.c),
+ * and become side rows of its column.
+ *
  * Every group of a result row may need a NUMERIC: sum(bigint), sum and
  * min/max of numeric, and avg of any integer or numeric.  Going through
  * PostgreSQL's functions for each (numeric_in of a digit string,
@@ -104,6 +111,7 @@ static Datum num_make(int128 v, int scale, int dscale);
 static int	num_cmp(Datum a, Datum b);
 static void rescale_column(GhAggRun *run, int c, int newscale);
 static void prepare_exprs(GhAggRun *run);
+static int	cmp_side_row_col(const void *a, const void *b);
 static void rescale_groups(GhAggRun *run, GhGroupSet *s, int c, int oldscale,
 						   int128 f, uint64 ng, uint64 *lo, int64 *hi,
 						   const uint32 *aux, int64 *mins, int64 *maxs);
@@ -435,108 +443,14 @@ gh_agg_prepare_numeric(GhAggRun *run)
 	prepare_exprs(run);
 }
 
-/* ---- device expressions (cuda/gh_aggregate.h) ------------------------ */
-
-/*
- * expr_scale is the scale of device expression x's result with its input
- * columns at their present scales (one with no value yet counts as 0: all
- * its rows are NULL).
- */
-static int
-expr_scale(GhAggRun *run, const GhAggExprDef *x)
-{
-	int			st[GH_EXPR_STACK + 1];
-	int			joined[GH_EXPR_MAX_OPS + 1];
-	int			sp = 0;
-
-	for (int o = 0; o <= GH_EXPR_MAX_OPS; o++)
-		joined[o] = -1;
-	for (int o = 0; o < x->nops; o++)
-	{
-		switch (x->op[o])
-		{
-			case GH_EXPR_COL:
-				st[sp++] = Max(run->num.scale[x->col[o]], 0);
-				break;
-			case GH_EXPR_CONST:
-				st[sp++] = x->cds[o];
-				break;
-			case GH_EXPR_ADD:
-			case GH_EXPR_SUB:
-				st[sp - 2] = Max(st[sp - 2], st[sp - 1]);
-				sp--;
-				break;
-			case GH_EXPR_MUL:
-				st[sp - 2] += st[sp - 1];
-				sp--;
-				break;
-			case GH_EXPR_NULLV:
-			case GH_EXPR_COLI:
-			case GH_EXPR_COLFK:
-			case GH_EXPR_FKCONST:
-				st[sp++] = 0;
-				break;
-			case GH_EXPR_LT:
-			case GH_EXPR_LE:
-			case GH_EXPR_EQ:
-			case GH_EXPR_NE:
-			case GH_EXPR_GE:
-			case GH_EXPR_GT:
-			case GH_EXPR_AND:
-			case GH_EXPR_OR:
-				if (sp < 2)
-					elog(ERROR, "gpuhash_aggregate: malformed device expression");
-				st[sp - 2] = 0;
-				sp--;
-				break;
-			case GH_EXPR_JUMPF:
-				sp--;
-				break;
-			case GH_EXPR_ISNULL:
-			case GH_EXPR_NOTNULL:
-			case GH_EXPR_INEG:
-			case GH_EXPR_YEAR:
-				st[sp - 1] = 0;
-				break;
-			case GH_EXPR_IADD:
-			case GH_EXPR_ISUB:
-			case GH_EXPR_IMUL:
-			case GH_EXPR_IDIV:
-			case GH_EXPR_IMOD:
-			case GH_EXPR_DDIFF:
-			case GH_EXPR_DADDI:
-			case GH_EXPR_DSUBI:
-				if (sp < 2)
-					elog(ERROR, "gpuhash_aggregate: malformed device expression");
-				st[sp - 2] = 0;
-				sp--;
-				break;
-			case GH_EXPR_JUMP:
-				/* the end of a branch: its result is one of the target's */
-				if (sp < 1)
-					elog(ERROR, "gpuhash_aggregate: malformed device expression");
-				joined[x->cm[o]] = Max(joined[x->cm[o]], st[sp - 1]);
-				sp--;
-				break;
-			default:
-				break;
-		}
-		if (o + 1 < x->nops && joined[o + 1] >= 0 && sp >= 1)
-			st[sp - 1] = Max(st[sp - 1], joined[o + 1]);
-		if (x->op[o] != GH_EXPR_JUMP && x->op[o] != GH_EXPR_JUMPF &&
-			(sp < 1 || sp > GH_EXPR_STACK))
-			elog(ERROR, "gpuhash_aggregate: malformed device expression");
-	}
-	if (sp != 1)
-		elog(ERROR, "gpuhash_aggregate: malformed device expression");
-	return Max(st[0], joined[x->nops]);
-}
+/* ---- device expressions (devexpr.h) ---------------------------------- */
 
 /*
  * prepare_exprs, once the input columns are at their scales, raises each
- * device expression's column to the scale of its result and describes the
- * program over the target's arrays (batch.xe).  A result scale beyond the
- * device's sends the batch's rows of that expression to the host.
+ * device expression's column to the scale of its result
+ * (gh_devexpr_result_scale) and describes the program over the target's
+ * arrays (batch.xe).  A result scale beyond the device's sends the batch's
+ * rows of that expression to the host.
  */
 static void
 prepare_exprs(GhAggRun *run)
@@ -545,44 +459,20 @@ prepare_exprs(GhAggRun *run)
 
 	for (int c = run->ncols_in; c < run->ncols; c++)
 	{
-		const GhAggExprDef *x = &plan->exprs[plan->cols[c].dexpr];
-		gh_expr *e = &run->batch.xe[c];
+		const GhDevProg *x = &plan->exprs[plan->cols[c].dexpr];
+		gh_expr    *e = &run->batch.xe[c];
 		int			sc;
 
-		memset(e, 0, sizeof(*e));
-		e->nops = x->nops;
+		gh_devexpr_describe(x, run->num.scale, e);
 		for (int o = 0; o < x->nops; o++)
-		{
-			e->op[o] = x->op[o];
-			/* add_expr set cm for the ops that have one, 0 for the others */
-			e->cm[o] = x->cm[o];
-			if (GH_EXPR_IS_CONDITION(x->op[o]))
-				e->conditional = 1;
-			if (x->op[o] == GH_EXPR_COL)
-				e->scale[o] = (int8) Max(run->num.scale[x->col[o]], 0);
-			else if (x->op[o] == GH_EXPR_CONST)
-				e->scale[o] = (int8) x->cds[o];
 			if (GH_EXPR_READS_INPUT(x->op[o]))
 			{
 				e->vals[o] = (const int64_t *) run->batch.d_vals[x->col[o]];
 				e->valid[o] = run->batch.d_valid[x->col[o]];
 			}
-		}
-		/*
-		 * an integer program's column holds its int64 values as they are,
-		 * a float program's its doubles
-		 */
-		if (x->type == FLOAT4OID || x->type == FLOAT8OID)
-		{
-			e->float_out = 1;
-			continue;
-		}
 		if (x->type != NUMERICOID)
-		{
-			e->int_out = 1;
 			continue;
-		}
-		sc = expr_scale(run, x);
+		sc = gh_devexpr_result_scale(x, run->num.scale);
 		if (sc > GH_NUM_SCALE_CAP)
 			e->all_host = 1;
 		else if (sc > run->num.scale[c])
@@ -604,260 +494,63 @@ cmp_side_row_col(const void *a, const void *b)
 }
 
 /*
- * expr_host_int computes integer op (GH_EXPR_IADD, ISUB, IMUL, INEG, IDIV,
- * IMOD) of NUMERIC integers l and r whose result type is bytes wide, as
- * int2pl, int4mul, int48mi, int8um, int4div, int8mod and their kin do: out
- * of that type's range, or over zero, their error.
+ * host_value is device expression x's value for staged row, x the program
+ * of column c: PostgreSQL's executor runs the expression it was compiled
+ * from (gh_devexpr_host_eval) over the row's inputs, a NUMERIC input being
+ * the device's fixed point or one of the side rows among the first nsorted
+ * (in cmp_side_row_col order), or NULL.
  */
 static Datum
-expr_host_int(int op, int bytes, Datum l, Datum r)
-{
-	int64		a = DatumGetInt64(DirectFunctionCall1(numeric_int8, l));
-	int64		b = op == GH_EXPR_INEG ? 0 : DatumGetInt64(DirectFunctionCall1(numeric_int8, r));
-	int64		v;
-	bool		overflow;
-
-	/* date - date, date + integer and date - integer: date_mi, date_pli, date_mii */
-	if (op == GH_EXPR_DDIFF || op == GH_EXPR_DADDI || op == GH_EXPR_DSUBI)
-	{
-		bool		ainf = a == PG_INT32_MIN || a == PG_INT32_MAX;
-
-		if (op == GH_EXPR_DDIFF && (ainf || b == PG_INT32_MIN || b == PG_INT32_MAX))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-					 errmsg("cannot subtract infinite dates")));
-		if (op != GH_EXPR_DDIFF && ainf)
-			return l;
-		v = op == GH_EXPR_DADDI ? a + b : a - b;
-		if (op != GH_EXPR_DDIFF && (v < GH_DATE_MIN || v >= GH_DATE_END))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-					 errmsg("date out of range")));
-		return NumericGetDatum(int64_to_numeric(v));
-	}
-	if ((op == GH_EXPR_IDIV || op == GH_EXPR_IMOD) && b == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DIVISION_BY_ZERO),
-				 errmsg("division by zero")));
-	if (op == GH_EXPR_IDIV)
-	{
-		/* int8div's one overflow: the smallest int8 over -1 */
-		overflow = b == -1 && a == PG_INT64_MIN;
-		v = overflow ? 0 : a / b;
-	}
-	else if (op == GH_EXPR_IMOD)
-	{
-		/* x % -1 is 0 (in C, the smallest int8's would overflow) */
-		overflow = false;
-		v = b == -1 ? 0 : a % b;
-	}
-	else if (op == GH_EXPR_IADD)
-		overflow = pg_add_s64_overflow(a, b, &v);
-	else if (op == GH_EXPR_ISUB)
-		overflow = pg_sub_s64_overflow(a, b, &v);
-	else if (op == GH_EXPR_IMUL)
-		overflow = pg_mul_s64_overflow(a, b, &v);
-	else
-		overflow = pg_sub_s64_overflow(0, a, &v);
-	if (overflow || (bytes == 2 && (v < PG_INT16_MIN || v > PG_INT16_MAX)) ||
-		(bytes == 4 && (v < PG_INT32_MIN || v > PG_INT32_MAX)))
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg(bytes == 2 ? "smallint out of range" :
-						bytes == 4 ? "integer out of range" : "bigint out of range")));
-	return NumericGetDatum(int64_to_numeric(v));
-}
-
-/*
- * expr_host_float_error raises the error of the row of float program e
- * (over host arrays) that the device listed: the program run again tells
- * which of float.h's errors PostgreSQL raises for it.
- */
-static void
-expr_host_float_error(const gh_expr *e, uint32 row)
-{
-	int64_t		v;
-	int			why = 0;
-
-	if (gh_expr_float_eval(e, row, &v, &why) != GH_EXPR_HOST)
-		elog(ERROR, "gpuhash_aggregate: float device expression left row %u to the host",
-			 row);
-	if (why == GH_FEXPR_DIV_ZERO)
-		ereport(ERROR,
-				(errcode(ERRCODE_DIVISION_BY_ZERO),
-				 errmsg("division by zero")));
-	ereport(ERROR,
-			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-			 errmsg(why == GH_FEXPR_OVERFLOW ? "value out of range: overflow" :
-					"value out of range: underflow")));
-}
-
-/*
- * expr_host_value computes device expression x for staged row with
- * PostgreSQL's own functions over the row's NUMERIC inputs (the device's
- * fixed point, or the side rows among the first nsorted, which are in
- * cmp_side_row_col order): numeric_add, numeric_sub, numeric_mul,
- * numeric_uminus and numeric_cmp, NULL in, NULL out (but for IS [NOT]
- * NULL), the conditions with SQL's three-valued logic, and a CASE's branch not taken not computed (an
- * error there would not be PostgreSQL's).
- */
-static Datum
-expr_host_value(GhAggRun *run, const GhAggExprDef *x, uint32 row, int nsorted,
-				bool *isnull)
+host_value(GhAggRun *run, int c, const GhDevProg *x, uint32 row, int nsorted,
+		   bool *isnull)
 {
 	GhAggBatch *b = &run->batch;
-	Datum		st[GH_EXPR_STACK + 1];
-	bool		nul[GH_EXPR_STACK + 1];
-	int			sp = 0;
+	Datum		values[GH_AGG_MAX_COLS];
+	bool		nulls[GH_AGG_MAX_COLS];
 
+	if (run->num.xhost[c] == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(run->cxt);
+
+		run->num.xhost[c] = gh_devexpr_host_begin(x);
+		MemoryContextSwitchTo(old);
+	}
+	for (int i = 0; i < run->ncols_in; i++)
+	{
+		values[i] = (Datum) 0;
+		nulls[i] = true;
+	}
 	for (int o = 0; o < x->nops; o++)
 	{
-		int			c = x->col[o];
-		int			op = x->op[o];
-		int			a = sp - 2;
+		int			in = x->col[o];
 
-		switch (op)
+		if (!GH_EXPR_READS_INPUT(x->op[o]))
+			continue;
+		if (b->h_valid[in][row])
 		{
-			case GH_EXPR_COL:
-				nul[sp] = false;
-				if (b->h_valid[c][row])
-					st[sp++] = gh_agg_num_unpack(run, c, b->h_vals[c][row]);
-				else
-				{
-					GhSideRow	want;
-					GhSideRow  *r;
+			values[in] = x->op[o] == GH_EXPR_COL ?
+				gh_agg_num_unpack(run, in, b->h_vals[in][row]) :
+				gh_devexpr_word_datum(run->plan->cols[in].type, b->h_vals[in][row]);
+			nulls[in] = false;
+		}
+		else if (x->op[o] == GH_EXPR_COL)
+		{
+			/* held on the host (integers, dates and floats never are) */
+			GhSideRow	want;
+			GhSideRow  *r;
 
-					want.row = row;
-					want.col = c;
-					r = bsearch(&want, b->side_rows, nsorted, sizeof(GhSideRow),
-								cmp_side_row_col);
-					nul[sp] = r == NULL;
-					st[sp++] = r ? gh_agg_num_side_value(run, r) : (Datum) 0;
-				}
-				break;
-			case GH_EXPR_COLI:
-				/* integers, dates and timestamps never have side rows */
-				nul[sp] = !b->h_valid[c][row];
-				st[sp] = nul[sp] ? (Datum) 0 :
-					NumericGetDatum(int64_to_numeric(b->h_vals[c][row]));
-				sp++;
-				break;
-			case GH_EXPR_CONST:
-				nul[sp] = false;
-				st[sp++] = x->cval[o];
-				break;
-			case GH_EXPR_COLFK:
-			case GH_EXPR_FKCONST:
-				/* a float's order key (conditions compare floats through it) */
-				nul[sp] = op == GH_EXPR_COLFK && !b->h_valid[c][row];
-				st[sp] = nul[sp] ? (Datum) 0 :
-					NumericGetDatum(int64_to_numeric(op == GH_EXPR_FKCONST ? x->cm[o] :
-													 gh_agg_float_cmp_key(((double *) b->h_vals[c])[row])));
-				sp++;
-				break;
-			case GH_EXPR_NULLV:
-				nul[sp] = true;
-				st[sp++] = (Datum) 0;
-				break;
-			case GH_EXPR_NEG:
-				if (!nul[sp - 1])
-					st[sp - 1] = DirectFunctionCall1(numeric_uminus, st[sp - 1]);
-				break;
-			case GH_EXPR_NOT:
-				if (!nul[sp - 1])
-					st[sp - 1] = BoolGetDatum(!DatumGetBool(st[sp - 1]));
-				break;
-			case GH_EXPR_YEAR:
-				if (!nul[sp - 1])
-				{
-					int64		v = DatumGetInt64(DirectFunctionCall1(numeric_int8, st[sp - 1]));
-
-					st[sp - 1] = x->cm[o] == 4 ?
-						DirectFunctionCall2(extract_date, CStringGetTextDatum("year"),
-											DateADTGetDatum((DateADT) v)) :
-						DirectFunctionCall2(extract_timestamp, CStringGetTextDatum("year"),
-											TimestampGetDatum(v));
-				}
-				break;
-			case GH_EXPR_ISNULL:
-			case GH_EXPR_NOTNULL:
-				st[sp - 1] = BoolGetDatum(nul[sp - 1] == (op == GH_EXPR_ISNULL));
-				nul[sp - 1] = false;
-				break;
-			case GH_EXPR_AND:
-			case GH_EXPR_OR:
-				{
-					bool		decide = op == GH_EXPR_OR;
-
-					if ((!nul[a] && DatumGetBool(st[a]) == decide) ||
-						(!nul[a + 1] && DatumGetBool(st[a + 1]) == decide))
-					{
-						st[a] = BoolGetDatum(decide);
-						nul[a] = false;
-					}
-					else if (nul[a] || nul[a + 1])
-						nul[a] = true;
-					else
-						st[a] = BoolGetDatum(!decide);
-					sp--;
-					break;
-				}
-			case GH_EXPR_JUMPF:
-				sp--;
-				if (nul[sp] || !DatumGetBool(st[sp]))
-					o = (int) x->cm[o] - 1;
-				break;
-			case GH_EXPR_JUMP:
-				o = (int) x->cm[o] - 1;
-				break;
-			case GH_EXPR_IADD:
-			case GH_EXPR_ISUB:
-			case GH_EXPR_IMUL:
-			case GH_EXPR_INEG:
-			case GH_EXPR_IDIV:
-			case GH_EXPR_IMOD:
-			case GH_EXPR_DDIFF:
-			case GH_EXPR_DADDI:
-			case GH_EXPR_DSUBI:
-				if (op == GH_EXPR_INEG)
-					a = sp - 1;
-				else
-				{
-					nul[a] = nul[a] || nul[a + 1];
-					sp--;
-				}
-				if (!nul[a])
-					st[a] = expr_host_int(op, (int) x->cm[o], st[a],
-										  op == GH_EXPR_INEG ? (Datum) 0 : st[a + 1]);
-				break;
-			default:
-				/* the strict binary operators */
-				nul[a] = nul[a] || nul[a + 1];
-				if (!nul[a])
-				{
-					if (op == GH_EXPR_ADD)
-						st[a] = DirectFunctionCall2(numeric_add, st[a], st[a + 1]);
-					else if (op == GH_EXPR_SUB)
-						st[a] = DirectFunctionCall2(numeric_sub, st[a], st[a + 1]);
-					else if (op == GH_EXPR_MUL)
-						st[a] = DirectFunctionCall2(numeric_mul, st[a], st[a + 1]);
-					else
-					{
-						int			cmp = num_cmp(st[a], st[a + 1]);
-
-						st[a] = BoolGetDatum(op == GH_EXPR_LT ? cmp < 0 :
-											 op == GH_EXPR_LE ? cmp <= 0 :
-											 op == GH_EXPR_EQ ? cmp == 0 :
-											 op == GH_EXPR_NE ? cmp != 0 :
-											 op == GH_EXPR_GE ? cmp >= 0 : cmp > 0);
-					}
-				}
-				sp--;
-				break;
+			want.row = row;
+			want.col = in;
+			r = bsearch(&want, b->side_rows, nsorted, sizeof(GhSideRow),
+						cmp_side_row_col);
+			if (r != NULL)
+			{
+				values[in] = gh_agg_num_side_value(run, r);
+				nulls[in] = false;
+			}
 		}
 	}
-	*isnull = nul[0];
-	return st[0];
+	return gh_devexpr_host_eval(run->num.xhost[c], values, nulls, isnull);
 }
 
 /* cmp_row_absent orders rows by their number, GH_AGG_BAD_ABSENT ignored. */
@@ -873,11 +566,14 @@ cmp_row_absent(const void *a, const void *b)
 /*
  * gh_expr_fixups, after the device ran the batch's expressions, does on
  * the host what they left: the results of the nbad colliding rows (h_bad's
- * first, for the fallback set) with the device's own arithmetic, and, with
- * PostgreSQL's functions, every row the device listed as out of its bounds
- * and every row with a host-held input (a side row of an input column), as
- * side rows of the expression's column; rows that went to a partition
- * (absent, nabsent of them in row order) are left for their pass.
+ * first, for the fallback set) with the device's own interpreter
+ * (gh_expr_eval_rows_cpu), and, with PostgreSQL's executor (host_value),
+ * every row the device listed as out of its bounds and every row with a
+ * host-held input (a side row of an input column), as side rows of the
+ * expression's column; rows that went to a partition (absent, nabsent of
+ * them in row order) are left for their pass.  A program of another type
+ * than NUMERIC lists a row only where PostgreSQL raises an error, which
+ * the executor then raises.
  */
 void
 gh_expr_fixups(GhAggRun *run, const uint32 *absent, uint32 nabsent,
@@ -909,8 +605,9 @@ gh_expr_fixups(GhAggRun *run, const uint32 *absent, uint32 nabsent,
 
 	for (int c = run->ncols_in; c < run->ncols; c++)
 	{
-		const GhAggExprDef *x = &plan->exprs[plan->cols[c].dexpr];
-		gh_expr he = b->xe[c];
+		const GhDevProg *x = &plan->exprs[plan->cols[c].dexpr];
+		gh_expr		he = b->xe[c];
+		gh_error	err;
 		uint32	   *rows;
 		uint32		nrows = 0;
 
@@ -921,14 +618,9 @@ gh_expr_fixups(GhAggRun *run, const uint32 *absent, uint32 nabsent,
 				he.vals[o] = (const int64_t *) b->h_vals[x->col[o]];
 				he.valid[o] = b->h_valid[x->col[o]];
 			}
-		for (uint32 j = 0; j < nbad; j++)
-		{
-			uint32		i = b->h_bad[j];
-			int64_t		v = 0;
-
-			b->h_valid[c][i] = gh_expr_eval(&he, i, &v) == GH_EXPR_OK;
-			b->h_vals[c][i] = v;
-		}
+		gpuhash_report(gh_expr_eval_rows_cpu(&he, b->h_bad, nbad, b->h_vals[c],
+											 b->h_valid[c], &err),
+					   &err, "computing aggregate arguments");
 
 		/* the rows for PostgreSQL's functions: listed, or with a side input */
 		rows = palloc(sizeof(uint32) * (b->h_xn[c] + nsorted + 1));
@@ -955,15 +647,13 @@ gh_expr_fixups(GhAggRun *run, const uint32 *absent, uint32 nabsent,
 			if ((j > 0 && rows[j - 1] == i) ||
 				(nabsent > 0 && bsearch(&i, absent, nabsent, sizeof(uint32), cmp_row_absent)))
 				continue;
-			if (he.float_out)
-				expr_host_float_error(&he, i);
-			v = expr_host_value(run, x, i, nsorted, &isnull);
+			v = host_value(run, c, x, i, nsorted, &isnull);
 			if (isnull)
 				continue;
-			/* an integer program leaves a row to the host only to raise */
+			/* any other program leaves a row to the host only to raise */
 			if (x->type != NUMERICOID)
-				elog(ERROR, "gpuhash_aggregate: integer device expression left row %u to the host",
-					 i);
+				elog(ERROR, "gpuhash_aggregate: device expression of type %u left row %u to the host",
+					 x->type, i);
 			kind = gh_agg_num_decode(v, &m, &ds);
 			gh_agg_add_side_row(run, i, c, kind == GH_NUMV_FINITE ? GH_NUMV_BIG : kind,
 								kind == GH_NUMV_FINITE || kind == GH_NUMV_BIG ? v : (Datum) 0);
