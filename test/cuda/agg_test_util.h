@@ -18,6 +18,9 @@
 #include <math.h>
 
 #include "gh_aggregate.h"
+#include "gh_devexpr.h"
+/* the float extremes' "no value yet" words, which the tests check */
+#include "aggregate_impl.h"
 #include "mm_test_util.h"
 
 static MT_UNUSED void *
