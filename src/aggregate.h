@@ -671,6 +671,7 @@ extern Datum gh_num_make(int128 v, int dscale);
 extern Datum gh_num_avg(int128 v, int dscale, int64 n);
 extern void gh_agg_add_side_row(GhAggRun *run, uint32 row, int col, int kind,
 								Datum value);
+extern void gh_agg_unprepack(GhAggRun *run, int c);
 extern void gh_agg_prepare_numeric(GhAggRun *run);
 extern void gh_agg_apply_side_rows(GhAggRun *run, uint32 nbad);
 extern Datum gh_agg_num_unpack(GhAggRun *run, int c, int64 packed);
@@ -732,7 +733,6 @@ extern void gh_agg_staging_alloc(GhAggRun *run);
 extern void gh_agg_staging_free(GhAggRun *run);
 extern void gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot);
 extern void gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt);
-extern void gh_agg_unprepack(GhAggRun *run, int c);
 extern void gh_agg_run_add_packet_slot(GhAggRun *run, TupleTableSlot *slot,
 									   const char *who);
 extern void gh_agg_run_note_input(GhAggRun *run, struct PlanState *input,
