@@ -11,7 +11,8 @@
  *	aggregate_dict.c		numbered keys: keys of any other hashable type
  *							given dense numbers that the device groups
  *	aggregate_groups.c		the group sets: accumulators, representatives and
- *							the device's hash table, grown as groups come
+ *							the device's hash table, grown as groups come,
+ *							and the memory they hold
  *	aggregate_fallback.c	keys checked on the host: representatives, and the
  *							exact set for keys whose hash collides
  *	aggregate_spill.c		the memory budget: past it, rows of groups not
@@ -703,7 +704,8 @@ extern void gh_agg_ensure_table(GhGroupSet *s, uint32 n);
 extern void gh_agg_set_fetch(GhAggRun *run, GhGroupSet *s);
 extern void gh_agg_set_window(GhAggRun *run, GhGroupSet *s, uint64 g);
 extern void gh_agg_sets_reset(GhAggRun *run);
-extern Size gh_agg_set_device_bytes(GhGroupSet *s);
+extern Size gh_agg_group_memory(GhAggRun *run, Size *device);
+extern void gh_agg_note_memory(GhAggRun *run, Size now, Size copies);
 
 /* in aggregate_fallback.c */
 extern uint32 gh_agg_check_keys(GhAggRun *run, GhGroupSet *s, uint64 ngroups);
@@ -711,9 +713,7 @@ extern void gh_agg_to_fallback(GhAggRun *run, uint32 nbad);
 
 /* in aggregate_spill.c */
 extern void gh_agg_spill_init(GhAggRun *run);
-extern Size gh_agg_group_memory(GhAggRun *run, Size *device);
 extern Size gh_agg_device_limit(void);
-extern void gh_agg_note_memory(GhAggRun *run, Size now, Size copies);
 extern void gh_agg_spill_check(GhAggRun *run);
 extern bool gh_agg_spill_keep(GhAggRun *run, TupleTableSlot *slot);
 extern void gh_agg_spill_absent(GhAggRun *run, const uint32 *rows, uint32 n);
