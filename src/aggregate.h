@@ -25,6 +25,14 @@
  *							runs its input into a run
  *	aggregate_scan.c		GpuHashAggregate: the function's groups returned
  *							by a scan; the module's set-up
+ *	agg_path.c				GpuHashAgg, the transparent GROUP BY: whether the
+ *							engine runs a grouping stage, and the device
+ *							expressions compiled from it
+ *	agg_exec.c				GpuHashAgg's node over a run, and its EXPLAIN
+ *	agg_plan.c				GpuHashAgg's paths, costs and plan, and the
+ *							planner hooks; its set-up
+ *
+ * The last three share a header of their own, gpuhash_agg.h.
  *
  * The query's plan (GhAggPlan) is made by aggregate.c and read by all; the
  * inside of a run (GhAggRun) belongs to the files from aggregate_numeric.c
@@ -775,7 +783,7 @@ extern void gpuhash_init_aggregate(void);
 struct ExplainState;
 extern void gh_agg_explain_memory(GhAggRun *run, struct ExplainState *es);
 
-/* in agg_path.c */
+/* in agg_plan.c */
 extern void gpuhash_init_agg_path(void);
 
 /* the join's settings the aggregate reads (join_plan.c) */
