@@ -169,10 +169,11 @@ gha_begin(CustomScanState *node, EState *estate, int eflags)
 /*
  * gha_group reads the whole input into a new run.  With packets the
  * leader's job is to drain the workers' queues: a leader busy filling a
- * packet of its own leaves them full and the workers waiting (on an H100
- * host, 16 workers, 3*10^7 rows: 0.94-1.2 s with the leader taking part,
- * 0.43 s without).  The Gather decides that on its first row, from
- * parallel_leader_participation, which is off until the input is read.
+ * packet of its own leaves them full and the workers waiting, which costs
+ * more than its packets bring
+ * (bench/results/2026-11-29-gpuhashagg-comment-measurements.md).  The
+ * Gather decides that on its first row, from parallel_leader_participation,
+ * which is off until the input is read.
  */
 static void
 gha_group(GhaState *st)

@@ -72,10 +72,10 @@
 #include "gpuhash_join.h"
 
 /*
- * What a value of a text min or max costs the leader, in operators: on the
- * development VM, serial, 2*10^6 md5 texts in 100 groups, min and max of
- * one column took 75-100 ns a row more than its count, a staged integer
- * column 5-15 ns (priced a quarter of an operator below).
+ * What a value of a text min or max costs the leader, in operators: a copy,
+ * a hash lookup and a comparison in the collation, several times what a
+ * staged integer column costs (priced a quarter of an operator below);
+ * bench/results/2026-11-29-gpuhashagg-comment-measurements.md.
  */
 #define GHA_TEXT_EXTREME_OPS 2.0
 
@@ -222,9 +222,8 @@ spill_cost(double rows, double ngroups, int nkeys, int ncols, bool device_keys)
  *	 partial plan was priced for (gha_upper_paths) divides half of that
  *	 plan's run among the added ones: PostgreSQL's model divides only a
  *	 partial plan's CPU, not a scan's page reads, while with the tables in
- *	 memory the workers' whole time divides (TPC-H scale 10 Q1 on an H100:
- *	 4.9 s with 7 workers, 3.2-3.5 s with 16 on a host slower by half,
- *	 bench/results/2026-11-25-gpuhashagg-dict-exprs-tpch-sf10.md).  Not
+ *	 memory the workers' whole time divides (TPC-H's Q1 with 7 and with 16
+ *	 workers, bench/results/2026-11-25-gpuhashagg-dict-exprs-tpch-sf10.md).  Not
  *	 packed, the child as PostgreSQL prices it (a Gather passes every row)
  *	 and the leader's staging of every row, a quarter of an operator a
  *	 column.
@@ -234,9 +233,9 @@ spill_cost(double rows, double ngroups, int nkeys, int ncols, bool device_keys)
  *	 is as cheap as packing them, while the leader, a participant of that
  *	 plan, only receives here.  The packing is then priced as those
  *	 transitions are, an operator an aggregate a row in the workers, which
- *	 leaves the plan to PostgreSQL: measured on an H200, bench/join's
- *	 count(*), sum(r.v) over a 16-worker GpuHashJoin took 1.30 s (int4
- *	 keys) and 1.86 s (text) with GpuHashAgg, 1.25 s and 1.63 s without.
+ *	 leaves the plan to PostgreSQL: its own was the faster on bench/join's
+ *	 count(*), sum(r.v) over a parallel GpuHashJoin
+ *	 (bench/results/2026-11-29-gpuhashagg-comment-measurements.md).
  * - Each value of a text min or max, in the leader, which keeps the
  *	 extremes: GHA_TEXT_EXTREME_OPS operators.
  * - With the scan's quals on the device (gha_device_quals), every row is the
@@ -251,12 +250,11 @@ spill_cost(double rows, double ngroups, int nkeys, int ncols, bool device_keys)
  *	 (aggregate_spill.c: the device budget for device keys on the GPU, else
  *	 work_mem * hash_mem_multiplier): the rows of the groups that do not fit are
  *	 written to partitions and read back, one by one in the leader: the
- *	 pages both ways and ten tuples' CPU a row.  On an H100 at TPC-H scale
- *	 10 under 4MB that was 0.2-0.4 us a spilled row (Q13's 1.5*10^6 groups,
- *	 Q18's 1.5*10^7), which made both slower than native with a factor of
- *	 four here.
+ *	 pages both ways and ten tuples' CPU a row: priced at four, TPC-H's Q13
+ *	 and Q18 spilled under a 4MB work_mem and were slower than native
+ *	 (bench/results/2026-11-29-gpuhashagg-comment-measurements.md).
  *
- * Measured against PostgreSQL's plans on an H100 (bench/agg, TPC-H): with
+ * Measured against PostgreSQL's plans (bench/agg, TPC-H): with
  * few groups both are near the scan's time, and with many the partial
  * groups that PostgreSQL's workers send through the Gather dominate native's
  * time and cost alike.
