@@ -211,6 +211,27 @@ spill_cost(double rows, double ngroups, int nkeys, int ncols, bool device_keys)
 }
 
 /*
+ * text_extremes counts q's distinct arguments of min or max of text: the
+ * leader keeps their extremes row by row (aggregate_numeric.c's side
+ * state), a copy, a hash lookup and a comparison in the collation a value.
+ */
+static int
+text_extremes(GhaQuery *q)
+{
+	List	   *args = NIL;
+	ListCell   *lc;
+
+	foreach(lc, q->aggs)
+	{
+		Aggref	   *a = lfirst_node(Aggref, lc);
+
+		if (gh_agg_call_host_extreme(a))
+			args = list_append_unique(args, gh_agg_call_input(a));
+	}
+	return list_length(args);
+}
+
+/*
  * cost_gha prices the path over child, the projected input: a Gather of it
  * or the projection of a serial one.  Forced: nearly free.  Otherwise:
  *
@@ -259,27 +280,6 @@ spill_cost(double rows, double ngroups, int nkeys, int ncols, bool device_keys)
  * groups that PostgreSQL's workers send through the Gather dominate native's
  * time and cost alike.
  */
-/*
- * text_extremes counts q's distinct arguments of min or max of text: the
- * leader keeps their extremes row by row (aggregate_numeric.c's side
- * state), a copy, a hash lookup and a comparison in the collation a value.
- */
-static int
-text_extremes(GhaQuery *q)
-{
-	List	   *args = NIL;
-	ListCell   *lc;
-
-	foreach(lc, q->aggs)
-	{
-		Aggref	   *a = lfirst_node(Aggref, lc);
-
-		if (gh_agg_call_host_extreme(a))
-			args = list_append_unique(args, gh_agg_call_input(a));
-	}
-	return list_length(args);
-}
-
 static void
 cost_gha(CustomPath *path, Path *child, PathTarget *target, double ngroups,
 		 GhaQuery *q)
