@@ -1,244 +1,73 @@
 /*-------------------------------------------------------------------------
  * agg_path.c
- *	  GpuHashAgg: GROUP BY and plain aggregates of unchanged SQL, grouped by
- *	  the device engine of gpuhash_aggregate (one engine, two front doors).
+ *	  GpuHashAgg's reading of the query: whether the engine of
+ *	  gpuhash_aggregate runs a grouping stage, with which input row, and the
+ *	  device expressions compiled from its arguments, keys and quals.
  *
- * create_upper_paths_hook offers, for the grouping stage of a query
- * (UPPERREL_GROUP_AGG) with no grouping sets, a custom path beside
- * PostgreSQL's own Agg paths when
+ * gha_check_query, which the path hook of agg_plan.c calls for the grouping
+ * stage (UPPERREL_GROUP_AGG) of a query with no grouping sets, takes it
+ * when
  *	  - every GROUP BY clause is hashable with an extended (64-bit) hash
  *		function in its operator's family, as the engine hashes keys;
  *	  - every aggregate call of the target list and HAVING is one the engine
  *		runs as PostgreSQL does (gh_agg_call_supported: count, sum, avg, min,
  *		max over int2/4/8, float4/8 and numeric; min and max over date,
  *		timestamp, timestamptz, and text in a deterministic collation (its
- *		extremes kept on the host, aggregate_numeric.c); no DISTINCT or ORDER BY; a
- *		FILTER becomes the argument's CASE, gh_agg_call_input), over at most
- *		GH_AGG_MAX_COLS distinct arguments;
+ *		extremes kept on the host, aggregate_numeric.c); no DISTINCT or
+ *		ORDER BY; a FILTER becomes the argument's CASE, gh_agg_call_input),
+ *		over at most GH_AGG_MAX_COLS distinct arguments;
  *	  - the target list and HAVING refer to the input only through the GROUP
  *		BY expressions, those aggregate calls and columns that depend on a
  *		grouped primary key, which become keys too (add_dependent_keys).
- * Anything else keeps PostgreSQL's plan.
+ * It then decides the engine's input row, the GROUP BY keys and then the
+ * distinct aggregate arguments, and compiles into device expressions
+ * (compile_args, compile_key) the arguments and keys that the device can
+ * compute from columns and constants: the child then returns the
+ * programs' inputs instead, and the device computes every row's value.
  *
- * The path's child is the input's cheapest path projected to the GROUP BY
- * expressions and then the distinct aggregate arguments: the engine's input
- * row (gh_agg_run_add).  Its CustomScan has no scan relation; its scan tuple
- * (custom_scan_tlist) is the keys and then the Aggrefs, the engine's output
- * row, so setrefs turns every reference of the target list and of HAVING
- * (the scan's qual) into an INDEX_VAR of that tuple and ExecScan evaluates
- * them per group.  custom_private: the GROUP BY equality operators (an OID
- * list) and each aggregate's input column (an integer list, -1 for
- * count(*)).
+ * Device filters: gha_device_quals says whether the device can evaluate
+ * the quals of the input's sequential scan instead of the scan.  With
+ * them, each call reads its argument where the quals and its own FILTER
+ * hold (gha_call_input), and a hidden count of the rows that pass
+ * (filter_count) joins the calls, so that the node can drop the groups of
+ * none.
  *
- * The node reads its whole input on the first row asked for, then returns
- * the groups as the engine makes them (gh_agg_run_next): results, types,
- * NULL groups and numeric display scales as gpuhash_aggregate's, which are
- * PostgreSQL's (float sums to the tolerance README states).  A rescan
- * rewinds the groups unless the input's parameters changed or the run
- * spilled to disk, when the input is read again.
- *
- * Parallel input: the node itself runs in one process (it reads its input
- * whole), but two paths are offered, one over the input's cheapest path and
- * one over its cheapest partial path, projected in the workers under a
- * Gather.  Once the plan is finished, the planner hook (gha_planner) puts
- * gpuhash_aggregate's GpuHashAggPack between such a Gather and its child
- * when the engine takes packets (every GROUP BY key of a type whose values
- * can be copied, at most GH_AGG_MAX_KEYS of them; aggregate_dict.c numbers
- * the ones the device cannot compare as they are): the workers then send
- * device-ready packets, not rows
- * (custom_private's GHA_PRIV_PACKED).  gpuhash.force_agg plans GpuHashAgg
- * wherever it is legal, on the CPU twin too (the tests), and prefers the
- * parallel input; gpuhash.enable_agg (on by default) lets the cost model
- * offer it on a GPU, never on the CPU twin.
- *
- * Device filters: where the input is a table's sequential scan whose quals
- * the device can evaluate (device_quals) together with every aggregate
- * argument, the paths are offered a second time over the scan passing
- * every row (unfiltered_scan): each call reads its argument where the quals
- * and its own FILTER hold (call_input), and a hidden count of the rows that
- * pass (filter_count, GHA_PRIV_FILTER) drops, first in the node's qual, the
- * groups of none.  gpuhash.agg_device_filter (on) offers them.
+ * Nothing here makes a path or a plan: agg_plan.c does, from GhaQuery
+ * (gpuhash_agg.h).  agg_exec.c calls gha_call_input to show, in EXPLAIN,
+ * what a call's device expression computes.
  *
  * Device expressions: the language, its compiler and its host fallback are
  * devexpr.c's.  This file decides what the aggregate asks of it: which
  * arguments and GROUP BY keys become programs over the child's columns
  * (compile_args, compile_key), which scan quals the device evaluates
- * (device_quals), and what the child returns in a computed key's place
- * (key_placeholder).
+ * (gha_device_quals), and what the child returns in a computed key's place
+ * (gha_key_placeholder).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include <math.h>
-
-#include "commands/explain.h"
-#include "executor/executor.h"
-#include "miscadmin.h"
-#include "nodes/extensible.h"
-#include "nodes/makefuncs.h"
-#include "nodes/nodeFuncs.h"
-#include "optimizer/cost.h"
-#include "optimizer/optimizer.h"
-#include "optimizer/pathnode.h"
-#include "optimizer/planmain.h"
-#include "optimizer/planner.h"
-#include "optimizer/tlist.h"
 #include "access/stratnum.h"
 #include "catalog/pg_aggregate_d.h"
 #include "catalog/pg_am_d.h"
-#include "catalog/pg_opfamily_d.h"
 #include "commands/defrem.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
-#include "utils/timestamp.h"
 #include "utils/fmgroids.h"
-#include "utils/guc.h"
-#include "utils/numeric.h"
 #include "utils/lsyscache.h"
-#include "utils/ruleutils.h"
-#include "utils/selfuncs.h"
+#include "utils/numeric.h"
+#include "utils/timestamp.h"
 #include "utils/typcache.h"
 
 #include "aggregate.h"
 #include "devexpr.h"
-#include "gpuhash_join.h"
+#include "gpuhash_agg.h"
 #include "keys.h"
 
-#define GHA_NAME "GpuHashAgg"
-
-/*
- * What a value of a text min or max costs the leader, in operators: on the
- * development VM, serial, 2*10^6 md5 texts in 100 groups, min and max of
- * one column took 75-100 ns a row more than its count, a staged integer
- * column 5-15 ns (priced a quarter of an operator below).
- */
-#define GHA_TEXT_EXTREME_OPS 2.0
-
-/* custom_private of the CustomScan */
-enum
-{
-	GHA_PRIV_EQOPS,				/* OID list: the GROUP BY equality operators */
-	GHA_PRIV_CALL_COLS,			/* integer list: each Aggref's input column */
-	GHA_PRIV_COL_TYPES,			/* OID list: the input columns' types */
-	GHA_PRIV_PACKED,			/* Integer: the child returns packets */
-	GHA_PRIV_EXPRS,				/* list: device expressions' programs
-								 * (devexpr.h's GhDevProgField) */
-	GHA_PRIV_KEY_COLS,			/* integer list: per key, the device
-								 * expression's column that computes it, or
-								 * -1 */
-	GHA_PRIV_KEY_YEARS,			/* integer list: per key, the input column
-								 * whose year (extract) the device computes
-								 * as the key, or -1 */
-	GHA_PRIV_FILTER				/* Integer: the call that counts the rows
-								 * passing the scan's quals the device
-								 * evaluates (filter_count), or -1 */
-};
-
-typedef struct GhaState
-{
-	CustomScanState css;
-	PlanState  *child;
-	bool		packed;			/* the child returns GpuHashAggPack packets */
-	GhAggPlan  *plan;
-	GhTarget	target;			/* where the run groups */
-	GhAggRun   *run;			/* NULL before the first row */
-	bool		grouped;		/* the run has read the input */
-	int			filter_col;		/* the scan tuple's column of the hidden
-								 * count of rows passing the device's quals
-								 * (GHA_PRIV_FILTER), or -1 */
-	uint64		passed;			/* the sum of that count over the groups
-								 * returned */
-	bool		drained;		/* every group has been returned */
-} GhaState;
-
-/* What the hook found in the query (check_query). */
-typedef struct GhaQuery
-{
-	List	   *keys;			/* GROUP BY expressions */
-	List	   *eqops;			/* their equality operators */
-	List	   *aggs;			/* distinct Aggrefs of the target and HAVING */
-	List	   *args;			/* distinct aggregate arguments */
-	List	   *call_cols;		/* per Aggref, its column or -1 (after
-								 * compile_args: an input column, or past
-								 * them a device expression) */
-	List	   *inputs;			/* the child's columns after the keys */
-	List	   *exprs;			/* device expressions' programs
-								 * (gh_agg_plan_node) */
-	bool		device_keys;	/* keys grouped exactly on the device: a
-								 * parallel input can be packed */
-	List	   *key_cols;		/* per key, the engine column of the device
-								 * expression that computes it, or -1 */
-	List	   *key_years;		/* per key, the input column (date or
-								 * timestamp) whose year the device computes
-								 * as the key, or -1 */
-	int			ngrouped;		/* the GROUP BY's own keys, the first of
-								 * keys; after them, dependent columns */
-	List	   *quals;			/* the scan's quals the device evaluates
-								 * (device_quals), or NIL */
-	int			filter_call;	/* with quals, the index in aggs of the
-								 * hidden count of the rows that pass them
-								 * (filter_count), else -1 */
-	double		filtered_rows;	/* with quals, the rows that pass them */
-} GhaQuery;
-
-static void gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
-							RelOptInfo *input_rel, RelOptInfo *output_rel,
-							void *extra);
-static bool reads_unreturned(PathTarget *target, Path *path);
-static void offer_paths(PlannerInfo *root, RelOptInfo *input_rel,
-						RelOptInfo *output_rel, GhaQuery *q, List *having,
-						double ngroups, double in_rows, Path *input,
-						Path *partial);
-static void add_gha_path(RelOptInfo *output_rel, Path *child, GhaQuery *q,
-						 List *having, double ngroups);
 static void compile_args(GhaQuery *q, List *arg_calls, bool device);
 static int	compile_key(GhaQuery *q, Expr *key, int *year);
-static Expr *key_placeholder(GhaQuery *q, int i);
-static Plan *gha_plan_path(PlannerInfo *root, RelOptInfo *rel,
-						   CustomPath *best_path, List *tlist, List *clauses,
-						   List *custom_plans);
-static Node *gha_create_state(CustomScan *cscan);
-static void gha_begin(CustomScanState *node, EState *estate, int eflags);
-static TupleTableSlot *gha_exec(CustomScanState *node);
-static void gha_end(CustomScanState *node);
-static void gha_rescan(CustomScanState *node);
-static void gha_explain(CustomScanState *node, List *ancestors, ExplainState *es);
-
-static PlannedStmt *gha_planner(Query *parse, const char *query_string,
-								int cursorOptions, ParamListInfo boundParams);
-
-static create_upper_paths_hook_type prev_upper_paths_hook = NULL;
-static planner_hook_type prev_planner_hook = NULL;
-
-static CustomPathMethods gha_path_methods = {
-	.CustomName = GHA_NAME,
-	.PlanCustomPath = gha_plan_path,
-};
-
-static CustomScanMethods gha_scan_methods = {
-	.CustomName = GHA_NAME,
-	.CreateCustomScanState = gha_create_state,
-};
-
-static CustomExecMethods gha_exec_methods = {
-	.CustomName = GHA_NAME,
-	.BeginCustomScan = gha_begin,
-	.ExecCustomScan = gha_exec,
-	.EndCustomScan = gha_end,
-	.ReScanCustomScan = gha_rescan,
-	.ExplainCustomScan = gha_explain,
-};
-
-/* gpuhash_init_agg_path installs the hook and registers the scan (_PG_init). */
-void
-gpuhash_init_agg_path(void)
-{
-	RegisterCustomScanMethods(&gha_scan_methods);
-	prev_upper_paths_hook = create_upper_paths_hook;
-	create_upper_paths_hook = gha_upper_paths;
-	prev_planner_hook = planner_hook;
-	planner_hook = gha_planner;
-}
 
 /* collect_aggs adds every Aggref of node to *aggs once (equal() ones once). */
 static bool
@@ -353,13 +182,13 @@ add_dependent_keys(PathTarget *target, List *having, GhaQuery *q)
 static Expr *count_arg(List *quals);
 
 /*
- * call_input is what aggregate call agg reads per row (gh_agg_call_input)
- * when the device evaluates the scan's quals (device_quals; NIL: none):
+ * gha_call_input is what aggregate call agg reads per row (gh_agg_call_input)
+ * when the device evaluates the scan's quals (gha_device_quals; NIL: none):
  * its argument where they and its own FILTER hold, the quals first, as
  * PostgreSQL evaluates them first.
  */
-static Expr *
-call_input(Aggref *agg, List *quals)
+Expr *
+gha_call_input(Aggref *agg, List *quals)
 {
 	Aggref	   *a;
 
@@ -417,14 +246,14 @@ filter_count(List *quals)
 }
 
 /*
- * check_query fills q from the query's GROUP BY and the grouping target and
+ * gha_check_query fills q from the query's GROUP BY and the grouping target and
  * HAVING of its grouping stage; false where GpuHashAgg cannot run it.  With
- * quals (device_quals), every call reads its argument where they hold, and
+ * quals (gha_device_quals), every call reads its argument where they hold, and
  * the hidden filter_count joins the calls.
  */
-static bool
-check_query(PlannerInfo *root, PathTarget *target, List *having, GhaQuery *q,
-			List *quals)
+bool
+gha_check_query(PlannerInfo *root, PathTarget *target, List *having, GhaQuery *q,
+				List *quals)
 {
 	Query	   *parse = root->parse;
 	List	   *arg_calls;
@@ -479,7 +308,7 @@ check_query(PlannerInfo *root, PathTarget *target, List *having, GhaQuery *q,
 		Aggref	   *agg = lfirst_node(Aggref, lc);
 		int			col = -1;
 		Expr	   *arg = foreach_current_index(lc) == q->filter_call ?
-			gh_agg_call_input(agg) : call_input(agg, quals);
+			gh_agg_call_input(agg) : gha_call_input(agg, quals);
 
 		/*
 		 * equal inputs are read once; PostgreSQL computes a volatile one
@@ -610,15 +439,15 @@ compile_key(GhaQuery *q, Expr *key, int *year)
 }
 
 /*
- * key_placeholder is what the child returns in the place of a key the
+ * gha_key_placeholder is what the child returns in the place of a key the
  * device computes (key_cols[i] or key_years[i] >= 0): the first input its
  * program reads, or the input whose year it is, a column the child returns
  * anyway.  Its value is never used (the device
  * overwrites the key), but a Gather passes a column through where it would
  * evaluate a constant, and the workers can then pack the rows.
  */
-static Expr *
-key_placeholder(GhaQuery *q, int i)
+Expr *
+gha_key_placeholder(GhaQuery *q, int i)
 {
 	int			c = list_nth_int(q->key_cols, i);
 	int			first;
@@ -632,9 +461,9 @@ key_placeholder(GhaQuery *q, int i)
 }
 
 /*
- * device_quals returns the quals of rel's scan that the device can evaluate
+ * gha_device_quals returns the quals of rel's scan that the device can evaluate
  * in GpuHashAgg instead (the scan then passes every row; each call reads
- * its argument where they hold, call_input), or NIL: rel is a table, its
+ * its argument where they hold, gha_call_input), or NIL: rel is a table, its
  * quals are neither security quals nor volatile, and gh_devexpr_compile_cond
  * takes their AND with no op that may raise an error (gh_devexpr_may_raise:
  * PostgreSQL
@@ -643,8 +472,8 @@ key_placeholder(GhaQuery *q, int i)
  * row and so for rows the quals would have removed, are columns or the
  * year of one (no error).
  */
-static List *
-device_quals(RelOptInfo *rel, GhaQuery *q)
+List *
+gha_device_quals(RelOptInfo *rel, GhaQuery *q)
 {
 	List	   *quals = NIL;
 	List	   *inputs = NIL;
@@ -678,12 +507,12 @@ device_quals(RelOptInfo *rel, GhaQuery *q)
 }
 
 /*
- * all_on_device: whether the device computes every call's argument of q
+ * gha_all_on_device: whether the device computes every call's argument of q
  * (an expression column, past the inputs), so that with q->quals the child
  * computes none of them, and so none of the quals, per row.
  */
-static bool
-all_on_device(GhaQuery *q)
+bool
+gha_all_on_device(GhaQuery *q)
 {
 	ListCell   *lc;
 
@@ -695,857 +524,3 @@ all_on_device(GhaQuery *q)
 	return true;
 }
 
-/*
- * unfiltered_scan is a copy of scan, rel's sequential scan, or the scan
- * under its projection (NULL where it is neither), that passes every row:
- * the quals the device evaluates instead are left out of its rows and its
- * CPU cost (cost_seqscan's baserestrictcost), and gha_plan_path takes them
- * out of its plan.
- */
-static Path *
-unfiltered_scan(Path *scan, RelOptInfo *rel)
-{
-	Path	   *p;
-	double		ratio;
-
-	/* the scan/join target's projection: the child projects anyway */
-	if (scan != NULL && IsA(scan, ProjectionPath))
-		scan = ((ProjectionPath *) scan)->subpath;
-	if (scan == NULL || !IsA(scan, Path) || scan->pathtype != T_SeqScan ||
-		scan->parent != rel || scan->param_info != NULL)
-		return NULL;
-	ratio = rel->rows > 0 && rel->tuples > rel->rows ? rel->tuples / rel->rows : 1.0;
-	p = makeNode(Path);
-	memcpy(p, scan, sizeof(Path));
-	p->rows = clamp_row_est(scan->rows * ratio);
-	p->startup_cost = Max(p->startup_cost - rel->baserestrictcost.startup, 0);
-	p->total_cost = Max(p->total_cost - rel->baserestrictcost.startup -
-						rel->baserestrictcost.per_tuple * p->rows, p->startup_cost);
-	return p;
-}
-
-/*
- * spill_cost is the cost of the rows that do not fit the budget, see
- * cost_gha.
- */
-static Cost
-spill_cost(double rows, double ngroups, int nkeys, int ncols, bool device_keys)
-{
-	/* per group: count, keys and NULL mask, a column's accumulators, slots */
-	double		group_bytes = 8 + 9.0 * nkeys + 44.0 * ncols + 16.0 / gpuhash_load_factor;
-	double		need;
-	double		budget = (double) get_hash_memory_limit();
-	double		spilled;
-	double		pages;
-
-	/*
-	 * Device keys on the GPU keep their groups in device memory, within the
-	 * device budget of aggregate_spill.c: when no setting limits it, half of
-	 * the GPU, which the planner does not ask the GPU for.
-	 */
-	if (device_keys)
-	{
-		Size		limit = gh_agg_device_limit();
-
-		if (limit == 0)
-			return 0;
-		budget = (double) limit;
-	}
-	else
-	{
-		group_bytes += 24.0 * nkeys;	/* the representatives on the host */
-		/* the batch takes up to the other half (gh_agg_batch_cap) */
-		budget /= 2;
-	}
-	need = ngroups * group_bytes;
-	if (need <= budget || nkeys == 0)
-		return 0;
-	spilled = rows * (1.0 - budget / need);
-	pages = spilled * (8.0 * (nkeys + ncols) + 24) / BLCKSZ;
-	return spilled * 10 * cpu_tuple_cost + 2 * pages * seq_page_cost;
-}
-
-/*
- * cost_gha prices the path over child, the projected input: a Gather of it
- * or the projection of a serial one.  Forced: nearly free.  Otherwise:
- *
- * - The input.  Packed (a Gather whose rows the workers pack, see
- *	 gha_planner: device keys), the partial plan and one Gather tuple per
- *	 packet, not per row; the workers' packing, a fraction of an operator a
- *	 column, over the workers; and the leader's copy of every row's bytes,
- *	 a smaller fraction, not divided.  A Gather widened past the workers its
- *	 partial plan was priced for (gha_upper_paths) divides half of that
- *	 plan's run among the added ones: PostgreSQL's model divides only a
- *	 partial plan's CPU, not a scan's page reads, while with the tables in
- *	 memory the workers' whole time divides (TPC-H scale 10 Q1 on an H100:
- *	 4.9 s with 7 workers, 3.2-3.5 s with 16 on a host slower by half,
- *	 bench/results/2026-11-25-gpuhashagg-dict-exprs-tpch-sf10.md).  Not
- *	 packed, the child as PostgreSQL prices it (a Gather passes every row)
- *	 and the leader's staging of every row, a quarter of an operator a
- *	 column.
- *	 One group of plain columns (no GROUP BY, no device expression) under
- *	 a Gather no wider than its partial plan's: the device saves the workers
- *	 nothing there, since PostgreSQL's own partial aggregation of such rows
- *	 is as cheap as packing them, while the leader, a participant of that
- *	 plan, only receives here.  The packing is then priced as those
- *	 transitions are, an operator an aggregate a row in the workers, which
- *	 leaves the plan to PostgreSQL: measured on an H200, bench/join's
- *	 count(*), sum(r.v) over a 16-worker GpuHashJoin took 1.30 s (int4
- *	 keys) and 1.86 s (text) with GpuHashAgg, 1.25 s and 1.63 s without.
- * - Each value of a text min or max, in the leader, which keeps the
- *	 extremes: GHA_TEXT_EXTREME_OPS operators.
- * - With the scan's quals on the device (device_quals), every row is the
- *	 input, the quals' CPU cost is out of the scan's (unfiltered_scan), and
- *	 each row they remove costs a tuple (cpu_tuple_cost): packed, copied and
- *	 sent to the device for nothing.  So a selective qual stays in the scan,
- *	 and one goes to the device where it keeps most rows and computes more
- *	 than the columns it adds to the packets cost.
- * - A fixed device set-up (gpuhash.join_setup_cost).
- * - Per group, the target list and HAVING.
- * - The spill, when the estimated groups need more than their budget
- *	 (aggregate_spill.c: the device budget for device keys on the GPU, else
- *	 work_mem * hash_mem_multiplier): the rows of the groups that do not fit are
- *	 written to partitions and read back, one by one in the leader: the
- *	 pages both ways and ten tuples' CPU a row.  On an H100 at TPC-H scale
- *	 10 under 4MB that was 0.2-0.4 us a spilled row (Q13's 1.5*10^6 groups,
- *	 Q18's 1.5*10^7), which made both slower than native with a factor of
- *	 four here.
- *
- * Measured against PostgreSQL's plans on an H100 (bench/agg, TPC-H): with
- * few groups both are near the scan's time, and with many the partial
- * groups that PostgreSQL's workers send through the Gather dominate native's
- * time and cost alike.
- */
-/*
- * text_extremes counts q's distinct arguments of min or max of text: the
- * leader keeps their extremes row by row (aggregate_numeric.c's side
- * state), a copy, a hash lookup and a comparison in the collation a value.
- */
-static int
-text_extremes(GhaQuery *q)
-{
-	List	   *args = NIL;
-	ListCell   *lc;
-
-	foreach(lc, q->aggs)
-	{
-		Aggref	   *a = lfirst_node(Aggref, lc);
-
-		if (gh_agg_call_host_extreme(a))
-			args = list_append_unique(args, gh_agg_call_input(a));
-	}
-	return list_length(args);
-}
-
-static void
-cost_gha(CustomPath *path, Path *child, PathTarget *target, double ngroups,
-		 GhaQuery *q)
-{
-	int			nkeys = list_length(q->keys);
-	int			ncols = list_length(q->inputs);
-	bool		device_keys = q->device_keys;
-	double		rows = child->rows;
-	double		cols = nkeys + ncols;
-	Cost		input;
-	Cost		per_row;
-
-	if (gpuhash_force_agg)
-	{
-		/*
-		 * nearly free; the input read in parallel first, and the scan's
-		 * quals on the device where it takes them
-		 */
-		path->path.startup_cost = 0;
-		path->path.total_cost = (q->quals != NIL ? 0.5e-6 * q->filtered_rows : 1e-6 * rows) *
-			(IsA(child, GatherPath) ? 1 : 2);
-		return;
-	}
-	if (IsA(child, GatherPath) && device_keys)
-	{
-		GatherPath *gather = (GatherPath *) child;
-		Path	   *sub = gather->subpath;
-		double		workers = Max(gather->num_workers, 1);
-		double		packets = ceil(rows / Max(gpuhash_batch_rows, 1));
-		Cost		run = sub->total_cost - sub->startup_cost;
-		bool		widened = gather->num_workers > sub->parallel_workers;
-
-		if (widened)
-			run *= 0.5 + 0.5 * gh_parallel_divisor(sub->parallel_workers) /
-				gh_parallel_divisor(gather->num_workers);
-		input = sub->startup_cost + run + parallel_setup_cost +
-			packets * parallel_tuple_cost;
-		per_row = cpu_operator_cost * cols * (0.1 / workers + 0.05);
-		if (nkeys == 0 && q->exprs == NIL && !widened)
-			per_row += cpu_operator_cost * Max(list_length(q->aggs), 1) / workers;
-	}
-	else
-	{
-		Path	   *in = IsA(child, ProjectionPath) ? ((ProjectionPath *) child)->subpath : child;
-
-		input = in->total_cost;
-		per_row = cpu_operator_cost * (0.1 + 0.25 * ncols);
-	}
-	/* every value of a text min or max: copied, looked up and compared */
-	per_row += cpu_operator_cost * GHA_TEXT_EXTREME_OPS * text_extremes(q);
-	path->path.startup_cost = input + gpuhash_join_setup_cost + rows * per_row +
-		spill_cost(rows, ngroups, nkeys, ncols, device_keys);
-	/* a row the device's quals remove is packed and sent for nothing: a tuple */
-	if (q->quals != NIL)
-		path->path.startup_cost += Max(rows - q->filtered_rows, 0) * cpu_tuple_cost;
-	path->path.total_cost = path->path.startup_cost +
-		ngroups * (cpu_tuple_cost + target->cost.per_tuple);
-}
-
-/*
- * gha_upper_paths offers the GpuHashAgg path for the grouping stage (see
- * the file's header).
- */
-static void
-gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
-				RelOptInfo *input_rel, RelOptInfo *output_rel, void *extra)
-{
-	GroupPathExtraData *gextra = (GroupPathExtraData *) extra;
-	GhTarget	target;
-	Path	   *input;
-	List	   *having;
-	GhaQuery	q;
-	GhaQuery	fq;
-	Path	   *partial;
-	List	   *quals;
-	double		ngroups;
-	int			workers = Min(max_parallel_workers_per_gather, max_parallel_workers);
-
-	if (prev_upper_paths_hook)
-		prev_upper_paths_hook(root, stage, input_rel, output_rel, extra);
-	if (stage != UPPERREL_GROUP_AGG || extra == NULL ||
-		(!gpuhash_force_agg && !gpuhash_enable_agg))
-		return;
-	target = gpuhash_plan_target();
-	if (target == GH_TARGET_NONE || (!gpuhash_force_agg && target != GH_TARGET_GPU))
-		return;
-	input = input_rel->cheapest_total_path;
-	if (input == NULL || input->param_info != NULL || IS_DUMMY_REL(input_rel))
-		return;
-	having = (List *) gextra->havingQual;
-	if (!check_query(root, output_rel->reltarget, having, &q, NIL))
-		return;
-	/* the groups of the GROUP BY's own keys: the columns after them depend on them */
-	ngroups = q.ngrouped == 0 ? 1 :
-		estimate_num_groups(root, list_truncate(list_copy(q.keys), q.ngrouped),
-							input_rel->rows, NULL, NULL);
-	partial = input_rel->partial_pathlist != NIL && input_rel->consider_parallel ?
-		linitial(input_rel->partial_pathlist) : NULL;
-
-	/*
-	 * The workers here only read and pack rows for the device: with the
-	 * aggregation gone from them, more of them keep the device fed.  The
-	 * Gather asks for every worker it may have, not the few the input's
-	 * size gives it (see cost_gha).  A base relation's parallel scan is
-	 * planned again for that many, priced by PostgreSQL.
-	 */
-	if (partial != NULL && partial->pathtype == T_SeqScan &&
-		input_rel->reloptkind == RELOPT_BASEREL &&
-		partial->parallel_workers > 0 && partial->parallel_workers < workers)
-		partial = create_seqscan_path(root, input_rel, NULL, workers);
-	offer_paths(root, input_rel, output_rel, &q, having, ngroups, input_rel->rows,
-				input, partial);
-
-	/*
-	 * And with the scan's quals on the device, where it takes them and every
-	 * argument with them: the scan then passes every row, and the cost
-	 * model weighs the rows it packs against the quals it no longer
-	 * computes.
-	 */
-	quals = gpuhash_agg_device_filter ? device_quals(input_rel, &q) : NIL;
-	if (quals != NIL && check_query(root, output_rel->reltarget, having, &fq, quals) &&
-		all_on_device(&fq))
-	{
-		Path	   *all = unfiltered_scan(input, input_rel);
-
-		fq.filtered_rows = input_rel->rows;
-		offer_paths(root, input_rel, output_rel, &fq, having, ngroups,
-					all != NULL ? all->rows : Max(input_rel->tuples, input_rel->rows),
-					all, unfiltered_scan(partial, input_rel));
-	}
-}
-
-/*
- * offer_paths adds GpuHashAgg's paths for q over input, the input's
- * cheapest path, and over partial, its cheapest partial path (either may
- * be NULL), each projected to the keys and then q's inputs; in_rows: the
- * rows of the input.
- */
-static void
-offer_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
-			GhaQuery *q, List *having, double ngroups, double in_rows,
-			Path *input, Path *partial)
-{
-	PathTarget *child_target;
-	Path	   *child;
-	ListCell   *lc;
-
-	/* the child: the input projected to the keys, then the arguments */
-	child_target = create_empty_pathtarget();
-	foreach(lc, q->keys)
-		add_column_to_pathtarget(child_target,
-								 list_nth_int(q->key_cols, foreach_current_index(lc)) >= 0 ||
-								 list_nth_int(q->key_years, foreach_current_index(lc)) >= 0 ?
-								 key_placeholder(q, foreach_current_index(lc)) :
-								 (Expr *) lfirst(lc), 0);
-	foreach(lc, q->inputs)
-		add_column_to_pathtarget(child_target, (Expr *) lfirst(lc), 0);
-	child_target = set_pathtarget_cost_width(root, child_target);
-
-	if (input != NULL && !reads_unreturned(child_target, input))
-	{
-		child = (Path *) create_projection_path(root, input_rel, input, child_target);
-		add_gha_path(output_rel, child, q, having, ngroups);
-	}
-
-	/*
-	 * And the cheapest partial input, projected in the workers under a
-	 * Gather: the planner hook (gha_planner) then packs the rows there when
-	 * the engine can take packets.  Offered also where the input's cheapest
-	 * path is already a Gather (apply_scanjoin_target_to_paths gathers the
-	 * final scan/join relation), since then the first path's rows cross the
-	 * Gather one by one and are projected in the leader.  Not offered where
-	 * a key or an argument may not be computed in a worker (the projection
-	 * is not parallel safe, as is_parallel_safe tells create_projection_path):
-	 * a SubPlan, whose plan the workers are not given, a parameter only the
-	 * leader has, a parallel-restricted function.  PostgreSQL computes those
-	 * in the leader, above its Gather; here the input is then read serially.
-	 */
-	if (partial != NULL)
-	{
-		int			workers = Min(max_parallel_workers_per_gather, max_parallel_workers);
-		double		rows = in_rows;
-		GatherPath *gather;
-
-		child = (Path *) create_projection_path(root, input_rel, partial, child_target);
-		if (!child->parallel_safe)
-			return;
-		gather = create_gather_path(root, input_rel, child, child_target, NULL, &rows);
-		if (gather->num_workers > 0 && gather->num_workers < workers)
-			gather->num_workers = workers;
-		add_gha_path(output_rel, (Path *) gather, q, having, ngroups);
-	}
-}
-
-/*
- * returned_var: whether path's rows carry var's column (a plain Var of the
- * same relation and attribute in its target).
- */
-static bool
-returned_var(Var *var, Path *path)
-{
-	ListCell   *lc;
-
-	foreach(lc, path->pathtarget->exprs)
-	{
-		Var		   *v = lfirst(lc);
-
-		if (IsA(v, Var) && v->varno == var->varno && v->varattno == var->varattno &&
-			v->varlevelsup == var->varlevelsup)
-			return true;
-	}
-	return false;
-}
-
-/*
- * reads_unreturned says whether a projection of path to target would read
- * a column that path's rows do not carry.  A projection over a Gather (or
- * Gather Merge) goes onto that node, and over a node that cannot project
- * into a Result above it: either computes its target from the rows below,
- * which carry only path's target.  Where the input of a grouping is a
- * Gather, that is the scan/join target: its expressions, not always their
- * columns, so a key the device computes from a column (key_placeholder),
- * or an argument the leader computes from one, may not be there.  Other
- * nodes compute a projection from their own inputs, which carry every
- * column needed above them.
- */
-static bool
-reads_unreturned(PathTarget *target, Path *path)
-{
-	ListCell   *lc;
-
-	if (!IsA(path, GatherPath) && !IsA(path, GatherMergePath) &&
-		is_projection_capable_path(path))
-		return false;
-	foreach(lc, target->exprs)
-	{
-		Node	   *e = lfirst(lc);
-		List	   *vars;
-		ListCell   *lv;
-
-		if (list_member(path->pathtarget->exprs, e))
-			continue;
-		vars = pull_var_clause(e, PVC_RECURSE_AGGREGATES | PVC_RECURSE_WINDOWFUNCS |
-							   PVC_RECURSE_PLACEHOLDERS);
-		foreach(lv, vars)
-		{
-			if (!returned_var(lfirst(lv), path))
-				return true;
-		}
-	}
-	return false;
-}
-
-/* add_gha_path adds a GpuHashAgg path over child, the projected input. */
-static void
-add_gha_path(RelOptInfo *output_rel, Path *child, GhaQuery *q, List *having,
-			 double ngroups)
-{
-	CustomPath *cpath;
-
-	cpath = makeNode(CustomPath);
-	cpath->path.pathtype = T_CustomScan;
-	cpath->path.parent = output_rel;
-	cpath->path.pathtarget = output_rel->reltarget;
-	cpath->path.param_info = NULL;
-	cpath->path.parallel_aware = false;
-	cpath->path.parallel_safe = false;
-	cpath->path.parallel_workers = 0;
-	cpath->path.rows = ngroups;
-	cpath->path.pathkeys = NIL;
-	cpath->flags = 0;
-	cpath->custom_paths = list_make1(child);
-	cpath->custom_private = list_make5(q->keys, q->eqops, q->aggs, q->call_cols, having);
-	cpath->custom_private = lappend(cpath->custom_private, q->exprs);
-	cpath->custom_private = lappend(cpath->custom_private, q->key_cols);
-	cpath->custom_private = lappend(cpath->custom_private, q->key_years);
-	cpath->custom_private = lappend(cpath->custom_private, q->quals);
-	cpath->custom_private = lappend(cpath->custom_private, makeInteger(q->filter_call));
-	cpath->methods = &gha_path_methods;
-	cost_gha(cpath, child, output_rel->reltarget, ngroups, q);
-	add_path(output_rel, &cpath->path);
-}
-
-/*
- * gha_plan_path makes the CustomScan: the scan tuple is the keys and then
- * the Aggrefs, HAVING is the scan's qual.
- */
-static Plan *
-gha_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
-			  List *tlist, List *clauses, List *custom_plans)
-{
-	CustomScan *cscan = makeNode(CustomScan);
-	List	   *keys = linitial(best_path->custom_private);
-	List	   *eqops = lsecond(best_path->custom_private);
-	List	   *aggs = lthird(best_path->custom_private);
-	List	   *call_cols = lfourth(best_path->custom_private);
-	List	   *having = list_nth(best_path->custom_private, 4);
-	List	   *exprs = list_nth(best_path->custom_private, 5);
-	List	   *key_cols = list_nth(best_path->custom_private, 6);
-	List	   *key_years = list_nth(best_path->custom_private, 7);
-	List	   *quals = list_nth(best_path->custom_private, 8);
-	int			filter_call = intVal(list_nth(best_path->custom_private, 9));
-	Plan	   *child = linitial(custom_plans);
-	List	   *scan_tlist = NIL;
-	List	   *col_types = NIL;
-	Oid			extfunc = gpuhash_extension_function();
-	ListCell   *lc;
-
-	gh_plans_made[GH_PLAN_AGG]++;	/* gha_planner walks the plan */
-	/* DROP EXTENSION gpuhash invalidates the plan if it is cached */
-	if (OidIsValid(extfunc))
-		record_plan_function_dependency(root, extfunc);
-	for (int i = list_length(eqops); i < list_length(child->targetlist); i++)
-		col_types = lappend_oid(col_types,
-								exprType((Node *) list_nth_node(TargetEntry, child->targetlist, i)->expr));
-
-	foreach(lc, keys)
-		scan_tlist = lappend(scan_tlist,
-							 makeTargetEntry(copyObject(lfirst(lc)),
-											 list_length(scan_tlist) + 1, NULL, false));
-	foreach(lc, aggs)
-		scan_tlist = lappend(scan_tlist,
-							 makeTargetEntry(copyObject(lfirst(lc)),
-											 list_length(scan_tlist) + 1, NULL, false));
-	cscan->scan.plan.targetlist = tlist;
-	cscan->scan.plan.qual = copyObject(having);
-	if (quals != NIL)
-	{
-		Plan	   *scan = child;
-
-		/*
-		 * the scan passes every row (unfiltered_scan): the plan PostgreSQL
-		 * made of it still has the quals.  Were they left there, the rows
-		 * would be PostgreSQL's all the same.
-		 */
-		if (IsA(scan, Gather))
-			scan = scan->lefttree;
-		if (IsA(scan, Result) && scan->qual == NIL &&
-			((Result *) scan)->resconstantqual == NULL && scan->lefttree != NULL)
-			scan = scan->lefttree;
-		if (IsA(scan, SeqScan))
-			scan->qual = list_difference(scan->qual, quals);
-		/* a group of no row that passes them is not PostgreSQL's: dropped first */
-		if (keys != NIL)
-			cscan->scan.plan.qual =
-				lcons(make_opclause(get_opfamily_member(INTEGER_BTREE_FAM_OID, INT8OID, INT8OID,
-														BTGreaterStrategyNumber),
-									BOOLOID, false,
-									(Expr *) copyObject(list_nth(aggs, filter_call)),
-									(Expr *) makeConst(INT8OID, -1, InvalidOid, sizeof(int64),
-													   Int64GetDatum(0), false, FLOAT8PASSBYVAL),
-									InvalidOid, InvalidOid),
-					  cscan->scan.plan.qual);
-	}
-	cscan->scan.scanrelid = 0;
-	cscan->custom_plans = custom_plans;
-	cscan->custom_scan_tlist = scan_tlist;
-	cscan->custom_exprs = NIL;
-	cscan->custom_private = list_make5(list_copy(eqops), list_copy(call_cols), col_types,
-									   makeInteger(0), copyObject(exprs));
-	cscan->custom_private = lappend(cscan->custom_private, list_copy(key_cols));
-	cscan->custom_private = lappend(cscan->custom_private, list_copy(key_years));
-	cscan->custom_private = lappend(cscan->custom_private, makeInteger(filter_call));
-	cscan->flags = best_path->flags;
-	cscan->methods = &gha_scan_methods;
-	return &cscan->scan.plan;
-}
-
-static Node *
-gha_create_state(CustomScan *cscan)
-{
-	GhaState   *st = (GhaState *) newNode(sizeof(GhaState), T_CustomScanState);
-
-	st->css.methods = &gha_exec_methods;
-	return (Node *) st;
-}
-
-/*
- * engine_plan makes the engine's plan of a GpuHashAgg: keys and Aggrefs from
- * the scan tuple, the equality operators, the input columns' types and each
- * call's column from custom_private.
- */
-static GhAggPlan *
-engine_plan(CustomScan *cscan)
-{
-	List	   *eqops = list_nth(cscan->custom_private, GHA_PRIV_EQOPS);
-	List	   *call_cols = list_nth(cscan->custom_private, GHA_PRIV_CALL_COLS);
-	List	   *col_types = list_nth(cscan->custom_private, GHA_PRIV_COL_TYPES);
-	int			nkeys = list_length(eqops);
-	int			ncalls = list_length(call_cols);
-	int			ncols = list_length(col_types);
-	Oid		   *key_types = palloc(sizeof(Oid) * (nkeys + 1));
-	Oid		   *key_colls = palloc(sizeof(Oid) * (nkeys + 1));
-	Oid		   *key_eqops = palloc(sizeof(Oid) * (nkeys + 1));
-	Oid		   *types = palloc(sizeof(Oid) * (ncols + 1));
-	Aggref	  **aggs = palloc(sizeof(Aggref *) * (ncalls + 1));
-	int		   *cols = palloc(sizeof(int) * (ncalls + 1));
-	int		   *key_cols = palloc(sizeof(int) * (nkeys + 1));
-	int		   *key_years = palloc(sizeof(int) * (nkeys + 1));
-
-	if (list_length(cscan->custom_scan_tlist) != nkeys + ncalls ||
-		list_length(list_nth(cscan->custom_private, GHA_PRIV_KEY_COLS)) != nkeys ||
-		list_length(list_nth(cscan->custom_private, GHA_PRIV_KEY_YEARS)) != nkeys)
-		elog(ERROR, "GpuHashAgg: malformed plan");
-	for (int i = 0; i < nkeys; i++)
-	{
-		Expr	   *key = list_nth_node(TargetEntry, cscan->custom_scan_tlist, i)->expr;
-
-		key_types[i] = exprType((Node *) key);
-		key_colls[i] = exprCollation((Node *) key);
-		key_eqops[i] = list_nth_oid(eqops, i);
-	}
-	for (int i = 0; i < ncols; i++)
-		types[i] = list_nth_oid(col_types, i);
-	for (int i = 0; i < ncalls; i++)
-	{
-		aggs[i] = (Aggref *) list_nth_node(TargetEntry, cscan->custom_scan_tlist,
-										   nkeys + i)->expr;
-		cols[i] = list_nth_int(call_cols, i);
-	}
-	for (int i = 0; i < nkeys; i++)
-	{
-		key_cols[i] = list_nth_int(list_nth(cscan->custom_private, GHA_PRIV_KEY_COLS), i);
-		key_years[i] = list_nth_int(list_nth(cscan->custom_private, GHA_PRIV_KEY_YEARS), i);
-	}
-	return gh_agg_plan_node(nkeys, key_types, key_colls, key_eqops,
-							ncols, types, ncalls, aggs, cols,
-							list_nth(cscan->custom_private, GHA_PRIV_EXPRS), key_cols,
-							key_years);
-}
-
-/* gha_begin starts the child and makes the engine's plan. */
-static void
-gha_begin(CustomScanState *node, EState *estate, int eflags)
-{
-	GhaState   *st = (GhaState *) node;
-	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
-
-	st->child = ExecInitNode(linitial(cscan->custom_plans), estate, eflags);
-	node->custom_ps = list_make1(st->child);
-	st->packed = intVal(list_nth(cscan->custom_private, GHA_PRIV_PACKED)) != 0;
-	st->plan = engine_plan(cscan);
-	st->filter_col = intVal(list_nth(cscan->custom_private, GHA_PRIV_FILTER));
-	if (st->filter_col >= 0)
-		st->filter_col += list_length((List *) linitial(cscan->custom_private));
-	/* device = cpu runs the CPU twin, also where gpuhash.cost_as_gpu planned */
-	st->target = gpuhash_device != GPUHASH_DEVICE_CPU &&
-		gpuhash_plan_target() == GH_TARGET_GPU ? GH_TARGET_GPU : GH_TARGET_CPU;
-}
-
-/*
- * gha_group reads the whole input into a new run.  With packets the
- * leader's job is to drain the workers' queues: a leader busy filling a
- * packet of its own leaves them full and the workers waiting (on an H100
- * host, 16 workers, 3*10^7 rows: 0.94-1.2 s with the leader taking part,
- * 0.43 s without).  The Gather decides that on its first row, from
- * parallel_leader_participation, which is off until the input is read.
- */
-static void
-gha_group(GhaState *st)
-{
-	MemoryContext old = MemoryContextSwitchTo(st->css.ss.ps.state->es_query_cxt);
-	int			nest = -1;
-	instr_time	t0;
-
-	st->run = gh_agg_run_begin(st->plan, gpuhash_exec_target());
-	MemoryContextSwitchTo(old);
-	if (st->packed)
-	{
-		nest = NewGUCNestLevel();
-		(void) set_config_option("parallel_leader_participation", "off",
-								 PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-	}
-	INSTR_TIME_SET_CURRENT(t0);
-	for (;;)
-	{
-		TupleTableSlot *slot = ExecProcNode(st->child);
-
-		if (TupIsNull(slot))
-			break;
-		if (st->packed)
-			gh_agg_run_add_packet_slot(st->run, slot, "GpuHashAgg");
-		else
-			gh_agg_run_add(st->run, slot);
-	}
-	/* the input's workers and wall time, for the DEBUG2 account */
-	gh_agg_run_note_input(st->run, st->child, gh_ms_since(t0));
-	if (nest >= 0)
-		AtEOXact_GUC(true, nest);
-	gh_agg_run_complete(st->run);
-	st->grouped = true;
-}
-
-/* gha_next returns the next group as the scan tuple (ExecScan's access). */
-static TupleTableSlot *
-gha_next(ScanState *ss)
-{
-	GhaState   *st = (GhaState *) ss;
-	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
-
-	if (!st->grouped)
-		gha_group(st);
-	ExecClearTuple(slot);
-	if (!gh_agg_run_next(st->run, slot->tts_values, slot->tts_isnull))
-	{
-		st->drained = true;
-		return slot;
-	}
-	if (st->filter_col >= 0 && !slot->tts_isnull[st->filter_col])
-		st->passed += (uint64) DatumGetInt64(slot->tts_values[st->filter_col]);
-	return ExecStoreVirtualTuple(slot);
-}
-
-static bool
-gha_recheck(ScanState *ss, TupleTableSlot *slot)
-{
-	return true;
-}
-
-static TupleTableSlot *
-gha_exec(CustomScanState *node)
-{
-	return ExecScan(&node->ss, gha_next, gha_recheck);
-}
-
-/* gha_forget ends the run. */
-static void
-gha_forget(GhaState *st)
-{
-	if (st->run != NULL)
-		gh_agg_run_end(st->run);
-	st->run = NULL;
-	st->grouped = false;
-}
-
-static void
-gha_end(CustomScanState *node)
-{
-	GhaState   *st = (GhaState *) node;
-
-	gha_forget(st);
-	ExecEndNode(st->child);
-}
-
-/*
- * gha_rescan returns the same groups again where it can; the input is read
- * again if its parameters changed or the run spilled (its groups are gone).
- */
-static void
-gha_rescan(CustomScanState *node)
-{
-	GhaState   *st = (GhaState *) node;
-
-	/* ExecReScan passes changed parameters on to lefttree, not to custom_ps */
-	if (node->ss.ps.chgParam != NULL)
-		UpdateChangedParamSet(st->child, node->ss.ps.chgParam);
-	st->passed = 0;
-	st->drained = false;
-	if (st->grouped && st->child->chgParam == NULL && gh_agg_run_rewind(st->run))
-		return;
-	gha_forget(st);
-	if (st->child->chgParam == NULL)
-		ExecReScan(st->child);
-}
-
-/*
- * gha_explain shows the group keys as HashAggregate does, where it groups,
- * and with ANALYZE the run's memory.
- */
-static void
-gha_explain(CustomScanState *node, List *ancestors, ExplainState *es)
-{
-	GhaState   *st = (GhaState *) node;
-	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
-	int			nkeys = list_length((List *) linitial(cscan->custom_private));
-	int			filter_call = intVal(list_nth(cscan->custom_private, GHA_PRIV_FILTER));
-	Aggref	   *filter = filter_call < 0 ? NULL :
-		(Aggref *) list_nth_node(TargetEntry, cscan->custom_scan_tlist, nkeys + filter_call)->expr;
-	List	   *context;
-	List	   *keys = NIL;
-
-	context = set_deparse_context_plan(es->deparse_cxt, &cscan->scan.plan, ancestors);
-	for (int i = 0; i < nkeys; i++)
-		keys = lappend(keys,
-					   deparse_expression((Node *) list_nth_node(TargetEntry,
-																 cscan->custom_scan_tlist,
-																 i)->expr,
-										  context, es->verbose, false));
-	if (keys != NIL)
-		ExplainPropertyList("Group Key", keys, es);
-	/* the scan's quals, which the device evaluates here */
-	if (filter_call >= 0)
-		ExplainPropertyText("Device Filter",
-							deparse_expression((Node *) filter->aggfilter, context,
-											   es->verbose, false),
-							es);
-	if (es->verbose)
-	{
-		/* the aggregate arguments and keys the device computes, one per program */
-		List	   *call_cols = list_nth(cscan->custom_private, GHA_PRIV_CALL_COLS);
-		List	   *key_cols = list_nth(cscan->custom_private, GHA_PRIV_KEY_COLS);
-		List	   *key_years = list_nth(cscan->custom_private, GHA_PRIV_KEY_YEARS);
-		int			ncols_in = list_length(list_nth(cscan->custom_private, GHA_PRIV_COL_TYPES));
-		int			nexprs = list_length(list_nth(cscan->custom_private, GHA_PRIV_EXPRS));
-		List	   *shown = NIL;
-
-		for (int x = 0; x < nexprs; x++)
-		{
-			Node	   *e = NULL;
-
-			for (int i = 0; e == NULL && i < list_length(call_cols); i++)
-				if (list_nth_int(call_cols, i) == ncols_in + x)
-				{
-					Aggref	   *a = (Aggref *) list_nth_node(TargetEntry, cscan->custom_scan_tlist,
-															 nkeys + i)->expr;
-
-					e = (Node *) (filter == NULL || i == filter_call ? gh_agg_call_input(a) :
-								  call_input(a, list_make1(filter->aggfilter)));
-				}
-			for (int i = 0; e == NULL && i < nkeys; i++)
-				if (list_nth_int(key_cols, i) == ncols_in + x)
-					e = (Node *) list_nth_node(TargetEntry, cscan->custom_scan_tlist, i)->expr;
-			if (e != NULL)
-				shown = lappend(shown, deparse_expression(e, context, true, false));
-		}
-		/* and the keys that are an input's year */
-		for (int i = 0; i < nkeys; i++)
-			if (list_nth_int(key_years, i) >= 0)
-				shown = lappend(shown,
-								deparse_expression((Node *) list_nth_node(TargetEntry, cscan->custom_scan_tlist, i)->expr,
-												   context, true, false));
-		if (shown != NIL)
-			ExplainPropertyList("Device Expressions", shown, es);
-	}
-	ExplainPropertyText("Device", st->target == GH_TARGET_GPU ? "gpu" : "cpu", es);
-	if (es->analyze && st->run != NULL)
-	{
-		/* as a scan's Rows Removed by Filter, once every group was returned */
-		if (filter != NULL && st->drained)
-		{
-			GhAggMemory mem;
-
-			gh_agg_run_memory(st->run, &mem);
-			ExplainPropertyUInteger("Rows Removed by Device Filter", NULL,
-									mem.rows_in - Min(st->passed, mem.rows_in), es);
-		}
-		gh_agg_explain_memory(st->run, es);
-	}
-}
-
-/* What find_packable collects from a finished plan. */
-typedef struct PackWalk
-{
-	int			max_node_id;	/* the largest plan_node_id */
-	List	   *aggs;			/* GpuHashAgg nodes over a Gather */
-} PackWalk;
-
-/*
- * find_packable adds to the PackWalk context each GpuHashAgg of the tree
- * below plan whose input comes through a Gather, and notes the largest
- * plan_node_id.
- */
-static bool
-find_packable(Plan *plan, void *context)
-{
-	PackWalk   *w = (PackWalk *) context;
-
-	w->max_node_id = Max(w->max_node_id, plan->plan_node_id);
-	if (IsA(plan, CustomScan) && ((CustomScan *) plan)->methods == &gha_scan_methods &&
-		IsA(linitial(((CustomScan *) plan)->custom_plans), Gather))
-		w->aggs = lappend(w->aggs, plan);
-	return gh_plan_walk_children(plan, find_packable, context);
-}
-
-/*
- * gha_planner is the planner_hook: PostgreSQL's planner (or the hook before
- * this one), then the packing of GpuHashAgg inputs read in parallel: under
- * each GpuHashAgg whose input comes through a Gather, gh_agg_pack_gather
- * puts a GpuHashAggPack, numbered after every node of the plan, and the
- * workers then send device-ready packets, not rows.  Where this planning
- * made no GpuHashAgg (gh_plans_made), the plan is not walked.
- */
-static PlannedStmt *
-gha_planner(Query *parse, const char *query_string, int cursorOptions,
-			ParamListInfo boundParams)
-{
-	PlannedStmt *stmt;
-	uint64		made = gh_plans_made[GH_PLAN_AGG];
-	PackWalk	w = {-1, NIL};
-	ListCell   *lc;
-
-	if (prev_planner_hook)
-		stmt = prev_planner_hook(parse, query_string, cursorOptions, boundParams);
-	else
-		stmt = standard_planner(parse, query_string, cursorOptions, boundParams);
-	if (!stmt->parallelModeNeeded || gh_plans_made[GH_PLAN_AGG] == made)
-		return stmt;
-	(void) gh_plan_walk_stmt(stmt, find_packable, &w);
-	foreach(lc, w.aggs)
-	{
-		CustomScan *cscan = lfirst(lc);
-
-		if (gh_agg_pack_gather(engine_plan(cscan), linitial(cscan->custom_plans),
-							   w.max_node_id + 1))
-		{
-			w.max_node_id++;
-			list_nth_cell(cscan->custom_private, GHA_PRIV_PACKED)->ptr_value = makeInteger(1);
-		}
-	}
-	return stmt;
-}

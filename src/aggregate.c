@@ -516,7 +516,7 @@ add_expr(GhAggPlan *plan, List *prog, int ninputs, const Oid *input_types)
 
 /*
  * gh_agg_plan_node makes the engine's plan for a GpuHashAgg node
- * (agg_path.c), whose child returns the nkeys GROUP BY keys and then the
+ * (agg_exec.c), whose child returns the nkeys GROUP BY keys and then the
  * ncols aggregate arguments, of types key_types and col_types, and whose
  * rows are the keys and then the ncalls aggregates aggs (over input column
  * call_cols[i], -1 for count(*)).  The planner checked every part

@@ -11,7 +11,8 @@
  *	aggregate_dict.c		numbered keys: keys of any other hashable type
  *							given dense numbers that the device groups
  *	aggregate_groups.c		the group sets: accumulators, representatives and
- *							the device's hash table, grown as groups come
+ *							the device's hash table, grown as groups come,
+ *							and the memory they hold
  *	aggregate_fallback.c	keys checked on the host: representatives, and the
  *							exact set for keys whose hash collides
  *	aggregate_spill.c		the memory budget: past it, rows of groups not
@@ -24,6 +25,14 @@
  *							runs its input into a run
  *	aggregate_scan.c		GpuHashAggregate: the function's groups returned
  *							by a scan; the module's set-up
+ *	agg_path.c				GpuHashAgg, the transparent GROUP BY: whether the
+ *							engine runs a grouping stage, and the device
+ *							expressions compiled from it
+ *	agg_exec.c				GpuHashAgg's node over a run, and its EXPLAIN
+ *	agg_plan.c				GpuHashAgg's paths, costs and plan, and the
+ *							planner hooks; its set-up
+ *
+ * The last three share a header of their own, gpuhash_agg.h.
  *
  * The query's plan (GhAggPlan) is made by aggregate.c and read by all; the
  * inside of a run (GhAggRun) belongs to the files from aggregate_numeric.c
@@ -654,6 +663,7 @@ extern Datum gh_num_make(int128 v, int dscale);
 extern Datum gh_num_avg(int128 v, int dscale, int64 n);
 extern void gh_agg_add_side_row(GhAggRun *run, uint32 row, int col, int kind,
 								Datum value);
+extern void gh_agg_unprepack(GhAggRun *run, int c);
 extern void gh_agg_prepare_numeric(GhAggRun *run);
 extern void gh_agg_apply_side_rows(GhAggRun *run, uint32 nbad);
 extern Datum gh_agg_num_unpack(GhAggRun *run, int c, int64 packed);
@@ -685,7 +695,8 @@ extern void gh_agg_ensure_table(GhGroupSet *s, uint32 n);
 extern void gh_agg_set_fetch(GhAggRun *run, GhGroupSet *s);
 extern void gh_agg_set_window(GhAggRun *run, GhGroupSet *s, uint64 g);
 extern void gh_agg_sets_reset(GhAggRun *run);
-extern Size gh_agg_set_device_bytes(GhGroupSet *s);
+extern Size gh_agg_group_memory(GhAggRun *run, Size *device);
+extern void gh_agg_note_memory(GhAggRun *run, Size now, Size copies);
 
 /* in aggregate_fallback.c */
 extern uint32 gh_agg_check_keys(GhAggRun *run, GhGroupSet *s, uint64 ngroups);
@@ -693,9 +704,7 @@ extern void gh_agg_to_fallback(GhAggRun *run, uint32 nbad);
 
 /* in aggregate_spill.c */
 extern void gh_agg_spill_init(GhAggRun *run);
-extern Size gh_agg_group_memory(GhAggRun *run, Size *device);
 extern Size gh_agg_device_limit(void);
-extern void gh_agg_note_memory(GhAggRun *run, Size now, Size copies);
 extern void gh_agg_spill_check(GhAggRun *run);
 extern bool gh_agg_spill_keep(GhAggRun *run, TupleTableSlot *slot);
 extern void gh_agg_spill_absent(GhAggRun *run, const uint32 *rows, uint32 n);
@@ -715,7 +724,6 @@ extern void gh_agg_staging_alloc(GhAggRun *run);
 extern void gh_agg_staging_free(GhAggRun *run);
 extern void gh_agg_run_add(GhAggRun *run, TupleTableSlot *slot);
 extern void gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt);
-extern void gh_agg_unprepack(GhAggRun *run, int c);
 extern void gh_agg_run_add_packet_slot(GhAggRun *run, TupleTableSlot *slot,
 									   const char *who);
 extern void gh_agg_run_note_input(GhAggRun *run, struct PlanState *input,
@@ -758,7 +766,7 @@ extern void gpuhash_init_aggregate(void);
 struct ExplainState;
 extern void gh_agg_explain_memory(GhAggRun *run, struct ExplainState *es);
 
-/* in agg_path.c */
+/* in agg_plan.c */
 extern void gpuhash_init_agg_path(void);
 
 /* the join's settings the aggregate reads (join_plan.c) */

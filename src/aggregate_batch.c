@@ -542,23 +542,6 @@ widen32_pack(int64 *dst, const char *src, uint32 n, int ds)
 }
 
 /*
- * gh_agg_unprepack turns column c's staged rows back from packed values
- * into scaled integers (their display scales are in h_ds), for rows that
- * gh_agg_prepare_numeric is to pack: the batch then mixes scales.
- */
-void
-gh_agg_unprepack(GhAggRun *run, int c)
-{
-	int64	   *vals = run->batch.h_vals[c];
-
-	if (!run->batch.prepacked[c])
-		return;
-	run->batch.prepacked[c] = false;
-	for (uint32 i = 0; i < run->batch.n; i++)
-		vals[i] = gh_agg_num_m(vals[i]);
-}
-
-/*
  * gh_agg_run_add_packet_slot stages the packet in column 1 of slot, a row of
  * a Gather over GpuHashAggPack (aggregate_pack.c); who names the caller in
  * the error for a NULL packet.

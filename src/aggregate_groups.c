@@ -23,6 +23,11 @@
  * spilled run (aggregate_spill.c) gives all of it back at once
  * (gh_agg_sets_reset).  The exact device-key main set keeps its keys in its
  * accumulators and has no representatives on the host.
+ *
+ * What the sets hold is measured here (gh_agg_group_memory), for the budget
+ * that aggregate_spill.c keeps and for EXPLAIN's peaks (gh_agg_note_memory),
+ * since the sets' memory is this file's to allocate: the window of
+ * accumulators, allocated when the first group is read, is such a peak.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -30,6 +35,8 @@
 #include "utils/memutils.h"
 
 #include "aggregate.h"
+
+static Size set_device_bytes(GhGroupSet *s);
 
 /*
  * gh_agg_set_init prepares an empty group set with room for 1024 groups:
@@ -234,12 +241,12 @@ gh_agg_set_window(GhAggRun *run, GhGroupSet *s, uint64 g)
 }
 
 /*
- * gh_agg_set_device_bytes returns what set s holds through the device layer:
+ * set_device_bytes returns what set s holds through the device layer:
  * its accumulators and its table (device memory on the GPU, host memory on
  * the CPU twin).
  */
-Size
-gh_agg_set_device_bytes(GhGroupSet *s)
+static Size
+set_device_bytes(GhGroupSet *s)
 {
 	Size		bytes = 0;
 
@@ -248,6 +255,47 @@ gh_agg_set_device_bytes(GhGroupSet *s)
 	if (s->table)
 		bytes += gh_agg_table_bytes(s->table_cap);
 	return bytes;
+}
+
+/*
+ * gh_agg_group_memory returns the bytes the group sets hold now in host
+ * memory (the set context, with the lookup copy of a GPU table and the
+ * window of accumulators, and whatever the device layer holds in host
+ * memory) and, when they have a budget of their own, on the device.
+ */
+Size
+gh_agg_group_memory(GhAggRun *run, Size *device)
+{
+	Size		main = set_device_bytes(&run->main);
+	Size		host = set_device_bytes(&run->fb) +
+		MemoryContextMemAllocated(run->set_cxt, true);
+
+	if (run->spill.device_budget > 0)
+	{
+		if (device)
+			*device = main;
+		return host;
+	}
+	if (device)
+		*device = 0;
+	return host + main;
+}
+
+/*
+ * gh_agg_note_memory records what the run holds now: groups (now, bytes of
+ * gh_agg_group_memory), and with them the batch arrays while they are
+ * allocated, and copies, the bytes of by-reference copies of the batch just
+ * run, for EXPLAIN's peaks.
+ */
+void
+gh_agg_note_memory(GhAggRun *run, Size now, Size copies)
+{
+	GhAggSpill *sp = &run->spill;
+	Size		staging = run->batch.h_hashes != NULL ? sp->staging : 0;
+
+	sp->peak = Max(sp->peak, now);
+	sp->batch_peak = Max(sp->batch_peak, copies);
+	sp->total_peak = Max(sp->total_peak, now + staging + copies);
 }
 
 /*

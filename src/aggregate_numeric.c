@@ -388,6 +388,23 @@ gh_agg_add_side_row(GhAggRun *run, uint32 row, int col, int kind, Datum value)
 }
 
 /*
+ * gh_agg_unprepack turns column c's staged rows back from packed values
+ * into scaled integers (their display scales are in h_ds), for rows that
+ * gh_agg_prepare_numeric is to pack: the batch then mixes scales.
+ */
+void
+gh_agg_unprepack(GhAggRun *run, int c)
+{
+	int64	   *vals = run->batch.h_vals[c];
+
+	if (!run->batch.prepacked[c])
+		return;
+	run->batch.prepacked[c] = false;
+	for (uint32 i = 0; i < run->batch.n; i++)
+		vals[i] = gh_agg_num_m(vals[i]);
+}
+
+/*
  * gh_agg_prepare_numeric brings the batch's NUMERIC values to their column's
  * scale and packs them; values that do not fit become host-side rows.
  */

@@ -41,7 +41,10 @@
  * to have run in _PG_init; until it has, queries are simply not packed.
  *
  * aggregate.c calls this file (gh_agg_can_pack, gh_agg_try_pack) while it
- * plans the input query; this file calls no other of the aggregate's.
+ * plans the input query, and agg_plan.c once GpuHashAgg's plan is finished
+ * (gh_agg_pack_gather); this file calls only files below it in aggregate.h's
+ * list: aggregate_batch.c for the size of a batch's row and its cap, and
+ * aggregate_numeric.c through gh_agg_num_decode.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -165,47 +165,6 @@ device_budget(void)
 }
 
 /*
- * gh_agg_group_memory returns the bytes the group sets hold now in host
- * memory (the set context, with the lookup copy of a GPU table and the
- * window of accumulators, and whatever the device layer holds in host
- * memory) and, when they have a budget of their own, on the device.
- */
-Size
-gh_agg_group_memory(GhAggRun *run, Size *device)
-{
-	Size		main = gh_agg_set_device_bytes(&run->main);
-	Size		host = gh_agg_set_device_bytes(&run->fb) +
-		MemoryContextMemAllocated(run->set_cxt, true);
-
-	if (run->spill.device_budget > 0)
-	{
-		if (device)
-			*device = main;
-		return host;
-	}
-	if (device)
-		*device = 0;
-	return host + main;
-}
-
-/*
- * gh_agg_note_memory records what the run holds now: groups (now, bytes of
- * gh_agg_group_memory), and with them the batch arrays while they are
- * allocated, and copies, the bytes of by-reference copies of the batch just
- * run, for EXPLAIN's peaks.
- */
-void
-gh_agg_note_memory(GhAggRun *run, Size now, Size copies)
-{
-	GhAggSpill *sp = &run->spill;
-	Size		staging = run->batch.h_hashes != NULL ? sp->staging : 0;
-
-	sp->peak = Max(sp->peak, now);
-	sp->batch_peak = Max(sp->batch_peak, copies);
-	sp->total_peak = Max(sp->total_peak, now + staging + copies);
-}
-
-/*
  * gh_agg_spill_check, after a batch, stops the pass from taking new groups
  * when the next batch could take the run past the budget: the group sets,
  * what the next batch could make them grow by, the batch arrays and the

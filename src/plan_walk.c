@@ -2,7 +2,7 @@
  * plan_walk.c
  *	  Walks of finished plan trees, each node once, for the planner hooks.
  *
- * The planner hooks (join_plan.c's gpuhash_planner, agg_path.c's
+ * The planner hooks (join_plan.c's gpuhash_planner, agg_plan.c's
  * gha_planner) and gpuhash_aggregate's packing change a plan that
  * PostgreSQL's planner has finished, and walk it to find what to change.
  * The plan of a deep join has hundreds of levels, so a walk must visit each
