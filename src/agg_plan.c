@@ -64,12 +64,17 @@
 #include "optimizer/planmain.h"
 #include "optimizer/planner.h"
 #include "optimizer/tlist.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/selfuncs.h"
 
 #include "aggregate.h"
 #include "gpuhash_agg.h"
 #include "gpuhash_join.h"
+
+bool		gpuhash_enable_agg = true;
+bool		gpuhash_agg_device_filter = true;
+bool		gpuhash_force_agg = false;
 
 /*
  * What a value of a text min or max costs the leader, in operators: a copy,
@@ -127,12 +132,40 @@ static CustomScanMethods gha_scan_methods = {
 };
 
 /*
- * gpuhash_init_agg_path installs the hooks and registers the scan
- * (_PG_init).
+ * gpuhash_init_agg_path defines the planner's settings, installs the hooks
+ * and registers the scan (_PG_init).
  */
 void
 gpuhash_init_agg_path(void)
 {
+	DefineCustomBoolVariable("gpuhash.enable_agg",
+							 "Lets the planner choose GpuHashAgg for GROUP BY and aggregates on the GPU.",
+							 "Its cost model plans it on a GPU (gpuhash.device gpu, or auto with one); off: only gpuhash.force_agg plans it.",
+							 &gpuhash_enable_agg,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpuhash.agg_device_filter",
+							 "Lets GpuHashAgg evaluate the quals of the table it reads on the device.",
+							 "Where the device can evaluate every qual of the table and every aggregate argument with them, "
+							 "GpuHashAgg is also offered with the scan passing every row; off: the scan filters its rows.",
+							 &gpuhash_agg_device_filter,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpuhash.force_agg",
+							 "Plans GpuHashAgg wherever it is legal, whatever the cost.",
+							 "Meant for tests; on the CPU twin as well.",
+							 &gpuhash_force_agg,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
 	RegisterCustomScanMethods(&gha_scan_methods);
 	prev_upper_paths_hook = create_upper_paths_hook;
 	create_upper_paths_hook = gha_upper_paths;

@@ -23,17 +23,13 @@
 PG_MODULE_MAGIC;
 
 bool		gpuhash_enabled = true;
-bool		gpuhash_enable_agg = true;
-bool		gpuhash_agg_device_filter = true;
-bool		gpuhash_force_agg = false;
 
 void		_PG_init(void);
 
 /*
  * _PG_init defines gpuhash.enabled, the switch every part reads, and has
  * each part define its own settings and install its hooks, as pgvector's
- * access methods do.  The aggregate's planner settings are defined here
- * until its planner has a file of its own.
+ * access methods do.
  */
 void
 _PG_init(void)
@@ -43,34 +39,6 @@ _PG_init(void)
 							 "When off, every plan is PostgreSQL's own.",
 							 &gpuhash_enabled,
 							 true,
-							 PGC_USERSET,
-							 0,
-							 NULL, NULL, NULL);
-
-	DefineCustomBoolVariable("gpuhash.enable_agg",
-							 "Lets the planner choose GpuHashAgg for GROUP BY and aggregates on the GPU.",
-							 "Its cost model plans it on a GPU (gpuhash.device gpu, or auto with one); off: only gpuhash.force_agg plans it.",
-							 &gpuhash_enable_agg,
-							 true,
-							 PGC_USERSET,
-							 0,
-							 NULL, NULL, NULL);
-
-	DefineCustomBoolVariable("gpuhash.agg_device_filter",
-							 "Lets GpuHashAgg evaluate the quals of the table it reads on the device.",
-							 "Where the device can evaluate every qual of the table and every aggregate argument with them, "
-							 "GpuHashAgg is also offered with the scan passing every row; off: the scan filters its rows.",
-							 &gpuhash_agg_device_filter,
-							 true,
-							 PGC_USERSET,
-							 0,
-							 NULL, NULL, NULL);
-
-	DefineCustomBoolVariable("gpuhash.force_agg",
-							 "Plans GpuHashAgg wherever it is legal, whatever the cost.",
-							 "Meant for tests; on the CPU twin as well.",
-							 &gpuhash_force_agg,
-							 false,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
