@@ -308,7 +308,7 @@ text_extremes(GhaQuery *q)
  *	 and Q18 spilled under a 4MB work_mem and were slower than native
  *	 (bench/results/2026-11-29-gpuhashagg-comment-measurements.md).
  *
- * Measured against PostgreSQL's plans (bench/agg, TPC-H): with
+ * Against PostgreSQL's plans (bench/agg, TPC-H): with
  * few groups both are near the scan's time, and with many the partial
  * groups that PostgreSQL's workers send through the Gather dominate native's
  * time and cost alike.

@@ -34,8 +34,7 @@
  *	  by the participant that read it: the store costs the participants
  *	  together what a private build costs one.  (Chunks in the DSA area
  *	  cost as much again in new shared memory, which the kernel clears and
- *	  maps page by page in every process; measured on an H100 host with 16
- *	  workers, the load and compaction of 10M rows took 0.33 s that way.)
+ *	  maps page by page in every process.)
  * TABLES: each participant maps the store at its own address
  *	  (ghj_shared_map) and builds its table from the store's hashes, as it
  *	  would from its own.  Every hash distinct (a key join's usual inner
@@ -441,9 +440,8 @@ prealloc_arena_row(GhjState *s)
  * while another build holds that, a segment of its own (not the area's,
  * whose lock the first holds while it allocates); the participants fill it
  * as they compact (ghj_shared_compact).  Creating that much shared
- * memory takes the kernel a while: on an H100 host, 41-119 ms for the
- * store of 10M rows of the join benchmark, which the first participant
- * spends while the others load.  (In the query's area, whose lock every
+ * memory takes the kernel a while, which the first participant spends
+ * while the others load.  (In the query's area, whose lock every
  * worker takes as it starts, that held up the workers' start as long.)
  */
 void
@@ -895,10 +893,10 @@ ghj_shared_detach(GhjState *s)
  * participant (ghj_shared_map set them up), as its probe will read them, in
  * steps of GHJ_PREFAULT_STEP bytes for as long as the peer building the
  * shared table has not announced it: time the participant would otherwise
- * sleep through.  The probe then takes fewer page faults.  Only then: on an
- * H100 host, mapping a 320 MB store so took 65-70 ms, longer than the
- * table's build from a prepared exchange area, and page faults on shared
- * memory map a page's neighbours too.
+ * sleep through.  The probe then takes fewer page faults.  Only then:
+ * mapping a large store so takes longer than the table's build from a
+ * prepared exchange area, and page faults on shared memory map a page's
+ * neighbours too.
  */
 #define GHJ_PREFAULT_STEP ((Size) 8 << 20)
 

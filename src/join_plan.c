@@ -90,11 +90,9 @@ typedef struct HashKey
  * cost_gpu_join: an inner hash table of fewer bytes than this stays in a
  * core's cache (a quarter of the L2 of current server CPUs); a row takes its
  * width and the overhead of PostgreSQL's hash table (tuple header and bucket
- * pointer).  At TPC-H scale 10 on an H200 a join over 25 nation rows was
- * slower on the GPU (Q9), while one over 21,551 part rows (about 600 kB)
- * was not: Q20 took 9.5 s with it as a GpuHashJoin and 11.4 s with
- * PostgreSQL's hash join, in two leases whose native Q20 took 14.2 s and
- * 13.8 s (bench/results/2026-11-27-tpch-sf10-all-22.md).
+ * pointer).  In TPC-H a join over the 25 nation rows was slower on the
+ * GPU (Q9), while one over the part rows of Q20 (hundreds of kB) was not
+ * (bench/results/2026-11-27-tpch-sf10-all-22.md).
  */
 #define GH_CACHED_INNER_BYTES (256.0 * 1024.0)
 #define GH_CACHED_ROW_OVERHEAD 24.0
@@ -435,9 +433,9 @@ join_batches(Path *inner, GhTarget target)
  * hash_mem * (parallel_workers + 1), as PostgreSQL's parallel hash counts
  * it (try_combined_hash_mem).  Only such a shared build is planned: past
  * the budget its partitions (join_parts.c) keep the memory bounded but,
- * planned on purpose at scale 1.0 with 16 workers and work_mem = 4MB on an
- * H100, ran at 0.96x (int4) and 0.81x (text keys) native's speed, so they
- * remain the executor's answer to an estimate that was too low.
+ * planned on purpose, ran slower than native's parallel hash join (the
+ * join benchmark under a small work_mem), so they remain the executor's
+ * answer to an estimate that was too low.
  */
 static bool
 shared_inner_fits(Path *inner, int nkeys, int parallel_workers)
@@ -472,10 +470,11 @@ shared_inner_fits(Path *inner, int nkeys, int parallel_workers)
  *
  * On the GPU the join's own work is priced as gpuhash.gpu_join_cost_fraction
  * (default 0.5) of what PostgreSQL's model charges its own hash join of the
- * same inputs (native_hashjoin), startup and run apart.  Measured on an H200
- * at scale 1.0 (bench/results/join-2026-11-22-scale1-serial-parallel.md and
- * join-2026-11-22-serial-workloads-cost-model.md), GpuHashJoin's time beyond the scan of its outer side was 0.12 (int4,
- * serial) to 0.55 (text keys, 16 workers) of native's, so half keeps
+ * same inputs (native_hashjoin), startup and run apart.  GpuHashJoin's time
+ * beyond the scan of its outer side is a fraction of native's, smallest for
+ * serial integer keys and largest for text keys in parallel
+ * (bench/results/join-2026-11-22-scale1-serial-parallel.md and
+ * join-2026-11-22-serial-workloads-cost-model.md), so half keeps
  * PostgreSQL's plan only where the two are close.  Pricing it relative to
  * PostgreSQL's model, not in absolute units, keeps the comparison fair where
  * that model is uneven: it charges a serial hash join of a 10M-row inner
@@ -565,9 +564,8 @@ cost_gpu_join(PlannerInfo *root, CustomPath *path, RelOptInfo *joinrel,
 
 		/*
 		 * Every parallel worker is a new process that creates its own CUDA
-		 * context, and the driver nearly serializes them: on an H200, 8
-		 * processes starting together had their contexts after 1.2 s, 2
-		 * after 0.31 s (bench/context).  The creation overlaps the worker's
+		 * context, and the driver nearly serializes them (bench/context
+		 * measures it).  The creation overlaps the worker's
 		 * inner scan (gpuhash_prewarm_gpu), so it is charged per worker.
 		 * With the GPU service no worker creates one.
 		 */

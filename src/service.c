@@ -7,9 +7,9 @@
  * the joins' hash tables for every backend (gpuhash.gpu_service: the
  * participants of parallel joins under "parallel", every join under "on").
  * Without it each backend, and each parallel worker, creates a CUDA context
- * of its own the first time it uses the GPU: about 0.35 s and 0.5 GiB of
- * device memory apiece, and the driver creates the contexts of processes
- * started together nearly one after another (16 workers: 2.7 s on an H200).
+ * of its own the first time it uses the GPU, which costs time and about
+ * half a GiB of device memory apiece, and the driver creates the contexts
+ * of processes started together nearly one after another.
  * With it, a join sends the service its inner side's row hashes and then
  * its probe batches, and gets back what hashtable.c would have computed
  * itself: the table's shape, its row array when some hash repeats, and each
