@@ -1,0 +1,40 @@
+#!/bin/bash
+# test/gpuhost_regress.sh - the pg_regress suites with gpuhash.device = gpu,
+# in two groups at once, for a GPU host whose calls are short: each group is
+# PGXS's make installcheck in its own copy of the tree and its own temporary
+# instance (pg_regress moves to the next free port).  setup and join_setup
+# run first in each group, as the later suites need.  Run after the
+# extension is built and installed (test/gpuhost.sh install); prints each
+# group's pg_regress summary and exits non-zero if one failed.
+#
+#   GROUP_A="aggregate ..." GROUP_B="join_types ..." test/gpuhost_regress.sh
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+cd "$GPUHASH_ROOT"
+out=${OUT:-/tmp/gpuhost-out}
+run_group() {
+  local name=$1 suites=$2 work
+  work=$(gh_tmpdir)
+  gh_readable_copy "$work/tree" Makefile gpuhash.control gpuhash--*.sql src cuda sql expected test
+  [ "$(id -u)" -eq 0 ] && chown -R "$GH_OSUSER" "$work/tree"
+  printf 'gpuhash.device = gpu\ngpuhash_test.gpu = on\n' >"$work/device.conf"
+  chmod a+r "$work/device.conf"
+  gh_as_pg make -C "$work/tree" --no-print-directory installcheck PG_CONFIG="$(command -v pg_config)" \
+    GPUHASH_TEST_CONF="$work/device.conf" REGRESS="setup join_setup $suites" ISOLATION= \
+    >"$out/regress-$name.log" 2>&1
+  local rc=$?
+  cp "$work/tree/regression.diffs" "$out/regress-$name.diffs" 2>/dev/null
+  rm -rf "$work"
+  return $rc
+}
+run_group a "${GROUP_A:?}" & pa=$!
+run_group b "${GROUP_B:?}" & pb=$!
+rc=0
+wait $pa || rc=1
+wait $pb || rc=1
+for g in a b; do
+  echo "== group $g"
+  grep -E '^(ok|not ok) |\.\.\. (ok|FAILED)|tests (passed|failed)' "$out/regress-$g.log"
+done
+exit $rc
