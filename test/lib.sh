@@ -182,6 +182,51 @@ gh_build_install() {
   fi
 }
 
+# gh_tap_perl5lib: where PostgreSQL's TAP modules (PostgreSQL::Test::Cluster,
+# shipped with the server headers under pgxs) and gpuhash's own
+# (test/perl) are, then PERL5LIB as it was (a GPU host's IPC::Run)
+gh_tap_perl5lib() {
+  local pgxs
+  pgxs=$(pg_config --pgxs) || return 1
+  echo "$(cd "$(dirname "$pgxs")/../test/perl" && pwd):$GPUHASH_ROOT/test/perl${PERL5LIB:+:$PERL5LIB}"
+}
+
+# gh_tap_check: whether perl, prove, IPC::Run and PostgreSQL's TAP modules
+# are all here; says which is missing
+gh_tap_check() {
+  local m
+  command -v perl >/dev/null 2>&1 || { echo "perl is not installed: the TAP tests cannot run" >&2; return 1; }
+  command -v prove >/dev/null 2>&1 || { echo "prove (perl's Test::Harness) is not installed: the TAP tests cannot run" >&2; return 1; }
+  for m in Test::More IPC::Run PostgreSQL::Test::Cluster; do
+    PERL5LIB=$(gh_tap_perl5lib) perl -M"$m" -e 1 2>/dev/null ||
+      { echo "perl cannot load $m (Debian: libipc-run-perl, postgresql-server-dev-15): the TAP tests cannot run" >&2; return 1; }
+  done
+}
+
+# gh_prove LOGDIR TEST... [:: ARGS]: run TAP tests (test/t/NNN_name.pl) with
+# prove -v as GH_OSUSER, from a copy of the checkout's test/ and sql/ that
+# this user can read; the TAP goes to stdout, the tests' own logs
+# (regress_log_NAME, the servers' logs) to LOGDIR; ARGS after :: go to each
+# test.  Passes GPUHASH_* and MEMAGG_* through; returns prove's status.
+gh_prove() {
+  local logdir=$1 work rc t v tests=() envs=(); shift
+  gh_tap_check || return 1
+  work=$(gh_tmpdir)
+  gh_readable_copy "$work/tree" test sql || return 1
+  [ "$(id -u)" -eq 0 ] && chown -R "$GH_OSUSER" "$work"
+  while [ $# -gt 0 ] && [ "$1" != :: ]; do tests+=("$work/tree/$1"); shift; done
+  for v in $(compgen -e); do
+    case $v in GPUHASH_ROOT) ;; GPUHASH_*|MEMAGG_*) envs+=("$v=${!v}") ;; esac
+  done
+  PERL5LIB=$(GPUHASH_ROOT=$work/tree gh_tap_perl5lib) gh_as_pg env "${envs[@]}" TESTDIR="$work" \
+    PG_REGRESS="$(dirname "$(pg_config --pgxs)")/../test/regress/pg_regress" \
+    prove -v "${tests[@]}" "$@"
+  rc=$?
+  mkdir -p "$logdir" && cp -r "$work/tmp_check/log/." "$logdir/" 2>/dev/null
+  rm -rf "$work"
+  return $rc
+}
+
 # TAP for the scripts that start a cluster of their own (test/service.sh,
 # test/memory.sh): gh_tap_start DIR NAME numbers the results from 1 and, at
 # exit, stops the cluster in DIR, keeps its log as NAME-server.log in

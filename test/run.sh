@@ -27,6 +27,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 cd "$GPUHASH_ROOT"
 
 device=${GPUHASH_TEST_DEVICE:-cpu}
+export GPUHASH_TEST_DEVICE=$device
 # auto (a GPU host): joins start on the CPU twin while a session's or a
 # parallel worker's CUDA context is made, then move to the GPU
 case $device in cpu) expect_gpu=off ;; gpu|auto) expect_gpu=on ;;
@@ -59,6 +60,14 @@ run_tap() {
   grep -E '^ *not ok|^#' "$log" | head -20
   if [ $rc -ne 0 ] && ! grep -qE '^ *not ok' "$log"; then
     failed=$((failed + 1)); echo "$(basename "$log" .tap) exited $rc"; tail -20 "$log"; fi
+}
+
+# run_prove LABEL TEST... [:: ARGS]: runs TAP tests of test/t on
+# PostgreSQL's framework (gh_prove: as GH_OSUSER, device $device) into
+# LABEL.tap, counted as run_tap counts; their servers' logs go to LABEL/
+run_prove() {
+  local label=$1; shift
+  run_tap "$logdir/$label.tap" gh_prove "$logdir/$label" "$@"
 }
 
 # part NAME: whether this run includes that part (GPUHASH_TEST_PARTS, a list
@@ -194,9 +203,9 @@ fi
 rm -rf "$cl"
 fi
 
-note "the GPU service (gpuhash.gpu_service = on, device = $device: test/service.sh)"
+note "the GPU service (gpuhash.gpu_service = on, device = $device: test/t/001_service.pl)"
 if part service; then
-run_tap "$logdir/service.tap" env GPUHASH_TEST_DEVICE=$device GPUHASH_TEST_LOGDIR=$logdir bash test/service.sh
+run_prove service test/t/001_service.pl
 fi
 
 note "memory within work_mem * hash_mem_multiplier (device = $device: test/memory.sh)"
