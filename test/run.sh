@@ -208,15 +208,14 @@ if part service; then
 run_prove service test/t/001_service.pl
 fi
 
-note "memory within work_mem * hash_mem_multiplier (device = $device: test/memory.sh)"
+note "memory within work_mem * hash_mem_multiplier (device = $device: test/t/002_memory.pl)"
 if part memory; then
-run_tap "$logdir/memory.tap" env GPUHASH_TEST_DEVICE=$device GPUHASH_TEST_LOGDIR=$logdir bash test/memory.sh
+run_prove memory test/t/002_memory.pl
 fi
 
-note "gpuhash_aggregate within its budget: 10^7 groups, int keys (device = $device: test/memory_agg.sh)"
+note "gpuhash_aggregate within its budget: 10^7 groups, int keys (device = $device: test/t/003_memory_agg.pl)"
 if part memory; then
-run_tap "$logdir/memory_agg.tap" env GPUHASH_TEST_LOGDIR=$logdir MEMAGG_DEVICE=$device MEMAGG_KEYS=int \
-  bash test/memory_agg.sh 10000000
+MEMAGG_DEVICE=$device MEMAGG_KEYS=int run_prove memory_agg test/t/003_memory_agg.pl :: 10000000
 fi
 
 note "differential fuzzer against native, seed 1 and one from the clock (device = $device: test/fuzz/run.sh)"

@@ -161,17 +161,26 @@ sub psql_q0
 	return _trim($out);
 }
 
-# psql_bg(NODE, ARGS, %opts): psql -X ARGS in the background, its stdout and
-# stderr to opts{out} (a file name or a scalar reference; default nowhere);
-# returns the IPC::Run harness (->finish waits, ->kill_kill ends it)
+# psql_bg(NODE, ARGS, %opts): psql -X ARGS in the background (the script
+# opts{stdin} on its standard input), its stdout and stderr to opts{out} (a
+# file name, or a scalar reference for small outputs, filled as the harness
+# is pumped or finished; default nowhere); returns the IPC::Run harness
+# (->finish waits, ->kill_kill ends it)
 sub psql_bg
 {
 	my ($node, $args, %o) = @_;
 	my @cmd = ('psql', '-X', '-d', $node->connstr($o{db} // 'postgres'),
 		@$args);
-	my $in = $o{stdin} // '';
+	# a script from a file: IPC::Run would feed a string only while the
+	# caller pumps the harness, and the session is to run meanwhile
+	my $in = '/dev/null';
+	if (defined $o{stdin})
+	{
+		$in = PostgreSQL::Test::Utils::tempdir() . '/stdin.sql';
+		PostgreSQL::Test::Utils::append_to_file($in, $o{stdin});
+	}
 	my $out = $o{out} // '/dev/null';
-	return IPC::Run::start(\@cmd, '<', \$in, '>', $out, '2>&1');
+	return IPC::Run::start(\@cmd, '<', $in, '>', $out, '2>&1');
 }
 
 # sleep_s(SECONDS): a fractional sleep
