@@ -231,12 +231,7 @@ elif [ "${GPUHASH_TEST_SKIP_ROBUST:-}" = 1 ]; then
   # for a GPU host short of time only (test/gpuhost.sh runs it as its own step); CI never sets it
   echo "skipped: GPUHASH_TEST_SKIP_ROBUST=1 (not counted as passed)"
 else
-bash test/robust/run.sh >"$logdir/robust.tap" 2>"$logdir/robust.err"
-rc=$?
-count_tap "$logdir/robust.tap"
-grep -E '^ *not ok' "$logdir/robust.tap" | head -20
-if [ $rc -ne 0 ] && ! grep -qE '^ *not ok' "$logdir/robust.tap"; then
-  failed=$((failed + 1)); echo "robustness suite exited $rc"; tail -20 "$logdir/robust.err"; fi
+run_prove robust test/t/004_robust.pl
 fi
 
 note "a backend's GPU work in single-user mode (test/robust/sanitize_backend.sh without the sanitizer; test/gpuhost.sh sanitize-backend runs it under compute-sanitizer)"
