@@ -13,12 +13,23 @@
 # pg_regress suites (sql/, expected/, in test/schedule's order) and the
 # isolation specs (test/isolation), each in a temporary preloaded instance,
 # and the pg_regress suites again under auto_explain; pgTAP (test/pgtap) via
-# pg_prove in a throwaway cluster; the GPU service (test/service.sh); memory
-# within work_mem (test/memory.sh, test/memory_agg.sh); the differential
-# fuzzer (test/fuzz: random queries against native, about 2 minutes); the
-# robustness suite (test/robust: cancels, kills, injected failures, pgbench,
-# sqlsmith) and a backend's GPU work in single-user mode.  Logs go to
-# $GPUHASH_TEST_LOGDIR (default: a temp dir).
+# pg_prove in a throwaway cluster; the TAP tests on PostgreSQL's own
+# framework (test/t, PostgreSQL::Test::Cluster, run with prove as the
+# cluster user: gh_prove in test/lib.sh), each starting clusters of its own:
+# the GPU service (001_service.pl, part "service"), memory within work_mem
+# (002_memory.pl, 003_memory_agg.pl, part "memory") and the robustness suite
+# (004_robust.pl: cancels, kills, injected failures, pgbench, sqlsmith); the
+# differential fuzzer (test/fuzz: random queries against native, about 2
+# minutes); a backend's GPU work in single-user mode
+# (test/robust/sanitize_backend.sh).  Each TAP stream's "ok" and "not ok"
+# lines count into the totals; a suite that ran nothing or exited non-zero
+# without a "not ok" counts as one failure.  Logs go to $GPUHASH_TEST_LOGDIR
+# (default: a temp dir), a TAP test's servers' logs to LOGDIR/PART/.
+#
+# The shell scripts left under test/robust are what TAP cannot drive, or
+# not yet: sanitize_backend.sh (a single-user backend, under
+# compute-sanitizer on a GPU host), valgrind.sh, sqlsmith.sh (also run by
+# 004_robust.pl) and gpu.sh (GPU-only robustness, test/gpuhost.sh robustgpu).
 set -u
 quick=0
 case "${1:-}" in --quick) quick=1 ;; "") ;; *) echo "usage: test/run.sh [--quick]" >&2; exit 2 ;; esac
@@ -136,7 +147,7 @@ CONF
     [ "${GPUHASH_TEST_ISOLATION:-}" = on ] || only+=(ISOLATION=)
   fi
   gh_as_pg make -C "$work/tree" --no-print-directory installcheck PG_CONFIG="$(command -v pg_config)" \
-    GPUHASH_TEST_CONF="$work/device.conf" "${only[@]}" "$@" >"$logdir/$label.log" 2>&1
+    GPUHASH_TEST_CONF="$work/device.conf" TAP_TESTS= "${only[@]}" "$@" >"$logdir/$label.log" 2>&1
   grep -E '^(test|ok|not ok)|^ +[a-z_]+ +\.\.\.|tests (passed|failed)' "$logdir/$label.log" || true
   ok=$(grep -cE '\.\.\. ok|^ok ' "$logdir/$label.log" || true)
   nok=$(grep -cE '\.\.\. FAILED|^not ok ' "$logdir/$label.log" || true)
@@ -144,7 +155,7 @@ CONF
   passed=$((passed + ok)); failed=$((failed + nok))
   rm -rf "$logdir/$label-results"; mkdir -p "$logdir/$label-results"
   cp -r "$work/tree/results" "$work/tree/output_iso" "$logdir/$label-results/" 2>/dev/null
-  cp "$work/tree/tmp_check/log/postmaster.log" "$logdir/$label-server.log" 2>/dev/null
+  cp "$work/tree/tmp_check_regress/log/postmaster.log" "$logdir/$label-server.log" 2>/dev/null
   cat "$work/tree/regression.diffs" "$work/tree/output_iso/regression.diffs" >"$logdir/$label.diffs" 2>/dev/null
   [ -s "$logdir/$label.diffs" ] && head -60 "$logdir/$label.diffs"
   [ -s "$logdir/$label.diffs" ] || rm -f "$logdir/$label.diffs"
