@@ -217,7 +217,7 @@ gh_tap_check() {
 # (regress_log_NAME, the servers' logs) to LOGDIR; ARGS after :: go to each
 # test.  Passes GPUHASH_* and MEMAGG_* through; returns prove's status.
 gh_prove() {
-  local logdir=$1 work rc t v tests=() envs=(); shift
+  local logdir=$1 work rc v tests=() envs=(); shift
   gh_tap_check || return 1
   work=$(gh_tmpdir)
   gh_readable_copy "$work/tree" test sql || return 1

@@ -1061,5 +1061,4 @@ if ($smith)
 	}
 }
 
-note("logs: $outdir");
 done_testing();
