@@ -13,7 +13,7 @@
 #
 #   Robustness (issue 6), added steps: install (build and install the
 #   extension), robust (test/t/004_robust.pl --no-smith with device = gpu),
-#   robustgpu (test/robust/gpu.sh: driver, memory exhaustion, timeouts in
+#   robustgpu (test/t/005_robust_gpu.pl: driver, memory exhaustion, timeouts in
 #   device copies), smith (test/robust/sqlsmith.sh $SMITH_SECONDS, default
 #   180, device = gpu; sqlsmith from .robust-carry/ when carried),
 #   sanitize-backend (test/robust/sanitize_backend.sh: a single-user backend
@@ -46,7 +46,7 @@
 #   through); the tables in $OUT/ab-join.md, $OUT/ab-agg.md.
 #
 #   The TAP tests (test/t: the service, memory and robustness parts of
-#   "tests", and "robust") run on PostgreSQL's TAP framework, which needs
+#   "tests", "robust" and "robustgpu") run on PostgreSQL's TAP framework, which needs
 #   perl (with its core modules and prove) on the host, PostgreSQL::Test
 #   (in the bundle's postgresql-server-dev-15) and IPC::Run, which the host
 #   lacks.  Before the call, where the packages are installed, run
@@ -134,8 +134,8 @@ run_step() {
       GPUHASH_TEST_DEVICE=gpu gh_prove /tmp/gh-robust test/t/004_robust.pl :: --no-smith ${ROBUST_ARGS:-} >"$out/robust.tap" 2>&1 || rc=1
       grep -E '^(not ok|#)' "$out/robust.tap" | head -20; tail -4 "$out/robust.tap" ;;
     robustgpu)
-      GPUHASH_TEST_DEVICE=gpu GPUHASH_TEST_LOGDIR=/tmp/gh-robustgpu bash test/robust/gpu.sh >"$out/robust-gpu.tap" 2>&1 || rc=1
-      grep -E '^(not ok|#)' "$out/robust-gpu.tap" | head -30; tail -2 "$out/robust-gpu.tap" ;;
+      GPUHASH_TEST_DEVICE=gpu gh_prove /tmp/gh-robustgpu test/t/005_robust_gpu.pl >"$out/robust-gpu.tap" 2>&1 || rc=1
+      grep -E '^(not ok|#)' "$out/robust-gpu.tap" | head -30; tail -4 "$out/robust-gpu.tap" ;;
     smith)
       # GPUHOST_DEADLINE (epoch seconds): end in time for it
       local secs=${SMITH_SECONDS:-180}

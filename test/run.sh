@@ -26,10 +26,11 @@
 # without a "not ok" counts as one failure.  Logs go to $GPUHASH_TEST_LOGDIR
 # (default: a temp dir), a TAP test's servers' logs to LOGDIR/PART/.
 #
-# The shell scripts left under test/robust are what TAP cannot drive, or
-# not yet: sanitize_backend.sh (a single-user backend, under
-# compute-sanitizer on a GPU host), valgrind.sh, sqlsmith.sh (also run by
-# 004_robust.pl) and gpu.sh (GPU-only robustness, test/gpuhost.sh robustgpu).
+# The shell scripts left under test/robust are what TAP cannot drive:
+# sanitize_backend.sh (a single-user backend, under compute-sanitizer on a
+# GPU host), valgrind.sh and sqlsmith.sh (a cluster of its own, also run by
+# 004_robust.pl).  005_robust_gpu.pl (GPU-only robustness) runs on a GPU
+# host only, as test/gpuhost.sh robustgpu.
 set -u
 quick=0
 case "${1:-}" in --quick) quick=1 ;; "") ;; *) echo "usage: test/run.sh [--quick]" >&2; exit 2 ;; esac

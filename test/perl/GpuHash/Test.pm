@@ -162,15 +162,16 @@ sub psql_q0
 }
 
 # psql_bg(NODE, ARGS, %opts): psql -X ARGS in the background (the script
-# opts{stdin} on its standard input), its stdout and stderr to opts{out} (a
-# file name, or a scalar reference for small outputs, filled as the harness
-# is pumped or finished; default nowhere); returns the IPC::Run harness
-# (->finish waits, ->kill_kill ends it)
+# opts{stdin} on its standard input; opts{timeout} as psql_run's), its
+# stdout and stderr to opts{out} (a file name, or a scalar reference for
+# small outputs, filled as the harness is pumped or finished; default
+# nowhere); returns the IPC::Run harness (->finish waits and is true when
+# psql exited 0, ->kill_kill ends it)
 sub psql_bg
 {
 	my ($node, $args, %o) = @_;
-	my @cmd = ('psql', '-X', '-d', $node->connstr($o{db} // 'postgres'),
-		@$args);
+	my @cmd = (($o{timeout} ? ('timeout', $o{timeout}) : ()),
+		'psql', '-X', '-d', $node->connstr($o{db} // 'postgres'), @$args);
 	# a script from a file: IPC::Run would feed a string only while the
 	# caller pumps the harness, and the session is to run meanwhile
 	my $in = '/dev/null';
