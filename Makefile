@@ -3,7 +3,8 @@
 #   make && make install          build with nvcc when found (GPU + CPU twin)
 #   make GPUHASH_CUDA=no          build without CUDA (CPU twin only)
 #   make installcheck             the pg_regress suites and isolation specs, each
-#                                 in a temporary, preloaded instance
+#                                 in a temporary, preloaded instance, then the
+#                                 TAP tests (test/t) in clusters of their own
 #   make coverage                 test/run.sh on a build with gcov counters
 #                                 (GPUHASH_COVERAGE=1), then an lcov report of
 #                                 src/ and the CPU twin in coverage/
@@ -24,10 +25,20 @@ PGFILEDESC = "gpuhash - GPU hash joins and aggregation"
 GPUHASH_TEST_CONF ?=
 test_conf = --temp-config=test/regress.conf $(if $(GPUHASH_TEST_CONF),--temp-config=$(GPUHASH_TEST_CONF))
 REGRESS = $(shell sed -n 's/^test: *//p' test/schedule)
-REGRESS_OPTS = --temp-instance=./tmp_check $(test_conf)
+REGRESS_OPTS = --temp-instance=./tmp_check_regress $(test_conf)
 ISOLATION = $(sort $(notdir $(basename $(wildcard test/isolation/specs/*.spec))))
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=./tmp_check_iso \
 	--temp-config=test/isolation/isolation.conf $(test_conf)
+
+# TAP tests on PostgreSQL's framework (PostgreSQL::Test::Cluster; Debian:
+# postgresql-server-dev-15 and libipc-run-perl), test/t/NNN_name.pl with
+# their helpers in test/perl: each starts clusters of its own, with the
+# device GPUHASH_TEST_DEVICE (cpu by default).  PGXS's prove_installcheck
+# empties tmp_check/ first, hence the pg_regress instance's own name above.
+# TAP_TESTS= leaves them out (test/run.sh runs them as parts of its own).
+# PROVE_FLAGS is set below PGXS's include, whose Makefile.global empties it.
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
 
 PG_CONFIG ?= pg_config
 
@@ -54,7 +65,8 @@ endif
 
 OBJS = $(C_SRCS:.c=.o) $(CU_OBJS)
 PG_CPPFLAGS = -Icuda -Isrc
-EXTRA_CLEAN = $(CU_OBJS) cuda/nocuda.o src/*.gcno src/*.gcda cuda/*.gcno cuda/*.gcda
+EXTRA_CLEAN = $(CU_OBJS) cuda/nocuda.o src/*.gcno src/*.gcda cuda/*.gcno cuda/*.gcda \
+	tmp_check_regress/
 
 # GPUHASH_COVERAGE=1: gcov counters in every C object (src/ and the CPU twin;
 # nvcc's objects have none), unoptimised so that lines map to code.  Read from
@@ -71,6 +83,8 @@ override with_llvm = no
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+PROVE_FLAGS = -I ./test/perl
 
 # every object depends on every header of its side of the seam and on the
 # seam's: coarse, but a changed header never leaves a stale object

@@ -8,7 +8,7 @@
 -- The CPU twin reserves nothing unless gpuhash.budget_cpu_twin (test-only,
 -- superuser) asks it to reserve as the GPU does; this suite runs on the twin
 -- so that it tests the same accounting with and without a GPU.  Backend exit,
--- the GPU service and concurrent sessions are checked by test/service.sh.
+-- the GPU service and concurrent sessions are checked by test/t/001_service.pl.
 SET gpuhash.device = cpu;
 SET max_parallel_workers_per_gather = 0;
 CREATE TABLE db_o AS SELECT g AS id, g % 4000 AS k FROM generate_series(1, 50000) g;
@@ -196,7 +196,7 @@ DROP FUNCTION db_cost(text);
 -- native's rows.  Whether it waits first depends on who holds the rest: it
 -- does not where only this backend's holdings stand in the way (no wait
 -- could help), it does where another process holds some, as the GPU
--- service's context on a GPU host (test/service.sh waits on another
+-- service's context on a GPU host (test/t/001_service.pl waits on another
 -- session)
 SET work_mem = '1GB';
 -- (a join first: on a GPU it makes this backend's context, whose share the

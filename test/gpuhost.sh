@@ -12,8 +12,8 @@
 #                                    (compute-sanitizer on the CUDA tests)
 #
 #   Robustness (issue 6), added steps: install (build and install the
-#   extension), robust (test/robust/run.sh --no-smith with device = gpu),
-#   robustgpu (test/robust/gpu.sh: driver, memory exhaustion, timeouts in
+#   extension), robust (test/t/004_robust.pl --no-smith with device = gpu),
+#   robustgpu (test/t/005_robust_gpu.pl: driver, memory exhaustion, timeouts in
 #   device copies), smith (test/robust/sqlsmith.sh $SMITH_SECONDS, default
 #   180, device = gpu; sqlsmith from .robust-carry/ when carried),
 #   sanitize-backend (test/robust/sanitize_backend.sh: a single-user backend
@@ -44,8 +44,29 @@
 #   ab-join, ab-agg: bench/ab.sh .before join|agg, the benchmark for the
 #   tree in .before (carried) and this one side by side ($AB_* settings pass
 #   through); the tables in $OUT/ab-join.md, $OUT/ab-agg.md.
+#
+#   The TAP tests (test/t: the service, memory and robustness parts of
+#   "tests", "robust" and "robustgpu") run on PostgreSQL's TAP framework, which needs
+#   perl (with its core modules and prove) on the host, PostgreSQL::Test
+#   (in the bundle's postgresql-server-dev-15) and IPC::Run, which the host
+#   lacks.  Before the call, where the packages are installed, run
+#     test/gpuhost.sh --carry-perl
+#   which copies IPC::Run and PostgreSQL's TAP modules into .gpuhost/perl5
+#   (carried with .gpuhost); each call checks that all of it loads and says
+#   what is missing, and the TAP parts then count as failed, not as passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = --carry-perl ]; then
+  # here, not on the GPU host: the modules the TAP tests load that the host lacks
+  pgperl=$(dirname "$(pg_config --pgxs)")/../test/perl
+  [ -f /usr/share/perl5/IPC/Run.pm ] || { echo "IPC::Run is not installed here (apt-get install libipc-run-perl)" >&2; exit 1; }
+  [ -f "$pgperl/PostgreSQL/Test/Cluster.pm" ] || { echo "no PostgreSQL::Test::Cluster in $pgperl" >&2; exit 1; }
+  rm -rf .gpuhost/perl5 && mkdir -p .gpuhost/perl5/IPC &&
+    cp -r /usr/share/perl5/IPC/Run.pm /usr/share/perl5/IPC/Run .gpuhost/perl5/IPC/ &&
+    cp -r "$pgperl/PostgreSQL" .gpuhost/perl5/ || exit 1
+  find .gpuhost/perl5 -name '*.pm' | sort
+  exit 0
+fi
 out=${OUT:-/tmp/gpuhost-out}
 mkdir -p "$out"
 chmod -R a+rX .
@@ -60,6 +81,17 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 if [ -d .robust-carry ]; then
   export PATH=$PWD/.robust-carry/bin:$PATH
   export LD_LIBRARY_PATH=$PWD/.robust-carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+# the TAP tests' perl modules, where the cluster user can read them
+if [ -d .gpuhost/perl5 ]; then
+  rm -rf /tmp/gh-perl5 && cp -r .gpuhost/perl5 /tmp/gh-perl5 && chmod -R a+rX /tmp/gh-perl5
+  export PERL5LIB=/tmp/gh-perl5${PERL5LIB:+:$PERL5LIB}
+fi
+. test/lib.sh
+if gh_tap_check 2>"$out/tap-check.txt"; then
+  echo "TAP tests: perl $(perl -e 'print $^V'), IPC::Run and PostgreSQL::Test load" | tee "$out/tap-check.txt"
+else
+  echo "TAP tests cannot run here (test/gpuhost.sh --carry-perl before the call?): $(cat "$out/tap-check.txt")"
 fi
 rc=0
 bgpids=""
@@ -98,11 +130,12 @@ run_step() {
       (make clean && make -j"$(nproc)" PG_CONFIG="$PG_CONFIG" && make install PG_CONFIG="$PG_CONFIG") >"$out/install.log" 2>&1 || { rc=1; tail -20 "$out/install.log"; } ;;
     robust)
       # ROBUST_ARGS: more arguments, e.g. "--long --only pgbench" (the issue's pgbench alone)
-      GPUHASH_TEST_DEVICE=gpu GPUHASH_TEST_LOGDIR=/tmp/gh-robust bash test/robust/run.sh --no-smith ${ROBUST_ARGS:-} >"$out/robust.tap" 2>&1 || rc=1
-      grep -E '^(not ok|#)' "$out/robust.tap" | head -20; tail -2 "$out/robust.tap" ;;
+      # shellcheck disable=SC2086
+      GPUHASH_TEST_DEVICE=gpu gh_prove /tmp/gh-robust test/t/004_robust.pl :: --no-smith ${ROBUST_ARGS:-} >"$out/robust.tap" 2>&1 || rc=1
+      grep -E '^(not ok|#)' "$out/robust.tap" | head -20; tail -4 "$out/robust.tap" ;;
     robustgpu)
-      GPUHASH_TEST_DEVICE=gpu GPUHASH_TEST_LOGDIR=/tmp/gh-robustgpu bash test/robust/gpu.sh >"$out/robust-gpu.tap" 2>&1 || rc=1
-      grep -E '^(not ok|#)' "$out/robust-gpu.tap" | head -30; tail -2 "$out/robust-gpu.tap" ;;
+      GPUHASH_TEST_DEVICE=gpu gh_prove /tmp/gh-robustgpu test/t/005_robust_gpu.pl >"$out/robust-gpu.tap" 2>&1 || rc=1
+      grep -E '^(not ok|#)' "$out/robust-gpu.tap" | head -30; tail -4 "$out/robust-gpu.tap" ;;
     smith)
       # GPUHOST_DEADLINE (epoch seconds): end in time for it
       local secs=${SMITH_SECONDS:-180}

@@ -21,7 +21,7 @@ run_group() {
   printf 'gpuhash.device = gpu\ngpuhash_test.gpu = on\n' >"$work/device.conf"
   chmod a+r "$work/device.conf"
   gh_as_pg make -C "$work/tree" --no-print-directory installcheck PG_CONFIG="$(command -v pg_config)" \
-    GPUHASH_TEST_CONF="$work/device.conf" REGRESS="setup join_setup $suites" ISOLATION= \
+    GPUHASH_TEST_CONF="$work/device.conf" REGRESS="setup join_setup $suites" ISOLATION= TAP_TESTS= \
     >"$out/regress-$name.log" 2>&1
   local rc=$?
   cp "$work/tree/regression.diffs" "$out/regress-$name.diffs" 2>/dev/null

@@ -1,7 +1,10 @@
 #!/bin/bash
 # test/lib.sh - shared helpers for test/run.sh and demo.sh: installing what a
 # fresh Debian 12 machine lacks, running PostgreSQL programs as a non-root
-# user (initdb and postgres refuse root), and throwaway clusters.
+# user (initdb and postgres refuse root), throwaway clusters for the shell
+# scripts, and running the TAP tests (test/t, on PostgreSQL's own framework:
+# their clusters and counting are PostgreSQL::Test::Cluster's and
+# Test::More's, their shared Perl helpers test/perl/GpuHash/Test.pm).
 
 GPUHASH_ROOT=${GPUHASH_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 
@@ -20,6 +23,10 @@ gh_install_deps() {
   [ -x /usr/lib/postgresql/15/bin/postgres ] || command -v postgres >/dev/null 2>&1 || need+=(postgresql-15)
   [ -x "$(dirname "${pkglib:-/nonexistent}")/../test/regress/pg_regress" ] || need+=(postgresql-server-dev-15)
   command -v pg_prove >/dev/null 2>&1 || need+=(libtap-parser-sourcehandler-pgtap-perl)
+  # the TAP tests (test/t): PostgreSQL::Test::Cluster comes with the server
+  # headers (above), prove with perl, IPC::Run apart
+  command -v prove >/dev/null 2>&1 || need+=(perl)
+  perl -MIPC::Run -e 1 >/dev/null 2>&1 || need+=(libipc-run-perl)
   command -v sqlsmith >/dev/null 2>&1 || need+=(sqlsmith)
   command -v make >/dev/null 2>&1 || need+=(make)
   command -v python3 >/dev/null 2>&1 || need+=(python3)
@@ -182,24 +189,48 @@ gh_build_install() {
   fi
 }
 
-# TAP for the scripts that start a cluster of their own (test/service.sh,
-# test/memory.sh): gh_tap_start DIR NAME numbers the results from 1 and, at
-# exit, stops the cluster in DIR, keeps its log as NAME-server.log in
-# GPUHASH_TEST_LOGDIR, prints the plan and exits non-zero if any failed.
-# ok NAME, notok NAME [DIAGNOSTIC], check GOT WANT NAME count a result.
-gh_tap_start() {
-  gh_tap_dir=$1 gh_tap_name=$2 n=0 failed=0
-  trap gh_tap_finish EXIT
+# gh_tap_perl5lib: where PostgreSQL's TAP modules (PostgreSQL::Test::Cluster,
+# shipped with the server headers under pgxs) and gpuhash's own
+# (test/perl) are, then PERL5LIB as it was (a GPU host's IPC::Run)
+gh_tap_perl5lib() {
+  local pgxs
+  pgxs=$(pg_config --pgxs) || return 1
+  echo "$(cd "$(dirname "$pgxs")/../test/perl" && pwd):$GPUHASH_ROOT/test/perl${PERL5LIB:+:$PERL5LIB}"
 }
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; [ -n "${2:-}" ] && echo "# $2"; }
-check() { if [ "$1" = "$2" ]; then ok "$3"; else notok "$3" "got '$1', expected '$2'"; fi; }
-gh_tap_finish() {
-  gh_cluster_stop "$gh_tap_dir"
-  [ -n "${GPUHASH_TEST_LOGDIR:-}" ] &&
-    cp "$gh_tap_dir/server.log" "$GPUHASH_TEST_LOGDIR/$gh_tap_name-server.log" 2>/dev/null
-  rm -rf "$gh_tap_dir"
-  echo "1..$n"
-  [ "$failed" -eq 0 ]
-  exit $?
+
+# gh_tap_check: whether perl, prove, IPC::Run and PostgreSQL's TAP modules
+# are all here; says which is missing (perl -c: loads them without running
+# PostgreSQL::Test::Utils's INIT, which makes tmp_check/ where it stands)
+gh_tap_check() {
+  local m
+  command -v perl >/dev/null 2>&1 || { echo "perl is not installed: the TAP tests cannot run" >&2; return 1; }
+  command -v prove >/dev/null 2>&1 || { echo "prove (perl's Test::Harness) is not installed: the TAP tests cannot run" >&2; return 1; }
+  for m in Test::More IPC::Run PostgreSQL::Test::Cluster; do
+    PERL5LIB=$(gh_tap_perl5lib) perl -M"$m" -c -e 1 >/dev/null 2>&1 ||
+      { echo "perl cannot load $m (Debian: libipc-run-perl, postgresql-server-dev-15): the TAP tests cannot run" >&2; return 1; }
+  done
+}
+
+# gh_prove LOGDIR TEST... [:: ARGS]: run TAP tests (test/t/NNN_name.pl) with
+# prove -v as GH_OSUSER, from a copy of the checkout's test/ and sql/ that
+# this user can read; the TAP goes to stdout, the tests' own logs
+# (regress_log_NAME, the servers' logs) to LOGDIR; ARGS after :: go to each
+# test.  Passes GPUHASH_* and MEMAGG_* through; returns prove's status.
+gh_prove() {
+  local logdir=$1 work rc v tests=() envs=(); shift
+  gh_tap_check || return 1
+  work=$(gh_tmpdir)
+  gh_readable_copy "$work/tree" test sql || return 1
+  [ "$(id -u)" -eq 0 ] && chown -R "$GH_OSUSER" "$work"
+  while [ $# -gt 0 ] && [ "$1" != :: ]; do tests+=("$work/tree/$1"); shift; done
+  for v in $(compgen -e); do
+    case $v in GPUHASH_ROOT) ;; GPUHASH_*|MEMAGG_*) envs+=("$v=${!v}") ;; esac
+  done
+  PERL5LIB=$(GPUHASH_ROOT=$work/tree gh_tap_perl5lib) gh_as_pg env "${envs[@]}" TESTDIR="$work" \
+    PG_REGRESS="$(dirname "$(pg_config --pgxs)")/../test/regress/pg_regress" \
+    prove -v "${tests[@]}" "$@"
+  rc=$?
+  mkdir -p "$logdir" && cp -r "$work/tmp_check/log/." "$logdir/" 2>/dev/null
+  rm -rf "$work"
+  return $rc
 }

@@ -13,12 +13,24 @@
 # pg_regress suites (sql/, expected/, in test/schedule's order) and the
 # isolation specs (test/isolation), each in a temporary preloaded instance,
 # and the pg_regress suites again under auto_explain; pgTAP (test/pgtap) via
-# pg_prove in a throwaway cluster; the GPU service (test/service.sh); memory
-# within work_mem (test/memory.sh, test/memory_agg.sh); the differential
-# fuzzer (test/fuzz: random queries against native, about 2 minutes); the
-# robustness suite (test/robust: cancels, kills, injected failures, pgbench,
-# sqlsmith) and a backend's GPU work in single-user mode.  Logs go to
-# $GPUHASH_TEST_LOGDIR (default: a temp dir).
+# pg_prove in a throwaway cluster; the TAP tests on PostgreSQL's own
+# framework (test/t, PostgreSQL::Test::Cluster, run with prove as the
+# cluster user: gh_prove in test/lib.sh), each starting clusters of its own:
+# the GPU service (001_service.pl, part "service"), memory within work_mem
+# (002_memory.pl, 003_memory_agg.pl, part "memory") and the robustness suite
+# (004_robust.pl: cancels, kills, injected failures, pgbench, sqlsmith); the
+# differential fuzzer (test/fuzz: random queries against native, about 2
+# minutes); a backend's GPU work in single-user mode
+# (test/robust/sanitize_backend.sh).  Each TAP stream's "ok" and "not ok"
+# lines count into the totals; a suite that ran nothing or exited non-zero
+# without a "not ok" counts as one failure.  Logs go to $GPUHASH_TEST_LOGDIR
+# (default: a temp dir), a TAP test's servers' logs to LOGDIR/PART/.
+#
+# The shell scripts left under test/robust are what TAP cannot drive:
+# sanitize_backend.sh (a single-user backend, under compute-sanitizer on a
+# GPU host), valgrind.sh and sqlsmith.sh (a cluster of its own, also run by
+# 004_robust.pl).  005_robust_gpu.pl (GPU-only robustness) runs on a GPU
+# host only, as test/gpuhost.sh robustgpu.
 set -u
 quick=0
 case "${1:-}" in --quick) quick=1 ;; "") ;; *) echo "usage: test/run.sh [--quick]" >&2; exit 2 ;; esac
@@ -27,6 +39,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 cd "$GPUHASH_ROOT"
 
 device=${GPUHASH_TEST_DEVICE:-cpu}
+export GPUHASH_TEST_DEVICE=$device
 # auto (a GPU host): joins start on the CPU twin while a session's or a
 # parallel worker's CUDA context is made, then move to the GPU
 case $device in cpu) expect_gpu=off ;; gpu|auto) expect_gpu=on ;;
@@ -59,6 +72,14 @@ run_tap() {
   grep -E '^ *not ok|^#' "$log" | head -20
   if [ $rc -ne 0 ] && ! grep -qE '^ *not ok' "$log"; then
     failed=$((failed + 1)); echo "$(basename "$log" .tap) exited $rc"; tail -20 "$log"; fi
+}
+
+# run_prove LABEL TEST... [:: ARGS]: runs TAP tests of test/t on
+# PostgreSQL's framework (gh_prove: as GH_OSUSER, device $device) into
+# LABEL.tap, counted as run_tap counts; their servers' logs go to LABEL/
+run_prove() {
+  local label=$1; shift
+  run_tap "$logdir/$label.tap" gh_prove "$logdir/$label" "$@"
 }
 
 # part NAME: whether this run includes that part (GPUHASH_TEST_PARTS, a list
@@ -127,7 +148,7 @@ CONF
     [ "${GPUHASH_TEST_ISOLATION:-}" = on ] || only+=(ISOLATION=)
   fi
   gh_as_pg make -C "$work/tree" --no-print-directory installcheck PG_CONFIG="$(command -v pg_config)" \
-    GPUHASH_TEST_CONF="$work/device.conf" "${only[@]}" "$@" >"$logdir/$label.log" 2>&1
+    GPUHASH_TEST_CONF="$work/device.conf" TAP_TESTS= "${only[@]}" "$@" >"$logdir/$label.log" 2>&1
   grep -E '^(test|ok|not ok)|^ +[a-z_]+ +\.\.\.|tests (passed|failed)' "$logdir/$label.log" || true
   ok=$(grep -cE '\.\.\. ok|^ok ' "$logdir/$label.log" || true)
   nok=$(grep -cE '\.\.\. FAILED|^not ok ' "$logdir/$label.log" || true)
@@ -135,7 +156,7 @@ CONF
   passed=$((passed + ok)); failed=$((failed + nok))
   rm -rf "$logdir/$label-results"; mkdir -p "$logdir/$label-results"
   cp -r "$work/tree/results" "$work/tree/output_iso" "$logdir/$label-results/" 2>/dev/null
-  cp "$work/tree/tmp_check/log/postmaster.log" "$logdir/$label-server.log" 2>/dev/null
+  cp "$work/tree/tmp_check_regress/log/postmaster.log" "$logdir/$label-server.log" 2>/dev/null
   cat "$work/tree/regression.diffs" "$work/tree/output_iso/regression.diffs" >"$logdir/$label.diffs" 2>/dev/null
   [ -s "$logdir/$label.diffs" ] && head -60 "$logdir/$label.diffs"
   [ -s "$logdir/$label.diffs" ] || rm -f "$logdir/$label.diffs"
@@ -194,20 +215,19 @@ fi
 rm -rf "$cl"
 fi
 
-note "the GPU service (gpuhash.gpu_service = on, device = $device: test/service.sh)"
+note "the GPU service (gpuhash.gpu_service = on, device = $device: test/t/001_service.pl)"
 if part service; then
-run_tap "$logdir/service.tap" env GPUHASH_TEST_DEVICE=$device GPUHASH_TEST_LOGDIR=$logdir bash test/service.sh
+run_prove service test/t/001_service.pl
 fi
 
-note "memory within work_mem * hash_mem_multiplier (device = $device: test/memory.sh)"
+note "memory within work_mem * hash_mem_multiplier (device = $device: test/t/002_memory.pl)"
 if part memory; then
-run_tap "$logdir/memory.tap" env GPUHASH_TEST_DEVICE=$device GPUHASH_TEST_LOGDIR=$logdir bash test/memory.sh
+run_prove memory test/t/002_memory.pl
 fi
 
-note "gpuhash_aggregate within its budget: 10^7 groups, int keys (device = $device: test/memory_agg.sh)"
+note "gpuhash_aggregate within its budget: 10^7 groups, int keys (device = $device: test/t/003_memory_agg.pl)"
 if part memory; then
-run_tap "$logdir/memory_agg.tap" env GPUHASH_TEST_LOGDIR=$logdir MEMAGG_DEVICE=$device MEMAGG_KEYS=int \
-  bash test/memory_agg.sh 10000000
+MEMAGG_DEVICE=$device MEMAGG_KEYS=int run_prove memory_agg test/t/003_memory_agg.pl :: 10000000
 fi
 
 note "differential fuzzer against native, seed 1 and one from the clock (device = $device: test/fuzz/run.sh)"
@@ -223,12 +243,7 @@ elif [ "${GPUHASH_TEST_SKIP_ROBUST:-}" = 1 ]; then
   # for a GPU host short of time only (test/gpuhost.sh runs it as its own step); CI never sets it
   echo "skipped: GPUHASH_TEST_SKIP_ROBUST=1 (not counted as passed)"
 else
-bash test/robust/run.sh >"$logdir/robust.tap" 2>"$logdir/robust.err"
-rc=$?
-count_tap "$logdir/robust.tap"
-grep -E '^ *not ok' "$logdir/robust.tap" | head -20
-if [ $rc -ne 0 ] && ! grep -qE '^ *not ok' "$logdir/robust.tap"; then
-  failed=$((failed + 1)); echo "robustness suite exited $rc"; tail -20 "$logdir/robust.err"; fi
+run_prove robust test/t/004_robust.pl
 fi
 
 note "a backend's GPU work in single-user mode (test/robust/sanitize_backend.sh without the sanitizer; test/gpuhost.sh sanitize-backend runs it under compute-sanitizer)"

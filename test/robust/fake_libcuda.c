@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * fake_libcuda.c
- *	  A broken or failing NVIDIA driver library, for test/robust/gpu.sh.
+ *	  A broken or failing NVIDIA driver library, for test/t/005_robust_gpu.pl.
  *
  * Built as libcuda.so.1 into a directory put first on LD_LIBRARY_PATH of a
  * postmaster, it is what the CUDA runtime loads instead of the real driver:

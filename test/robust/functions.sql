@@ -1,5 +1,5 @@
 -- test/robust/functions.sql - the robustness checks' functions, for
--- test/robust/run.sh (psql) and test/robust/sanitize_backend.sh (a
+-- test/t/004_robust.pl (psql) and test/robust/sanitize_backend.sh (a
 -- single-user backend: statements end with a semicolon and an empty line).
 
 -- an equality operator whose function raises on 13, in a hash opclass

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * hog.cu
- *	  Other work holding the GPU's memory, for test/robust/gpu.sh.
+ *	  Other work holding the GPU's memory, for test/t/005_robust_gpu.pl.
  *
  *   hog LEAVE_MB SECONDS READY_FILE
  *
