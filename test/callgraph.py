@@ -14,9 +14,10 @@ nodeHashjoin.c share (the table's build saves tuples through the batch
 code), and only where the header admits it: ALLOWED lists it.
 
 Usage:
-    test/callgraph.py [--dot] [--edges] [objdir]
-It prints the circles found and exits 1 when one is not in ALLOWED, or
-when an edge FORBIDDEN lists is there.
+    test/callgraph.py [--dot] [--edges] [--tap] [objdir]
+It prints the circles found, the edges FORBIDDEN names and the calls that
+go up a header's stated order of files, and exits 1 if there is one
+(test/run.sh runs it with --tap, as its part "layering").
 """
 
 import os
@@ -29,11 +30,42 @@ ALLOWED = [
     {"join_build", "join_batch"},
 ]
 
-# Edges a header rules out, as (caller prefix, callee, why): hashtable.c is
-# the only join code that talks to the GPU service about its tables.
+# Edges a header rules out, as (caller prefix, callee prefix, why):
+# hashtable.c is the only join code that talks to the GPU service about its
+# tables, and the aggregate and the join share only the files below both.
 FORBIDDEN = [
     ("join_", "service_client", "only hashtable.c talks to the GPU service"),
+    ("agg", "join_", "the aggregate does not call into the join"),
+    ("join_", "agg", "the join does not call into the aggregate"),
 ]
+
+# Layer orders the headers state, lowest first: a file may call only files
+# listed before it (an ALLOWED circle excepted).  aggregate.h's list is read
+# from the header itself, so the check follows the header; join_exec.h
+# states its order in prose, written out here.
+HEADER_ORDERS = ["aggregate.h"]
+ORDERS = {
+    "join_exec.h": ["join_parallel", "join_parts", "join_batch", "join_build",
+                    "join_probe", "join_exec"],
+}
+
+
+def header_order(path):
+    """The files aggregate.h lists after "lowest layer first", in order."""
+    import re
+    files = []
+    inlist = False
+    for line in open(path):
+        if "lowest layer first" in line:
+            inlist = True
+            continue
+        if inlist:
+            if line.startswith("#") or "*/" in line:
+                break
+            m = re.match(r"^ \*\t([a-z_]+)\.c\t", line)
+            if m:
+                files.append(m.group(1))
+    return files
 
 
 def symbols(obj):
@@ -147,11 +179,30 @@ def main():
             bad += 1
     for prefix, callee, why in FORBIDDEN:
         for f in sorted(edges):
-            if f.startswith(prefix) and callee in edges[f]:
-                print("FORBIDDEN: %s -> %s (%s)" % (f, callee, why))
-                bad += 1
+            for t in sorted(edges[f]):
+                if f.startswith(prefix) and t.startswith(callee):
+                    print("FORBIDDEN: %s -> %s (%s)" % (f, t, why))
+                    bad += 1
+    srcdir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+    orders = dict(ORDERS)
+    for h in HEADER_ORDERS:
+        orders[h] = header_order(os.path.join(srcdir, h))
+        if len(orders[h]) < 2:
+            print("ORDER: no file list found in %s" % h)
+            bad += 1
+    for h, order in sorted(orders.items()):
+        pos = {f: i for i, f in enumerate(order)}
+        for f in order:
+            for t in sorted(edges.get(f, ())):
+                if t in pos and pos[t] > pos[f] and {f, t} not in ALLOWED:
+                    print("ORDER: %s calls %s, listed after it in %s" % (f, t, h))
+                    bad += 1
     print("%d files, %d edges, %d circle(s) or edge(s) not allowed"
           % (len(edges), sum(len(v) for v in edges.values()), bad))
+    if "--tap" in sys.argv:
+        print("1..1")
+        print("%sok 1 - src/'s call graph keeps the layering its headers state"
+              % ("not " if bad else ""))
     return 1 if bad else 0
 
 

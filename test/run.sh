@@ -9,8 +9,10 @@
 #   GPUHASH_TEST_DEVICE=gpu test/run.sh   on a GPU host: the same suites with
 #                                    gpuhash.device = gpu, plus the CUDA tests
 #
-# Suites: the CUDA unit tests of the multimap and the aggregate (test/cuda); PGXS's make installcheck, the
-# pg_regress suites (sql/, expected/, in test/schedule's order) and the
+# Suites: the layering of src/ (test/callgraph.py: no call circle between
+# files but the one admitted, each header's order of files true); the CUDA
+# unit tests of the multimap and the aggregate (test/cuda); PGXS's make
+# installcheck, the pg_regress suites (sql/, expected/, in test/schedule's order) and the
 # isolation specs (test/isolation), each in a temporary preloaded instance,
 # and the pg_regress suites again under auto_explain; pgTAP (test/pgtap) via
 # pg_prove in a throwaway cluster; the TAP tests on PostgreSQL's own
@@ -102,6 +104,11 @@ if ! gh_build_install "$logdir/build.log"; then
   echo "build failed"; echo "0 passed, 1 failed"; exit 1
 fi
 grep -E 'warning' "$logdir/build.log" | head -20
+
+note "layering: src/'s file-level call graph against its headers (test/callgraph.py)"
+if part layering; then
+run_tap "$logdir/layering.tap" python3 test/callgraph.py --tap
+fi
 
 note "CUDA unit tests (CPU twins: multimap, aggregate)"
 if part cuda && [ -f test/cuda/Makefile ]; then
