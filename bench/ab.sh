@@ -108,7 +108,7 @@ join)
       [ -n "$r" ] && [ "$r" = "$ref" ] || { ok=DIFFERENT; status=1; }
       med[$b]="${med[$b]:+${med[$b]} }$m"
       # a gpuhash run without a GPU join measured nothing of gpuhash's
-      g=$(sed -n "s/^$w gpuhash [^:]*: .*GpuHashJoin nodes \([0-9]*\),.*/\1/p" "$d/bench.log" | head -1)
+      g=$(sed -n "s/^$w gpuhash [^:]*: .*GpuHashJoin\/GpuHashAgg nodes \([0-9]*\)\/.*/\1/p" "$d/bench.log" | head -1)
       [ "${g:-0}" -gt 0 ] || { ok="NO GPU JOIN"; status=1; }
       nodes[$b]="${nodes[$b]:+${nodes[$b]} }${g:-0}"
     done
