@@ -14,7 +14,10 @@
  * The join's other dealings with the service go through here too: whether
  * its table would go there (the planner's cost of CUDA contexts depends on
  * it), and a shared build's exchange and probe areas, prepared while the
- * participants still read the inner side.
+ * participants still read the inner side.  One other file names the
+ * service's tables: device.c, whose resource owner frees a service table as
+ * it frees device memory (gh_track_service_table), so that an ERROR
+ * anywhere releases it without this file's state.
  *
  * Building a table goes in this order: on the GPU if the table may go there
  * (gpuhash.device_memory_limit and gpuhash.server_device_memory allow it)
