@@ -226,7 +226,10 @@ gh_prove() {
   for v in $(compgen -e); do
     case $v in GPUHASH_ROOT) ;; GPUHASH_*|MEMAGG_*) envs+=("$v=${!v}") ;; esac
   done
+  # PostgreSQL::Test::Cluster runs initdb, pg_ctl and postgres by name:
+  # Debian keeps them in the version's bindir, which is not on PATH
   PERL5LIB=$(GPUHASH_ROOT=$work/tree gh_tap_perl5lib) gh_as_pg env "${envs[@]}" TESTDIR="$work" \
+    PATH="$(gh_pg_bindir):$PATH" \
     PG_REGRESS="$(dirname "$(pg_config --pgxs)")/../test/regress/pg_regress" \
     prove -v "${tests[@]}" "$@"
   rc=$?
