@@ -8,22 +8,22 @@
 # group's pg_regress summary and exits non-zero if one failed.
 #
 #   GROUP_A="aggregate ..." GROUP_B="join_types ..." test/gpuhost_regress.sh
+#   (GPUHASH_TEST_DEVICE=cpu: on the CPU twin instead)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 cd "$GPUHASH_ROOT"
 out=${OUT:-/tmp/gpuhost-out}
+# GPUHASH_TEST_DEVICE=cpu: the same on the CPU twin (to try the script anywhere)
+device=${GPUHASH_TEST_DEVICE:-gpu}
+expect=on
+[ "$device" = cpu ] && expect=off
 run_group() {
-  local name=$1 suites=$2 work
+  local name=$1 suites=$2 work rc
   work=$(gh_tmpdir)
-  gh_readable_copy "$work/tree" Makefile gpuhash.control gpuhash--*.sql src cuda sql expected test
-  [ "$(id -u)" -eq 0 ] && chown -R "$GH_OSUSER" "$work/tree"
-  printf 'gpuhash.device = gpu\ngpuhash_test.gpu = on\n' >"$work/device.conf"
-  chmod a+r "$work/device.conf"
-  gh_as_pg make -C "$work/tree" --no-print-directory installcheck PG_CONFIG="$(command -v pg_config)" \
-    GPUHASH_TEST_CONF="$work/device.conf" REGRESS="setup join_setup $suites" ISOLATION= TAP_TESTS= \
-    >"$out/regress-$name.log" 2>&1
-  local rc=$?
+  gh_installcheck "$work" "$device" "$expect" "" "$out/regress-$name.log" \
+    REGRESS="setup join_setup $suites" ISOLATION=
+  rc=$?
   cp "$work/tree/regression.diffs" "$out/regress-$name.diffs" 2>/dev/null
   rm -rf "$work"
   return $rc

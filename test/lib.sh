@@ -175,6 +175,22 @@ gh_private_pg() {
   echo "$pgc"
 }
 
+# gh_installcheck WORK DEVICE EXPECT_GPU EXTRA_CONF LOG [MAKE ARGS]: PGXS's
+# make installcheck without the TAP tests, as GH_OSUSER in a readable copy
+# of the tree (WORK/tree, which the caller removes with WORK), each instance
+# with test/regress.conf and then gpuhash.device = DEVICE, the tests'
+# expectation of a GPU (on or off) and EXTRA_CONF; output to LOG, make's
+# status returned.  test/run.sh and test/gpuhost_regress.sh run the suites so.
+gh_installcheck() {
+  local work=$1 device=$2 expect=$3 extra=$4 log=$5; shift 5
+  gh_readable_copy "$work/tree" Makefile gpuhash.control gpuhash--*.sql src cuda sql expected test || return 1
+  [ "$(id -u)" -eq 0 ] && chown -R "$GH_OSUSER" "$work/tree"
+  printf 'gpuhash.device = %s\ngpuhash_test.gpu = %s\n%s\n' "$device" "$expect" "$extra" >"$work/device.conf"
+  chmod a+r "$work/device.conf"
+  gh_as_pg make -C "$work/tree" --no-print-directory installcheck PG_CONFIG="$(command -v pg_config)" \
+    GPUHASH_TEST_CONF="$work/device.conf" TAP_TESTS= "$@" >"$log" 2>&1
+}
+
 # gh_cluster_stop DIR
 gh_cluster_stop() {
   gh_as_pg "$(gh_pg_bindir)/pg_ctl" -D "$1/data" -m fast -w stop >/dev/null 2>&1 || true

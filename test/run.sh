@@ -138,14 +138,6 @@ fi
 run_installcheck() {
   local label=$1 extra=$2 work ok nok; shift 2
   work=$(gh_tmpdir)
-  gh_readable_copy "$work/tree" Makefile gpuhash.control gpuhash--*.sql src cuda sql expected test
-  [ "$(id -u)" -eq 0 ] && chown -R "$GH_OSUSER" "$work/tree"
-  cat >"$work/device.conf" <<CONF
-gpuhash.device = $device
-gpuhash_test.gpu = $expect_gpu
-$extra
-CONF
-  chmod a+r "$work/device.conf"
   # GPUHASH_TEST_REGRESS="setup ...": only these suites, and no isolation
   # specs unless GPUHASH_TEST_ISOLATION=on (a GPU host's later calls); CI
   # never sets them
@@ -154,8 +146,7 @@ CONF
     only=(REGRESS="$GPUHASH_TEST_REGRESS")
     [ "${GPUHASH_TEST_ISOLATION:-}" = on ] || only+=(ISOLATION=)
   fi
-  gh_as_pg make -C "$work/tree" --no-print-directory installcheck PG_CONFIG="$(command -v pg_config)" \
-    GPUHASH_TEST_CONF="$work/device.conf" TAP_TESTS= "${only[@]}" "$@" >"$logdir/$label.log" 2>&1
+  gh_installcheck "$work" "$device" "$expect_gpu" "$extra" "$logdir/$label.log" "${only[@]}" "$@"
   grep -E '^(test|ok|not ok)|^ +[a-z_]+ +\.\.\.|tests (passed|failed)' "$logdir/$label.log" || true
   ok=$(grep -cE '\.\.\. ok|^ok ' "$logdir/$label.log" || true)
   nok=$(grep -cE '\.\.\. FAILED|^not ok ' "$logdir/$label.log" || true)
