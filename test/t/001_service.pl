@@ -56,7 +56,18 @@ sub svc_pid
 		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'gpuhash GPU service'"
 	);
 }
-wait_until(50, 0.1, sub { svc_pid() ne '' });
+# service_ready OFFSET: until the service has logged, past OFFSET of the
+# server log, that it is ready or that it found no GPU and stops.  It is in
+# pg_stat_activity before that, while it still makes its CUDA context, whose
+# share of the device budget it reserves only then.
+sub service_ready
+{
+	my $offset = shift;
+	return $node->wait_for_log(
+		qr/gpuhash GPU service (ready|found no usable GPU and stops)/,
+		$offset);
+}
+service_ready(0);
 my $pid0 = svc_pid();
 ok($pid0 ne '', "the service process runs (pid $pid0)");
 
@@ -203,6 +214,7 @@ is( digest("SET gpuhash.force_join = on", $queries[0]),
 is(svc_pid(), $pid0, "the service process is the same one");
 
 # the service stopped: joins run in the backend
+my $log_at = -s $node->logfile;
 q1("SELECT pg_terminate_backend($pid0)");
 wait_until(50, 0.1, sub { svc_pid() eq '' });
 $plan = explain_plan($serial, $queries[0]);
@@ -217,13 +229,7 @@ my $pid1 = wait_until(150, 0.1, sub { svc_pid() }) // '';
 ok( $pid1 ne '' && $pid1 ne $pid0,
 	"after pg_terminate_backend the postmaster starts the service again (pid $pid1)"
 ) or diag("pid '$pid1'; " . grep_lines(qr/GPU service/, server_log()));
-wait_until(
-	50, 0.1,
-	sub {
-		my @log = split /\n/, server_log();
-		splice(@log, 0, @log - 5) if @log > 5;
-		return grep { /GPU service ready/ } @log;
-	});
+service_ready($log_at);
 $plan = explain_plan($serial, $queries[0]);
 ok($plan =~ /Table Held By: GPU service/,
 	"the restarted service holds the tables again")
@@ -394,11 +400,12 @@ is(digest("SET gpuhash.force_join = on; $parallel", $xj),
 sub restart_with
 {
 	$node->append_conf('postgresql.conf', shift);
+	my $offset = -s $node->logfile;
 	$node->restart;
+	service_ready($offset);
 	return;
 }
 restart_with("gpuhash.gpu_service = parallel");
-wait_until(50, 0.1, sub { svc_pid() ne '' });
 is(q1("SHOW gpuhash.gpu_service"),
 	"parallel", "gpu_service = parallel after the restart");
 $plan = explain_plan($serial, $queries[0]);
@@ -427,7 +434,6 @@ for my $mode (qw(serial parallel))
 # CUDA context's share on a GPU) plus 6 MB: room for one bd_i table, not two.
 # The joins here run on the CPU twin.
 restart_with("gpuhash.budget_cpu_twin = on");
-wait_until(50, 0.1, sub { svc_pid() ne '' });
 psql_run(
 	$node,
 	[ '-q', '-At', '-v', 'ON_ERROR_STOP=1' ],
@@ -600,7 +606,7 @@ is( q1("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'gpuhash GPU 
 # under the default with gpuhash.device = auto, the service stays only where
 # there is a GPU (on a host without one it stops for good and frees its slot)
 restart_with("gpuhash.device = auto");
-sleep_s(1);
+sleep_s(1);    # a service that stops is gone from pg_stat_activity by now
 my $ngpu = q1("SELECT count(*) FROM gpuhash_devices()");
 if (more_than($ngpu, 0))
 {

@@ -16,7 +16,11 @@
 #     psql_bg (a session in the background), none of which dies, so a failing
 #     query makes its own test fail and the script goes on;
 #   - a port from GPUHASH_PORTS ("FIRST LAST"), where a shared machine gives
-#     each run its own range.
+#     each run its own range;
+#   - a deadline, GPUHASH_TAP_DEADLINE seconds from the test's start (none
+#     when unset): past it the test bails out, its clusters stop and prove
+#     ends, so that a run with a time limit of its own (a call on the GPU
+#     host) keeps the logs that say where the test was.
 #
 # PERL5LIB (or prove -I) must name PostgreSQL's test modules, the pgxs
 # directory's src/test/perl, and this directory; test/run.sh and the
@@ -51,6 +55,16 @@ BEGIN
 		$ENV{PG_REGRESS} = dirname($pgxs) . '/../test/regress/pg_regress'
 		  if $pgxs;
 	}
+}
+
+if (my $deadline = $ENV{GPUHASH_TAP_DEADLINE})
+{
+	die "GPUHASH_TAP_DEADLINE must be a number of seconds\n"
+	  unless $deadline =~ /^[0-9]+$/;
+	$SIG{ALRM} = sub {
+		BAIL_OUT("the test ran past GPUHASH_TAP_DEADLINE ($deadline s)");
+	};
+	alarm $deadline;
 }
 
 # gh_root: the checkout (or its readable copy) the tests run from
