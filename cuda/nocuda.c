@@ -15,6 +15,7 @@
 #include "gh_aggregate.h"
 #include "gh_devexpr.h"
 #include "gh_error.h"
+#include "gh_heapscan.h"
 #include "gpuhash_cuda.h"
 
 /*
@@ -111,6 +112,10 @@ NOCUDA_STUB(gh_agg_acc_move_gpu,
 NOCUDA_STUB(gh_agg_accumulate_gpu,
 			(void *acc, const gh_agg_layout *l, uint64_t ngroups,
 			 const gh_agg_batch *b, void *stream, gh_error *err))
+NOCUDA_STUB(gh_hs_deform_gpu,
+			(const uint8_t *pages, const uint32_t *first, uint32_t npages,
+			 uint32_t nrows, const gh_hs_spec *spec, const gh_hs_out *out,
+			 void *stream, gh_error *err))
 NOCUDA_STUB(gh_expr_eval_gpu,
 			(const gh_expr *e, uint32_t n, int64_t *out,
 			 uint8_t *out_valid, uint32_t *host_rows, uint32_t *nhost,

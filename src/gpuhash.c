@@ -19,6 +19,7 @@
 #include "gpuhash.h"
 #include "aggregate.h"
 #include "gpuhash_join.h"
+#include "heapscan.h"
 
 PG_MODULE_MAGIC;
 
@@ -46,6 +47,7 @@ _PG_init(void)
 	gpuhash_init_budget();
 	gpuhash_init_service();
 	gpuhash_init_device();
+	gpuhash_init_heapscan();
 	gpuhash_init_join_plan();
 	gpuhash_init_aggregate();
 	gpuhash_init_agg_path();

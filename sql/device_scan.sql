@@ -1,0 +1,172 @@
+-- device_scan: the device scan (heap pages deformed on the device, or its
+-- CPU twin under gpuhash.device = cpu) returns a table's rows exactly as
+-- PostgreSQL's own sequential scan does.  ds_same(t) compares
+-- gpuhash_scan_table(NULL::t) with SELECT * FROM t both ways (EXCEPT ALL),
+-- and gpuhash_scan_counts says which way each page and row went, so that
+-- the checks are not vacuous: pages trusted as all-visible or checked tuple
+-- by tuple on the CPU, tuples hidden, rows the device read and rows left to
+-- PostgreSQL's tuple path.
+SET jit = off;
+SET client_min_messages = warning;
+CREATE FUNCTION ds_same(tab regclass) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  missing bigint;
+  extra bigint;
+  n bigint;
+BEGIN
+  EXECUTE format('SELECT count(*) FROM (SELECT * FROM %1$s EXCEPT ALL SELECT * FROM gpuhash_scan_table(NULL::%1$s)) x', tab) INTO missing;
+  EXECUTE format('SELECT count(*) FROM (SELECT * FROM gpuhash_scan_table(NULL::%1$s) EXCEPT ALL SELECT * FROM %1$s) x', tab) INTO extra;
+  EXECUTE format('SELECT count(*) FROM %s', tab) INTO n;
+  RETURN format('rows=%s missing=%s extra=%s', n, missing, extra);
+END $$;
+RESET client_min_messages;
+
+-- every kind of column: by value of 1, 2, 4 and 8 bytes, fixed length by
+-- reference (uuid, name, interval, macaddr), varlena short and long (text,
+-- numeric, bytea, arrays, jsonb), NULLs in every column
+CREATE TABLE ds_types (
+  i4 int, t text, i8 int8, n numeric, f8 float8, d date, b bool, i2 int2,
+  u uuid, ts timestamptz, c "char", nm name, f4 float4, iv interval,
+  m macaddr, ba bytea, arr int[], j jsonb, vc varchar(20), bp char(5));
+INSERT INTO ds_types
+SELECT CASE WHEN g % 11 = 0 THEN NULL ELSE g END,
+       CASE WHEN g % 7 = 0 THEN NULL ELSE repeat(chr(97 + g % 26), g % 300) END,
+       CASE WHEN g % 13 = 0 THEN NULL ELSE g * -1000000007::int8 END,
+       CASE WHEN g % 17 = 0 THEN NULL WHEN g % 19 = 0 THEN 'NaN' ELSE g / 7.0 END,
+       CASE WHEN g % 5 = 0 THEN NULL ELSE g * -0.25 END,
+       CASE WHEN g % 23 = 0 THEN NULL ELSE '2000-01-01'::date + g END,
+       CASE WHEN g % 3 = 0 THEN NULL ELSE g % 2 = 0 END,
+       CASE WHEN g % 29 = 0 THEN NULL ELSE (g % 65535 - 32767)::int2 END,
+       CASE WHEN g % 31 = 0 THEN NULL ELSE md5(g::text)::uuid END,
+       CASE WHEN g % 37 = 0 THEN NULL ELSE '2000-01-01 UTC'::timestamptz + g * interval '7 minutes' END,
+       CASE WHEN g % 41 = 0 THEN NULL ELSE chr(33 + g % 90)::"char" END,
+       CASE WHEN g % 43 = 0 THEN NULL ELSE 'name' || g END,
+       CASE WHEN g % 47 = 0 THEN NULL ELSE g / 3.0 END,
+       CASE WHEN g % 53 = 0 THEN NULL ELSE g * interval '1 second' END,
+       CASE WHEN g % 59 = 0 THEN NULL ELSE ('08:00:2b:01:02:' || lpad(to_hex(g % 256), 2, '0'))::macaddr END,
+       CASE WHEN g % 61 = 0 THEN NULL ELSE decode(repeat(to_hex(g % 16), 2 * (g % 50)), 'hex') END,
+       CASE WHEN g % 67 = 0 THEN NULL ELSE ARRAY[g, -g, g % 10] END,
+       CASE WHEN g % 71 = 0 THEN NULL ELSE jsonb_build_object('g', g, 's', repeat('y', g % 40)) END,
+       CASE WHEN g % 73 = 0 THEN NULL ELSE 'vc' || g END,
+       CASE WHEN g % 79 = 0 THEN NULL ELSE (g % 1000)::text END
+  FROM generate_series(1, 6000) g;
+INSERT INTO ds_types (i4) VALUES (NULL);   -- a row of NULLs only
+SELECT ds_same('ds_types');
+SELECT pages > 1 AS several_pages, rows_device = 6001 AS all_on_device, rows_host
+  FROM gpuhash_scan_counts(NULL::ds_types);
+-- with one page a batch
+SET gpuhash.scan_batch_pages = 1;
+SELECT ds_same('ds_types');
+SELECT batches = pages AS one_page_a_batch FROM gpuhash_scan_counts(NULL::ds_types);
+RESET gpuhash.scan_batch_pages;
+
+-- empty and one-page tables, and a table of no columns
+CREATE TABLE ds_empty (a int, b text);
+SELECT ds_same('ds_empty');
+SELECT * FROM gpuhash_scan_counts(NULL::ds_empty);
+CREATE TABLE ds_one AS SELECT 1 AS a, 'one'::text AS b;
+SELECT ds_same('ds_one');
+SELECT pages, rows_device FROM gpuhash_scan_counts(NULL::ds_one);
+CREATE TABLE ds_nocols ();
+INSERT INTO ds_nocols DEFAULT VALUES;
+INSERT INTO ds_nocols DEFAULT VALUES;
+SELECT count(*) AS nocols_rows FROM gpuhash_scan_table(NULL::ds_nocols);
+
+-- narrow rows (226 a page): three pages a batch hold fewer row slots than
+-- two pages have, so every batch's last page waits for the next one
+CREATE TABLE ds_narrow AS SELECT g AS a FROM generate_series(1, 5000) g;
+SET gpuhash.scan_batch_pages = 3;
+SELECT ds_same('ds_narrow');
+SELECT pages, batches > pages / 3 AS pages_carried, rows_device
+  FROM gpuhash_scan_counts(NULL::ds_narrow);
+RESET gpuhash.scan_batch_pages;
+
+-- visibility: all-visible pages after VACUUM go as they are; pages with
+-- updated (HOT and not) and deleted rows are checked tuple by tuple
+CREATE TABLE ds_vis (id int PRIMARY KEY, v int, pad text)
+  WITH (fillfactor = 60, autovacuum_enabled = off);
+INSERT INTO ds_vis SELECT g, g, repeat('p', 50) FROM generate_series(1, 5000) g;
+VACUUM (FREEZE) ds_vis;
+SELECT pages > 0 AND pages_checked = 0 AS all_visible_as_they_are, tuples_hidden
+  FROM gpuhash_scan_counts(NULL::ds_vis);
+UPDATE ds_vis SET v = -v WHERE id % 10 = 0;           -- HOT: v is not indexed
+UPDATE ds_vis SET id = id + 100000 WHERE id % 97 = 0;  -- not HOT
+DELETE FROM ds_vis WHERE id % 13 = 0;
+SELECT ds_same('ds_vis');
+SELECT pages_checked > 0 AS checked_on_cpu FROM gpuhash_scan_counts(NULL::ds_vis);
+-- in a transaction: its own deletes and inserts, and a savepoint rolled back
+BEGIN;
+DELETE FROM ds_vis WHERE id % 3 = 0;
+INSERT INTO ds_vis SELECT g, g, 'new' FROM generate_series(200001, 200500) g;
+SAVEPOINT s;
+UPDATE ds_vis SET v = 0 WHERE id % 5 = 0;
+ROLLBACK TO s;
+SELECT ds_same('ds_vis');
+SELECT tuples_hidden > 0 AS hid_deleted_rows FROM gpuhash_scan_counts(NULL::ds_vis);
+COMMIT;
+SELECT ds_same('ds_vis');
+VACUUM ds_vis;
+SELECT ds_same('ds_vis');
+SELECT pages_checked = 0 AS all_visible_again, tuples_hidden FROM gpuhash_scan_counts(NULL::ds_vis);
+-- (other sessions' changes: the isolation spec gpuhash_scan_visibility)
+
+-- SERIALIZABLE trusts no page as all-visible (the conflict checks run)
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT ds_same('ds_vis');
+SELECT pages_checked = pages AS every_page_checked FROM gpuhash_scan_counts(NULL::ds_vis);
+COMMIT;
+
+-- TOAST: compressed in line and stored out of line go through the tuple
+-- path, the other rows of their pages through the device
+CREATE TABLE ds_toast (id int, t text, b bytea);
+ALTER TABLE ds_toast ALTER COLUMN b SET STORAGE EXTERNAL;
+INSERT INTO ds_toast SELECT g, repeat('compressible ', 500), NULL FROM generate_series(1, 20) g;
+INSERT INTO ds_toast SELECT g, NULL, decode(repeat(md5(g::text), 200), 'hex') FROM generate_series(21, 40) g;
+INSERT INTO ds_toast SELECT g, 'plain ' || g, '\x00ff'::bytea FROM generate_series(41, 400) g;
+SELECT ds_same('ds_toast');
+SELECT rows_host AS tuple_path_rows, rows_device FROM gpuhash_scan_counts(NULL::ds_toast);
+
+-- dropped and added columns: a dropped column's bytes are stepped over; a
+-- column added with a default is read from the rows that have it, the
+-- older rows go through the tuple path (which supplies the default); one
+-- added without a default is NULL in the older rows
+CREATE TABLE ds_alter AS
+  SELECT g AS a, 'drop me ' || g AS dropped, g * 2 AS b FROM generate_series(1, 2000) g;
+ALTER TABLE ds_alter DROP COLUMN dropped;
+ALTER TABLE ds_alter ADD COLUMN c text;
+SELECT ds_same('ds_alter');
+SELECT rows_device = 2000 AS dropped_and_null_on_device FROM gpuhash_scan_counts(NULL::ds_alter);
+ALTER TABLE ds_alter ADD COLUMN d int DEFAULT 42;
+INSERT INTO ds_alter SELECT g, g, 'new', g FROM generate_series(5001, 5100) g;
+SELECT ds_same('ds_alter');
+SELECT rows_host AS older_rows_by_tuple_path, rows_device AS newer_rows_on_device
+  FROM gpuhash_scan_counts(NULL::ds_alter);
+
+-- what the scan refuses: no table, a view's row type, a plain role without
+-- SELECT, row-level security in force
+SELECT * FROM gpuhash_scan_table(NULL::int);
+CREATE VIEW ds_view AS SELECT 1 AS a;
+SELECT * FROM gpuhash_scan_table(NULL::ds_view);
+CREATE ROLE ds_plain;
+GRANT USAGE ON SCHEMA public TO ds_plain;
+SET ROLE ds_plain;
+SELECT count(*) FROM gpuhash_scan_table(NULL::ds_one);
+RESET ROLE;
+GRANT SELECT ON ds_one TO ds_plain;
+ALTER TABLE ds_one ENABLE ROW LEVEL SECURITY;
+SET ROLE ds_plain;
+SELECT count(*) FROM gpuhash_scan_table(NULL::ds_one);
+RESET ROLE;
+ALTER TABLE ds_one DISABLE ROW LEVEL SECURITY;
+SET ROLE ds_plain;
+SELECT count(*) AS plain_role_with_select FROM gpuhash_scan_table(NULL::ds_one);
+RESET ROLE;
+-- the statistics count the scans as sequential scans
+SELECT pg_stat_force_next_flush();
+SELECT seq_scan > 0 AND seq_tup_read > 0 AS counted FROM pg_stat_user_tables WHERE relname = 'ds_one';
+
+DROP VIEW ds_view;
+DROP TABLE ds_types, ds_empty, ds_one, ds_nocols, ds_narrow, ds_vis, ds_toast, ds_alter;
+REVOKE USAGE ON SCHEMA public FROM ds_plain;
+DROP ROLE ds_plain;
+DROP FUNCTION ds_same(regclass);

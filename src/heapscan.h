@@ -1,0 +1,63 @@
+/*-------------------------------------------------------------------------
+ * heapscan.h
+ *	  The device scan: a heap table read as pages, whose tuples the device
+ *	  (or its CPU twin) deforms into columns (cuda/gh_heapscan.h).
+ *
+ * The host reads block after block as a sequential scan does (pin, share
+ * lock, opportunistic pruning), decides visibility with PostgreSQL's own
+ * rules and copies each page into a staging area:
+ *	- a page marked all-visible, under an MVCC snapshot not taken during
+ *	  recovery, outside SERIALIZABLE, goes as it is;
+ *	- any other page is checked tuple by tuple (HeapTupleSatisfiesVisibility,
+ *	  and the serializable conflict check), and the line pointers of the
+ *	  tuples the snapshot does not see are cleared in the copy.
+ * A batch of pages then goes to the target, which writes the columns the
+ * caller reads; the rows the device leaves to the host (GH_HS_HOST: a value
+ * compressed or out of line, a column added with a default since the row
+ * was written) are read through heap_deform_tuple on the staged copy.
+ *-------------------------------------------------------------------------
+ */
+#ifndef GPUHASH_HEAPSCAN_H
+#define GPUHASH_HEAPSCAN_H
+
+#include "access/relscan.h"
+#include "utils/rel.h"
+#include "utils/snapshot.h"
+
+#include "gpuhash.h"
+#include "gh_heapscan.h"
+
+/* What a scan did, for EXPLAIN and the tests. */
+typedef struct GhHeapScanCounts
+{
+	uint64		pages;			/* pages sent to the target */
+	uint64		pages_checked;	/* of those, checked tuple by tuple */
+	uint64		tuples_hidden;	/* tuples those checks found invisible */
+	uint64		rows_device;	/* rows the target read */
+	uint64		rows_host;		/* rows read through the tuple path */
+	uint64		batches;
+	double		stage_ms;		/* reading and copying pages on the host */
+	double		device_ms;		/* copies to the target and deforming */
+} GhHeapScanCounts;
+
+typedef struct GhHeapScan GhHeapScan;
+
+extern int	gpuhash_scan_batch_pages;
+
+extern void gpuhash_init_heapscan(void);
+extern const char *gh_heapscan_refusal(Relation rel, Snapshot snapshot);
+extern GhHeapScan *gh_heapscan_begin(Relation rel, Snapshot snapshot,
+									 const AttrNumber *attnums, int ncols,
+									 ParallelBlockTableScanDesc pscan,
+									 GhTarget target);
+extern bool gh_heapscan_next(GhHeapScan *scan);
+extern uint32 gh_heapscan_nrows(GhHeapScan *scan);
+extern uint8 gh_heapscan_status(GhHeapScan *scan, uint32 row);
+extern Datum gh_heapscan_value(GhHeapScan *scan, int col, uint32 row,
+							   bool *isnull);
+extern void gh_heapscan_host_row(GhHeapScan *scan, uint32 row,
+								 Datum *values, bool *isnull);
+extern const GhHeapScanCounts *gh_heapscan_counts(GhHeapScan *scan);
+extern void gh_heapscan_end(GhHeapScan *scan);
+
+#endif							/* GPUHASH_HEAPSCAN_H */
