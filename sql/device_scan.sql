@@ -118,7 +118,8 @@ COMMIT;
 
 -- TOAST: compressed in line and stored out of line go through the tuple
 -- path, the other rows of their pages through the device
-CREATE TABLE ds_toast (id int, t text, b bytea);
+CREATE TABLE ds_toast (id int, t text, b bytea, i4 int DEFAULT 3, n numeric DEFAULT 1.5)
+  WITH (autovacuum_enabled = off);
 ALTER TABLE ds_toast ALTER COLUMN b SET STORAGE EXTERNAL;
 INSERT INTO ds_toast SELECT g, repeat('compressible ', 500), NULL FROM generate_series(1, 20) g;
 INSERT INTO ds_toast SELECT g, NULL, decode(repeat(md5(g::text), 200), 'hex') FROM generate_series(21, 40) g;
@@ -130,7 +131,7 @@ SELECT rows_host AS tuple_path_rows, rows_device FROM gpuhash_scan_counts(NULL::
 -- column added with a default is read from the rows that have it, the
 -- older rows go through the tuple path (which supplies the default); one
 -- added without a default is NULL in the older rows
-CREATE TABLE ds_alter AS
+CREATE TABLE ds_alter WITH (autovacuum_enabled = off) AS
   SELECT g AS a, 'drop me ' || g AS dropped, g * 2 AS b FROM generate_series(1, 2000) g;
 ALTER TABLE ds_alter DROP COLUMN dropped;
 ALTER TABLE ds_alter ADD COLUMN c text;
@@ -164,6 +165,86 @@ RESET ROLE;
 -- the statistics count the scans as sequential scans
 SELECT pg_stat_force_next_flush();
 SELECT seq_scan > 0 AND seq_tup_read > 0 AS counted FROM pg_stat_user_tables WHERE relname = 'ds_one';
+
+-- GpuHashAgg reads its input with the device scan where the input is a
+-- serial sequential scan of a heap table with no filter, returning the
+-- table's columns: ds_agg(q) runs q with and without gpuhash and compares
+-- the groups (as a multiset), and says whether the plan used the device
+-- scan, so that each check sees both the rows and the path
+CREATE FUNCTION ds_agg(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  l text;
+  used bool := false;
+  g text;
+  n text;
+  cnt bigint;
+BEGIN
+  PERFORM set_config('gpuhash.force_agg', 'on', true);
+  PERFORM set_config('max_parallel_workers_per_gather', '0', true);
+  FOR l IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+    IF l ~ 'Device Scan: ' THEN used := true; END IF;
+  END LOOP;
+  EXECUTE 'SELECT md5(string_agg(x::text, '','' ORDER BY x::text)) FROM (' || q || ') x' INTO g;
+  PERFORM set_config('gpuhash.enabled', 'off', true);
+  EXECUTE 'SELECT md5(string_agg(x::text, '','' ORDER BY x::text)), count(*) FROM (' || q || ') x' INTO n, cnt;
+  PERFORM set_config('gpuhash.enabled', 'on', true);
+  RETURN format('%s groups, %s, %s', cnt, CASE WHEN used THEN 'device scan' ELSE 'NO device scan' END,
+                CASE WHEN g IS NOT DISTINCT FROM n THEN 'same' ELSE 'DIFFERENT' END);
+END $$;
+SELECT ds_agg('SELECT i2, count(*), sum(i8), avg(n), min(d), max(ts), sum(f8), count(t) FROM ds_types GROUP BY i2');
+SELECT ds_agg('SELECT b, c, count(*), sum(i4), min(t), max(t), avg(f4) FROM ds_types GROUP BY b, c');
+SELECT ds_agg('SELECT t, count(*), sum(n) FROM ds_types GROUP BY t');
+SELECT ds_agg('SELECT n, count(*), sum(n), max(n) FROM ds_types GROUP BY n');
+SELECT ds_agg('SELECT d, count(*) FROM ds_types GROUP BY d');
+SELECT ds_agg('SELECT count(*), sum(i4), sum(i4 * 2), avg(n * 2) FROM ds_types');
+SELECT ds_agg('SELECT v % 7, count(*), sum(id) FROM ds_vis GROUP BY 1');
+SELECT ds_agg('SELECT length(t) % 5, count(*), max(id) FROM ds_toast GROUP BY 1');
+SELECT ds_agg('SELECT id % 3, min(t), max(t), count(b) FROM ds_toast GROUP BY 1');
+SELECT ds_agg('SELECT d, c, count(*), sum(b), sum(a) FROM ds_alter GROUP BY d, c');
+SELECT ds_agg('SELECT a, count(*) FROM ds_empty GROUP BY a');
+SELECT ds_agg('SELECT count(*) FROM ds_empty');
+-- a filter stays with the scan: PostgreSQL's scan reads the input
+SELECT ds_agg('SELECT i2, count(*) FROM ds_types WHERE i4 > random() GROUP BY i2');
+-- visible rows only, in a transaction with its own deletes
+BEGIN;
+DELETE FROM ds_vis WHERE v % 2 = 0;
+SELECT ds_agg('SELECT v % 7, count(*), sum(id) FROM ds_vis GROUP BY 1');
+ROLLBACK;
+-- EXPLAIN: the device scan's table, and with ANALYZE which way pages and
+-- rows went; with VERBOSE, why the input is not read so (ds_explain: the
+-- plan's "Device Scan" lines only, which are the same on every device)
+CREATE FUNCTION ds_explain(opts text, q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE
+  l text;
+BEGIN
+  FOR l IN EXECUTE format('EXPLAIN (%s) %s', opts, q) LOOP
+    IF l ~ 'Device Scan' THEN RETURN NEXT l; END IF;
+  END LOOP;
+END $$;
+SET gpuhash.force_agg = on;
+SET max_parallel_workers_per_gather = 0;
+SELECT ds_explain('COSTS OFF', 'SELECT b, count(*) FROM ds_alter GROUP BY b');
+SELECT ds_explain('ANALYZE, COSTS OFF, TIMING OFF', 'SELECT d, count(*) FROM ds_alter GROUP BY d');
+SELECT ds_explain('ANALYZE, COSTS OFF, TIMING OFF', 'SELECT i4 % 10, count(*), sum(n) FROM ds_toast GROUP BY 1');
+DO $$
+DECLARE j json;
+BEGIN
+  EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, FORMAT JSON) SELECT d, count(*) FROM ds_alter GROUP BY d' INTO j;
+  RAISE NOTICE 'sent % checked % device rows % tuple path rows % bytes % times %',
+    j->0->'Plan'->>'Device Scan Pages Sent', j->0->'Plan'->>'Device Scan Pages Checked',
+    j->0->'Plan'->>'Device Scan Rows', j->0->'Plan'->>'Device Scan Tuple Path Rows',
+    j->0->'Plan'->>'Device Scan Bytes',
+    (j->0->'Plan'->>'Device Scan Staging Time')::float8 >= 0 AND (j->0->'Plan'->>'Device Scan Device Time')::float8 >= 0;
+END $$;
+SET gpuhash.enable_scan = off;
+SELECT ds_explain('VERBOSE, COSTS OFF', 'SELECT b, count(*) FROM ds_alter GROUP BY b');
+RESET gpuhash.enable_scan;
+SELECT ds_explain('VERBOSE, COSTS OFF', 'SELECT b, count(*) FROM ds_alter WHERE a + b > random() GROUP BY b');
+SELECT ds_explain('VERBOSE, COSTS OFF', 'SELECT length(t), count(*) FROM ds_toast GROUP BY 1');
+DROP FUNCTION ds_explain(text, text);
+RESET max_parallel_workers_per_gather;
+RESET gpuhash.force_agg;
+DROP FUNCTION ds_agg(text);
 
 DROP VIEW ds_view;
 DROP TABLE ds_types, ds_empty, ds_one, ds_nocols, ds_narrow, ds_vis, ds_toast, ds_alter;

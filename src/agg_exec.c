@@ -45,6 +45,7 @@
 
 #include "aggregate.h"
 #include "gpuhash_agg.h"
+#include "heapscan.h"
 
 /* The state of a GpuHashAgg node. */
 typedef struct GhaState
@@ -62,6 +63,21 @@ typedef struct GhaState
 	uint64		passed;			/* the sum of that count over the groups
 								 * returned */
 	bool		drained;		/* every group has been returned */
+	/*
+	 * The device scan of the input (gha_scan_choose): the child's table
+	 * read as pages, the child (a plain sequential scan) never run.  NULL
+	 * scan_rel: the child's rows, and scan_refusal says why.
+	 */
+	Relation	scan_rel;
+	const char *scan_refusal;
+	int			scan_ncols;		/* distinct attributes read */
+	AttrNumber *scan_attnos;	/* scan_ncols of them */
+	int		   *scan_map;		/* per input column, its attribute's index
+								 * in scan_attnos */
+	AttrNumber *scan_input_att; /* per input column, its attribute number */
+	TupleTableSlot *scan_slot;	/* an input row, virtual */
+	GhHeapScanCounts scan_counts;	/* of the last run's scan */
+	bool		scanned;
 } GhaState;
 
 static void gha_begin(CustomScanState *node, EState *estate, int eflags);
@@ -69,6 +85,7 @@ static TupleTableSlot *gha_exec(CustomScanState *node);
 static void gha_end(CustomScanState *node);
 static void gha_rescan(CustomScanState *node);
 static void gha_explain(CustomScanState *node, List *ancestors, ExplainState *es);
+static const char *gha_scan_choose(GhaState *st, EState *estate);
 
 static CustomExecMethods gha_exec_methods = {
 	.CustomName = GHA_NAME,
@@ -164,6 +181,134 @@ gha_begin(CustomScanState *node, EState *estate, int eflags)
 	/* device = cpu runs the CPU twin, also where gpuhash.cost_as_gpu planned */
 	st->target = gpuhash_device != GPUHASH_DEVICE_CPU &&
 		gpuhash_plan_target() == GH_TARGET_GPU ? GH_TARGET_GPU : GH_TARGET_CPU;
+	st->scan_refusal = gha_scan_choose(st, estate);
+}
+
+/*
+ * gha_scan_choose decides whether the run reads its input with the device
+ * scan: where the child is a sequential scan of a heap table, not parallel,
+ * with no filter, whose every output column is one of the table's
+ * attributes, under an MVCC snapshot.  Then it sets scan_rel and the
+ * columns; otherwise it says why not.
+ */
+static const char *
+gha_scan_choose(GhaState *st, EState *estate)
+{
+	Plan	   *child = st->child->plan;
+	Relation	rel;
+	List	   *tlist = child->targetlist;
+	int			n = list_length(tlist);
+	const char *why;
+	int			i = 0;
+	ListCell   *lc;
+
+	if (!gpuhash_enable_scan)
+		return "gpuhash.enable_scan is off";
+	if (st->packed)
+		return "the input comes from parallel workers";
+	if (!IsA(child, SeqScan))
+		return "the input is not a sequential scan";
+	if (child->parallel_aware)
+		return "the scan is parallel";
+	if (child->qual != NIL)
+		return "the scan has a filter";
+	rel = ((ScanState *) st->child)->ss_currentRelation;
+	why = gh_heapscan_refusal(rel, estate->es_snapshot);
+	if (why != NULL)
+		return why;
+	st->scan_attnos = palloc(sizeof(AttrNumber) * (n + 1));
+	st->scan_map = palloc(sizeof(int) * (n + 1));
+	st->scan_input_att = palloc(sizeof(AttrNumber) * (n + 1));
+	st->scan_ncols = 0;
+	foreach(lc, tlist)
+	{
+		TargetEntry *te = lfirst_node(TargetEntry, lc);
+		Var		   *var = (Var *) te->expr;
+		int			j;
+
+		if (!IsA(var, Var) || var->varno != ((Scan *) child)->scanrelid ||
+			var->varlevelsup != 0 || var->varattno <= 0 ||
+			var->varattno > RelationGetDescr(rel)->natts)
+			return "the scan computes expressions";
+		for (j = 0; j < st->scan_ncols; j++)
+			if (st->scan_attnos[j] == var->varattno)
+				break;
+		if (j == st->scan_ncols)
+			st->scan_attnos[st->scan_ncols++] = var->varattno;
+		st->scan_map[i] = j;
+		st->scan_input_att[i] = var->varattno;
+		i++;
+	}
+	st->scan_rel = rel;
+	st->scan_slot = ExecInitExtraTupleSlot(estate, ExecGetResultType(st->child),
+										   &TTSOpsVirtual);
+	return NULL;
+}
+
+/*
+ * gha_group_scan reads the whole input into the run with the device scan:
+ * batches of the table's pages deformed on the target, each row's columns
+ * handed to the run as a virtual row.  Rows the target leaves to the host
+ * come through heap_deform_tuple on the staged page.
+ */
+static void
+gha_group_scan(GhaState *st)
+{
+	EState	   *estate = st->css.ss.ps.state;
+	TupleDesc	rdesc = RelationGetDescr(st->scan_rel);
+	TupleTableSlot *slot = st->scan_slot;
+	int			ninput = slot->tts_tupleDescriptor->natts;
+	Datum	   *hvals = palloc(sizeof(Datum) * (rdesc->natts + 1));
+	bool	   *hnulls = palloc(sizeof(bool) * (rdesc->natts + 1));
+	MemoryContext rowcxt = AllocSetContextCreate(CurrentMemoryContext,
+												 "GpuHashAgg device scan row",
+												 ALLOCSET_SMALL_SIZES);
+	GhHeapScan *scan;
+
+	scan = gh_heapscan_begin(st->scan_rel, estate->es_snapshot,
+							 st->scan_attnos, st->scan_ncols, NULL,
+							 gpuhash_exec_target());
+	while (gh_heapscan_next(scan))
+	{
+		uint32		nrows = gh_heapscan_nrows(scan);
+
+		for (uint32 r = 0; r < nrows; r++)
+		{
+			uint8		status = gh_heapscan_status(scan, r);
+
+			if (status == GH_HS_NONE)
+				continue;
+			ExecClearTuple(slot);
+			if (status == GH_HS_ROW)
+			{
+				for (int i = 0; i < ninput; i++)
+					slot->tts_values[i] =
+						gh_heapscan_value(scan, st->scan_map[i], r,
+										  &slot->tts_isnull[i]);
+			}
+			else
+			{
+				MemoryContext old = MemoryContextSwitchTo(rowcxt);
+
+				MemoryContextReset(rowcxt);
+				gh_heapscan_host_row(scan, r, hvals, hnulls);
+				MemoryContextSwitchTo(old);
+				for (int i = 0; i < ninput; i++)
+				{
+					slot->tts_values[i] = hvals[st->scan_input_att[i] - 1];
+					slot->tts_isnull[i] = hnulls[st->scan_input_att[i] - 1];
+				}
+			}
+			ExecStoreVirtualTuple(slot);
+			gh_agg_run_add(st->run, slot);
+		}
+	}
+	st->scan_counts = *gh_heapscan_counts(scan);
+	st->scanned = true;
+	gh_heapscan_end(scan);
+	MemoryContextDelete(rowcxt);
+	pfree(hvals);
+	pfree(hnulls);
 }
 
 /*
@@ -192,7 +337,9 @@ gha_group(GhaState *st)
 								 GUC_ACTION_SAVE, true, 0, false);
 	}
 	INSTR_TIME_SET_CURRENT(t0);
-	for (;;)
+	if (st->scan_rel != NULL)
+		gha_group_scan(st);
+	for (; st->scan_rel == NULL;)
 	{
 		TupleTableSlot *slot = ExecProcNode(st->child);
 
@@ -290,6 +437,50 @@ gha_rescan(CustomScanState *node)
 }
 
 /*
+ * gha_explain_scan shows what the device scan did, as a scan shows its
+ * buffers: pages sent (and how many of them were checked tuple by tuple on
+ * the CPU), rows the device read and rows the tuple path read, and the
+ * time and bytes of staging and of the device.
+ */
+static void
+gha_explain_scan(const GhHeapScanCounts *c, ExplainState *es)
+{
+	if (es->format == EXPLAIN_FORMAT_TEXT)
+	{
+		appendStringInfoSpaces(es->str, es->indent * 2);
+		appendStringInfo(es->str, "Device Scan Pages: sent=%llu checked=%llu batches=%llu\n",
+						 (unsigned long long) c->pages,
+						 (unsigned long long) c->pages_checked,
+						 (unsigned long long) c->batches);
+		appendStringInfoSpaces(es->str, es->indent * 2);
+		appendStringInfo(es->str, "Device Scan Rows: device=%llu tuple path=%llu hidden=%llu\n",
+						 (unsigned long long) c->rows_device,
+						 (unsigned long long) c->rows_host,
+						 (unsigned long long) c->tuples_hidden);
+		if (es->timing)
+		{
+			appendStringInfoSpaces(es->str, es->indent * 2);
+			appendStringInfo(es->str, "Device Scan Time: staging=%.3f ms device=%.3f ms (%.1f MB)\n",
+							 c->stage_ms, c->device_ms,
+							 (double) c->pages * BLCKSZ / (1024.0 * 1024.0));
+		}
+		return;
+	}
+	ExplainPropertyUInteger("Device Scan Pages Sent", NULL, c->pages, es);
+	ExplainPropertyUInteger("Device Scan Pages Checked", NULL, c->pages_checked, es);
+	ExplainPropertyUInteger("Device Scan Batches", NULL, c->batches, es);
+	ExplainPropertyUInteger("Device Scan Rows", NULL, c->rows_device, es);
+	ExplainPropertyUInteger("Device Scan Tuple Path Rows", NULL, c->rows_host, es);
+	ExplainPropertyUInteger("Device Scan Tuples Hidden", NULL, c->tuples_hidden, es);
+	ExplainPropertyUInteger("Device Scan Bytes", NULL, c->pages * BLCKSZ, es);
+	if (es->timing)
+	{
+		ExplainPropertyFloat("Device Scan Staging Time", "ms", c->stage_ms, 3, es);
+		ExplainPropertyFloat("Device Scan Device Time", "ms", c->device_ms, 3, es);
+	}
+}
+
+/*
  * gha_explain shows the group keys as HashAggregate does, where it groups,
  * and with ANALYZE the run's memory.
  */
@@ -359,6 +550,12 @@ gha_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			ExplainPropertyList("Device Expressions", shown, es);
 	}
 	ExplainPropertyText("Device", st->target == GH_TARGET_GPU ? "gpu" : "cpu", es);
+	if (st->scan_rel != NULL)
+		ExplainPropertyText("Device Scan", RelationGetRelationName(st->scan_rel), es);
+	else if (es->verbose)
+		ExplainPropertyText("Device Scan", psprintf("off (%s)", st->scan_refusal), es);
+	if (es->analyze && st->scanned)
+		gha_explain_scan(&st->scan_counts, es);
 	if (es->analyze && st->run != NULL)
 	{
 		/* as a scan's Rows Removed by Filter, once every group was returned */

@@ -64,7 +64,8 @@ StaticAssertDecl(sizeof(ItemIdData) == 4, "gh_heapscan.h: ItemIdData");
 PG_FUNCTION_INFO_V1(gpuhash_scan_table);
 PG_FUNCTION_INFO_V1(gpuhash_scan_counts);
 
-/* GUC: pages a batch of the device scan holds */
+/* GUCs: whether operators read tables with the device scan; its batch */
+bool		gpuhash_enable_scan = true;
 int			gpuhash_scan_batch_pages = 1024;
 
 /* row slots a batch holds per page, on average, before it is full */
@@ -118,6 +119,12 @@ struct GhHeapScan
 void
 gpuhash_init_heapscan(void)
 {
+	DefineCustomBoolVariable("gpuhash.enable_scan",
+							 "Lets GpuHashAgg read its input table as heap pages that the device deforms.",
+							 "Off: the input comes through PostgreSQL's own scan, row by row.",
+							 &gpuhash_enable_scan,
+							 true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("gpuhash.scan_batch_pages",
 							"Heap pages the device scan stages and sends to the device at a time.",
 							"Each participant holds this many 8 kB pages in host memory (page-locked for the GPU) and as much again on the device, with the columns read from them.",

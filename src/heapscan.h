@@ -42,6 +42,7 @@ typedef struct GhHeapScanCounts
 
 typedef struct GhHeapScan GhHeapScan;
 
+extern bool gpuhash_enable_scan;
 extern int	gpuhash_scan_batch_pages;
 
 extern void gpuhash_init_heapscan(void);
