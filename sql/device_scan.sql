@@ -171,24 +171,32 @@ SELECT seq_scan > 0 AND seq_tup_read > 0 AS counted FROM pg_stat_user_tables WHE
 -- table's columns: ds_agg(q) runs q with and without gpuhash and compares
 -- the groups (as a multiset), and says whether the plan used the device
 -- scan, so that each check sees both the rows and the path
-CREATE FUNCTION ds_agg(q text) RETURNS text LANGUAGE plpgsql AS $$
+CREATE FUNCTION ds_agg(q text, workers int DEFAULT 0) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
   l text;
   used bool := false;
+  packed bool := false;
   g text;
   n text;
   cnt bigint;
 BEGIN
   PERFORM set_config('gpuhash.force_agg', 'on', true);
-  PERFORM set_config('max_parallel_workers_per_gather', '0', true);
+  PERFORM set_config('max_parallel_workers_per_gather', workers::text, true);
+  IF workers > 0 THEN
+    PERFORM set_config('parallel_setup_cost', '0', true);
+    PERFORM set_config('parallel_tuple_cost', '0', true);
+    PERFORM set_config('min_parallel_table_scan_size', '0', true);
+  END IF;
   FOR l IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
     IF l ~ 'Device Scan: ' THEN used := true; END IF;
+    IF l ~ 'GpuHashAggPack' THEN packed := true; END IF;
   END LOOP;
   EXECUTE 'SELECT md5(string_agg(x::text, '','' ORDER BY x::text)) FROM (' || q || ') x' INTO g;
   PERFORM set_config('gpuhash.enabled', 'off', true);
   EXECUTE 'SELECT md5(string_agg(x::text, '','' ORDER BY x::text)), count(*) FROM (' || q || ') x' INTO n, cnt;
   PERFORM set_config('gpuhash.enabled', 'on', true);
-  RETURN format('%s groups, %s, %s', cnt, CASE WHEN used THEN 'device scan' ELSE 'NO device scan' END,
+  RETURN format('%s groups, %s%s, %s', cnt, CASE WHEN used THEN 'device scan' ELSE 'NO device scan' END,
+                CASE WHEN packed THEN ' in workers' ELSE '' END,
                 CASE WHEN g IS NOT DISTINCT FROM n THEN 'same' ELSE 'DIFFERENT' END);
 END $$;
 SELECT ds_agg('SELECT i2, count(*), sum(i8), avg(n), min(d), max(ts), sum(f8), count(t) FROM ds_types GROUP BY i2');
@@ -203,6 +211,13 @@ SELECT ds_agg('SELECT id % 3, min(t), max(t), count(b) FROM ds_toast GROUP BY 1'
 SELECT ds_agg('SELECT d, c, count(*), sum(b), sum(a) FROM ds_alter GROUP BY d, c');
 SELECT ds_agg('SELECT a, count(*) FROM ds_empty GROUP BY a');
 SELECT ds_agg('SELECT count(*) FROM ds_empty');
+-- parallel: each worker's GpuHashAggPack reads its block ranges of the
+-- parallel scan's shared state as pages, deformed by the CPU twin there
+SELECT ds_agg('SELECT i2, count(*), sum(i8), avg(n), min(d), max(ts), sum(f8), count(t) FROM ds_types GROUP BY i2', 2);
+SELECT ds_agg('SELECT t, count(*), sum(n) FROM ds_types GROUP BY t', 2);
+SELECT ds_agg('SELECT v % 7, count(*), sum(id) FROM ds_vis GROUP BY 1', 2);
+SELECT ds_agg('SELECT d, c, count(*), sum(b), sum(a) FROM ds_alter GROUP BY d, c', 2);
+SELECT ds_agg('SELECT a % 10, count(*), sum(a) FROM ds_narrow GROUP BY 1', 2);
 -- a filter stays with the scan: PostgreSQL's scan reads the input
 SELECT ds_agg('SELECT i2, count(*) FROM ds_types WHERE i4 > random() GROUP BY i2');
 -- visible rows only, in a transaction with its own deletes
@@ -213,12 +228,13 @@ ROLLBACK;
 -- EXPLAIN: the device scan's table, and with ANALYZE which way pages and
 -- rows went; with VERBOSE, why the input is not read so (ds_explain: the
 -- plan's "Device Scan" lines only, which are the same on every device)
-CREATE FUNCTION ds_explain(opts text, q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+CREATE FUNCTION ds_explain(opts text, q text, pat text DEFAULT 'Device Scan')
+RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE
   l text;
 BEGIN
   FOR l IN EXECUTE format('EXPLAIN (%s) %s', opts, q) LOOP
-    IF l ~ 'Device Scan' THEN RETURN NEXT l; END IF;
+    IF l ~ pat THEN RETURN NEXT l; END IF;
   END LOOP;
 END $$;
 SET gpuhash.force_agg = on;
@@ -241,7 +257,18 @@ SELECT ds_explain('VERBOSE, COSTS OFF', 'SELECT b, count(*) FROM ds_alter GROUP 
 RESET gpuhash.enable_scan;
 SELECT ds_explain('VERBOSE, COSTS OFF', 'SELECT b, count(*) FROM ds_alter WHERE a + b > random() GROUP BY b');
 SELECT ds_explain('VERBOSE, COSTS OFF', 'SELECT length(t), count(*) FROM ds_toast GROUP BY 1');
-DROP FUNCTION ds_explain(text, text);
+-- in parallel workers the scan node is never run (the workers launched
+-- read the pages)
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SELECT ds_explain('ANALYZE, COSTS OFF, TIMING OFF', 'SELECT a % 10, count(*) FROM ds_narrow GROUP BY 1',
+                  'Device Scan|Seq Scan|GpuHashAggPack');
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+DROP FUNCTION ds_explain(text, text, text);
 RESET max_parallel_workers_per_gather;
 RESET gpuhash.force_agg;
 DROP FUNCTION ds_agg(text);

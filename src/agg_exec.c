@@ -65,17 +65,10 @@ typedef struct GhaState
 	bool		drained;		/* every group has been returned */
 	/*
 	 * The device scan of the input (gha_scan_choose): the child's table
-	 * read as pages, the child (a plain sequential scan) never run.  NULL
-	 * scan_rel: the child's rows, and scan_refusal says why.
+	 * read as pages, the child (a sequential scan) never run.  Where
+	 * scan_refusal is not NULL it says why the child's rows are read.
 	 */
-	Relation	scan_rel;
 	const char *scan_refusal;
-	int			scan_ncols;		/* distinct attributes read */
-	AttrNumber *scan_attnos;	/* scan_ncols of them */
-	int		   *scan_map;		/* per input column, its attribute's index
-								 * in scan_attnos */
-	AttrNumber *scan_input_att; /* per input column, its attribute number */
-	TupleTableSlot *scan_slot;	/* an input row, virtual */
 	GhHeapScanCounts scan_counts;	/* of the last run's scan */
 	bool		scanned;
 } GhaState;
@@ -186,129 +179,36 @@ gha_begin(CustomScanState *node, EState *estate, int eflags)
 
 /*
  * gha_scan_choose decides whether the run reads its input with the device
- * scan: where the child is a sequential scan of a heap table, not parallel,
- * with no filter, whose every output column is one of the table's
- * attributes, under an MVCC snapshot.  Then it sets scan_rel and the
- * columns; otherwise it says why not.
+ * scan (heapscan.h's row source); NULL if so, or why not.
  */
 static const char *
 gha_scan_choose(GhaState *st, EState *estate)
 {
-	Plan	   *child = st->child->plan;
-	Relation	rel;
-	List	   *tlist = child->targetlist;
-	int			n = list_length(tlist);
-	const char *why;
-	int			i = 0;
-	ListCell   *lc;
-
-	if (!gpuhash_enable_scan)
-		return "gpuhash.enable_scan is off";
 	if (st->packed)
 		return "the input comes from parallel workers";
-	if (!IsA(child, SeqScan))
-		return "the input is not a sequential scan";
-	if (child->parallel_aware)
-		return "the scan is parallel";
-	if (child->qual != NIL)
-		return "the scan has a filter";
-	rel = ((ScanState *) st->child)->ss_currentRelation;
-	why = gh_heapscan_refusal(rel, estate->es_snapshot);
-	if (why != NULL)
-		return why;
-	st->scan_attnos = palloc(sizeof(AttrNumber) * (n + 1));
-	st->scan_map = palloc(sizeof(int) * (n + 1));
-	st->scan_input_att = palloc(sizeof(AttrNumber) * (n + 1));
-	st->scan_ncols = 0;
-	foreach(lc, tlist)
-	{
-		TargetEntry *te = lfirst_node(TargetEntry, lc);
-		Var		   *var = (Var *) te->expr;
-		int			j;
-
-		if (!IsA(var, Var) || var->varno != ((Scan *) child)->scanrelid ||
-			var->varlevelsup != 0 || var->varattno <= 0 ||
-			var->varattno > RelationGetDescr(rel)->natts)
-			return "the scan computes expressions";
-		for (j = 0; j < st->scan_ncols; j++)
-			if (st->scan_attnos[j] == var->varattno)
-				break;
-		if (j == st->scan_ncols)
-			st->scan_attnos[st->scan_ncols++] = var->varattno;
-		st->scan_map[i] = j;
-		st->scan_input_att[i] = var->varattno;
-		i++;
-	}
-	st->scan_rel = rel;
-	st->scan_slot = ExecInitExtraTupleSlot(estate, ExecGetResultType(st->child),
-										   &TTSOpsVirtual);
-	return NULL;
+	return gh_scan_source_refusal(st->child, estate);
 }
 
 /*
- * gha_group_scan reads the whole input into the run with the device scan:
- * batches of the table's pages deformed on the target, each row's columns
- * handed to the run as a virtual row.  Rows the target leaves to the host
- * come through heap_deform_tuple on the staged page.
+ * gha_group_scan reads the whole input into the run with the device scan;
+ * false where the scan cannot start (the caller runs the child).
  */
-static void
+static bool
 gha_group_scan(GhaState *st)
 {
-	EState	   *estate = st->css.ss.ps.state;
-	TupleDesc	rdesc = RelationGetDescr(st->scan_rel);
-	TupleTableSlot *slot = st->scan_slot;
-	int			ninput = slot->tts_tupleDescriptor->natts;
-	Datum	   *hvals = palloc(sizeof(Datum) * (rdesc->natts + 1));
-	bool	   *hnulls = palloc(sizeof(bool) * (rdesc->natts + 1));
-	MemoryContext rowcxt = AllocSetContextCreate(CurrentMemoryContext,
-												 "GpuHashAgg device scan row",
-												 ALLOCSET_SMALL_SIZES);
-	GhHeapScan *scan;
+	GhScanSource *src;
+	TupleTableSlot *slot;
 
-	scan = gh_heapscan_begin(st->scan_rel, estate->es_snapshot,
-							 st->scan_attnos, st->scan_ncols, NULL,
-							 gpuhash_exec_target());
-	while (gh_heapscan_next(scan))
-	{
-		uint32		nrows = gh_heapscan_nrows(scan);
-
-		for (uint32 r = 0; r < nrows; r++)
-		{
-			uint8		status = gh_heapscan_status(scan, r);
-
-			if (status == GH_HS_NONE)
-				continue;
-			ExecClearTuple(slot);
-			if (status == GH_HS_ROW)
-			{
-				for (int i = 0; i < ninput; i++)
-					slot->tts_values[i] =
-						gh_heapscan_value(scan, st->scan_map[i], r,
-										  &slot->tts_isnull[i]);
-			}
-			else
-			{
-				MemoryContext old = MemoryContextSwitchTo(rowcxt);
-
-				MemoryContextReset(rowcxt);
-				gh_heapscan_host_row(scan, r, hvals, hnulls);
-				MemoryContextSwitchTo(old);
-				for (int i = 0; i < ninput; i++)
-				{
-					slot->tts_values[i] = hvals[st->scan_input_att[i] - 1];
-					slot->tts_isnull[i] = hnulls[st->scan_input_att[i] - 1];
-				}
-			}
-			ExecStoreVirtualTuple(slot);
-			gh_agg_run_add(st->run, slot);
-		}
-	}
-	st->scan_counts = *gh_heapscan_counts(scan);
+	src = gh_scan_source_begin(st->child, st->css.ss.ps.state,
+							   gpuhash_exec_target());
+	if (src == NULL)
+		return false;
+	while ((slot = gh_scan_source_next(src)) != NULL)
+		gh_agg_run_add(st->run, slot);
+	st->scan_counts = *gh_scan_source_counts(src);
 	st->scanned = true;
-	gh_heapscan_end(scan);
-	MemoryContextDelete(rowcxt);
-	pfree(hvals);
-	pfree(hnulls);
+	gh_scan_source_end(src);
+	return true;
 }
 
 /*
@@ -337,18 +237,20 @@ gha_group(GhaState *st)
 								 GUC_ACTION_SAVE, true, 0, false);
 	}
 	INSTR_TIME_SET_CURRENT(t0);
-	if (st->scan_rel != NULL)
-		gha_group_scan(st);
-	for (; st->scan_rel == NULL;)
+	/* the device scan's rows, or the child's */
+	if (st->scan_refusal != NULL || !gha_group_scan(st))
 	{
-		TupleTableSlot *slot = ExecProcNode(st->child);
+		for (;;)
+		{
+			TupleTableSlot *slot = ExecProcNode(st->child);
 
-		if (TupIsNull(slot))
-			break;
-		if (st->packed)
-			gh_agg_run_add_packet_slot(st->run, slot, "GpuHashAgg");
-		else
-			gh_agg_run_add(st->run, slot);
+			if (TupIsNull(slot))
+				break;
+			if (st->packed)
+				gh_agg_run_add_packet_slot(st->run, slot, "GpuHashAgg");
+			else
+				gh_agg_run_add(st->run, slot);
+		}
 	}
 	/* the input's workers and wall time, for the DEBUG2 account */
 	gh_agg_run_note_input(st->run, st->child, gh_ms_since(t0));
@@ -550,8 +452,8 @@ gha_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			ExplainPropertyList("Device Expressions", shown, es);
 	}
 	ExplainPropertyText("Device", st->target == GH_TARGET_GPU ? "gpu" : "cpu", es);
-	if (st->scan_rel != NULL)
-		ExplainPropertyText("Device Scan", RelationGetRelationName(st->scan_rel), es);
+	if (st->scan_refusal == NULL)
+		ExplainPropertyText("Device Scan", gh_scan_source_table(st->child), es);
 	else if (es->verbose)
 		ExplainPropertyText("Device Scan", psprintf("off (%s)", st->scan_refusal), es);
 	if (es->analyze && st->scanned)

@@ -50,6 +50,7 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "commands/explain.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
@@ -59,6 +60,7 @@
 #include "utils/date.h"
 
 #include "aggregate.h"
+#include "heapscan.h"
 
 #define GH_PACK_NAME "GpuHashAggPack"
 
@@ -130,6 +132,14 @@ typedef struct PackState
 								 * dictionaries, past which a packet ends */
 	MemoryContext detoast_cxt;	/* NUMERICs detoasted for a packet */
 	bytea	   *packet;
+	/*
+	 * The device scan of the input (heapscan.h's row source, deformed by
+	 * the CPU twin in this process): where scan_refusal is NULL, started
+	 * at the first row, when the parallel scan's shared state is there.
+	 */
+	const char *scan_refusal;
+	GhScanSource *src;
+	bool		src_tried;
 } PackState;
 
 static Node *pack_create_state(CustomScan *cscan);
@@ -157,12 +167,16 @@ static CustomScanMethods pack_scan_methods = {
 	.CreateCustomScanState = pack_create_state,
 };
 
+static void pack_explain(CustomScanState *node, List *ancestors,
+						 ExplainState *es);
+
 static CustomExecMethods pack_exec_methods = {
 	.CustomName = GH_PACK_NAME,
 	.BeginCustomScan = pack_begin,
 	.ExecCustomScan = pack_exec,
 	.EndCustomScan = pack_end,
 	.ReScanCustomScan = pack_rescan,
+	.ExplainCustomScan = pack_explain,
 };
 
 static bool pack_registered = false;
@@ -423,6 +437,38 @@ pack_begin(CustomScanState *node, EState *estate, int eflags)
 	ps->packet_cap = sizeof(GhAggPacketHeader) +
 		(Size) ps->cap * packet_row_bytes(ps->nkeys, ps->ncols);
 	ps->packet = palloc(ps->packet_cap);
+	ps->scan_refusal = gh_scan_source_refusal(ps->child, estate);
+}
+
+/*
+ * pack_input returns the next input row: the device scan's, where it reads
+ * the input, or the child's; NULL at the end.
+ */
+static TupleTableSlot *
+pack_input(PackState *ps)
+{
+	if (ps->scan_refusal == NULL && !ps->src_tried)
+	{
+		ps->src_tried = true;
+		ps->src = gh_scan_source_begin(ps->child, ps->css.ss.ps.state,
+									   GH_TARGET_CPU);
+	}
+	if (ps->src != NULL)
+		return gh_scan_source_next(ps->src);
+	return ExecProcNode(ps->child);
+}
+
+/* pack_explain names the table the device scan reads, or says why not. */
+static void
+pack_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	PackState  *ps = (PackState *) node;
+
+	if (ps->scan_refusal == NULL)
+		ExplainPropertyText("Device Scan", gh_scan_source_table(ps->child), es);
+	else if (es->verbose)
+		ExplainPropertyText("Device Scan",
+							psprintf("off (%s)", ps->scan_refusal), es);
 }
 
 /*
@@ -661,7 +707,7 @@ pack_exec(CustomScanState *node)
 	while (!ps->done && n < ps->cap &&
 		   ps->exc.len + ps->dict_bytes < ps->exc_limit)
 	{
-		TupleTableSlot *slot = ExecProcNode(ps->child);
+		TupleTableSlot *slot = pack_input(ps);
 		uint8		mask = 0;
 
 		if (TupIsNull(slot))
@@ -834,7 +880,11 @@ pack_exec(CustomScanState *node)
 static void
 pack_end(CustomScanState *node)
 {
-	ExecEndNode(((PackState *) node)->child);
+	PackState  *ps = (PackState *) node;
+
+	if (ps->src != NULL)
+		gh_scan_source_end(ps->src);
+	ExecEndNode(ps->child);
 }
 
 static void
@@ -842,6 +892,10 @@ pack_rescan(CustomScanState *node)
 {
 	PackState  *ps = (PackState *) node;
 
+	if (ps->src != NULL)
+		gh_scan_source_end(ps->src);
+	ps->src = NULL;
+	ps->src_tried = false;
 	ExecReScan(ps->child);
 	ps->done = false;
 }

@@ -582,6 +582,189 @@ gh_heapscan_end(GhHeapScan *s)
 	}
 }
 
+/* ---- a row source for operators over a sequential scan ---- */
+
+struct GhScanSource
+{
+	GhHeapScan *scan;
+	TupleTableSlot *slot;		/* the scan's output columns, virtual */
+	int			ninput;
+	int		   *map;			/* per output column, its index in attnos */
+	AttrNumber *input_att;		/* per output column, its attribute */
+	Datum	   *hvals;			/* a tuple-path row, the table's natts */
+	bool	   *hnulls;
+	MemoryContext rowcxt;
+	uint32		row;			/* the next row slot of the batch */
+	uint32		nrows;
+	bool		done;
+};
+
+/*
+ * gh_scan_source_refusal says why the child cannot be read by the device
+ * scan, or NULL if it can.
+ */
+const char *
+gh_scan_source_refusal(PlanState *child, EState *estate)
+{
+	Plan	   *plan = child->plan;
+	Relation	rel;
+	ListCell   *lc;
+
+	if (!gpuhash_enable_scan)
+		return "gpuhash.enable_scan is off";
+	if (!IsA(plan, SeqScan))
+		return "the input is not a sequential scan";
+	if (plan->qual != NIL)
+		return "the scan has a filter";
+	rel = ((ScanState *) child)->ss_currentRelation;
+	if (rel == NULL)
+		return "the scan has no table";
+	foreach(lc, plan->targetlist)
+	{
+		Var		   *var = (Var *) lfirst_node(TargetEntry, lc)->expr;
+
+		if (!IsA(var, Var) || var->varno != ((Scan *) plan)->scanrelid ||
+			var->varlevelsup != 0 || var->varattno <= 0 ||
+			var->varattno > RelationGetDescr(rel)->natts)
+			return "the scan computes expressions";
+	}
+	return gh_heapscan_refusal(rel, estate->es_snapshot);
+}
+
+/* gh_scan_source_table: the name of the child's table */
+const char *
+gh_scan_source_table(PlanState *child)
+{
+	return RelationGetRelationName(((ScanState *) child)->ss_currentRelation);
+}
+
+/*
+ * gh_scan_source_begin starts the device scan of child, which
+ * gh_scan_source_refusal accepted.  A parallel scan takes its block ranges
+ * from the scan's shared state; NULL where that is not there (a process
+ * that runs the scan without it), and the caller runs the child.
+ */
+GhScanSource *
+gh_scan_source_begin(PlanState *child, EState *estate, GhTarget target)
+{
+	Plan	   *plan = child->plan;
+	ScanState  *ss = (ScanState *) child;
+	Relation	rel = ss->ss_currentRelation;
+	ParallelBlockTableScanDesc pscan = NULL;
+	GhScanSource *src;
+	int			n = list_length(plan->targetlist);
+	AttrNumber *attnos = palloc(sizeof(AttrNumber) * (n + 1));
+	int			nattnos = 0;
+	int			i = 0;
+	ListCell   *lc;
+
+	if (plan->parallel_aware)
+	{
+		if (ss->ss_currentScanDesc == NULL ||
+			ss->ss_currentScanDesc->rs_parallel == NULL)
+			return NULL;
+		pscan = (ParallelBlockTableScanDesc) ss->ss_currentScanDesc->rs_parallel;
+	}
+	src = palloc0(sizeof(GhScanSource));
+	src->ninput = n;
+	src->map = palloc(sizeof(int) * (n + 1));
+	src->input_att = palloc(sizeof(AttrNumber) * (n + 1));
+	foreach(lc, plan->targetlist)
+	{
+		Var		   *var = (Var *) lfirst_node(TargetEntry, lc)->expr;
+		int			j;
+
+		for (j = 0; j < nattnos; j++)
+			if (attnos[j] == var->varattno)
+				break;
+		if (j == nattnos)
+			attnos[nattnos++] = var->varattno;
+		src->map[i] = j;
+		src->input_att[i] = var->varattno;
+		i++;
+	}
+	src->slot = MakeSingleTupleTableSlot(ExecGetResultType(child),
+										 &TTSOpsVirtual);
+	src->hvals = palloc(sizeof(Datum) * (RelationGetDescr(rel)->natts + 1));
+	src->hnulls = palloc(sizeof(bool) * (RelationGetDescr(rel)->natts + 1));
+	src->rowcxt = AllocSetContextCreate(CurrentMemoryContext,
+										"gpuhash device scan row",
+										ALLOCSET_SMALL_SIZES);
+	src->scan = gh_heapscan_begin(rel, estate->es_snapshot, attnos, nattnos,
+								  pscan, target);
+	return src;
+}
+
+/*
+ * gh_scan_source_next returns the next visible row as a virtual slot, its
+ * values valid until the next call, or NULL at the end.
+ */
+TupleTableSlot *
+gh_scan_source_next(GhScanSource *src)
+{
+	TupleTableSlot *slot = src->slot;
+
+	for (;;)
+	{
+		uint8		status;
+
+		if (src->row >= src->nrows)
+		{
+			if (src->done || !gh_heapscan_next(src->scan))
+			{
+				src->done = true;
+				return NULL;
+			}
+			src->row = 0;
+			src->nrows = gh_heapscan_nrows(src->scan);
+			continue;
+		}
+		status = gh_heapscan_status(src->scan, src->row);
+		if (status == GH_HS_NONE)
+		{
+			src->row++;
+			continue;
+		}
+		ExecClearTuple(slot);
+		if (status == GH_HS_ROW)
+		{
+			for (int i = 0; i < src->ninput; i++)
+				slot->tts_values[i] = gh_heapscan_value(src->scan, src->map[i],
+														src->row,
+														&slot->tts_isnull[i]);
+		}
+		else
+		{
+			MemoryContext old = MemoryContextSwitchTo(src->rowcxt);
+
+			MemoryContextReset(src->rowcxt);
+			gh_heapscan_host_row(src->scan, src->row, src->hvals, src->hnulls);
+			MemoryContextSwitchTo(old);
+			for (int i = 0; i < src->ninput; i++)
+			{
+				slot->tts_values[i] = src->hvals[src->input_att[i] - 1];
+				slot->tts_isnull[i] = src->hnulls[src->input_att[i] - 1];
+			}
+		}
+		src->row++;
+		return ExecStoreVirtualTuple(slot);
+	}
+}
+
+const GhHeapScanCounts *
+gh_scan_source_counts(GhScanSource *src)
+{
+	return gh_heapscan_counts(src->scan);
+}
+
+void
+gh_scan_source_end(GhScanSource *src)
+{
+	gh_heapscan_end(src->scan);
+	ExecDropSingleTupleTableSlot(src->slot);
+	MemoryContextDelete(src->rowcxt);
+}
+
 /* ---- SQL: the device scan of a whole table, for the tests ---- */
 
 /*

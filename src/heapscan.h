@@ -21,6 +21,7 @@
 #define GPUHASH_HEAPSCAN_H
 
 #include "access/relscan.h"
+#include "nodes/execnodes.h"
 #include "utils/rel.h"
 #include "utils/snapshot.h"
 
@@ -60,5 +61,25 @@ extern void gh_heapscan_host_row(GhHeapScan *scan, uint32 row,
 								 Datum *values, bool *isnull);
 extern const GhHeapScanCounts *gh_heapscan_counts(GhHeapScan *scan);
 extern void gh_heapscan_end(GhHeapScan *scan);
+
+/*
+ * A row source for an operator over a sequential scan (GpuHashAgg,
+ * GpuHashAggPack): the scan's table read with the device scan, each row
+ * returned as a virtual slot of the scan's output columns, the scan node
+ * itself never run.  gh_scan_source_refusal says whether the child can be
+ * read so (a plain or parallel sequential scan of a heap table, no filter,
+ * output columns that are the table's attributes, an MVCC snapshot), or
+ * why not; a parallel scan's source reads the block ranges of the scan's
+ * shared state, as the scan would have.
+ */
+typedef struct GhScanSource GhScanSource;
+
+extern const char *gh_scan_source_refusal(PlanState *child, EState *estate);
+extern GhScanSource *gh_scan_source_begin(PlanState *child, EState *estate,
+										  GhTarget target);
+extern TupleTableSlot *gh_scan_source_next(GhScanSource *src);
+extern const GhHeapScanCounts *gh_scan_source_counts(GhScanSource *src);
+extern const char *gh_scan_source_table(PlanState *child);
+extern void gh_scan_source_end(GhScanSource *src);
 
 #endif							/* GPUHASH_HEAPSCAN_H */
