@@ -59,6 +59,13 @@ SET gpuhash.scan_batch_pages = 1;
 SELECT ds_same('ds_types');
 SELECT batches = pages AS one_page_a_batch FROM gpuhash_scan_counts(NULL::ds_types);
 RESET gpuhash.scan_batch_pages;
+-- the batch stays within a quarter of work_mem * hash_mem_multiplier: at
+-- the least work_mem, a page and its twenty columns' row slots a batch
+SET work_mem = '64kB';
+SELECT ds_same('ds_types');
+SELECT batches = pages AS one_page_a_batch_at_64kB FROM gpuhash_scan_counts(NULL::ds_types);
+RESET work_mem;
+SELECT batches < pages AS several_pages_a_batch FROM gpuhash_scan_counts(NULL::ds_types);
 
 -- empty and one-page tables, and a table of no columns
 CREATE TABLE ds_empty (a int, b text);

@@ -127,7 +127,7 @@ gpuhash_init_heapscan(void)
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("gpuhash.scan_batch_pages",
 							"Heap pages the device scan stages and sends to the device at a time.",
-							"Each participant holds this many 8 kB pages in host memory (page-locked for the GPU) and as much again on the device, with the columns read from them.",
+							"An upper bound: each participant holds at most this many 8 kB pages, with the columns read from them, in host memory (page-locked for the GPU) and as much again on the device, and no more than a quarter of work_mem * hash_mem_multiplier.",
 							&gpuhash_scan_batch_pages,
 							1024, 1, 131072,
 							PGC_USERSET, 0, NULL, NULL, NULL);
@@ -173,6 +173,7 @@ gh_heapscan_begin(Relation rel, Snapshot snapshot, const AttrNumber *attnums,
 	TupleDesc	desc = RelationGetDescr(rel);
 	const char *why = gh_heapscan_refusal(rel, snapshot);
 	size_t		bytes;
+	Size		per_page;
 
 	if (why != NULL)
 		elog(ERROR, "gpuhash: the device scan cannot read \"%s\": %s",
@@ -234,9 +235,16 @@ gh_heapscan_begin(Relation rel, Snapshot snapshot, const AttrNumber *attnums,
 	PredicateLockRelation(rel, snapshot);
 	pgstat_count_heap_scan(rel);
 
-	/* the batch: staging, row slots and columns */
-	s->cap_pages = (uint32) gpuhash_scan_batch_pages;
-	if (pscan == NULL && s->nblocks < s->cap_pages)
+	/*
+	 * The batch: staging, row slots and columns, within a quarter of the
+	 * memory a hash operator may use (work_mem * hash_mem_multiplier), as
+	 * the operator reading the scan holds its own within the rest, and no
+	 * more pages than the table has.
+	 */
+	per_page = BLCKSZ + HS_ROWS_PER_PAGE * (1 + ncols * (sizeof(uint64) + 1));
+	s->cap_pages = (uint32) Min((Size) gpuhash_scan_batch_pages,
+								Max(get_hash_memory_limit() / 4 / per_page, (Size) 1));
+	if (s->nblocks < s->cap_pages)
 		s->cap_pages = Max(s->nblocks, 1);
 	s->cap_rows = Max(s->cap_pages * HS_ROWS_PER_PAGE, MaxHeapTuplesPerPage);
 	/* one page more: a page that did not fit waits there for the next batch */
