@@ -81,7 +81,8 @@ SELECT count(*) AS nocols_rows FROM gpuhash_scan_table(NULL::ds_nocols);
 
 -- narrow rows (226 a page): three pages a batch hold fewer row slots than
 -- two pages have, so every batch's last page waits for the next one
-CREATE TABLE ds_narrow AS SELECT g AS a FROM generate_series(1, 5000) g;
+CREATE TABLE ds_narrow WITH (autovacuum_enabled = off) AS
+  SELECT g AS a FROM generate_series(1, 5000) g;
 SET gpuhash.scan_batch_pages = 3;
 SELECT ds_same('ds_narrow');
 SELECT pages, batches > pages / 3 AS pages_carried, rows_device

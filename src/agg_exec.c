@@ -345,21 +345,33 @@ gha_rescan(CustomScanState *node)
  * time and bytes of staging and of the device.
  */
 static void
-gha_explain_scan(const GhHeapScanCounts *c, ExplainState *es)
+gha_explain_scan(const GhHeapScanCounts *c, bool workers, ExplainState *es)
 {
 	if (es->format == EXPLAIN_FORMAT_TEXT)
 	{
 		appendStringInfoSpaces(es->str, es->indent * 2);
-		appendStringInfo(es->str, "Device Scan Pages: sent=%llu checked=%llu batches=%llu\n",
-						 (unsigned long long) c->pages,
-						 (unsigned long long) c->pages_checked,
-						 (unsigned long long) c->batches);
+		if (workers)
+			appendStringInfo(es->str, "Device Scan Pages: sent=%llu checked=%llu (in workers)\n",
+							 (unsigned long long) c->pages,
+							 (unsigned long long) c->pages_checked);
+		else
+			appendStringInfo(es->str, "Device Scan Pages: sent=%llu checked=%llu batches=%llu\n",
+							 (unsigned long long) c->pages,
+							 (unsigned long long) c->pages_checked,
+							 (unsigned long long) c->batches);
 		appendStringInfoSpaces(es->str, es->indent * 2);
 		appendStringInfo(es->str, "Device Scan Rows: device=%llu tuple path=%llu hidden=%llu\n",
 						 (unsigned long long) c->rows_device,
 						 (unsigned long long) c->rows_host,
 						 (unsigned long long) c->tuples_hidden);
-		if (es->timing)
+		if (es->timing && workers)
+		{
+			appendStringInfoSpaces(es->str, es->indent * 2);
+			appendStringInfo(es->str, "Device Scan Time: %.3f ms summed over the workers (%.1f MB)\n",
+							 c->stage_ms,
+							 (double) c->pages * BLCKSZ / (1024.0 * 1024.0));
+		}
+		else if (es->timing)
 		{
 			appendStringInfoSpaces(es->str, es->indent * 2);
 			appendStringInfo(es->str, "Device Scan Time: staging=%.3f ms device=%.3f ms (%.1f MB)\n",
@@ -368,9 +380,11 @@ gha_explain_scan(const GhHeapScanCounts *c, ExplainState *es)
 		}
 		return;
 	}
+	ExplainPropertyBool("Device Scan In Workers", workers, es);
 	ExplainPropertyUInteger("Device Scan Pages Sent", NULL, c->pages, es);
 	ExplainPropertyUInteger("Device Scan Pages Checked", NULL, c->pages_checked, es);
-	ExplainPropertyUInteger("Device Scan Batches", NULL, c->batches, es);
+	if (!workers)
+		ExplainPropertyUInteger("Device Scan Batches", NULL, c->batches, es);
 	ExplainPropertyUInteger("Device Scan Rows", NULL, c->rows_device, es);
 	ExplainPropertyUInteger("Device Scan Tuple Path Rows", NULL, c->rows_host, es);
 	ExplainPropertyUInteger("Device Scan Tuples Hidden", NULL, c->tuples_hidden, es);
@@ -457,7 +471,26 @@ gha_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	else if (es->verbose)
 		ExplainPropertyText("Device Scan", psprintf("off (%s)", st->scan_refusal), es);
 	if (es->analyze && st->scanned)
-		gha_explain_scan(&st->scan_counts, es);
+		gha_explain_scan(&st->scan_counts, false, es);
+	else if (es->analyze && st->run != NULL && st->packed)
+	{
+		GhAggMemory mem;
+
+		/* the workers' device scans, as their packets told */
+		gh_agg_run_memory(st->run, &mem);
+		if (mem.scan_pages > 0)
+		{
+			GhHeapScanCounts c = {0};
+
+			c.pages = mem.scan_pages;
+			c.pages_checked = mem.scan_checked;
+			c.tuples_hidden = mem.scan_hidden;
+			c.rows_host = mem.scan_rows_host;
+			c.rows_device = mem.rows_in - Min(mem.rows_in, mem.scan_rows_host);
+			c.stage_ms = mem.scan_ms;
+			gha_explain_scan(&c, true, es);
+		}
+	}
 	if (es->analyze && st->run != NULL)
 	{
 		/* as a scan's Rows Removed by Filter, once every group was returned */

@@ -257,6 +257,12 @@ typedef struct GhAggPacketHeader
 	uint32		onedscols;		/* bit c: NUMERIC column c's valid rows share
 								 * one display scale, which travels as one
 								 * byte instead of dscale[n] */
+	/* the worker's device scan since its last packet (heapscan.h), or 0 */
+	uint32		scan_pages;
+	uint32		scan_checked;
+	uint32		scan_hidden;
+	uint32		scan_rows_host;
+	uint32		scan_us;		/* staging and deforming */
 } GhAggPacketHeader;
 
 /* One entry of a packet's list of NUMERIC values that are not fixed point. */
@@ -530,6 +536,12 @@ typedef struct GhAggStats
 	uint64		rescales;
 	uint64		packet_bytes;
 	uint64		worker_busy_us; /* sum over packets */
+	/* the workers' device scans, as their packets tell */
+	uint64		scan_pages;
+	uint64		scan_checked;
+	uint64		scan_hidden;
+	uint64		scan_rows_host;
+	uint64		scan_us;
 	int			workers_planned;
 	int			workers_launched;
 	double		ms_input;		/* the input query's executor, wall */
@@ -616,6 +628,12 @@ typedef struct GhAggMemory
 	uint64		passes;			/* 1 + partitions aggregated */
 	uint64		spilled_rows;
 	long		disk_kb;
+	/* the device scans of the workers that packed the input */
+	uint64		scan_pages;
+	uint64		scan_checked;
+	uint64		scan_hidden;
+	uint64		scan_rows_host;
+	double		scan_ms;		/* summed over the workers */
 } GhAggMemory;
 
 /*

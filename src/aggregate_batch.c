@@ -851,6 +851,11 @@ gh_agg_run_add_packet(GhAggRun *run, const GhAggPacketHeader *pkt)
 	run->stats.packets++;
 	run->stats.packet_bytes += VARSIZE(pkt);
 	run->stats.worker_busy_us += pkt->busy_us;
+	run->stats.scan_pages += pkt->scan_pages;
+	run->stats.scan_checked += pkt->scan_checked;
+	run->stats.scan_hidden += pkt->scan_hidden;
+	run->stats.scan_rows_host += pkt->scan_rows_host;
+	run->stats.scan_us += pkt->scan_us;
 	run->stats.ms_copy += gh_ms_since(t0);
 	if (batch_full(run))
 		gh_agg_flush(run);

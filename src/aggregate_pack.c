@@ -140,6 +140,7 @@ typedef struct PackState
 	const char *scan_refusal;
 	GhScanSource *src;
 	bool		src_tried;
+	GhHeapScanCounts scan_sent;	/* the counts the packets have carried */
 } PackState;
 
 static Node *pack_create_state(CustomScan *cscan);
@@ -456,6 +457,32 @@ pack_input(PackState *ps)
 	if (ps->src != NULL)
 		return gh_scan_source_next(ps->src);
 	return ExecProcNode(ps->child);
+}
+
+/*
+ * pack_scan_counts puts into the packet what the device scan did since the
+ * last packet (pages that come after the last row of the input are not
+ * counted: no packet follows them).
+ */
+static void
+pack_scan_counts(PackState *ps, GhAggPacketHeader *hdr)
+{
+	const GhHeapScanCounts *c;
+	GhHeapScanCounts *sent = &ps->scan_sent;
+
+	hdr->scan_pages = hdr->scan_checked = hdr->scan_hidden = 0;
+	hdr->scan_rows_host = hdr->scan_us = 0;
+	if (ps->src == NULL)
+		return;
+	c = gh_scan_source_counts(ps->src);
+	hdr->scan_pages = (uint32) (c->pages - sent->pages);
+	hdr->scan_checked = (uint32) (c->pages_checked - sent->pages_checked);
+	hdr->scan_hidden = (uint32) (c->tuples_hidden - sent->tuples_hidden);
+	hdr->scan_rows_host = (uint32) (c->rows_host - sent->rows_host);
+	hdr->scan_us = (uint32) Min((c->stage_ms + c->device_ms -
+								 sent->stage_ms - sent->device_ms) * 1000.0,
+								(double) PG_UINT32_MAX);
+	*sent = *c;
 }
 
 /* pack_explain names the table the device scan reads, or says why not. */
@@ -871,6 +898,7 @@ pack_exec(CustomScanState *node)
 	hdr->narrowcols = narrowcols;
 	hdr->onedscols = onedscols;
 	hdr->busy_us = (uint32) Min(gh_ms_since(t0) * 1000.0, (double) PG_UINT32_MAX);
+	pack_scan_counts(ps, hdr);
 	SET_VARSIZE(ps->packet, p - (char *) ps->packet);
 	out->tts_values[0] = PointerGetDatum(ps->packet);
 	out->tts_isnull[0] = false;
@@ -896,6 +924,7 @@ pack_rescan(CustomScanState *node)
 		gh_scan_source_end(ps->src);
 	ps->src = NULL;
 	ps->src_tried = false;
+	memset(&ps->scan_sent, 0, sizeof(ps->scan_sent));
 	ExecReScan(ps->child);
 	ps->done = false;
 }

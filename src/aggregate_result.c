@@ -162,6 +162,11 @@ gh_agg_run_memory(GhAggRun *run, GhAggMemory *mem)
 	mem->passes = 1 + run->spill.passes;
 	mem->spilled_rows = run->spill.rows;
 	mem->disk_kb = run->spill.disk_kb;
+	mem->scan_pages = run->stats.scan_pages;
+	mem->scan_checked = run->stats.scan_checked;
+	mem->scan_hidden = run->stats.scan_hidden;
+	mem->scan_rows_host = run->stats.scan_rows_host;
+	mem->scan_ms = run->stats.scan_us / 1000.0;
 }
 
 /*
