@@ -165,6 +165,31 @@ hs_check_itemid(void)
 		elog(ERROR, "gpuhash: line pointers are laid out otherwise than the device scan reads them");
 }
 
+/*
+ * hs_columns allocates ncols arrays of rows elements of width bytes, on the
+ * target's device or in host memory suited for copies to it; returns the
+ * array of their pointers (host memory).
+ */
+static void **
+hs_columns(GhTarget target, bool device, int ncols, uint32 rows, Size width)
+{
+	void	  **cols = palloc0(sizeof(void *) * Max(ncols, 1));
+
+	for (int c = 0; c < ncols; c++)
+		cols[c] = device ? gh_dev_alloc(target, width * rows) :
+			gh_host_alloc(target, width * rows);
+	return cols;
+}
+
+/* hs_columns_free frees what hs_columns allocated */
+static void
+hs_columns_free(void **cols, int ncols)
+{
+	for (int c = 0; c < ncols; c++)
+		gh_dev_free(cols[c]);
+	pfree(cols);
+}
+
 GhHeapScan *
 gh_heapscan_begin(Relation rel, Snapshot snapshot, const AttrNumber *attnums,
 				  int ncols, ParallelBlockTableScanDesc pscan, GhTarget target)
@@ -253,13 +278,8 @@ gh_heapscan_begin(Relation rel, Snapshot snapshot, const AttrNumber *attnums,
 	s->first = palloc(sizeof(uint32) * (s->cap_pages + 1));
 	s->blocks = palloc(sizeof(BlockNumber) * (s->cap_pages + 1));
 	s->status = gh_host_alloc(target, s->cap_rows);
-	s->words = palloc0(sizeof(uint64 *) * Max(ncols, 1));
-	s->valid = palloc0(sizeof(uint8 *) * Max(ncols, 1));
-	for (int c = 0; c < ncols; c++)
-	{
-		s->words[c] = gh_host_alloc(target, sizeof(uint64) * s->cap_rows);
-		s->valid[c] = gh_host_alloc(target, s->cap_rows);
-	}
+	s->words = (uint64 **) hs_columns(target, false, ncols, s->cap_rows, 8);
+	s->valid = (uint8 **) hs_columns(target, false, ncols, s->cap_rows, 1);
 	if (target == GH_TARGET_GPU)
 	{
 		s->d_pages = gh_dev_alloc(target, (size_t) s->cap_pages * BLCKSZ);
@@ -268,13 +288,8 @@ gh_heapscan_begin(Relation rel, Snapshot snapshot, const AttrNumber *attnums,
 		gh_copy_htod(target, s->d_atts, s->atts,
 					 sizeof(gh_hs_att) * Max(s->natts, 1));
 		s->d_status = gh_dev_alloc(target, s->cap_rows);
-		s->d_words = palloc0(sizeof(void *) * Max(ncols, 1));
-		s->d_valid = palloc0(sizeof(void *) * Max(ncols, 1));
-		for (int c = 0; c < ncols; c++)
-		{
-			s->d_words[c] = gh_dev_alloc(target, sizeof(uint64) * s->cap_rows);
-			s->d_valid[c] = gh_dev_alloc(target, s->cap_rows);
-		}
+		s->d_words = hs_columns(target, true, ncols, s->cap_rows, 8);
+		s->d_valid = hs_columns(target, true, ncols, s->cap_rows, 1);
 		s->d_words_arr = gh_dev_alloc(target, sizeof(void *) * Max(ncols, 1));
 		s->d_valid_arr = gh_dev_alloc(target, sizeof(void *) * Max(ncols, 1));
 		gh_copy_htod(target, s->d_words_arr, s->d_words,
@@ -569,22 +584,16 @@ gh_heapscan_end(GhHeapScan *s)
 		FreeAccessStrategy(s->strategy);
 	gh_dev_free(s->pages);
 	gh_dev_free(s->status);
-	for (int c = 0; c < s->ncols; c++)
-	{
-		gh_dev_free(s->words[c]);
-		gh_dev_free(s->valid[c]);
-	}
+	hs_columns_free((void **) s->words, s->ncols);
+	hs_columns_free((void **) s->valid, s->ncols);
 	if (s->target == GH_TARGET_GPU)
 	{
 		gh_dev_free(s->d_pages);
 		gh_dev_free(s->d_first);
 		gh_dev_free(s->d_atts);
 		gh_dev_free(s->d_status);
-		for (int c = 0; c < s->ncols; c++)
-		{
-			gh_dev_free(s->d_words[c]);
-			gh_dev_free(s->d_valid[c]);
-		}
+		hs_columns_free(s->d_words, s->ncols);
+		hs_columns_free(s->d_valid, s->ncols);
 		gh_dev_free(s->d_words_arr);
 		gh_dev_free(s->d_valid_arr);
 	}

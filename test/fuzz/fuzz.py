@@ -758,7 +758,8 @@ class Runner:
             if r.kind == "rows":
                 text = "\n".join(x[0] for x in r.rows)
                 for tag in ("GpuHashJoin", "GpuHashAgg", "Join Type: Right", "Join Type: Full",
-                            "Join Type: Semi", "Join Type: Anti", "Join Type: Left", "Parallel Custom Scan"):
+                            "Join Type: Semi", "Join Type: Anti", "Join Type: Left", "Parallel Custom Scan",
+                            "Device Scan:"):
                     if tag in text:
                         self.plans[tag] = self.plans.get(tag, 0) + 1
         r = self.conn.run(sql)
