@@ -736,7 +736,7 @@ gh_scan_source_next(GhScanSource *src)
 			src->nrows = gh_heapscan_nrows(src->scan);
 			continue;
 		}
-		status = gh_heapscan_status(src->scan, src->row);
+		status = src->scan->status[src->row];
 		if (status == GH_HS_NONE)
 		{
 			src->row++;
@@ -745,10 +745,20 @@ gh_scan_source_next(GhScanSource *src)
 		ExecClearTuple(slot);
 		if (status == GH_HS_ROW)
 		{
+			/* gh_heapscan_value's work, here in line: this is every row */
+			GhHeapScan *scan = src->scan;
+			uint32		r = src->row;
+
 			for (int i = 0; i < src->ninput; i++)
-				slot->tts_values[i] = gh_heapscan_value(src->scan, src->map[i],
-														src->row,
-														&slot->tts_isnull[i]);
+			{
+				int			c = src->map[i];
+				uint64		w = scan->words[c][r];
+
+				slot->tts_isnull[i] = !scan->valid[c][r];
+				slot->tts_values[i] = slot->tts_isnull[i] ? (Datum) 0 :
+					scan->col_byval[c] ? (Datum) w :
+					PointerGetDatum(scan->pages + (uint32) w);
+			}
 		}
 		else
 		{
