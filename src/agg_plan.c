@@ -85,6 +85,19 @@ bool		gpuhash_force_agg = false;
 #define GHA_TEXT_EXTREME_OPS 2.0
 
 /*
+ * What the leader's lookup of a numbered key's value costs, in operators:
+ * each packet brings the distinct values of its rows once, and the leader
+ * gives each its run-wide number (aggregate_batch.c's number_packet_keys),
+ * a hash of the value and a probe of a dictionary that can outgrow the
+ * caches.  On an H200 host a GROUP BY over a text key of about 500K values
+ * in 50M rows spent about 15 s there, 0.3 us a row, against native's 11.9 s
+ * for the whole query (issue 37); PostgreSQL's price of that plan, scaled
+ * from 2M rows, makes that about 50 operators.  To be checked against more
+ * shapes on the GPU host.
+ */
+#define GHA_NUMBER_OPS 50.0
+
+/*
  * custom_private of the CustomPath, for gha_plan_path: what gha_check_query
  * found, in this order.
  */
@@ -351,6 +364,8 @@ cost_gha(CustomPath *path, Path *child, PathTarget *target, double ngroups,
 		input = sub->startup_cost + run + parallel_setup_cost +
 			packets * parallel_tuple_cost;
 		per_row = cpu_operator_cost * cols * (0.1 / workers + 0.05);
+		/* the leader numbers each packet's distinct values of numbered keys */
+		per_row += cpu_operator_cost * GHA_NUMBER_OPS * q->numbered_per_row;
 		if (nkeys == 0 && q->exprs == NIL && !widened)
 			per_row += cpu_operator_cost * Max(list_length(q->aggs), 1) / workers;
 	}
@@ -360,6 +375,13 @@ cost_gha(CustomPath *path, Path *child, PathTarget *target, double ngroups,
 
 		input = in->total_cost;
 		per_row = cpu_operator_cost * (0.1 + 0.25 * ncols);
+		/*
+		 * the leader numbers every row's numbered keys: a lookup in a small
+		 * dictionary is cheap, one that outgrows the caches costs as much as
+		 * a packed input's lookups of values new to a packet
+		 */
+		per_row += cpu_operator_cost * (GHA_TEXT_EXTREME_OPS * q->nnumbered +
+										GHA_NUMBER_OPS * q->numbered_per_row);
 	}
 	/* every value of a text min or max: copied, looked up and compared */
 	per_row += cpu_operator_cost * GHA_TEXT_EXTREME_OPS * text_extremes(q);
@@ -446,6 +468,44 @@ gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 }
 
 /*
+ * numbered_lookups estimates the leader's dictionary lookups per input row
+ * of a packed input, and counts the keys the device groups by number (a
+ * GROUP BY key of a type compared otherwise than bit by bit, not a device
+ * expression's, where no carried key keeps them all on the host): for each,
+ * the distinct values expected in a packet of
+ * gpuhash.batch_rows rows drawn from the key's nd values,
+ * nd * (1 - exp(-rows / nd)), per row of the packet.  A key of few values
+ * costs nearly nothing; one whose values are mostly new to each packet, a
+ * lookup a row.
+ */
+static double
+numbered_lookups(PlannerInfo *root, GhaQuery *q, double in_rows)
+{
+	double		packet = Max(gpuhash_batch_rows, 1);
+	double		n = 0;
+
+	q->nnumbered = 0;
+	/* with carried keys every key stays on the host, none is numbered */
+	if (list_length(q->keys) > q->ngrouped)
+		return 0;
+	for (int i = 0; i < q->ngrouped; i++)
+	{
+		Node	   *key = list_nth(q->keys, i);
+		double		nd;
+
+		if (list_nth_int(q->key_cols, i) >= 0 || list_nth_int(q->key_years, i) >= 0 ||
+			gh_agg_key_form(exprType(key), list_nth_oid(q->eqops, i),
+							exprCollation(key)) != GH_AGG_KEY_DICT)
+			continue;
+		q->nnumbered++;
+		nd = Max(estimate_num_groups(root, list_make1(key), Max(in_rows, 1.0),
+									 NULL, NULL), 1.0);
+		n += nd / packet * (1.0 - exp(-packet / nd));
+	}
+	return n;
+}
+
+/*
  * offer_paths adds GpuHashAgg's paths for q over input, the input's
  * cheapest path, and over partial, its cheapest partial path (either may
  * be NULL), each projected to the keys and then q's inputs; in_rows: the
@@ -460,6 +520,7 @@ offer_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 	Path	   *child;
 	ListCell   *lc;
 
+	q->numbered_per_row = numbered_lookups(root, q, in_rows);
 	/* the child: the input projected to the keys, then the arguments */
 	child_target = create_empty_pathtarget();
 	foreach(lc, q->keys)

@@ -89,6 +89,10 @@ typedef struct GhaQuery
 								 * hidden count of the rows that pass them
 								 * (filter_count), else -1 */
 	double		filtered_rows;	/* with quals, the rows that pass them */
+	int			nnumbered;		/* keys the device groups by number */
+	double		numbered_per_row;	/* the leader's lookups of values new to
+									 * a packet, per input row
+									 * (agg_plan.c's numbered_lookups) */
 } GhaQuery;
 
 

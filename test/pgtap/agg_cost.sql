@@ -8,7 +8,7 @@
 \pset tuples_only true
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS gpuhash;
-SELECT plan(14);
+SELECT plan(16);
 SET LOCAL jit = off;
 SET LOCAL gpuhash.device = gpu;
 SET LOCAL gpuhash.force_agg = off;
@@ -24,7 +24,8 @@ SET LOCAL min_parallel_table_scan_size = 0;
 SET LOCAL gpuhash.join_setup_cost = 0;
 
 CREATE TABLE ac_t AS
-SELECT i AS id, i % 50000 AS k, i % 7 AS v, (i % 1000) / 100.0 AS price, (i % 10) / 100.0 AS disc
+SELECT i AS id, i % 50000 AS k, i % 7 AS v, (i % 1000) / 100.0 AS price, (i % 10) / 100.0 AS disc,
+       'name-' || (i % 7) AS few, 'customer-' || (i % 200000) || '-' || md5((i % 200000)::text) AS many
   FROM generate_series(1, 400000) i;
 ALTER TABLE ac_t SET (parallel_workers = 4);
 ANALYZE ac_t;
@@ -55,6 +56,15 @@ SELECT alike(pg_temp.plan_text(:'fewcount'), '%Custom Scan (GpuHashAgg)%',
             '7 groups, count and sum: GpuHashAgg');
 SELECT unalike(pg_temp.plan_text(:'fewtext'), '%GpuHashAgg%',
               '7 groups, min and max of text over 400000 rows: PostgreSQL''s partial aggregation');
+
+-- a text key is numbered: each packet's distinct values are looked up in
+-- the leader (GHA_NUMBER_OPS a value new to a packet), so a key of 7 values
+-- costs nearly nothing, and one of 200000 values over 400000 rows, a
+-- lookup nearly every row, which PostgreSQL's plan does not pay
+SELECT alike(pg_temp.plan_text('SELECT few, count(*), sum(v) FROM ac_t GROUP BY few'),
+            '%Custom Scan (GpuHashAgg)%', 'a text key of 7 values: GpuHashAgg');
+SELECT unalike(pg_temp.plan_text('SELECT many, count(*), sum(v) FROM ac_t GROUP BY many'),
+              '%GpuHashAgg%', 'a text key of 200000 values over 400000 rows: PostgreSQL''s plan');
 
 -- the table's quals on the device (Device Filter): every row is packed and
 -- the quals leave the workers, and a row they remove costs a tuple, so a
