@@ -22,6 +22,7 @@
 #   steps' log folders end up in $OUT/step-logs.tgz.
 #
 #   aggbench: bench/agg/run.sh (AGGBENCH_ROWS, AGGBENCH_GROUPS, AGGBENCH_CONFIGS).
+#   scanbench: bench/scan/run.sh (SCANBENCH_ROWS): the device scan's speed.
 #
 #   The suite on an H100 no longer fits one call of 600 s beside tpch-load
 #   (it ended inside join_batches at 583 s); split it over two calls on the
@@ -113,6 +114,12 @@ run_step() {
       # for "joinbench" with JOINBENCH_ARGS="--reuse /tmp/jbdata ..."
       bash bench/join/run.sh --out /tmp/joingen --gen-only --keep --datadir /tmp/jbdata \
         --scale "${JOINBENCH_SCALE:-1.0}" >"$out/joingen.log" 2>&1 || { rc=1; tail -5 "$out/joingen.log"; } ;;
+    scanbench)
+      # bench/scan/run.sh at SCANBENCH_ROWS (5*10^7) rows: the device scan's
+      # heap bytes per second against PostgreSQL's scan, and a Q1-shaped
+      # GROUP BY with and without it
+      bash bench/scan/run.sh "${SCANBENCH_ROWS:-50000000}" >"$out/scanbench.md" 2>&1 || rc=1
+      cat "$out/scanbench.md" ;;
     aggbench)
       # bench/agg/run.sh at AGGBENCH_ROWS (10^8) rows and AGGBENCH_GROUPS (10^6)
       # groups, configurations AGGBENCH_CONFIGS (p16 gpu_p16 agg chosen)
