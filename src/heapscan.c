@@ -508,6 +508,22 @@ gh_heapscan_status(GhHeapScan *s, uint32 row)
 }
 
 /*
+ * hs_value: output column col of a GH_HS_ROW row (gh_heapscan_value's work,
+ * static so that the row source's loop over every row has it in line).
+ */
+static inline Datum
+hs_value(GhHeapScan *s, int col, uint32 row, bool *isnull)
+{
+	uint64		w = s->words[col][row];
+
+	*isnull = !s->valid[col][row];
+	if (*isnull)
+		return (Datum) 0;
+	return s->col_byval[col] ? (Datum) w :
+		PointerGetDatum(s->pages + (uint32) w);
+}
+
+/*
  * gh_heapscan_value: output column col of a GH_HS_ROW row, as a Datum that
  * points into the staged page where the type is not by value (valid until
  * the next batch).
@@ -515,14 +531,8 @@ gh_heapscan_status(GhHeapScan *s, uint32 row)
 Datum
 gh_heapscan_value(GhHeapScan *s, int col, uint32 row, bool *isnull)
 {
-	uint64		w = s->words[col][row];
-
 	Assert(s->status[row] == GH_HS_ROW);
-	*isnull = !s->valid[col][row];
-	if (*isnull)
-		return (Datum) 0;
-	return s->col_byval[col] ? (Datum) w :
-		PointerGetDatum(s->pages + (uint32) w);
+	return hs_value(s, col, row, isnull);
 }
 
 /*
@@ -745,20 +755,9 @@ gh_scan_source_next(GhScanSource *src)
 		ExecClearTuple(slot);
 		if (status == GH_HS_ROW)
 		{
-			/* gh_heapscan_value's work, here in line: this is every row */
-			GhHeapScan *scan = src->scan;
-			uint32		r = src->row;
-
 			for (int i = 0; i < src->ninput; i++)
-			{
-				int			c = src->map[i];
-				uint64		w = scan->words[c][r];
-
-				slot->tts_isnull[i] = !scan->valid[c][r];
-				slot->tts_values[i] = slot->tts_isnull[i] ? (Datum) 0 :
-					scan->col_byval[c] ? (Datum) w :
-					PointerGetDatum(scan->pages + (uint32) w);
-			}
+				slot->tts_values[i] = hs_value(src->scan, src->map[i], src->row,
+											   &slot->tts_isnull[i]);
 		}
 		else
 		{
