@@ -389,11 +389,16 @@ save('setupB.log', $setupb);
 if ($brc != 0) { diag($setupb); fail("setup B"); }
 sub gate { q1("INSERT INTO ex_gate VALUES ('$_[0]')"); return; }
 
-# wait_line(FILE, RE): wait (at most 120 s) until FILE has a line matching RE
+# wait_line(FILE, RE): wait (at most 120 s) until FILE has a line matching
+# RE; RE is matched line by line (a qr// keeps its own flags, so matching it
+# against the whole file with /m would not anchor ^ at each line); a wait
+# that ends without the line is a failed test, naming FILE and RE
 sub wait_line
 {
 	my ($f, $re) = @_;
-	return wait_until(1200, 0.1, sub { slurp($f) =~ /$re/m });
+	my $r = wait_until(1200, 0.1, sub { grep { $_ =~ $re } split /\n/, slurp($f) });
+	fail("$f has a line matching $re within 120 s") unless $r;
+	return $r;
 }
 
 # outcome_ok(TEXT): every "name:RESULT Ns" in TEXT is same or 53200
@@ -460,6 +465,11 @@ if (wait_line($b1, qr/^ready=1/))
 	wait_line($b1, qr/^done_full=1/);
 	hog_stop();
 	gate('b1_free');
+}
+else
+{
+	# let the session run to its end (it would wait for each gate 300 s)
+	gate($_) for ('b1_hog', 'b1_free');
 }
 $bh->finish;
 my $out = slurp($b1);
