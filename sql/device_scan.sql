@@ -228,6 +228,64 @@ SELECT ds_agg('SELECT d, c, count(*), sum(b), sum(a) FROM ds_alter GROUP BY d, c
 SELECT ds_agg('SELECT a % 10, count(*), sum(a) FROM ds_narrow GROUP BY 1', 2);
 -- a filter stays with the scan: PostgreSQL's scan reads the input
 SELECT ds_agg('SELECT i2, count(*) FROM ds_types WHERE i4 > random() GROUP BY i2');
+-- a WHERE that GpuHashAgg compiles (its Device Filter) leaves the scan
+-- without a filter: the device scan reads the table and the device filters
+-- its rows, for conditions on integers, dates, timestamps, numerics and
+-- floats, with NULLs in every column
+CREATE FUNCTION ds_filter(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  l text;
+  f bool := false;
+BEGIN
+  PERFORM set_config('gpuhash.force_agg', 'on', true);
+  PERFORM set_config('max_parallel_workers_per_gather', '0', true);
+  FOR l IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+    IF l ~ 'Device Filter: ' THEN f := true; END IF;
+  END LOOP;
+  RETURN CASE WHEN f THEN 'device filter, ' ELSE 'NO device filter, ' END || ds_agg(q);
+END $$;
+SELECT ds_filter('SELECT i2, count(*), sum(n) FROM ds_types WHERE i4 > 100 AND d < date ''2010-01-01'' GROUP BY i2');
+SELECT ds_filter('SELECT c, count(*), sum(n) FROM ds_types WHERE n > 300.5 GROUP BY c');
+SELECT ds_filter('SELECT b, count(*), sum(i8) FROM ds_types WHERE d <= date ''2012-01-01'' - interval ''90'' day AND i8 IS NOT NULL GROUP BY b');
+SELECT ds_filter('SELECT i2, count(*), sum(i8) FROM ds_types WHERE i4 <> 7 OR d IS NULL GROUP BY 1');
+-- numbered keys (text, numeric, char(n), floats) through the device scan,
+-- serially, so that each group keeps the first value met, as natively:
+-- values equal but different in bytes (numeric 1.0 and 1.00, blank-padded
+-- bpchar, float -0 and 0) are one group; 9,000 distinct short texts meet
+-- in the byte cache's slots; past a tiny work_mem, values met for the first
+-- time get no number and go to partitions.  With several keys, each key's
+-- dictionary keeps the first value met of the key, not of the group, so
+-- those keys are shown in a form that does not depend on it.
+CREATE TABLE ds_keys AS
+SELECT g AS id,
+       CASE WHEN g % 13 = 0 THEN NULL ELSE round((g % 8)::numeric / 2, g % 3) END AS nk,
+       CASE WHEN g % 11 = 0 THEN NULL ELSE rpad(chr(97 + g % 4), 1 + g % 3)::bpchar END AS bk,
+       CASE WHEN g % 2 = 0 THEN -((g % 4) * 0.5)::float8 ELSE ((g % 4) * 0.5)::float8 END AS fk,
+       'k' || (g % 9000) AS tk,
+       g % 100 AS v
+  FROM generate_series(1, 30000) g;
+VACUUM ANALYZE ds_keys;
+SELECT ds_agg('SELECT nk, count(*), sum(v) FROM ds_keys GROUP BY nk');
+SELECT ds_agg('SELECT bk, count(*), sum(v) FROM ds_keys GROUP BY bk');
+SELECT ds_agg('SELECT fk, count(*), sum(v) FROM ds_keys GROUP BY fk');
+SELECT ds_agg('SELECT tk, count(*), sum(v) FROM ds_keys GROUP BY tk');
+SELECT ds_agg('SELECT round(nk, 3), rtrim(bk), tk, count(*), max(id) FROM ds_keys GROUP BY nk, bk, tk');
+SET work_mem = '64kB';
+CREATE FUNCTION ds_passes(q text) RETURNS bool LANGUAGE plpgsql AS $$
+DECLARE
+  l text;
+BEGIN
+  PERFORM set_config('gpuhash.force_agg', 'on', true);
+  PERFORM set_config('max_parallel_workers_per_gather', '0', true);
+  FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+    IF l ~ '^\s+Batches: ([2-9]|\d\d+)' THEN RETURN true; END IF;
+  END LOOP;
+  RETURN false;
+END $$;
+SELECT ds_passes('SELECT tk, count(*), sum(v) FROM ds_keys GROUP BY tk') AS spilled;
+SELECT ds_agg('SELECT tk, count(*), sum(v) FROM ds_keys GROUP BY tk');
+SELECT ds_agg('SELECT round(nk, 3), rtrim(bk), tk, count(*), max(id) FROM ds_keys GROUP BY nk, bk, tk');
+RESET work_mem;
 -- visible rows only, in a transaction with its own deletes
 BEGIN;
 DELETE FROM ds_vis WHERE v % 2 = 0;

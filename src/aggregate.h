@@ -432,6 +432,9 @@ typedef struct GhAggDict
 	uint64		nslots;
 	Size		value_bytes;	/* the by-reference values' copies */
 	Size		bytes;			/* all of the above */
+	struct GhDictCacheEnt *cache;	/* bytes -> number, in front of the
+									 * above (aggregate_dict.c) */
+	uint32		cache_slots;	/* a power of two; 0: no cache yet */
 } GhAggDict;
 
 /*

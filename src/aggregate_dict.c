@@ -16,6 +16,16 @@
  * aggregate_pack.c), so the leader looks up each distinct value of a packet
  * once, not each row.
  *
+ * In front of each dictionary, a byte cache: a direct-mapped table from
+ * the bytes of a short value (its data, whatever its varlena header) to its
+ * number.  Equal bytes are one value, so a hit is the number dict_find
+ * would give, without the type's hash function, collation lookup and
+ * equality; a value whose bytes differ from its group's (1.0 against 1.00,
+ * char(n) padding) misses, and dict_find finds its number as before.  The
+ * few distinct values of a low-cardinality key (TPC-H's flags) then cost a
+ * hash of a few bytes and a memcmp a row.  Only numbers are cached: a value
+ * past the budget, which has none, always goes to dict_find.
+ *
  * A dictionary is representatives' memory: it lives in rep_cxt, counts
  * against the budget with the group sets and is given back with them after
  * each pass (gh_agg_dict_reset).  Past the budget a pass takes no new group,
@@ -27,6 +37,7 @@
  */
 #include "postgres.h"
 
+#include "common/hashfn.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/memutils.h"
@@ -35,6 +46,104 @@
 #include "aggregate.h"
 
 static int64 dict_find(GhAggRun *run, int k, Datum *v, uint64 *hash);
+
+/*
+ * The byte cache: entries of a value's number + 1 (0: empty), the length of
+ * its bytes and the bytes, for values of at most GH_DICT_CACHE_DATA bytes.
+ * It takes at most a thirty-second of the memory budget, and at most
+ * GH_DICT_CACHE_SLOTS entries; a key gets none where that is fewer than
+ * GH_DICT_CACHE_MIN (the budget then is tens of kB).
+ */
+#define GH_DICT_CACHE_SLOTS 4096
+#define GH_DICT_CACHE_MIN	64
+#define GH_DICT_CACHE_DATA	26
+
+typedef struct GhDictCacheEnt
+{
+	uint32		id1;
+	uint16		len;
+	char		data[GH_DICT_CACHE_DATA];
+} GhDictCacheEnt;
+
+
+/*
+ * cache_bytes finds the bytes that stand for value *v of key: a by-value
+ * Datum's bits, a fixed-length value's typlen bytes, a varlena's data (any
+ * header; not one compressed or stored out of line, which would have to be
+ * expanded first).  False where the value has no such bytes or they are too
+ * long for the cache.
+ */
+static inline bool
+cache_bytes(const GhAggKey *key, const Datum *v, const char **p, Size *len)
+{
+	if (key->typbyval)
+	{
+		*p = (const char *) v;
+		*len = sizeof(Datum);
+	}
+	else if (key->typlen > 0)
+	{
+		*p = DatumGetPointer(*v);
+		*len = key->typlen;
+	}
+	else if (key->typlen == -1)
+	{
+		struct varlena *x = (struct varlena *) DatumGetPointer(*v);
+
+		if (VARATT_IS_EXTERNAL(x) || VARATT_IS_COMPRESSED(x))
+			return false;
+		*p = VARDATA_ANY(x);
+		*len = VARSIZE_ANY_EXHDR(x);
+	}
+	else
+		return false;
+	return *len <= GH_DICT_CACHE_DATA;
+}
+
+/*
+ * dict_lookup is dict_find with the byte cache in front: the number of value
+ * *v of numbered key k, or -1 past the budget (*hash then set, as by
+ * dict_find; on a hit it is not).
+ */
+static int64
+dict_lookup(GhAggRun *run, int k, Datum *v, uint64 *hash)
+{
+	GhAggDict  *d = &run->dict[k];
+	const char *p = NULL;
+	Size		len = 0;
+	GhDictCacheEnt *e = NULL;
+	int64		id;
+
+	if (d->cache_slots == 0)
+	{
+		uint32		n = GH_DICT_CACHE_SLOTS;
+
+		while (n >= GH_DICT_CACHE_MIN &&
+			   (Size) n * sizeof(GhDictCacheEnt) > run->spill.budget / 32)
+			n /= 2;
+		d->cache_slots = n >= GH_DICT_CACHE_MIN ? n : 1;
+		if (d->cache_slots > 1)
+			d->cache = MemoryContextAllocZero(run->rep_cxt,
+											  sizeof(GhDictCacheEnt) * d->cache_slots);
+	}
+	if (d->cache != NULL && cache_bytes(&run->plan->keys[k], v, &p, &len))
+	{
+		uint32		h = hash_bytes((const unsigned char *) p, (int) len);
+
+		e = &d->cache[h & (d->cache_slots - 1)];
+		if (e->id1 != 0 && e->len == len && memcmp(e->data, p, len) == 0)
+			return (int64) e->id1 - 1;
+		/* dict_find may replace *v; p stays the bytes of the value given */
+	}
+	id = dict_find(run, k, v, hash);
+	if (e != NULL && id >= 0)
+	{
+		e->id1 = (uint32) id + 1;
+		e->len = (uint16) len;
+		memcpy(e->data, p, len);
+	}
+	return id;
+}
 
 /*
  * dict_find returns the number of value *v (not NULL) of numbered key k,
@@ -114,7 +223,8 @@ dict_find(GhAggRun *run, int k, Datum *v, uint64 *hash)
 	if (!key->typbyval)
 		d->value_bytes += datumGetSize(d->vals[d->n], false, key->typlen);
 	d->bytes = (Size) d->cap * (sizeof(Datum) + sizeof(uint64)) +
-		(Size) d->nslots * sizeof(uint32) + d->value_bytes;
+		(Size) d->nslots * sizeof(uint32) + d->value_bytes +
+		(d->cache ? sizeof(GhDictCacheEnt) * d->cache_slots : 0);
 	d->hash[d->n] = h;
 	d->slots[slot] = d->n + 1;
 	MemoryContextSwitchTo(old);
@@ -161,7 +271,7 @@ uint64
 gh_agg_dict_encode(GhAggRun *run, int k, Datum v, uint32 row)
 {
 	uint64		h;
-	int64		id = dict_find(run, k, &v, &h);
+	int64		id = dict_lookup(run, k, &v, &h);
 	GhAggKey   *key = &run->plan->keys[k];
 
 	if (id >= 0)
@@ -219,7 +329,7 @@ gh_agg_dict_packet(GhAggRun *run, int k, const char *dict, uint32 count,
 		off += MAXALIGN(len);
 		if (off > bytes)
 			elog(ERROR, "gpuhash_aggregate: malformed packet dictionary");
-		id = dict_find(run, k, &v, &h);
+		id = dict_lookup(run, k, &v, &h);
 		words[j] = id >= 0 ? (uint64) id : miss_word(h);
 		vals[j] = v;
 	}
