@@ -337,10 +337,12 @@ RESET min_parallel_table_scan_size;
 DROP FUNCTION ds_explain(text, text, text);
 RESET max_parallel_workers_per_gather;
 RESET gpuhash.force_agg;
+DROP FUNCTION ds_filter(text);
+DROP FUNCTION ds_passes(text);
 DROP FUNCTION ds_agg(text);
 
 DROP VIEW ds_view;
-DROP TABLE ds_types, ds_empty, ds_one, ds_nocols, ds_narrow, ds_vis, ds_toast, ds_alter;
+DROP TABLE ds_types, ds_empty, ds_one, ds_nocols, ds_narrow, ds_vis, ds_toast, ds_alter, ds_keys;
 REVOKE USAGE ON SCHEMA public FROM ds_plain;
 DROP ROLE ds_plain;
 DROP FUNCTION ds_same(regclass);

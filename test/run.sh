@@ -19,7 +19,8 @@
 # framework (test/t, PostgreSQL::Test::Cluster, run with prove as the
 # cluster user: gh_prove in test/lib.sh), each starting clusters of its own:
 # the GPU service (001_service.pl, part "service"), memory within work_mem
-# (002_memory.pl, 003_memory_agg.pl, part "memory") and the robustness suite
+# (002_memory.pl, 003_memory_agg.pl, part "memory"), the device scan on a
+# hot standby (006_standby.pl, part "standby") and the robustness suite
 # (004_robust.pl: cancels, kills, injected failures, pgbench, sqlsmith); the
 # differential fuzzer (test/fuzz: random queries against native, about 2
 # minutes); a backend's GPU work in single-user mode
@@ -226,6 +227,11 @@ fi
 note "gpuhash_aggregate within its budget: 10^7 groups, int keys (device = $device: test/t/003_memory_agg.pl)"
 if part memory; then
 MEMAGG_DEVICE=$device MEMAGG_KEYS=int run_prove memory_agg test/t/003_memory_agg.pl :: 10000000
+fi
+
+note "the device scan on a streaming hot standby (device = $device: test/t/006_standby.pl)"
+if part standby; then
+run_prove standby test/t/006_standby.pl
 fi
 
 note "differential fuzzer against native, seed 1 and one from the clock (device = $device: test/fuzz/run.sh)"

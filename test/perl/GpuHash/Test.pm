@@ -40,8 +40,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes ();
 
-our @EXPORT = qw(gh_device gh_expect_gpu gh_node gh_root psql_run psql_bg
-  psql_q psql_q0 sleep_s wait_until);
+our @EXPORT = qw(gh_device gh_expect_gpu gh_node gh_root gh_standby psql_run
+  psql_bg psql_q psql_q0 sleep_s wait_until);
 
 # PostgreSQL::Test::Cluster->init runs pg_regress --config-auth; PGXS's
 # prove_installcheck names it, a direct prove run finds it beside pgxs
@@ -105,17 +105,18 @@ sub pick_port
 	BAIL_OUT("no free port in GPUHASH_PORTS ($first $last)");
 }
 
-# gh_node(NAME, CONF, %opts): a new cluster, initialised, gpuhash preloaded,
-# then CONF's lines; started unless opts{start} is 0.  Returns the node and
-# whether it started ((node, 1) in list context); the caller counts the start
-# as a test where the old script did.
+# gh_node(NAME, CONF, %opts): a new cluster, initialised (with opts{init}'s
+# options, such as allows_streaming => 1), gpuhash preloaded, then CONF's
+# lines; started unless opts{start} is 0.  Returns the node and whether it
+# started ((node, 1) in list context); the caller counts the start as a test
+# where the old script did.
 sub gh_node
 {
 	my ($name, $conf, %opts) = @_;
 	my $port = pick_port();
 	my $node = PostgreSQL::Test::Cluster->new($name,
 		defined $port ? (port => $port) : ());
-	$node->init;
+	$node->init(%{ $opts{init} // {} });
 	$node->append_conf(
 		'postgresql.conf', qq{
 shared_preload_libraries = 'gpuhash'
@@ -128,6 +129,22 @@ log_statement = none
 	$started = $node->start(fail_ok => 1)
 	  unless defined $opts{start} && !$opts{start};
 	return wantarray ? ($node, $started) : $node;
+}
+
+# gh_standby(PRIMARY, NAME, CONF): a streaming standby of PRIMARY (which
+# allows streaming), from a new base backup, with PRIMARY's configuration
+# and then CONF's lines, started
+sub gh_standby
+{
+	my ($primary, $name, $conf) = @_;
+	my $port = pick_port();
+	$primary->backup("$name.backup");
+	my $node = PostgreSQL::Test::Cluster->new($name,
+		defined $port ? (port => $port) : ());
+	$node->init_from_backup($primary, "$name.backup", has_streaming => 1);
+	$node->append_conf('postgresql.conf', $conf // '');
+	$node->start;
+	return $node;
 }
 
 # psql_run(NODE, ARGS, %opts): psql -X ARGS against NODE (database
