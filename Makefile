@@ -15,7 +15,7 @@
 
 EXTENSION = gpuhash
 MODULE_big = gpuhash
-DATA = gpuhash--0.1.sql gpuhash--0.1--0.2.sql gpuhash--0.2--0.3.sql gpuhash--0.3--0.4.sql
+DATA = gpuhash--0.1.sql gpuhash--0.4.sql gpuhash--0.1--0.2.sql gpuhash--0.2--0.3.sql gpuhash--0.3--0.4.sql
 PGFILEDESC = "gpuhash - GPU hash joins and aggregation"
 
 # pg_regress suites (sql/, expected/) in test/schedule's order, and the

@@ -1,7 +1,8 @@
 /* gpuhash--0.1--0.2.sql */
 /*
- * There is no gpuhash--0.2.sql: CREATE EXTENSION gpuhash runs 0.1's script,
- * then this one, so a new installation and an updated one are the same.
+ * Updates an installation of 0.1 to 0.2.  A new installation runs the
+ * current version's full script; sql/upgrade.sql checks that every update
+ * path gives the catalog that script gives.
  */
 
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION

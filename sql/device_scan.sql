@@ -248,7 +248,7 @@ SELECT ds_filter('SELECT i2, count(*), sum(n) FROM ds_types WHERE i4 > 100 AND d
 SELECT ds_filter('SELECT c, count(*), sum(n) FROM ds_types WHERE n > 300.5 GROUP BY c');
 SELECT ds_filter('SELECT b, count(*), sum(i8) FROM ds_types WHERE d <= date ''2012-01-01'' - interval ''90'' day AND i8 IS NOT NULL GROUP BY b');
 SELECT ds_filter('SELECT i2, count(*), sum(i8) FROM ds_types WHERE i4 <> 7 OR d IS NULL GROUP BY 1');
--- numbered keys (text, numeric, char(n), floats) through the device scan,
+-- numbered keys (text, numeric, char(n), floats, interval) through the device scan,
 -- serially, so that each group keeps the first value met, as natively:
 -- values equal but different in bytes (numeric 1.0 and 1.00, blank-padded
 -- bpchar, float -0 and 0) are one group; 9,000 distinct short texts meet
@@ -262,7 +262,9 @@ SELECT g AS id,
        CASE WHEN g % 11 = 0 THEN NULL ELSE rpad(chr(97 + g % 4), 1 + g % 3)::bpchar END AS bk,
        CASE WHEN g % 2 = 0 THEN -((g % 4) * 0.5)::float8 ELSE ((g % 4) * 0.5)::float8 END AS fk,
        'k' || (g % 9000) AS tk,
-       g % 100 AS v
+       g % 100 AS v,
+       CASE WHEN g % 2 = 0 THEN interval '1 day' * (g % 5) ELSE interval '24 hours' * (g % 5) END AS ik,
+       repeat('compressible ', 300) || (g % 3) AS ck
   FROM generate_series(1, 30000) g;
 VACUUM ANALYZE ds_keys;
 SELECT ds_agg('SELECT nk, count(*), sum(v) FROM ds_keys GROUP BY nk');
@@ -270,6 +272,14 @@ SELECT ds_agg('SELECT bk, count(*), sum(v) FROM ds_keys GROUP BY bk');
 SELECT ds_agg('SELECT fk, count(*), sum(v) FROM ds_keys GROUP BY fk');
 SELECT ds_agg('SELECT tk, count(*), sum(v) FROM ds_keys GROUP BY tk');
 SELECT ds_agg('SELECT round(nk, 3), rtrim(bk), tk, count(*), max(id) FROM ds_keys GROUP BY nk, bk, tk');
+-- a fixed-length key by reference (interval: '1 day' and '24 hours' are
+-- equal), and compressed values (read through the tuple path, and by
+-- PostgreSQL's scan as they are stored: compressed bytes are not cached)
+SELECT ds_agg('SELECT ik, count(*), sum(v) FROM ds_keys GROUP BY ik');
+SELECT ds_agg('SELECT md5(ck), count(*), sum(v) FROM ds_keys GROUP BY ck');
+SET gpuhash.enable_scan = off;
+SELECT ds_agg('SELECT md5(ck), count(*), sum(v) FROM ds_keys GROUP BY ck');
+RESET gpuhash.enable_scan;
 SET work_mem = '64kB';
 CREATE FUNCTION ds_passes(q text) RETURNS bool LANGUAGE plpgsql AS $$
 DECLARE

@@ -1,0 +1,123 @@
+/* gpuhash--0.4.sql */
+/*
+ * The whole of version 0.4, for CREATE EXTENSION gpuhash.  An installation
+ * of an earlier version reaches the same catalog through the update scripts
+ * (gpuhash--0.1--0.2.sql ... gpuhash--0.3--0.4.sql); sql/upgrade.sql checks
+ * that every path gives what this script gives.
+ */
+
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION gpuhash" to load this file. \quit
+
+-- the devices
+
+CREATE FUNCTION gpuhash_devices(
+    OUT ordinal int,
+    OUT name text,
+    OUT compute_capability text,
+    OUT multiprocessors int,
+    OUT total_mb bigint,
+    OUT free_mb bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'gpuhash_devices'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION gpuhash_devices() IS
+'GPUs this backend can use; free_mb is NULL until this backend has used the device';
+
+CREATE FUNCTION gpuhash_active_device()
+RETURNS text
+AS 'MODULE_PATHNAME', 'gpuhash_active_device'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION gpuhash_active_device() IS
+'Device (gpu or cpu) that gpuhash operators use in this backend now; creates the CUDA context on first use';
+
+CREATE FUNCTION gpuhash_device_selftest(nbytes bigint)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'gpuhash_device_selftest'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION gpuhash_device_selftest(bigint) IS
+'Copies nbytes (at most 1 GiB) to the active device and back through pinned host memory; true if they came back intact';
+
+-- it holds up to 2 GiB of pinned host memory and 1 GiB of device memory
+-- while it runs: for superusers and the roles they grant it to
+REVOKE EXECUTE ON FUNCTION gpuhash_device_selftest(bigint) FROM PUBLIC;
+
+CREATE FUNCTION gpuhash_device_memory()
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'gpuhash_device_memory'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION gpuhash_device_memory() IS
+'Bytes of device and pinned host memory this backend holds through gpuhash now';
+
+-- the server's device memory budget
+
+CREATE FUNCTION gpuhash_device_budget(
+    OUT server_device_memory_mb int,
+    OUT reserved_bytes bigint,
+    OUT holders int,
+    OUT waits bigint,
+    OUT refusals bigint,
+    OUT server_wide boolean)
+RETURNS record
+AS 'MODULE_PATHNAME', 'gpuhash_device_budget'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION gpuhash_device_budget() IS
+'gpuhash.server_device_memory, the bytes reserved from it now and by how many processes, the reservations that waited and that were refused; server_wide is false without shared_preload_libraries (this backend only)';
+
+CREATE FUNCTION gpuhash_device_reservations(
+    OUT pid int,
+    OUT reserved_bytes bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'gpuhash_device_reservations'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION gpuhash_device_reservations() IS
+'The processes holding part of gpuhash.server_device_memory now, with their bytes (join pg_stat_activity on pid)';
+
+-- which processes use the GPU, and how much: for monitoring roles, as
+-- pg_stat_activity's details are
+REVOKE EXECUTE ON FUNCTION gpuhash_device_reservations() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION gpuhash_device_reservations() TO pg_read_all_stats;
+
+-- aggregation
+
+CREATE FUNCTION gpuhash_aggregate(query text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'gpuhash_aggregate'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION gpuhash_aggregate(text) IS
+'Runs one SELECT ... GROUP BY with grouping and aggregation on the device; call as SELECT * FROM gpuhash_aggregate(query) AS t(column definitions)';
+
+-- the device scan (heap pages deformed on the device) of a whole table,
+-- returned as rows of the table's type: what the tests compare with
+-- PostgreSQL's own scan.  The caller needs SELECT on the table, which may
+-- not have row-level security in force.
+
+CREATE FUNCTION gpuhash_scan_table(rowtype anyelement)
+RETURNS SETOF anyelement
+AS 'MODULE_PATHNAME', 'gpuhash_scan_table'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION gpuhash_scan_table(anyelement) IS
+'The rows of a table (pass NULL::the_table) as gpuhash''s device scan reads them from its heap pages';
+
+CREATE FUNCTION gpuhash_scan_counts(
+    rowtype anyelement,
+    OUT pages bigint,
+    OUT pages_checked bigint,
+    OUT tuples_hidden bigint,
+    OUT rows_device bigint,
+    OUT rows_host bigint,
+    OUT batches bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'gpuhash_scan_counts'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION gpuhash_scan_counts(anyelement) IS
+'What gpuhash''s device scan of a table (pass NULL::the_table) does: pages sent, pages checked tuple by tuple on the CPU, tuples those checks hid, rows the device read, rows read through PostgreSQL''s tuple path, batches';
