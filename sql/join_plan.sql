@@ -19,6 +19,22 @@ SET gpuhash.enabled = off;
 SELECT gpuhash_test_plan_survives_copy('SELECT count(*) FROM jp_a JOIN jp_b ON jp_a.k = jp_b.k');
 RESET gpuhash.enabled;
 
+-- gpuhash.enable_join is GpuHashJoin's switch, PostgreSQL's enable_hashjoin
+-- is not: planned as on a GPU host (gpuhash.cost_as_gpu), with PostgreSQL's
+-- hash join priced out, the cost model chooses GpuHashJoin; with
+-- enable_join off it offers none, unless force_join plans it anyway
+SET gpuhash.force_join = off;
+SET gpuhash.cost_as_gpu = on;
+SET enable_hashjoin = off;
+SELECT gpuhash_test_plan_survives_copy('SELECT count(*) FROM jp_a JOIN jp_b ON jp_a.k = jp_b.k') AS enable_hashjoin_off;
+SET gpuhash.enable_join = off;
+SELECT gpuhash_test_plan_survives_copy('SELECT count(*) FROM jp_a JOIN jp_b ON jp_a.k = jp_b.k') AS enable_join_off;
+SET gpuhash.force_join = on;
+SELECT gpuhash_test_plan_survives_copy('SELECT count(*) FROM jp_a JOIN jp_b ON jp_a.k = jp_b.k') AS enable_join_off_forced;
+RESET gpuhash.enable_join;
+RESET enable_hashjoin;
+RESET gpuhash.cost_as_gpu;
+
 -- a table that does not fit the device memory limit: same rows (on a GPU the
 -- join finishes on the CPU twin)
 SET gpuhash.device_memory_limit = 1;

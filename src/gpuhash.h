@@ -51,6 +51,7 @@ extern int	gpuhash_device_memory_wait;
 extern bool gpuhash_budget_cpu_twin;
 /* join_plan.c (the others in gpuhash_join.h) */
 extern bool gpuhash_force_join;
+extern bool gpuhash_enable_join;
 /* agg_plan.c */
 extern bool gpuhash_enable_agg;
 extern bool gpuhash_agg_device_filter;

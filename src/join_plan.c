@@ -52,6 +52,7 @@
 #include "keys.h"
 
 bool		gpuhash_force_join = false;
+bool		gpuhash_enable_join = true;
 int			gpuhash_batch_rows = GPUHASH_BATCH_ROWS_DEFAULT;
 double		gpuhash_load_factor = 0.5;
 int			gpuhash_group_size = 2;
@@ -127,6 +128,21 @@ CustomScanMethods gpuhash_join_scan_methods = {
 void
 gpuhash_init_join_plan(void)
 {
+	/*
+	 * GpuHashJoin's own switch, as gpuhash.enable_agg is GpuHashAgg's.
+	 * PostgreSQL's enable_hashjoin does not reach it: that setting prices its
+	 * Hash Join paths out, and GpuHashJoin is another operator, often the one
+	 * a user keeps while taking PostgreSQL's hash join away.
+	 */
+	DefineCustomBoolVariable("gpuhash.enable_join",
+							 "Lets the planner choose GpuHashJoin for equi-joins by its cost model.",
+							 "Off: only gpuhash.force_join plans it.  PostgreSQL's enable_hashjoin does not apply to GpuHashJoin.",
+							 &gpuhash_enable_join,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
 	DefineCustomBoolVariable("gpuhash.force_join",
 							 "Plans a GPU hash join wherever it is legal, whatever the cost.",
 							 "Meant for tests.",
@@ -693,6 +709,8 @@ gpuhash_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 		default:
 			return;
 	}
+	if (!gpuhash_enable_join && !gpuhash_force_join)
+		return;
 	target = gpuhash_plan_target();
 	if (target == GH_TARGET_NONE)
 		return;
