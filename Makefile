@@ -53,6 +53,11 @@ GPUHASH_CUDA ?= yes
 NVCC_ARCH ?= -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90
 NVCCFLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
 	-Icuda $(NVCC_ARCH)
+# the lowest compute capability NVCC_ARCH has code for (SASS or PTX, which
+# the driver compiles for newer GPUs): a GPU below it is not used at all
+# (cuda/device.cu, gh_cuda_check_arch)
+GH_BUILD_MIN_CC := $(shell printf '%s\n' $(NVCC_ARCH) | sed -n 's/.*arch=compute_\([0-9][0-9]*\).*/\1/p' | sort -n | head -1)
+NVCCFLAGS += -DGH_BUILD_MIN_CC=$(GH_BUILD_MIN_CC)
 
 C_SRCS = $(wildcard src/*.c) $(filter-out cuda/nocuda.c,$(wildcard cuda/*.c))
 ifeq ($(GPUHASH_CUDA),yes)

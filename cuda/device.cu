@@ -18,11 +18,46 @@
 #include "gh_error.h"
 #include "gpuhash_cuda.h"
 
+#ifndef GH_BUILD_MIN_CC
+#error "GH_BUILD_MIN_CC (the lowest compute capability of NVCC_ARCH) is set by the Makefile"
+#endif
+
 /* Ordinal of the device whose primary context this process created, or -1. */
 static int gh_context_ordinal = -1;
 
 /* GH_TRY checks a CUDA call and names it in the error as written. */
 #define GH_TRY(call) GH_CUDA_TRY(call, #call)
+
+/*
+ * gh_cuda_check_arch says whether this build has device code for GPU
+ * ordinal: SASS or PTX for a compute capability at or below the GPU's
+ * (NVCC_ARCH's lowest, GH_BUILD_MIN_CC).  Without it every kernel launch
+ * would fail with cudaErrorNoKernelImageForDevice; such a GPU counts as no
+ * usable GPU (GH_ERR_NO_DEVICE, with device_cc and build_cc set), so that
+ * gpuhash.device = auto leaves plans alone.  Reads two attributes; creates
+ * no context.
+ */
+static gh_status
+gh_cuda_check_arch(int ordinal, gh_error *err)
+{
+	int major = 0;
+	int minor = 0;
+
+	GH_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal));
+	GH_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, ordinal));
+	if (major * 10 + minor >= GH_BUILD_MIN_CC)
+		return GH_OK;
+	if (err)
+	{
+		memset(err, 0, sizeof(*err));
+		err->status = GH_ERR_NO_DEVICE;
+		err->where = "the GPU's compute capability";
+		err->cuda_name = "a GPU this build of gpuhash has no device code for";
+		err->device_cc = major * 10 + minor;
+		err->build_cc = GH_BUILD_MIN_CC;
+	}
+	return GH_ERR_NO_DEVICE;
+}
 
 extern "C" gh_status
 gh_cuda_device_count(int *count, gh_error *err)
@@ -32,11 +67,22 @@ gh_cuda_device_count(int *count, gh_error *err)
 	/*
 	 * No GPU or no driver is a normal situation: the count is 0 and the
 	 * status GH_ERR_NO_DEVICE, which the caller takes as "use the CPU twin".
+	 * Nor is a GPU this build has no code for (device 0: the one used).
 	 */
 	if (rc != cudaSuccess)
 	{
 		*count = 0;
 		return gh_cuda_fail(err, rc, "cudaGetDeviceCount");
+	}
+	if (*count > 0)
+	{
+		gh_status st = gh_cuda_check_arch(0, err);
+
+		if (st != GH_OK)
+		{
+			*count = 0;
+			return st;
+		}
 	}
 	return GH_OK;
 }
@@ -168,6 +214,13 @@ gh_cuda_context_init(int ordinal, gh_error *err)
 	rc = cudaSetDevice(ordinal);
 	if (rc != cudaSuccess)
 		return gh_context_fail(err, rc, ordinal, "cudaSetDevice(ordinal)");
+	if (gh_context_ordinal != ordinal)
+	{
+		gh_status st = gh_cuda_check_arch(ordinal, err);
+
+		if (st != GH_OK)
+			return st;
+	}
 	if (gh_context_ordinal != ordinal)
 	{
 		rc = cudaFree(NULL);

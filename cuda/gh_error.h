@@ -31,6 +31,8 @@ gh_error_set(gh_error *err, gh_status status, const char *where)
 		err->cuda_name = NULL;
 		err->cuda_string = NULL;
 		err->where = where;
+		err->device_cc = 0;
+		err->build_cc = 0;
 	}
 	return status;
 }
@@ -84,6 +86,8 @@ gh_cuda_fail(gh_error *err, cudaError_t rc, const char *where)
 		err->cuda_name = cudaGetErrorName(rc);
 		err->cuda_string = cudaGetErrorString(rc);
 		err->where = where;
+		err->device_cc = 0;
+		err->build_cc = 0;
 	}
 	(void) cudaGetLastError();
 	return st;

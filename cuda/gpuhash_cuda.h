@@ -57,6 +57,10 @@ typedef struct gh_error
 	const char *cuda_name;	 /* e.g. "cudaErrorMemoryAllocation", or NULL */
 	const char *cuda_string; /* cudaGetErrorString(), or NULL */
 	const char *where;		 /* the call that failed, e.g. "cudaMalloc" */
+	int device_cc;			 /* GH_ERR_NO_DEVICE for a GPU this build has no
+							  * code for: its compute capability (major * 10
+							  * + minor); else 0 */
+	int build_cc;			 /* then the lowest one the build has code for */
 } gh_error;
 
 /* ---------------------------------------------------------------------

@@ -175,6 +175,27 @@ gpuhash_gpu_count(void)
 }
 
 /*
+ * gh_errdetail_no_gpu adds to an ereport the DETAIL (and, for a GPU this
+ * build has no device code for, the HINT) that says why err found no
+ * usable GPU.
+ */
+int
+gh_errdetail_no_gpu(const gh_error *err)
+{
+	if (err->device_cc > 0)
+	{
+		errdetail("The GPU's compute capability is %d.%d; this build of gpuhash has device code for %d.%d and newer.",
+				  err->device_cc / 10, err->device_cc % 10,
+				  err->build_cc / 10, err->build_cc % 10);
+		return errhint("Build gpuhash with NVCC_ARCH naming the GPU's architecture too, e.g. make NVCC_ARCH=\"-gencode=arch=compute_%d,code=sm_%d\".",
+					   err->device_cc, err->device_cc);
+	}
+	if (err->status == GH_ERR_NO_CUDA_BUILD)
+		return errdetail("gpuhash was built without CUDA.");
+	return errdetail("CUDA reported %s.", err->cuda_name ? err->cuda_name : "no device");
+}
+
+/*
  * gh_log_no_gpu logs, once per backend, why gpuhash.device = auto leaves
  * plans alone.  LOG rather than WARNING: it goes to the server log only, so
  * clients see no change at all on a host without a GPU.
@@ -187,10 +208,7 @@ gh_log_no_gpu(void)
 	gh_logged_no_gpu = true;
 	ereport(LOG,
 			(errmsg("gpuhash found no usable GPU; gpuhash.device = auto leaves plans unchanged"),
-			 gh_probe_error.status == GH_ERR_NO_CUDA_BUILD ?
-			 errdetail("gpuhash was built without CUDA.") :
-			 errdetail("CUDA reported %s.",
-					   gh_probe_error.cuda_name ? gh_probe_error.cuda_name : "no device")));
+			 gh_errdetail_no_gpu(&gh_probe_error)));
 }
 
 /*
@@ -358,10 +376,8 @@ gh_gpu_context(void)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("gpuhash.device is \"gpu\" but no usable GPU was found"),
-				 gh_probe_error.status == GH_ERR_NO_CUDA_BUILD ?
-				 errdetail("gpuhash was built without CUDA.") :
-				 errdetail("CUDA reported %s.",
-						   gh_probe_error.cuda_name ? gh_probe_error.cuda_name : "no device"),
+				 gh_errdetail_no_gpu(&gh_probe_error),
+				 gh_probe_error.device_cc > 0 ? 0 :
 				 errhint("Set gpuhash.device to \"auto\" to use a GPU only when one is present, or to \"cpu\".")));
 
 	if (!gh_reserve_context(true))
@@ -406,6 +422,11 @@ gpuhash_report(gh_status status, const gh_error *err, const char *action)
 			break;
 		case GH_ERR_NO_DEVICE:
 		case GH_ERR_NO_CUDA_BUILD:
+			if (err && err->device_cc > 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("no usable GPU while %s", action),
+						 gh_errdetail_no_gpu(err)));
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("no usable GPU while %s", action),

@@ -967,11 +967,13 @@ svc_open_device(void)
 		 */
 		ereport(LOG,
 				(errmsg("gpuhash GPU service found no usable GPU and stops"),
+				 err.device_cc > 0 ? gh_errdetail_no_gpu(&err) :
 				 errdetail("%s failed with %s.", where, name)));
 		proc_exit(0);
 	}
 	ereport(LOG,
 			(errmsg("gpuhash GPU service found no usable GPU; it builds tables on the CPU twin"),
+			 err.device_cc > 0 ? gh_errdetail_no_gpu(&err) :
 			 errdetail("%s failed with %s.", where, name)));
 }
 

@@ -21,6 +21,7 @@
 #   bg:STEP runs in the background; the step "wait" waits for them.  The
 #   steps' log folders end up in $OUT/step-logs.tgz.
 #
+#   archcheck: test/arch_check.sh, a GPU this build has no device code for.
 #   aggbench: bench/agg/run.sh (AGGBENCH_ROWS, AGGBENCH_GROUPS, AGGBENCH_CONFIGS).
 #   scanbench: bench/scan/run.sh (SCANBENCH_ROWS): the device scan's speed.
 #
@@ -140,6 +141,11 @@ run_step() {
       # shellcheck disable=SC2086
       GPUHASH_TEST_DEVICE=gpu gh_prove /tmp/gh-robust test/t/004_robust.pl :: --no-smith ${ROBUST_ARGS:-} >"$out/robust.tap" 2>&1 || rc=1
       grep -E '^(not ok|#)' "$out/robust.tap" | head -20; tail -4 "$out/robust.tap" ;;
+    archcheck)
+      # test/arch_check.sh: a build for an architecture above the GPU's
+      # (ARCH_CHECK_CC) leaves plans alone, with one LOG line and a HINT
+      bash test/arch_check.sh >"$out/archcheck.tap" 2>&1 || rc=1
+      cat "$out/archcheck.tap" ;;
     robustgpu)
       # ROBUSTGPU_SECONDS (400): bail out then, keeping the logs of a test
       # that would run past the call's time limit
