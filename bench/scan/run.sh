@@ -74,6 +74,10 @@ pages=$(( bytes / 8192 ))
 
 # --- runs ---------------------------------------------------------------
 q1sql="SELECT flag, status, count(*), sum(qty), sum(price), sum(price * (1 - disc)) FROM bench_scan GROUP BY flag, status"
+# TPC-H Q1's own shape: its WHERE (a date against a timestamp, which
+# GpuHashAgg evaluates on the device with the scan passing every row) and avg
+q1wsql="SELECT flag, status, sum(qty), sum(price), sum(price * (1 - disc)), avg(qty), avg(disc), count(*)
+          FROM bench_scan WHERE ship <= date '1998-12-01' - interval '90' day GROUP BY flag, status"
 # run NAME SETTINGS SQL: REPEATS timed runs after a warm-up; prints the median ms
 declare -A med out
 run() {
@@ -96,18 +100,26 @@ run agg_serial_noscan "$forced SET max_parallel_workers_per_gather = 0; SET gpuh
 run agg_p16_scan "$forced SET max_parallel_workers_per_gather = 16; SET gpuhash.enable_scan = on;" "$q1sql"
 run agg_p16_noscan "$forced SET max_parallel_workers_per_gather = 16; SET gpuhash.enable_scan = off;" "$q1sql"
 run native_p16 "$native SET max_parallel_workers_per_gather = 16;" "$q1sql"
+# Q1 itself: forced, as the cost model chooses, and native (16 workers)
+run q1_p16_forced "$forced SET max_parallel_workers_per_gather = 16;" "$q1wsql"
+run q1_p16_chosen "SET max_parallel_workers_per_gather = 16;" "$q1wsql"
+run q1_native_p16 "$native SET max_parallel_workers_per_gather = 16;" "$q1wsql"
 
 # the same rows everywhere
 sums=$(for s in "$native" "$forced SET gpuhash.enable_scan = on; SET max_parallel_workers_per_gather = 0;" \
                  "$forced SET gpuhash.enable_scan = on;"; do
   q -c "$s" -c "SELECT md5(string_agg(x::text, ',' ORDER BY x::text)) FROM ($q1sql) x"
 done | sort -u | wc -l)
+wsums=$(for s in "$native" "$forced" ""; do
+  q -c "$s SET max_parallel_workers_per_gather = 16;" -c "SELECT md5(string_agg(x::text, ',' ORDER BY x::text)) FROM ($q1wsql) x"
+done | sort -u | wc -l)
 
 echo "# bench/scan: $rows rows, $pages pages ($(( bytes / 1048576 )) MB), device $device, medians of $repeats"
 echo
 echo "| run | ms | heap GB/s |"
 echo "|---|---|---|"
-for n in count_p16 count_serial scan_only agg_serial_scan agg_serial_noscan agg_p16_scan agg_p16_noscan native_p16; do
+for n in count_p16 count_serial scan_only agg_serial_scan agg_serial_noscan agg_p16_scan agg_p16_noscan native_p16 \
+         q1_p16_forced q1_p16_chosen q1_native_p16; do
   echo "| $n | ${med[$n]} | $(gbps "${med[$n]}") |"
 done
 echo
@@ -117,8 +129,13 @@ echo
 echo "Workers' device scans (16 workers, the last run):"
 grep -E "Device Scan (Pages|Rows|Time)" <<<"${out[agg_p16_scan]}" | sed 's/^ */    /'
 echo
-if [ "$sums" = 1 ]; then
-  echo "The GROUP BY's result: the same natively, through the serial device scan and through the workers'."
+echo "Q1 with 16 workers, forced (the plan's GpuHashAgg lines of the last run):"
+grep -E "Custom Scan|Device (Filter|Scan)|Rows (In|Removed)|Execution Time" <<<"${out[q1_p16_forced]}" | cut -c1-160 | sed 's/^ */    /'
+echo
+echo "Q1 as the cost model chose (16 workers): $(grep -cE 'GpuHashAgg' <<<"${out[q1_p16_chosen]}") GpuHashAgg node(s)"
+echo
+if [ "$sums" = 1 ] && [ "$wsums" = 1 ]; then
+  echo "The GROUP BY's result: the same natively, through the serial device scan and through the workers'; Q1's the same natively, forced and chosen."
 else
   echo "RESULTS DIFFER between native and the device scan's runs"
   exit 1
