@@ -211,9 +211,10 @@ gh_cuda_context_init(int ordinal, gh_error *err)
 	cudaError_t rc;
 
 	gh_cuda_context_prewarm_wait();
-	rc = cudaSetDevice(ordinal);
-	if (rc != cudaSuccess)
-		return gh_context_fail(err, rc, ordinal, "cudaSetDevice(ordinal)");
+	/*
+	 * before cudaSetDevice, which since CUDA 12 creates the primary context:
+	 * a GPU this build cannot serve gets no context (and its memory) at all
+	 */
 	if (gh_context_ordinal != ordinal)
 	{
 		gh_status st = gh_cuda_check_arch(ordinal, err);
@@ -221,6 +222,9 @@ gh_cuda_context_init(int ordinal, gh_error *err)
 		if (st != GH_OK)
 			return st;
 	}
+	rc = cudaSetDevice(ordinal);
+	if (rc != cudaSuccess)
+		return gh_context_fail(err, rc, ordinal, "cudaSetDevice(ordinal)");
 	if (gh_context_ordinal != ordinal)
 	{
 		rc = cudaFree(NULL);
