@@ -49,9 +49,7 @@ gh_cuda_check_arch(int ordinal, gh_error *err)
 		return GH_OK;
 	if (err)
 	{
-		memset(err, 0, sizeof(*err));
-		err->status = GH_ERR_NO_DEVICE;
-		err->where = "the GPU's compute capability";
+		gh_error_set(err, GH_ERR_NO_DEVICE, "the GPU's compute capability");
 		err->cuda_name = "a GPU this build of gpuhash has no device code for";
 		err->device_cc = major * 10 + minor;
 		err->build_cc = GH_BUILD_MIN_CC;

@@ -422,15 +422,12 @@ gpuhash_report(gh_status status, const gh_error *err, const char *action)
 			break;
 		case GH_ERR_NO_DEVICE:
 		case GH_ERR_NO_CUDA_BUILD:
-			if (err && err->device_cc > 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("no usable GPU while %s", action),
-						 gh_errdetail_no_gpu(err)));
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("no usable GPU while %s", action),
+					 err && err->device_cc > 0 ? gh_errdetail_no_gpu(err) :
 					 errdetail("%s failed with %s.", where, name),
+					 err && err->device_cc > 0 ? 0 :
 					 errhint("Set gpuhash.device to \"auto\" to use a GPU only when one is present, or to \"cpu\".")));
 			break;
 		case GH_ERR_TABLE_FULL:
