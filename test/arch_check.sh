@@ -33,8 +33,8 @@ cc=${ARCH_CHECK_CC:-$((gpu_cc + 10))}
 echo "# the GPU's compute capability: ${gpu_cc:0:-1}.${gpu_cc: -1}; the build's: ${cc:0:-1}.${cc: -1}"
 
 work=$(gh_tmpdir)
-cl=$work/cluster
-trap 'gh_cluster_stop "$cl"; rm -rf "$work"' EXIT
+cl=$(gh_tmpdir)
+trap 'gh_cluster_stop "$cl"; rm -rf "$work" "$cl"' EXIT
 pgc=$(gh_private_pg "$work/pg") || { echo "Bail out! no private copy of PostgreSQL"; exit 1; }
 gh_readable_copy "$work/tree" Makefile gpuhash.control gpuhash--*.sql src cuda
 arch="-gencode=arch=compute_$cc,code=sm_$cc -gencode=arch=compute_$cc,code=compute_$cc"
@@ -42,20 +42,17 @@ arch="-gencode=arch=compute_$cc,code=sm_$cc -gencode=arch=compute_$cc,code=compu
 (make -C "$work/tree" -s clean PG_CONFIG="$pgc" &&
   make -C "$work/tree" -s -j"$(nproc)" PG_CONFIG="$pgc" NVCC_ARCH="$arch" &&
   make -C "$work/tree" -s install PG_CONFIG="$pgc" NVCC_ARCH="$arch") >"$work/build.log" 2>&1
-grep -q -- "-DGH_BUILD_MIN_CC=$cc" <(make -C "$work/tree" -n -B cuda/device.o PG_CONFIG="$pgc" NVCC_ARCH="$arch" 2>/dev/null) &&
+[ $? -eq 0 ] &&
+  grep -q -- "-DGH_BUILD_MIN_CC=$cc" <(make -C "$work/tree" -n -B cuda/device.o PG_CONFIG="$pgc" NVCC_ARCH="$arch" 2>/dev/null) &&
   [ -f "$work/tree/cuda/device.o" ]
 check $? "gpuhash built with nvcc for compute capability $cc alone, installed into a private copy of PostgreSQL"
 [ $failed -eq 0 ] || { tail -20 "$work/build.log" | sed 's/^/# /'; echo "1..$n"; exit 1; }
 
-mkdir -p "$cl" && chmod 755 "$cl" && { [ "$(id -u)" -ne 0 ] || chown "$GH_OSUSER" "$cl"; }
-port=$(gh_free_port)
-bin=$(dirname "$pgc")
-gh_cluster_init "$cl" "$port" "gpuhash.device = auto
+gh_cluster_start "$cl" "$(gh_free_port)" "gpuhash.device = auto
 gpuhash.gpu_service = on
-log_line_prefix = '%m [%p] %e '" "$bin" &&
-  gh_as_pg "$bin/pg_ctl" -D "$cl/data" -l "$cl/server.log" -w start >/dev/null
+log_line_prefix = '%m [%p] %e '" "$(dirname "$pgc")" >/dev/null
 check $? "the server starts with this build preloaded"
-q() { gh_as_pg "$bin/psql" -X -q -At -h "$cl" -p "$port" -U postgres -d postgres "$@" 2>&1; }
+q() { gh_as_pg psql -X -q -At "$@" 2>&1; }
 
 q -q -c "CREATE EXTENSION gpuhash" \
   -c "CREATE TABLE aa AS SELECT g AS k, g % 7 AS v FROM generate_series(1, 20000) g" \

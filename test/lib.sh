@@ -123,12 +123,11 @@ gh_free_port() {
   return 1
 }
 
-# gh_cluster_start DIR PORT [EXTRA_CONF]: initdb + start with gpuhash preloaded;
-# exports PGHOST, PGPORT, PGUSER, PGDATABASE for the clients that follow.
+# gh_cluster_start DIR PORT [EXTRA_CONF] [BINDIR]: initdb + start with gpuhash
+# preloaded, with the PostgreSQL of BINDIR (default the system's); exports
+# PGHOST, PGPORT, PGUSER, PGDATABASE for the clients that follow.
 gh_cluster_start() {
-  local dir=$1 port=$2 extra=${3:-}
-  local bin
-  bin=$(gh_pg_bindir)
+  local dir=$1 port=$2 extra=${3:-} bin=${4:-$(gh_pg_bindir)}
   gh_cluster_init "$dir" "$port" "$extra" "$bin" || return 1
   gh_as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start >/dev/null \
     || { cat "$dir/server.log"; return 1; }
