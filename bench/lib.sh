@@ -1,5 +1,7 @@
 # bench/lib.sh - the cluster the join and TPC-H benchmarks run in (sourced
-# after test/lib.sh, by bench/join/run.sh and bench/tpch/run.sh).
+# after test/lib.sh, by bench/join/run.sh and bench/tpch/run.sh), and the
+# settings every benchmark cluster starts with (bench_conf, also for
+# bench/agg/run.sh and bench/scan/run.sh).
 #
 #   bench_cluster REUSE DATADIR CONF EXTRA_CONF LOG
 #     sets cl (its directory) and port, and exports PGHOST and friends for

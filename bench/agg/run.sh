@@ -48,6 +48,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../test/lib.sh"
+. "$here/../lib.sh"
 
 rows=${1:-100000000}
 shift || true
@@ -78,15 +79,12 @@ big=$(( rows / 2 < 50000000 ? rows / 2 : 50000000 )); [ $big -lt 1 ] && big=1
 dir=$(gh_tmpdir)
 port=$(gh_free_port)
 trap 'gh_cluster_stop "$dir"; rm -rf "$dir"' EXIT
-gh_cluster_start "$dir" "$port" "gpuhash.device = $device
-shared_buffers = ${BENCH_SHARED_BUFFERS:-24GB}
+# bench/lib.sh's settings of every benchmark cluster (shared buffers
+# BENCH_SHARED_BUFFERS, 24GB here), then this benchmark's
+gh_cluster_start "$dir" "$port" "$(BENCH_SHARED_BUFFERS=${BENCH_SHARED_BUFFERS:-24GB} bench_conf)
+gpuhash.device = $device
 work_mem = ${BENCH_WORK_MEM:-1GB}
-max_worker_processes = 40
-max_parallel_workers = 16
-max_parallel_workers_per_gather = 16
-jit = off
-max_wal_size = 20GB
-checkpoint_timeout = 1h" >/dev/null
+max_parallel_workers_per_gather = 16" >/dev/null
 
 q() {
   local left

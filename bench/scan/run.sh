@@ -32,6 +32,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../test/lib.sh"
+. "$here/../lib.sh"
 
 rows=${1:-50000000}
 repeats=${REPEATS:-3}
@@ -41,14 +42,11 @@ jobs=${BENCH_LOAD_JOBS:-16}
 dir=$(gh_tmpdir)
 port=$(gh_free_port)
 trap 'gh_cluster_stop "$dir"; rm -rf "$dir"' EXIT
-gh_cluster_start "$dir" "$port" "gpuhash.device = $device
-shared_buffers = ${BENCH_SHARED_BUFFERS:-24GB}
-max_worker_processes = 40
-max_parallel_workers = 16
-max_parallel_workers_per_gather = 16
-jit = off
-max_wal_size = 20GB
-checkpoint_timeout = 1h" >/dev/null
+# bench/lib.sh's settings of every benchmark cluster (shared buffers
+# BENCH_SHARED_BUFFERS, 24GB here), then this benchmark's
+gh_cluster_start "$dir" "$port" "$(BENCH_SHARED_BUFFERS=${BENCH_SHARED_BUFFERS:-24GB} bench_conf)
+gpuhash.device = $device
+max_parallel_workers_per_gather = 16" >/dev/null
 q() { gh_as_pg psql -X -qAt -v ON_ERROR_STOP=1 "$@"; }
 
 # --- data ---------------------------------------------------------------
