@@ -43,9 +43,6 @@ $$;
 SELECT count(*) > 0 AS functions FROM fresh_catalog WHERE obj LIKE 'function %';
 
 -- every earlier version the update scripts start from, updated
-SELECT version FROM pg_available_extension_versions
- WHERE name = 'gpuhash' AND version <> (SELECT default_version FROM pg_available_extensions WHERE name = 'gpuhash')
- ORDER BY version;
 CREATE FUNCTION gh_ext_upgrade_from(v text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
   n bigint;

@@ -79,6 +79,21 @@ $primary->wait_for_catchup($standby);
 my $AGG =
   "SELECT k, count(*), sum(n), min(t), max(d), sum(g) FROM sb GROUP BY k";
 
+# standby_same(QUERY, ROWS, WHEN, WHAT): on the standby (QUERY runs a
+# query there and returns its output), the device scan returns the ROWS
+# rows PostgreSQL's scan sees (WHAT says which), and GpuHashAgg over it
+# gives native's groups
+sub standby_same
+{
+	my ($query, $rows, $when, $what) = @_;
+	is($query->("SELECT sb_same()"), "rows=$rows missing=0 extra=0",
+		"standby$when: the device scan returns $what");
+	is($query->("SELECT sb_agg('$AGG')"), 'device scan, same',
+		"standby$when: GpuHashAgg over the device scan gives native's groups");
+	return;
+}
+my $on_standby = sub { return $standby->safe_psql('postgres', shift) };
+
 # the primary's own scan trusts its all-visible pages: the test's premise
 is( $primary->safe_psql('postgres',
 		"SELECT pages_checked = 0 AND pages > 10 FROM gpuhash_scan_counts(NULL::sb)"),
@@ -86,16 +101,11 @@ is( $primary->safe_psql('postgres',
 	"primary: after VACUUM every page goes as it is (none checked tuple by tuple)");
 
 # the standby reads the same table: every page checked
-is($standby->safe_psql('postgres', "SELECT sb_same()"),
-	'rows=20000 missing=0 extra=0',
-	"standby after VACUUM: the device scan returns the table's rows");
+standby_same($on_standby, 20000, ' after VACUUM', "the table's rows");
 is( $standby->safe_psql('postgres',
 		"SELECT pages_checked = pages AND pages > 10 AND rows_device = 20000 FROM gpuhash_scan_counts(NULL::sb)"),
 	't',
 	"standby: no page is trusted as all-visible during recovery, each is checked tuple by tuple");
-is($standby->safe_psql('postgres', "SELECT sb_agg('$AGG')"),
-	'device scan, same',
-	"standby after VACUUM: GpuHashAgg over the device scan gives native's groups");
 
 # deleted and updated rows, not vacuumed: the standby's checks hide them
 $primary->safe_psql(
@@ -104,16 +114,11 @@ DELETE FROM sb WHERE g % 5 = 0;
 UPDATE sb SET k = k + 100, n = -n WHERE g % 11 = 0;
 });
 $primary->wait_for_catchup($standby);
-is($standby->safe_psql('postgres', "SELECT sb_same()"),
-	'rows=16000 missing=0 extra=0',
-	"standby after DELETE and UPDATE: the device scan returns the visible rows");
+standby_same($on_standby, 16000, ' after DELETE and UPDATE', 'the visible rows');
 is( $standby->safe_psql('postgres',
 		"SELECT tuples_hidden > 0 AND rows_device + rows_host = 16000 FROM gpuhash_scan_counts(NULL::sb)"),
 	't',
 	"standby: the checks hide what the snapshot does not see (deleted rows and old versions the primary has not pruned)");
-is($standby->safe_psql('postgres', "SELECT sb_agg('$AGG')"),
-	'device scan, same',
-	"standby after DELETE and UPDATE: GpuHashAgg gives native's groups");
 
 # a REPEATABLE READ transaction on the standby keeps its snapshot while the
 # primary goes on
@@ -127,20 +132,11 @@ DELETE FROM sb WHERE g % 3 = 0;
 INSERT INTO sb SELECT g, g % 9, md5(g::text), g, date '2001-01-01' FROM generate_series(20001, 23000) g;
 });
 $primary->wait_for_catchup($standby);
-is($rr->query_safe("SELECT sb_same()"),
-	'rows=16000 missing=0 extra=0',
-	"standby, REPEATABLE READ: the device scan keeps the transaction's snapshot after more changes were replayed");
-is($rr->query_safe("SELECT sb_agg('$AGG')"),
-	'device scan, same',
-	"standby, REPEATABLE READ: GpuHashAgg gives the snapshot's groups, as native");
+standby_same(sub { return $rr->query_safe(shift) }, 16000, ', REPEATABLE READ',
+	"the transaction's snapshot's rows after more changes were replayed");
 $rr->query_safe("COMMIT");
 $rr->quit;
-is($standby->safe_psql('postgres', "SELECT sb_same()"),
-	'rows=13667 missing=0 extra=0',
-	"standby, a new snapshot: the device scan sees the replayed changes");
-is($standby->safe_psql('postgres', "SELECT sb_agg('$AGG')"),
-	'device scan, same',
-	"standby, a new snapshot: GpuHashAgg gives native's groups");
+standby_same($on_standby, 13667, ', a new snapshot', 'the rows after the replayed changes');
 
 $standby->stop;
 $primary->stop;
