@@ -10,7 +10,7 @@
 #                                 src/ and the CPU twin in coverage/
 #
 # src/*.c and the plain C parts of cuda/ go through PGXS; cuda/*.cu go through
-# nvcc for Hopper (sm_90) plus PTX, and the CUDA runtime is linked statically
+# nvcc for every GPU architecture of GPUHASH_CUDA_ARCHS plus PTX, and the CUDA runtime is linked statically
 # so that the installed library needs no CUDA toolkit at run time.
 
 EXTENSION = gpuhash
@@ -50,14 +50,33 @@ GPUHASH_CUDA ?= no
 endif
 GPUHASH_CUDA ?= yes
 
-NVCC_ARCH ?= -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90
+# GPUHASH_CUDA_ARCHS: the GPU architectures (compute capability x 10) to
+# build machine code for, by default every one CUDA 13 supports that data
+# centres and workstations use: Turing (T4, Quadro RTX), Ampere (A100;
+# A10, A40, RTX A6000), Ada (L4, L40S, RTX 6000 Ada), Hopper (H100, H200),
+# Blackwell (B200, B300; RTX PRO 6000).  The last one is also kept as PTX,
+# which the driver compiles for GPUs newer than all of them.  Narrow it to
+# build faster, e.g. make GPUHASH_CUDA_ARCHS=90; or set NVCC_ARCH to nvcc's
+# own -gencode options.
+GPUHASH_CUDA_ARCHS ?= 75 80 86 89 90 100 103 120
+gh_ptx_arch = $(lastword $(GPUHASH_CUDA_ARCHS))
+NVCC_ARCH ?= $(foreach a,$(GPUHASH_CUDA_ARCHS),-gencode=arch=compute_$(a),code=sm_$(a)) \
+	-gencode=arch=compute_$(gh_ptx_arch),code=compute_$(gh_ptx_arch)
 NVCCFLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
 	-Icuda $(NVCC_ARCH)
-# the lowest compute capability NVCC_ARCH has code for (SASS or PTX, which
-# the driver compiles for newer GPUs): a GPU below it is not used at all
-# (cuda/device.cu, gh_cuda_check_arch)
-GH_BUILD_MIN_CC := $(shell printf '%s\n' $(NVCC_ARCH) | sed -n 's/.*arch=compute_\([0-9][0-9]*\).*/\1/p' | sort -n | head -1)
-NVCCFLAGS += -DGH_BUILD_MIN_CC=$(GH_BUILD_MIN_CC)
+# what NVCC_ARCH has code for, for cuda/device.cu's check of the GPU
+# (gh_cuda_check_arch): machine code (code=sm_XY), PTX (code=compute_XY), and
+# the lowest of them; a GPU the build has no code for is not used at all
+gh_arch_list = $(shell printf '%s\n' $(NVCC_ARCH) | grep -o ',code=\[*[a-z_,0-9]*' | sed 's/^,code=//' | tr ',[' '\n\n' | sed -n 's/^$(1)_\([0-9][0-9]*\)$$/\1/p' | sort -un)
+GH_BUILD_SASS := $(call gh_arch_list,sm)
+GH_BUILD_PTX := $(call gh_arch_list,compute)
+GH_BUILD_MIN_CC := $(shell printf "%s\n" $(GH_BUILD_SASS) $(GH_BUILD_PTX) | sort -n | head -1)
+gh_empty :=
+gh_space := $(gh_empty) $(gh_empty)
+NVCCFLAGS += -DGH_BUILD_MIN_CC=$(GH_BUILD_MIN_CC) \
+	'-DGH_BUILD_SASS="$(subst $(gh_space),:,$(strip $(GH_BUILD_SASS)))"' \
+	'-DGH_BUILD_PTX="$(subst $(gh_space),:,$(strip $(GH_BUILD_PTX)))"'
+
 
 C_SRCS = $(wildcard src/*.c) $(filter-out cuda/nocuda.c,$(wildcard cuda/*.c))
 ifeq ($(GPUHASH_CUDA),yes)

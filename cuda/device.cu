@@ -13,6 +13,8 @@
 #include <cuda_runtime.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gh_error.h"
@@ -20,6 +22,13 @@
 
 #ifndef GH_BUILD_MIN_CC
 #error "GH_BUILD_MIN_CC (the lowest compute capability of NVCC_ARCH) is set by the Makefile"
+#endif
+/* NVCC_ARCH's machine code (sm_XY) and PTX (compute_XY), as lists "75:80" */
+#ifndef GH_BUILD_SASS
+#error "GH_BUILD_SASS (the sm_XX of NVCC_ARCH) is set by the Makefile"
+#endif
+#ifndef GH_BUILD_PTX
+#error "GH_BUILD_PTX (the compute_XX of NVCC_ARCH kept as PTX) is set by the Makefile"
 #endif
 
 /* Ordinal of the device whose primary context this process created, or -1. */
@@ -29,11 +38,97 @@ static int gh_context_ordinal = -1;
 #define GH_TRY(call) GH_CUDA_TRY(call, #call)
 
 /*
+ * gh_arch_in says whether one of list's capabilities ("75:80:90") meets
+ * the test of cc: sass, the same major version and a minor at or below
+ * cc's; else (PTX) any capability at or below cc.
+ */
+static bool
+gh_arch_in(const char *list, int cc, bool sass)
+{
+	for (const char *p = list; *p;)
+	{
+		char	   *end;
+		long		a = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (a > 0 && a <= cc && (!sass || a / 10 == cc / 10))
+			return true;
+		p = *end == ':' ? end + 1 : end;
+	}
+	return false;
+}
+
+/*
+ * gh_build_serves says whether this build's device code runs on a GPU of
+ * compute capability cc (major * 10 + minor), by CUDA's rules: machine code
+ * for sm_XY runs on GPUs of the same major version and a minor version at
+ * or above Y; PTX for compute_XY is compiled by the driver for any GPU at
+ * or above XY.  A GPU between the two (machine code of an older major, PTX
+ * of a newer one) gets no kernel at all.
+ */
+static bool
+gh_build_serves(int cc)
+{
+	return gh_arch_in(GH_BUILD_SASS, cc, true) ||
+		gh_arch_in(GH_BUILD_PTX, cc, false);
+}
+
+/*
+ * gh_build_archs_text says what the build has code for, in words: "machine
+ * code for sm_75, sm_90 and PTX for compute_90".
+ */
+static const char *
+gh_build_archs_text(void)
+{
+	static char text[256];
+	const char *lists[2] = {GH_BUILD_SASS, GH_BUILD_PTX};
+	const char *words[2][2] = {{"machine code for sm_", ", sm_"},
+							   {" and PTX for compute_", ", compute_"}};
+	size_t		len = 0;
+
+	if (text[0])
+		return text;
+	for (int k = 0; k < 2; k++)
+	{
+		bool		first = true;
+
+		for (const char *p = lists[k]; *p && len < sizeof(text);)
+		{
+			char	   *end;
+			long		a = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			len += snprintf(text + len, sizeof(text) - len, "%s%ld",
+							words[k][first ? 0 : 1], a);
+			first = false;
+			p = *end == ':' ? end + 1 : end;
+		}
+	}
+	return text;
+}
+
+/*
+ * gh_emulated reads a test's emulation of the driver or the GPU from the
+ * environment (GPUHASH_EMULATE_DRIVER: the CUDA version the driver
+ * supports, e.g. 12080; GPUHASH_EMULATE_CC: device 0's compute capability,
+ * e.g. 70), so that the refusal paths run on a host without either.  0
+ * when unset.
+ */
+static int
+gh_emulated(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v ? atoi(v) : 0;
+}
+
+/*
  * gh_cuda_check_arch says whether this build has device code for GPU
- * ordinal: SASS or PTX for a compute capability at or below the GPU's
- * (NVCC_ARCH's lowest, GH_BUILD_MIN_CC).  Without it every kernel launch
- * would fail with cudaErrorNoKernelImageForDevice; such a GPU counts as no
- * usable GPU (GH_ERR_NO_DEVICE, with device_cc and build_cc set), so that
+ * ordinal (gh_build_serves).  Without it every kernel launch would fail
+ * with cudaErrorNoKernelImageForDevice; such a GPU counts as no usable GPU
+ * (GH_ERR_NO_DEVICE, with device_cc and build_cc set), so that
  * gpuhash.device = auto leaves plans alone.  Reads two attributes; creates
  * no context.
  */
@@ -42,47 +137,98 @@ gh_cuda_check_arch(int ordinal, gh_error *err)
 {
 	int major = 0;
 	int minor = 0;
+	int cc = gh_emulated("GPUHASH_EMULATE_CC");
 
-	GH_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal));
-	GH_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, ordinal));
-	if (major * 10 + minor >= GH_BUILD_MIN_CC)
+	if (cc == 0)
+	{
+		GH_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal));
+		GH_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, ordinal));
+		cc = major * 10 + minor;
+	}
+	if (gh_build_serves(cc))
 		return GH_OK;
 	if (err)
 	{
 		gh_error_set(err, GH_ERR_NO_DEVICE, "the GPU's compute capability");
 		err->cuda_name = "a GPU this build of gpuhash has no device code for";
-		err->device_cc = major * 10 + minor;
+		err->device_cc = cc;
 		err->build_cc = GH_BUILD_MIN_CC;
+		err->build_archs = gh_build_archs_text();
 	}
 	return GH_ERR_NO_DEVICE;
 }
 
-extern "C" gh_status
-gh_cuda_device_count(int *count, gh_error *err)
+/*
+ * gh_cuda_check_driver says whether the driver can run this build: it must
+ * support the CUDA major version the runtime linked in is of (minor
+ * versions are compatible across a major version).  No driver at all reads
+ * as version 0.
+ */
+static gh_status
+gh_cuda_check_driver(gh_error *err)
 {
-	cudaError_t rc = cudaGetDeviceCount(count);
+	int version = gh_emulated("GPUHASH_EMULATE_DRIVER");
+	const int needed = (CUDART_VERSION / 1000) * 1000;
+
+	if (version == 0 && cudaDriverGetVersion(&version) != cudaSuccess)
+		version = 0;
+	if (version >= needed)
+		return GH_OK;
+	if (err)
+	{
+		gh_error_set(err, GH_ERR_NO_DEVICE, "cudaDriverGetVersion");
+		err->cuda_name = version == 0 ? "no NVIDIA driver" : "an NVIDIA driver too old for this build";
+		err->driver_version = version;
+		err->runtime_version = CUDART_VERSION;
+	}
+	(void) cudaGetLastError();
+	return GH_ERR_NO_DEVICE;
+}
+
+extern "C" gh_status
+gh_cuda_device_count(int ordinal, int *count, gh_error *err)
+{
+	cudaError_t rc;
+	gh_status st;
 
 	/*
 	 * No GPU or no driver is a normal situation: the count is 0 and the
 	 * status GH_ERR_NO_DEVICE, which the caller takes as "use the CPU twin".
-	 * Nor is a GPU this build has no code for (device 0: the one used).
+	 * Nor are a driver too old for this build, a GPU this build has no code
+	 * for, or an ordinal past the GPUs there are.
 	 */
-	if (rc != cudaSuccess)
+	*count = 0;
+	st = gh_cuda_check_driver(err);
+	if (st != GH_OK)
+		return st;
+	if (gh_emulated("GPUHASH_EMULATE_CC") > 0)
+		*count = 1;
+	else
 	{
-		*count = 0;
-		return gh_cuda_fail(err, rc, "cudaGetDeviceCount");
-	}
-	if (*count > 0)
-	{
-		gh_status st = gh_cuda_check_arch(0, err);
-
-		if (st != GH_OK)
+		rc = cudaGetDeviceCount(count);
+		if (rc != cudaSuccess)
 		{
 			*count = 0;
-			return st;
+			return gh_cuda_fail(err, rc, "cudaGetDeviceCount");
 		}
 	}
-	return GH_OK;
+	if (*count == 0)
+		return gh_cuda_fail(err, cudaErrorNoDevice, "cudaGetDeviceCount");
+	if (ordinal >= *count)
+	{
+		if (err)
+		{
+			gh_error_set(err, GH_ERR_NO_DEVICE, "gpuhash.cuda_device");
+			err->cuda_name = "no GPU of that ordinal";
+			err->device_count = *count;
+		}
+		*count = 0;
+		return GH_ERR_NO_DEVICE;
+	}
+	st = gh_cuda_check_arch(ordinal, err);
+	if (st != GH_OK)
+		*count = 0;
+	return st;
 }
 
 extern "C" gh_status
@@ -215,7 +361,8 @@ gh_cuda_context_init(int ordinal, gh_error *err)
 	 */
 	if (gh_context_ordinal != ordinal)
 	{
-		gh_status st = gh_cuda_check_arch(ordinal, err);
+		int			count;
+		gh_status	st = gh_cuda_device_count(ordinal, &count, err);
 
 		if (st != GH_OK)
 			return st;

@@ -33,6 +33,10 @@ gh_error_set(gh_error *err, gh_status status, const char *where)
 		err->where = where;
 		err->device_cc = 0;
 		err->build_cc = 0;
+		err->build_archs = NULL;
+		err->driver_version = 0;
+		err->runtime_version = 0;
+		err->device_count = 0;
 	}
 	return status;
 }
@@ -88,6 +92,10 @@ gh_cuda_fail(gh_error *err, cudaError_t rc, const char *where)
 		err->where = where;
 		err->device_cc = 0;
 		err->build_cc = 0;
+		err->build_archs = NULL;
+		err->driver_version = 0;
+		err->runtime_version = 0;
+		err->device_count = 0;
 	}
 	(void) cudaGetLastError();
 	return st;

@@ -61,6 +61,12 @@ typedef struct gh_error
 							  * code for: its compute capability (major * 10
 							  * + minor); else 0 */
 	int build_cc;			 /* then the lowest one the build has code for */
+	const char *build_archs; /* and what it has code for, in words */
+	int driver_version;		 /* GH_ERR_NO_DEVICE for the driver: the CUDA
+							  * version it supports (0: no driver) */
+	int runtime_version;	 /* then the CUDA version this build is of */
+	int device_count;		 /* GH_ERR_NO_DEVICE for gpuhash.cuda_device past
+							  * the GPUs there are: how many there are */
 } gh_error;
 
 /* ---------------------------------------------------------------------
@@ -79,8 +85,13 @@ typedef struct gh_device_info
 	size_t l2_bytes;
 } gh_device_info;
 
-/* Number of visible devices.  Loads the driver; *count = 0 without one. */
-gh_status gh_cuda_device_count(int *count, gh_error *err);
+/*
+ * Number of visible devices, if device ordinal is one this build can use:
+ * the driver supports this build's CUDA version and the build has code for
+ * the GPU's architecture.  Loads the driver, creates no context; *count = 0
+ * and GH_ERR_NO_DEVICE otherwise (err says why).
+ */
+gh_status gh_cuda_device_count(int ordinal, int *count, gh_error *err);
 gh_status gh_cuda_device_info(int ordinal, gh_device_info *info,
 							  gh_error *err);
 

@@ -158,21 +158,38 @@ resolve(const cg::thread_block_tile<G> &tile, const Table &T, uint64_t hash,
 			/* Claim the first empty slot, counting this row and writing it
 			 * as the offset in the same 16-byte CAS (empty slots are exactly
 			 * {EMPTY, 0}); a lost race shows the winner's hash, which may be
-			 * ours, so look at the window again. */
+			 * ours, so look at the window again.  Below sm_90 there is no
+			 * 16-byte CAS: the hash alone is claimed, and the slot is
+			 * returned unflagged, so that the caller counts the row with
+			 * the atomicAdd every later row of the key takes; the first
+			 * adder (count 0 before) writes the offset (k_insert). */
 			const int f = __ffs(empty) - 1;
 			unsigned long long old = 0;
 
 			if (j == (unsigned) f)
 			{
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 				const ulonglong2 none = make_ulonglong2(GH_EMPTY_HASH, 0);
 				const ulonglong2 claim = make_ulonglong2(
 					hash, 1 | ((uint64_t) row << 32));
 
 				old = atomicCAS(&T.slots[base + f], none, claim).x;
+#else
+				old = atomicCAS(reinterpret_cast<unsigned long long *>(
+									&T.slots[base + f].x),
+								(unsigned long long) GH_EMPTY_HASH,
+								(unsigned long long) hash);
+#endif
 			}
 			old = tile.shfl(old, f);
 			if (old == GH_EMPTY_HASH)
+			{
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 				return (base + f) | kFlag;
+#else
+				return base + f;
+#endif
+			}
 			if (j == (unsigned) f)
 				v.x = old;
 			continue;

@@ -37,7 +37,7 @@
 	}
 
 /* Devices, context, memory, streams (gpuhash_cuda.h) */
-NOCUDA_STUB_OUT(gh_cuda_device_count, (int *count, gh_error *err), count, 0)
+NOCUDA_STUB_OUT(gh_cuda_device_count, (int ordinal, int *count, gh_error *err), count, 0)
 NOCUDA_STUB(gh_cuda_device_info,
 			(int ordinal, gh_device_info *info, gh_error *err))
 NOCUDA_STUB(gh_cuda_context_init, (int ordinal, gh_error *err))

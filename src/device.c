@@ -46,6 +46,7 @@
 #include "gpuhash.h"
 
 int			gpuhash_device = GPUHASH_DEVICE_AUTO;
+int			gpuhash_cuda_device = 0;
 bool		gpuhash_cost_as_gpu = false;
 int			gpuhash_inject_alloc_failure = 0;
 
@@ -120,6 +121,17 @@ gpuhash_init_device(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomIntVariable("gpuhash.cuda_device",
+							"Chooses the GPU the server uses, by its CUDA device ordinal.",
+							"Every backend and the GPU service use this one GPU; "
+							"ordinals count the GPUs that CUDA_VISIBLE_DEVICES "
+							"in the server's environment leaves visible.",
+							&gpuhash_cuda_device,
+							0, 0, 1023,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
 	DefineCustomBoolVariable("gpuhash.cost_as_gpu",
 							 "With gpuhash.device = cpu, plans as if the operators ran on a GPU.",
 							 "Meant for tests: the GPU's cost model and its choices by cost, "
@@ -167,7 +179,7 @@ gpuhash_gpu_count(void)
 
 		gh_forbid_postmaster();
 		memset(&gh_probe_error, 0, sizeof(gh_probe_error));
-		if (gh_cuda_device_count(&n, &gh_probe_error) != GH_OK)
+		if (gh_cuda_device_count(gpuhash_cuda_device, &n, &gh_probe_error) != GH_OK)
 			n = 0;
 		gh_gpu_count = n;
 	}
@@ -184,15 +196,50 @@ gh_errdetail_no_gpu(const gh_error *err)
 {
 	if (err->device_cc > 0)
 	{
-		errdetail("The GPU's compute capability is %d.%d; this build of gpuhash has device code for %d.%d and newer.",
+		errdetail("The GPU's compute capability is %d.%d; this build of gpuhash has %s.",
 				  err->device_cc / 10, err->device_cc % 10,
-				  err->build_cc / 10, err->build_cc % 10);
-		return errhint("Build gpuhash with NVCC_ARCH naming the GPU's architecture too, e.g. make NVCC_ARCH=\"-gencode=arch=compute_%d,code=sm_%d\".",
-					   err->device_cc, err->device_cc);
+				  err->build_archs ? err->build_archs : "other device code");
+		return errhint("Build gpuhash for the GPU's architecture too: make GPUHASH_CUDA_ARCHS=\"%d\", or the default list of every architecture.",
+					   err->device_cc);
+	}
+	if (err->runtime_version > 0 && err->driver_version == 0)
+	{
+		errdetail("No NVIDIA driver is loaded; this build of gpuhash uses CUDA %d.%d.",
+				  err->runtime_version / 1000, err->runtime_version % 1000 / 10);
+		return errhint("Install the NVIDIA driver for CUDA %d, or set gpuhash.device to \"cpu\" or \"auto\" on hosts without a GPU.",
+					   err->runtime_version / 1000);
+	}
+	if (err->runtime_version > 0)
+	{
+		errdetail("The NVIDIA driver supports CUDA %d.%d; this build of gpuhash needs CUDA %d.0 or later.",
+				  err->driver_version / 1000, err->driver_version % 1000 / 10,
+				  err->runtime_version / 1000);
+		return errhint("Upgrade the NVIDIA driver to one for CUDA %d, or build gpuhash with the CUDA toolkit the driver supports.",
+					   err->runtime_version / 1000);
+	}
+	if (err->device_count > 0)
+	{
+		errdetail("gpuhash.cuda_device is %d, but CUDA sees %d GPU%s.",
+				  gpuhash_cuda_device, err->device_count,
+				  err->device_count == 1 ? "" : "s");
+		return errhint("Set gpuhash.cuda_device to an ordinal below %d, or check CUDA_VISIBLE_DEVICES in the server's environment.",
+					   err->device_count);
 	}
 	if (err->status == GH_ERR_NO_CUDA_BUILD)
 		return errdetail("gpuhash was built without CUDA.");
 	return errdetail("CUDA reported %s.", err->cuda_name ? err->cuda_name : "no device");
+}
+
+/*
+ * gh_no_gpu_explained says whether err is one of the reasons for no usable
+ * GPU that gh_errdetail_no_gpu explains with a HINT of its own: the GPU's
+ * architecture, the driver, or gpuhash.cuda_device.
+ */
+bool
+gh_no_gpu_explained(const gh_error *err)
+{
+	return err->device_cc > 0 || err->runtime_version > 0 ||
+		err->device_count > 0;
 }
 
 /*
@@ -206,6 +253,8 @@ gh_log_no_gpu(void)
 	if (gh_logged_no_gpu)
 		return;
 	gh_logged_no_gpu = true;
+	if (!gh_budget_first_no_gpu_log())
+		return;
 	ereport(LOG,
 			(errmsg("gpuhash found no usable GPU; gpuhash.device = auto leaves plans unchanged"),
 			 gh_errdetail_no_gpu(&gh_probe_error)));
@@ -326,7 +375,7 @@ gpuhash_prewarm_gpu(bool parallel)
 		on_proc_exit(gh_prewarm_exit, (Datum) 0);
 		exit_hook = true;
 	}
-	(void) gh_cuda_context_prewarm(0);
+	(void) gh_cuda_context_prewarm(gpuhash_cuda_device);
 }
 
 /*
@@ -377,7 +426,7 @@ gh_gpu_context(void)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("gpuhash.device is \"gpu\" but no usable GPU was found"),
 				 gh_errdetail_no_gpu(&gh_probe_error),
-				 gh_probe_error.device_cc > 0 ? 0 :
+				 gh_no_gpu_explained(&gh_probe_error) ? 0 :
 				 errhint("Set gpuhash.device to \"auto\" to use a GPU only when one is present, or to \"cpu\".")));
 
 	if (!gh_reserve_context(true))
@@ -390,7 +439,7 @@ gh_gpu_context(void)
 						   gpuhash_server_device_memory),
 				 errhint("Retry when other sessions' GPU work has finished, or set gpuhash.device to \"auto\" to use the CPU when the GPU has no room.")));
 	memset(&err, 0, sizeof(err));
-	st = gh_cuda_context_init(0, &err);
+	st = gh_cuda_context_init(gpuhash_cuda_device, &err);
 	if (st == GH_OK)
 		st = gh_cuda_stream_create(&gh_gpu_stream, &err);
 	if (st != GH_OK)

@@ -68,6 +68,7 @@ typedef struct GhBudgetShared
 	pg_atomic_uint64 reserved;	/* bytes held by all processes */
 	pg_atomic_uint64 waits;		/* reservations that waited */
 	pg_atomic_uint64 refusals;	/* reservations refused */
+	pg_atomic_flag no_gpu_logged;	/* "no usable GPU" was logged */
 	ConditionVariable given_back;
 	int			nprocs;
 	GhBudgetProc procs[FLEXIBLE_ARRAY_MEMBER];
@@ -142,12 +143,27 @@ budget_shmem_startup(void)
 		pg_atomic_init_u64(&gh_budget->reserved, 0);
 		pg_atomic_init_u64(&gh_budget->waits, 0);
 		pg_atomic_init_u64(&gh_budget->refusals, 0);
+		pg_atomic_init_flag(&gh_budget->no_gpu_logged);
 		ConditionVariableInit(&gh_budget->given_back);
 		gh_budget->nprocs = budget_nprocs();
 		for (int i = 0; i < gh_budget->nprocs; i++)
 			pg_atomic_init_u64(&gh_budget->procs[i].held, 0);
 	}
 	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * gh_budget_first_no_gpu_log says whether this process is the first since
+ * the server started to find no usable GPU, so that the server log says why
+ * once, not once per backend.  Without shared memory (gpuhash not
+ * preloaded) every backend is the first of its own.
+ */
+bool
+gh_budget_first_no_gpu_log(void)
+{
+	if (gh_budget == NULL)
+		return true;
+	return pg_atomic_test_set_flag(&gh_budget->no_gpu_logged);
 }
 
 /*

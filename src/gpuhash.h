@@ -42,6 +42,7 @@ gh_ms_since(instr_time start)
 extern bool gpuhash_enabled;
 /* device.c */
 extern int	gpuhash_device;
+extern int	gpuhash_cuda_device;
 extern bool gpuhash_cost_as_gpu;
 extern int	gpuhash_inject_alloc_failure;
 /* device_budget.c */
@@ -75,6 +76,7 @@ extern bool gpuhash_gpu_warming(void);
 extern const char *gpuhash_target_name(GhTarget target);
 extern int	gpuhash_gpu_count(void);
 extern int	gh_errdetail_no_gpu(const gh_error *err);
+extern bool gh_no_gpu_explained(const gh_error *err);
 extern void gpuhash_report(gh_status status, const gh_error *err,
 						   const char *action);
 extern void *gh_dev_alloc(GhTarget target, size_t bytes);
@@ -99,6 +101,7 @@ extern bool gh_budget_reserve(uint64 bytes, bool may_wait);
 extern void gh_budget_count(uint64 bytes);
 extern void gh_budget_release(uint64 bytes);
 extern uint64 gh_budget_in_use(void);
+extern bool gh_budget_first_no_gpu_log(void);
 
 /*
  * The device memory a CUDA context holds, counted as each process's share of

@@ -945,7 +945,7 @@ svc_open_device(void)
 	if (gpuhash_device == GPUHASH_DEVICE_CPU)
 		return;
 	memset(&err, 0, sizeof(err));
-	st = gh_cuda_context_init(0, &err);
+	st = gh_cuda_context_init(gpuhash_cuda_device, &err);
 	for (int k = 0; st == GH_OK && k < SVC_STREAMS; k++)
 		st = gh_cuda_stream_create(&svc_streams[k], &err);
 	if (st == GH_OK)
@@ -967,13 +967,13 @@ svc_open_device(void)
 		 */
 		ereport(LOG,
 				(errmsg("gpuhash GPU service found no usable GPU and stops"),
-				 err.device_cc > 0 ? gh_errdetail_no_gpu(&err) :
+				 gh_no_gpu_explained(&err) ? gh_errdetail_no_gpu(&err) :
 				 errdetail("%s failed with %s.", where, name)));
 		proc_exit(0);
 	}
 	ereport(LOG,
 			(errmsg("gpuhash GPU service found no usable GPU; it builds tables on the CPU twin"),
-			 err.device_cc > 0 ? gh_errdetail_no_gpu(&err) :
+			 gh_no_gpu_explained(&err) ? gh_errdetail_no_gpu(&err) :
 			 errdetail("%s failed with %s.", where, name)));
 }
 

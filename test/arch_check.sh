@@ -71,9 +71,9 @@ check $? "device = auto: the forced join is planned natively, with native's rows
 sleep 1
 log=$(cat "$cl/server.log")
 echo "$log" | grep -A2 'gpuhash found no usable GPU' | sed 's/^/# /' | head -3
-want_detail="compute capability is ${gpu_cc:0:-1}.${gpu_cc: -1}; this build of gpuhash has device code for ${cc:0:-1}.${cc: -1} and newer"
+want_detail="compute capability is ${gpu_cc:0:-1}.${gpu_cc: -1}; this build of gpuhash has machine code for sm_$cc and PTX for compute_$cc"
 echo "$log" | grep -A2 'gpuhash found no usable GPU' | grep -q "$want_detail" &&
-  echo "$log" | grep -A3 'gpuhash found no usable GPU' | grep -q 'HINT:  Build gpuhash with NVCC_ARCH'
+  echo "$log" | grep -A3 'gpuhash found no usable GPU' | grep -q "HINT:  Build gpuhash for the GPU's architecture too: make GPUHASH_CUDA_ARCHS=\"$gpu_cc\""
 check $? "device = auto: one LOG line says why, naming both compute capabilities, with a HINT"
 echo "$log" | grep -A2 'GPU service found no usable GPU' | grep -q "$want_detail"
 check $? "the GPU service logs the same reason"
