@@ -112,7 +112,7 @@ gpuhash_init_device(void)
 							 "Chooses where gpuhash's operators run.",
 							 "auto uses a GPU when one is present and otherwise "
 							 "leaves every plan alone; gpu requires a GPU; cpu "
-							 "runs the same executor path on a CPU implementation.",
+							 "runs the same executor path on the CPU twin of the device code.",
 							 &gpuhash_device,
 							 GPUHASH_DEVICE_AUTO,
 							 device_options,
