@@ -1,7 +1,11 @@
 -- settings: defaults, every valid value, invalid values rejected, and the
--- gpuhash prefix reserved.
-SELECT name, boot_val, vartype, context, enumvals
-  FROM pg_settings WHERE name LIKE 'gpuhash.%' ORDER BY name;
+-- gpuhash prefix reserved.  The settings only tests and developers use are
+-- in PostgreSQL's Developer Options category, the others in Customized
+-- Options; every one is described (pg_settings' short_desc and extra_desc).
+SELECT name, boot_val, vartype, context, enumvals, category
+  FROM pg_settings WHERE name LIKE 'gpuhash.%' ORDER BY category, name;
+SELECT name FROM pg_settings
+ WHERE name LIKE 'gpuhash.%' AND (short_desc IS NULL OR extra_desc IS NULL);
 
 -- gpuhash.enabled
 SET gpuhash.enabled = off;

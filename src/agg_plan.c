@@ -172,11 +172,11 @@ gpuhash_init_agg_path(void)
 
 	DefineCustomBoolVariable("gpuhash.force_agg",
 							 "Plans GpuHashAgg wherever it is legal, whatever the cost.",
-							 "Meant for tests; on the CPU twin as well.",
+							 "Developer option, for tests: on the CPU twin as well.",
 							 &gpuhash_force_agg,
 							 false,
 							 PGC_USERSET,
-							 0,
+							 GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
 
 	RegisterCustomScanMethods(&gha_scan_methods);

@@ -113,7 +113,7 @@ gpuhash_init_device(void)
 							 "Chooses where gpuhash's operators run.",
 							 "auto uses a GPU when one is present and otherwise "
 							 "leaves every plan alone; gpu requires a GPU; cpu "
-							 "runs the same executor path on a CPU implementation.",
+							 "runs the same executor path on the CPU twin of the device code.",
 							 &gpuhash_device,
 							 GPUHASH_DEVICE_AUTO,
 							 device_options,
@@ -134,18 +134,18 @@ gpuhash_init_device(void)
 
 	DefineCustomBoolVariable("gpuhash.cost_as_gpu",
 							 "With gpuhash.device = cpu, plans as if the operators ran on a GPU.",
-							 "Meant for tests: the GPU's cost model and its choices by cost, "
-							 "executed by the CPU twin, so that a machine without a GPU sees "
-							 "the plans a GPU host would choose.",
+							 "Developer option, for tests: the GPU's cost model and its choices "
+							 "by cost, executed by the CPU twin, so that a machine without a GPU "
+							 "sees the plans a GPU host would choose.",
 							 &gpuhash_cost_as_gpu,
 							 false,
 							 PGC_USERSET,
-							 0,
+							 GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gpuhash.inject_alloc_failure",
 							"Makes the Nth device allocation from now fail as out of memory.",
-							"Test-only; 0 disables.",
+							"Developer option, for tests of the paths that free device memory; 0 disables.",
 							&gpuhash_inject_alloc_failure,
 							0, 0, INT_MAX,
 							PGC_SUSET,

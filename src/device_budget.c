@@ -175,9 +175,10 @@ gpuhash_init_budget(void)
 {
 	DefineCustomIntVariable("gpuhash.device_memory_limit",
 							"Device memory one hash table may use; 0 means what the GPU has.",
-							"Larger joins are not planned on the GPU; if one runs anyway it "
-							"finishes on the CPU.  An aggregation's groups kept on the GPU spill "
-							"past it (0: past half of the GPU).  It can only lower "
+							"A join whose inner side needs more is planned and run in batches "
+							"that each fit; a batch that cannot be split (one key's rows) is built "
+							"on the CPU twin.  An aggregation's groups kept on the GPU spill past "
+							"it (0: past half of the GPU).  It can only lower "
 							"gpuhash.server_device_memory.",
 							&gpuhash_device_memory_limit,
 							0, 0, INT_MAX,
@@ -217,7 +218,7 @@ gpuhash_init_budget(void)
 
 	DefineCustomBoolVariable("gpuhash.budget_cpu_twin",
 							 "Makes the CPU twin's device allocations reserve from gpuhash.server_device_memory.",
-							 "Test-only: lets the budget be tested without a GPU.",
+							 "Developer option, for tests: lets the budget be tested without a GPU.",
 							 &gpuhash_budget_cpu_twin,
 							 false,
 							 PGC_SUSET,

@@ -144,17 +144,19 @@ gpuhash_init_join_plan(void)
 							 NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("gpuhash.force_join",
-							 "Plans a GPU hash join wherever it is legal, whatever the cost.",
-							 "Meant for tests.",
+							 "Plans a GpuHashJoin wherever it is legal, whatever the cost.",
+							 "Developer option, for tests: on the CPU twin as well.",
 							 &gpuhash_force_join,
 							 false,
 							 PGC_USERSET,
-							 0,
+							 GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gpuhash.batch_rows",
-							"Outer rows sent to the device per probe batch.",
-							NULL,
+							"Most outer rows a join sends to the device per probe batch.",
+							"An aggregate's batch is at most 16 times as many.  An upper bound only: "
+							"a batch holds no more rows than half of work_mem * hash_mem_multiplier "
+							"has room for, and at least 256 (a join) or 64 (an aggregate).",
 							&gpuhash_batch_rows,
 							GPUHASH_BATCH_ROWS_DEFAULT, 1, 16 * 1024 * 1024,
 							PGC_USERSET,
@@ -172,26 +174,28 @@ gpuhash_init_join_plan(void)
 
 	DefineCustomIntVariable("gpuhash.group_size",
 							"Threads that probe one row together (1, 2, 4, 8, 16 or 32).",
-							NULL,
+							"Developer option: a variant of the GPU table's probe, for tests and "
+							"measurements of the multimap.",
 							&gpuhash_group_size,
 							2, 1, 32,
 							PGC_USERSET,
-							0,
+							GUC_NOT_IN_SAMPLE,
 							check_group_size, NULL, NULL);
 
 	DefineCustomEnumVariable("gpuhash.probe_scheme",
 							 "Hash table probing: linear or double hashing.",
-							 NULL,
+							 "Developer option: a variant of the GPU table's probe, for tests and "
+							 "measurements of the multimap.",
 							 &gpuhash_probe_scheme,
 							 GH_PROBE_DOUBLE,
 							 probe_scheme_options,
 							 PGC_USERSET,
-							 0,
+							 GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
 
 	DefineCustomRealVariable("gpuhash.join_setup_cost",
 							 "Planner's estimate of the fixed cost of a GPU join.",
-							 NULL,
+							 "Kernel launches and the latency of the copies to and from the device.",
 							 &gpuhash_join_setup_cost,
 							 1000.0, 0.0, 1e12,
 							 PGC_USERSET,
@@ -210,7 +214,7 @@ gpuhash_init_join_plan(void)
 
 	DefineCustomRealVariable("gpuhash.worker_context_cost",
 							 "Planner's estimate of the cost of a parallel worker creating its CUDA context.",
-							 NULL,
+							 "Not charged where the GPU service serves parallel joins.",
 							 &gpuhash_worker_context_cost,
 							 20000.0, 0.0, 1e12,
 							 PGC_USERSET,

@@ -10,7 +10,9 @@
 #                                    gpuhash.device = gpu, plus the CUDA tests
 #
 # Suites: the layering of src/ (test/callgraph.py: no call circle between
-# files but the one admitted, each header's order of files true); the CUDA
+# files but the one admitted, each header's order of files true); the
+# README's SQL samples and settings reference (test/readme_samples.sh, part
+# "readme": each sample's output as a cluster gives it now); the CUDA
 # unit tests of the multimap and the aggregate (test/cuda); PGXS's make
 # installcheck, the pg_regress suites (sql/, expected/, in test/schedule's order) and the
 # isolation specs (test/isolation), each in a temporary preloaded instance,
@@ -87,7 +89,8 @@ run_prove() {
 }
 
 # part NAME: whether this run includes that part (GPUHASH_TEST_PARTS, a list
-# of cuda regress autoexplain pgtap service memory fuzz single; unset: all;
+# of layering readme cuda regress autoexplain pgtap service memory standby
+# fuzz single; unset: all;
 # robust follows GPUHASH_TEST_SKIP_ROBUST).  For a GPU
 # host, whose calls are limited in time, to run the suite in two calls; CI
 # never sets it.
@@ -110,6 +113,11 @@ grep -E 'warning' "$logdir/build.log" | head -20
 note "layering: src/'s file-level call graph against its headers (test/callgraph.py)"
 if part layering; then
 run_tap "$logdir/layering.tap" python3 test/callgraph.py --tap
+fi
+
+note "README.md's SQL samples and settings reference against a cluster (test/readme_samples.sh)"
+if part readme; then
+run_tap "$logdir/readme.tap" bash test/readme_samples.sh
 fi
 
 note "CUDA unit tests (CPU twins: multimap, aggregate)"
