@@ -187,9 +187,8 @@ gpuhash_gpu_count(void)
 }
 
 /*
- * gh_errdetail_no_gpu adds to an ereport the DETAIL (and, for a GPU this
- * build has no device code for, the HINT) that says why err found no
- * usable GPU.
+ * gh_errdetail_no_gpu adds to an ereport the DETAIL that says why err found
+ * no usable GPU, and for the reasons gh_no_gpu_explained names, the HINT.
  */
 int
 gh_errdetail_no_gpu(const gh_error *err)
@@ -203,12 +202,8 @@ gh_errdetail_no_gpu(const gh_error *err)
 					   err->device_cc);
 	}
 	if (err->runtime_version > 0 && err->driver_version == 0)
-	{
-		errdetail("No NVIDIA driver is loaded; this build of gpuhash uses CUDA %d.%d.",
-				  err->runtime_version / 1000, err->runtime_version % 1000 / 10);
-		return errhint("Install the NVIDIA driver for CUDA %d, or set gpuhash.device to \"cpu\" or \"auto\" on hosts without a GPU.",
-					   err->runtime_version / 1000);
-	}
+		return errdetail("No NVIDIA driver is loaded; this build of gpuhash uses CUDA %d.%d.",
+						 err->runtime_version / 1000, err->runtime_version % 1000 / 10);
 	if (err->runtime_version > 0)
 	{
 		errdetail("The NVIDIA driver supports CUDA %d.%d; this build of gpuhash needs CUDA %d.0 or later.",
@@ -233,12 +228,13 @@ gh_errdetail_no_gpu(const gh_error *err)
 /*
  * gh_no_gpu_explained says whether err is one of the reasons for no usable
  * GPU that gh_errdetail_no_gpu explains with a HINT of its own: the GPU's
- * architecture, the driver, or gpuhash.cuda_device.
+ * architecture, a driver too old, or gpuhash.cuda_device.  (No driver at
+ * all is a host without a GPU: the callers' own HINT fits it.)
  */
 bool
 gh_no_gpu_explained(const gh_error *err)
 {
-	return err->device_cc > 0 || err->runtime_version > 0 ||
+	return err->device_cc > 0 || err->driver_version > 0 ||
 		err->device_count > 0;
 }
 

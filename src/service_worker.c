@@ -967,13 +967,13 @@ svc_open_device(void)
 		 */
 		ereport(LOG,
 				(errmsg("gpuhash GPU service found no usable GPU and stops"),
-				 gh_no_gpu_explained(&err) ? gh_errdetail_no_gpu(&err) :
+				 err.status == GH_ERR_NO_DEVICE ? gh_errdetail_no_gpu(&err) :
 				 errdetail("%s failed with %s.", where, name)));
 		proc_exit(0);
 	}
 	ereport(LOG,
 			(errmsg("gpuhash GPU service found no usable GPU; it builds tables on the CPU twin"),
-			 gh_no_gpu_explained(&err) ? gh_errdetail_no_gpu(&err) :
+			 err.status == GH_ERR_NO_DEVICE ? gh_errdetail_no_gpu(&err) :
 			 errdetail("%s failed with %s.", where, name)));
 }
 

@@ -22,6 +22,8 @@
 #   steps' log folders end up in $OUT/step-logs.tgz.
 #
 #   archcheck: test/arch_check.sh, a GPU this build has no device code for.
+#   oldarch: the multimap's CUDA test as compute_80 PTX (the path below sm_90).
+#   refusal: test/t/007_gpu_refusal.pl on a host with a driver.
 #   aggbench: bench/agg/run.sh (AGGBENCH_ROWS, AGGBENCH_GROUPS, AGGBENCH_CONFIGS).
 #   scanbench: bench/scan/run.sh (SCANBENCH_ROWS): the device scan's speed.
 #
@@ -141,6 +143,21 @@ run_step() {
       # shellcheck disable=SC2086
       GPUHASH_TEST_DEVICE=gpu gh_prove /tmp/gh-robust test/t/004_robust.pl :: --no-smith ${ROBUST_ARGS:-} >"$out/robust.tap" 2>&1 || rc=1
       grep -E '^(not ok|#)' "$out/robust.tap" | head -20; tail -4 "$out/robust.tap" ;;
+    oldarch)
+      # the multimap below sm_90, which has no 16-byte atomicCAS: its GPU test
+      # built as compute_80 PTX alone, which the driver compiles for this GPU
+      # with __CUDA_ARCH__ = 800, so the 8-byte claim path runs here
+      rm -rf /tmp/gh-oldarch && cp -r test/cuda /tmp/gh-oldarch &&
+        make -s -C /tmp/gh-oldarch clean &&
+        make -s -C /tmp/gh-oldarch SRC="$PWD/cuda" GENCODE="-gencode=arch=compute_80,code=compute_80" \
+          test_multimap_gpu >"$out/oldarch.log" 2>&1 &&
+        (cd /tmp/gh-oldarch && ./test_multimap_gpu) >"$out/oldarch.tap" 2>&1 || rc=1
+      cuobjdump --list-ptx /tmp/gh-oldarch/test_multimap_gpu 2>&1 | head -3
+      grep -E '^(not ok|# )' "$out/oldarch.tap" | head; tail -3 "$out/oldarch.tap" ;;
+    refusal)
+      # test/t/007_gpu_refusal.pl with a real driver beside the emulation
+      GPUHASH_TEST_DEVICE=gpu gh_prove /tmp/gh-refusal test/t/007_gpu_refusal.pl >"$out/refusal.tap" 2>&1 || rc=1
+      grep -E '^(not ok|#)' "$out/refusal.tap" | head -20; tail -3 "$out/refusal.tap" ;;
     archcheck)
       # test/arch_check.sh: a build for an architecture above the GPU's
       # (ARCH_CHECK_CC) leaves plans alone, with one LOG line and a HINT
