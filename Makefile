@@ -62,7 +62,7 @@ GPUHASH_CUDA_ARCHS ?= 75 80 86 89 90 100 103 120
 gh_ptx_arch = $(lastword $(GPUHASH_CUDA_ARCHS))
 NVCC_ARCH ?= $(foreach a,$(GPUHASH_CUDA_ARCHS),-gencode=arch=compute_$(a),code=sm_$(a)) \
 	-gencode=arch=compute_$(gh_ptx_arch),code=compute_$(gh_ptx_arch)
-NVCCFLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
+NVCCFLAGS ?= -O3 -std=c++17 --threads 0 -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
 	-Icuda $(NVCC_ARCH)
 # what NVCC_ARCH has code for, for cuda/device.cu's check of the GPU
 # (gh_cuda_check_arch): machine code (code=sm_XY), PTX (code=compute_XY), and
