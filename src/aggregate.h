@@ -661,6 +661,8 @@ struct GhAggRun
 {
 	GhAggPlan  *plan;
 	GhTarget	target;
+	GhFallback	fallback;		/* why target is the twin where the GPU was
+								 * wanted (monitor.c) */
 	int			nkeys;
 	int			ncols;
 	int			ncols_in;		/* columns of an input row */

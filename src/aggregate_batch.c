@@ -96,7 +96,9 @@ batch_full(GhAggRun *run)
 
 /*
  * gh_agg_run_begin prepares one gpuhash_aggregate() call: its memory
- * budget, the batch buffers and the two group sets.
+ * budget, the batch buffers and the two group sets.  target is what
+ * gpuhash_exec_target answered just now: where it is the CPU twin instead of
+ * the GPU, the fallback is reported and the run counts it at its end.
  */
 GhAggRun *
 gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
@@ -110,6 +112,8 @@ gh_agg_run_begin(GhAggPlan *plan, GhTarget target)
 	INSTR_TIME_SET_CURRENT(run->stats.t_begin);
 	run->plan = plan;
 	run->target = target;
+	run->fallback = target == GH_TARGET_CPU ? gpuhash_exec_fallback() : GH_FB_NONE;
+	gh_mon_fallback(GH_PLAN_AGG, run->fallback);
 	run->nkeys = plan->nkeys;
 	run->ncols = plan->ncols;
 	run->ncols_in = plan->ncols_in;
@@ -361,11 +365,18 @@ gh_agg_staging_free(GhAggRun *run)
 	run->batch.d_hashes = NULL;
 }
 
-/* gh_agg_run_end gives back the device memory, the tapes and the run's memory. */
+/*
+ * gh_agg_run_end counts the run in the statistics (monitor.c) and gives back
+ * the device memory, the tapes and the run's memory.
+ */
 void
 gh_agg_run_end(GhAggRun *run)
 {
 	GhGroupSet *sets[2] = {&run->main, &run->fb};
+
+	gh_mon_run(GH_PLAN_AGG, run->target, run->fallback,
+			   run->stats.ms_device + run->stats.ms_device_passes,
+			   run->spill.passes);
 
 	for (int i = 0; i < 2; i++)
 	{

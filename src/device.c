@@ -84,6 +84,8 @@ static bool gh_context_reserved = false;
 static void *gh_gpu_stream = NULL;
 static bool gh_logged_no_gpu = false;
 static int	gh_allocs_since_injection = 0;
+/* why the last gpuhash_exec_target under device = auto answered the twin */
+static GhFallback gh_exec_fallback = GH_FB_NONE;
 
 static void gh_release_callback(ResourceReleasePhase phase, bool isCommit,
 								bool isTopLevel, void *arg);
@@ -295,6 +297,7 @@ gpuhash_plan_target(void)
 GhTarget
 gpuhash_exec_target(void)
 {
+	gh_exec_fallback = GH_FB_NONE;
 	switch ((GpuhashDeviceSetting) gpuhash_device)
 	{
 		case GPUHASH_DEVICE_CPU:
@@ -303,12 +306,14 @@ gpuhash_exec_target(void)
 			if (gpuhash_gpu_count() == 0)
 			{
 				gh_log_no_gpu();
+				gh_exec_fallback = GH_FB_NO_GPU;
 				return GH_TARGET_CPU;
 			}
 			if (!gh_reserve_context(true))
 			{
 				ereport(DEBUG1,
 						(errmsg_internal("gpuhash: no room in gpuhash.server_device_memory for this backend's CUDA context; using the CPU twin")));
+				gh_exec_fallback = GH_FB_CONTEXT_BUDGET;
 				return GH_TARGET_CPU;
 			}
 			gh_gpu_context();
@@ -318,6 +323,17 @@ gpuhash_exec_target(void)
 			return GH_TARGET_GPU;
 	}
 	return GH_TARGET_CPU;
+}
+
+/*
+ * gpuhash_exec_fallback says why the last gpuhash_exec_target answered the
+ * CPU twin where gpuhash.device = auto wanted the GPU; GH_FB_NONE if it did
+ * not (it answered the GPU, or the twin was what the setting asked for).
+ */
+GhFallback
+gpuhash_exec_fallback(void)
+{
+	return gh_exec_fallback;
 }
 
 /* gpuhash_target_name is target's name in gpuhash.device's words, for EXPLAIN. */
@@ -835,6 +851,7 @@ gh_copy(GhTarget target, void *dst, const void *src, size_t bytes,
 		return;
 	}
 	memset(&err, 0, sizeof(err));
+	gh_mon_copied(to_device, bytes);
 	if (to_device)
 		st = gh_cuda_memcpy_htod(dst, src, bytes, gh_gpu_stream, &err);
 	else

@@ -54,6 +54,7 @@ _PG_init(void)
 							 NULL, NULL, NULL);
 
 	gpuhash_init_budget();
+	gpuhash_init_monitor();
 	gpuhash_init_service();
 	gpuhash_init_device();
 	gpuhash_init_heapscan();

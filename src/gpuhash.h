@@ -26,6 +26,21 @@ typedef enum GhTarget
 	GH_TARGET_CPU				/* the CPU twin of the device code */
 } GhTarget;
 
+/*
+ * Why an operator that was to use the GPU ran on the CPU twin (monitor.c
+ * names them for the gpuhash_stat_fallbacks view).
+ */
+typedef enum GhFallback
+{
+	GH_FB_NONE = 0,
+	GH_FB_NO_GPU,				/* device = auto found no usable GPU */
+	GH_FB_CONTEXT_BUDGET,		/* no room in the budget for a CUDA context */
+	GH_FB_TABLE_LIMIT,			/* a table past device_memory_limit or the budget */
+	GH_FB_DEVICE_MEMORY,		/* the GPU or the budget had no room now */
+	GH_FB_CONTEXT_NOT_READY,	/* device = auto: done before the context was */
+	GH_FB_KINDS
+} GhFallback;
+
 /* gh_ms_since returns the milliseconds since start. */
 static inline double
 gh_ms_since(instr_time start)
@@ -71,6 +86,7 @@ extern double gh_parallel_divisor(int nworkers);
 extern void gpuhash_init_device(void);
 extern GhTarget gpuhash_plan_target(void);
 extern GhTarget gpuhash_exec_target(void);
+extern GhFallback gpuhash_exec_fallback(void);
 extern void gpuhash_prewarm_gpu(bool parallel);
 extern bool gpuhash_gpu_warming(void);
 extern const char *gpuhash_target_name(GhTarget target);
@@ -170,5 +186,12 @@ extern bool gh_plan_walk_children(struct Plan *plan, gh_plan_walker walker,
 								  void *context);
 extern bool gh_plan_walk_stmt(struct PlannedStmt *stmt, gh_plan_walker walker,
 							  void *context);
+
+/* cumulative statistics and the fallbacks' LOG lines (monitor.c) */
+extern void gpuhash_init_monitor(void);
+extern void gh_mon_copied(bool to_device, uint64 bytes);
+extern void gh_mon_fallback(GhPlanKind op, GhFallback why);
+extern void gh_mon_run(GhPlanKind op, GhTarget target, GhFallback why,
+					   double device_ms, uint64 spilled);
 
 #endif							/* GPUHASH_H */

@@ -258,6 +258,7 @@ place_gpu(GhTable *t, const uint64 *hashes, uint32 nrows,
 	t->mem_bytes = bytes;
 	action = "copying to the GPU";
 	t->place_ms[0] = gh_ms_since(start);
+	gh_mon_copied(true, (uint64) nrows * sizeof(uint64));
 	st = gh_cuda_memcpy_htod(d_hashes, hashes, nrows * sizeof(uint64), stream, err);
 	t->place_ms[1] = gh_ms_since(start) - t->place_ms[0];
 	if (st == GH_OK)
@@ -296,6 +297,7 @@ gh_table_copy_rows(const GhTable *t, uint32 *rows, const GhTableEnv *env,
 		memcpy(rows, gh_mm_rows(&t->mm), bytes);
 		return GH_OK;
 	}
+	gh_mon_copied(false, bytes);
 	st = gh_cuda_memcpy_dtoh(rows, gh_mm_rows(&t->mm), bytes, stream, err);
 	if (st != GH_OK)
 		return table_fail(env, st, err, "copying from the GPU");
@@ -345,6 +347,8 @@ gh_table_probe_launch(GhTable *t, const uint64 *hashes, uint32 n,
 	if (st == GH_OK)
 	{
 		action = "copying to the GPU";
+		gh_mon_copied(true, (uint64) n * sizeof(uint64));
+		gh_mon_copied(false, (uint64) n * 2 * sizeof(uint32));
 		st = gh_cuda_memcpy_htod(t->d_probe, hashes, (size_t) n * sizeof(uint64),
 								 stream, err);
 	}

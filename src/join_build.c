@@ -46,6 +46,7 @@ static inline Datum arena_copy(char *arena, Size *used, Datum v, int16 typlen);
 static void ghj_regroup(GhjState *s);
 static GhTable *ghj_service_table(GhjState *s, uint64 *hashes, bool grouped);
 static void ghj_make_table(GhjState *s, uint64 *hashes, bool grouped);
+static void ghj_note_fallback(GhjState *s, GhFallback why);
 static void ghj_store_grow(GhjState *s);
 static void ghj_route_inner(GhjState *s, ExprContext *econtext,
 							TupleTableSlot *slot, bool keep_nullkeys);
@@ -264,6 +265,7 @@ ghj_make_table(GhjState *s, uint64 *hashes, bool grouped)
 	GhTableWhere where;
 	MemoryContext old;
 	instr_time	ctx_start;
+	GhFallback	why = GH_FB_NONE;
 
 	INSTR_TIME_SET_CURRENT(ctx_start);
 	gh_table_where(s->css.ss.ps.plan->parallel_aware, &where);
@@ -280,6 +282,36 @@ ghj_make_table(GhjState *s, uint64 *hashes, bool grouped)
 		s->build.table = gh_table_build(s->build.target, hashes, s->build.ninner);
 	s->build.target = s->build.table->target;	/* the CPU twin if the GPU had no room */
 	MemoryContextSwitchTo(old);
+
+	/*
+	 * Where the table went, against where it was to go.  Under the test-only
+	 * gpuhash.budget_cpu_twin the twin's table stands for the GPU's, so one
+	 * that the GPU's limits would have refused counts as fallen back (it
+	 * stays where the GPU's fallback would have put it).
+	 */
+	if (where.target == GH_TARGET_GPU && s->build.target != GH_TARGET_GPU)
+		why = gh_table_fits_device((double) s->build.ninner) ?
+			GH_FB_DEVICE_MEMORY : GH_FB_TABLE_LIMIT;
+	else if (where.target == GH_TARGET_CPU && !where.service && !where.gpu_later)
+		why = gpuhash_exec_fallback();
+	if (why == GH_FB_NONE && where.target == GH_TARGET_CPU &&
+		gpuhash_budget_cpu_twin && !gh_table_fits_device((double) s->build.ninner))
+		why = GH_FB_TABLE_LIMIT;
+	ghj_note_fallback(s, why);
+}
+
+/*
+ * ghj_note_fallback reports a fallback of the join's table to the CPU twin
+ * (monitor.c's LOG line) and keeps the run's first for the statistics.
+ */
+static void
+ghj_note_fallback(GhjState *s, GhFallback why)
+{
+	if (why == GH_FB_NONE)
+		return;
+	gh_mon_fallback(GH_PLAN_JOIN, why);
+	if (s->build.fallback == GH_FB_NONE)
+		s->build.fallback = why;
 }
 
 /*
@@ -373,9 +405,13 @@ void
 ghj_move_to_gpu(GhjState *s)
 {
 	s->build.gpu_later = false;
-	if (gpuhash_exec_target() == GH_TARGET_GPU &&
-		gh_table_move_to_gpu(s->build.table))
+	if (gpuhash_exec_target() != GH_TARGET_GPU)
+		ghj_note_fallback(s, gpuhash_exec_fallback());
+	else if (gh_table_move_to_gpu(s->build.table))
 		s->build.target = GH_TARGET_GPU;
+	else
+		ghj_note_fallback(s, gh_table_fits_device((double) s->build.table->mm.nrows) ?
+						  GH_FB_DEVICE_MEMORY : GH_FB_TABLE_LIMIT);
 }
 
 /* ghj_next_inner fetches the next inner row into econtext, or NULL at the end. */

@@ -82,6 +82,7 @@ static void init_key(GhKeySet *keys, int i, Expr *expr, int varno, Oid hashfn,
 					 PlanState *ps);
 static void ghj_release(GhjState *s);
 static void ghj_publish(GhjState *s);
+static void ghj_count_run(GhjState *s);
 static const char *jointype_name(JoinType jointype);
 
 static CustomExecMethods ghj_exec_methods = {
@@ -686,12 +687,59 @@ ghj_publish(GhjState *s)
 	st->device_ms += s->build.dev_ms_done;
 }
 
-/* ghj_end frees what the join holds and ends its children. */
+/*
+ * ghj_count_run counts the join's run in the statistics (monitor.c), once
+ * for all its participants: the leader counts it, with the workers' device
+ * time, batches and fallbacks as they published them; a worker counts
+ * nothing (its copies reach the statistics as it exits).  A join that never
+ * built a table (EXPLAIN without ANALYZE, a LIMIT reached first) is not
+ * counted.
+ */
+static void
+ghj_count_run(GhjState *s)
+{
+	bool		ran = s->build.n_builds > 0;
+	GhTarget	target = s->build.target;
+	GhFallback	why = ghj_run_fallback(s);
+	double		device_ms = s->build.dev_ms_done +
+		(s->build.table ? s->build.table->device_ms : 0);
+	int			nbatch = Max(Max(s->batch.nbatch, s->batch.nbatch_original),
+							 s->batch.nbatch_seen);
+	uint64		spilled = 0;
+
+	if (IsParallelWorker())
+		return;
+	for (int w = 0; s->shared_copy && w < s->shared_copy->nworkers; w++)
+	{
+		GhjStats   *st = &s->shared_copy->stats[w];
+
+		if (!st->valid)
+			continue;
+		if (!ran || st->target == GH_TARGET_GPU)
+			target = st->target;
+		ran = true;
+		if (why == GH_FB_NONE)
+			why = st->fallback;
+		device_ms += st->device_ms;
+		nbatch = Max(nbatch, st->nbatch);
+	}
+	if (!ran)
+		return;
+	/* batch 0 stays in memory; a shared build's partitions all go to disk */
+	if (nbatch > 1)
+		spilled = nbatch - 1;
+	if (s->shared_copy && s->shared_copy->nparts > 0)
+		spilled += s->shared_copy->nparts;
+	gh_mon_run(GH_PLAN_JOIN, target, why, device_ms, spilled);
+}
+
+/* ghj_end counts the run, frees what the join holds and ends its children. */
 static void
 ghj_end(CustomScanState *node)
 {
 	GhjState   *s = (GhjState *) node;
 
+	ghj_count_run(s);
 	ghj_release(s);
 	ghj_shared_end(s);
 	ExecEndNode(s->outer_ps);

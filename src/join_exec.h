@@ -96,6 +96,8 @@ typedef struct GhjStats
 	double		device_ms;
 	uint64		cpu_batches;
 	bool		shared_table;	/* a service table shared by the participants */
+	GhTarget	target;			/* where its table was */
+	GhFallback	fallback;		/* its first fallback to the CPU twin */
 	/* filled by join_exec.c after ghj_publish_stats */
 	int			nbatch;			/* the join's batches (join_batch.c) */
 	int			nbatch_original;
@@ -246,6 +248,7 @@ typedef struct GhjBuild
 {
 	bool		built;
 	GhTarget	target;
+	GhFallback	fallback;		/* the run's first fallback to the CPU twin */
 	uint32		ninner;
 	Datum	   *inner_recs;		/* ninner records, in hash-group order */
 	Size		byref_bytes;	/* by-reference data the records point to */
@@ -676,6 +679,19 @@ byref_null(GhjState *s, const Datum *rec, int k)
 	int			c = k - s->nkeys;
 
 	return k >= s->nkeys && (nulls[c / 64] & (UINT64CONST(1) << (c % 64))) != 0;
+}
+
+/*
+ * ghj_run_fallback is why this participant's join ran on the CPU twin where
+ * the GPU was wanted: its first fallback, or a table that waited for the
+ * CUDA context to the end (gpuhash.device = auto); GH_FB_NONE if neither.
+ */
+static inline GhFallback
+ghj_run_fallback(GhjState *s)
+{
+	if (s->build.fallback != GH_FB_NONE)
+		return s->build.fallback;
+	return s->build.gpu_later ? GH_FB_CONTEXT_NOT_READY : GH_FB_NONE;
 }
 
 #endif							/* GPUHASH_JOIN_EXEC_H */

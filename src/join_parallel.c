@@ -1050,5 +1050,7 @@ ghj_publish_stats(GhjState *s)
 	st->device_ms = s->build.table ? s->build.table->device_ms : 0;
 	st->cpu_batches = s->probe.n_cpu_batches;
 	st->shared_table = s->build.table && gh_table_shared(s->build.table);
+	st->target = s->build.target;
+	st->fallback = ghj_run_fallback(s);
 	st->valid = s->build.n_builds > 0;
 }

@@ -98,6 +98,9 @@ svc_shmem_startup(void)
 		memset(gh_svc, 0, svc_shmem_size());
 		gh_svc->nslots = svc_nslots();
 		SpinLockInit(&gh_svc->xarea_mutex);
+		SpinLockInit(&gh_svc->state_mutex);
+		pg_atomic_init_u32(&gh_svc->tables_held, 0);
+		pg_atomic_init_u64(&gh_svc->table_bytes, 0);
 		for (int i = 0; i < gh_svc->nslots; i++)
 			pg_atomic_init_u32(&gh_svc->slots[i].state, SVC_IDLE);
 	}

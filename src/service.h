@@ -38,6 +38,7 @@
 #include "storage/dsm.h"
 #include "storage/latch.h"
 #include "storage/spin.h"
+#include "utils/timestamp.h"
 
 #include "gpuhash.h"
 
@@ -120,6 +121,22 @@ typedef struct GhSvcShared
 	uint64		xarea_owner;
 	uint64		xarea_tokens;	/* the last token given */
 	bool		xarea_dirty;
+
+	/*
+	 * The service's state for gpuhash_stat_service (monitor.c), written by
+	 * the service process alone: how many of its processes became ready,
+	 * whether one stopped for good, the tables it holds now and their
+	 * memory (a table's views counted once), and the last failure it
+	 * answered a backend with, under state_mutex.
+	 */
+	uint32		starts;
+	bool		stopped;
+	TimestampTz started_at;
+	pg_atomic_uint32 tables_held;
+	pg_atomic_uint64 table_bytes;
+	slock_t		state_mutex;
+	TimestampTz last_error_at;
+	char		last_error[256];
 	int			nslots;
 	GhSvcSlot	slots[FLEXIBLE_ARRAY_MEMBER];
 } GhSvcShared;

@@ -175,6 +175,7 @@ static void svc_reap(void);
 static void svc_shutdown(int code, Datum arg);
 static void svc_open_device(void);
 static void svc_refuse_stale(void);
+static void svc_publish_state(void);
 
 /*
  * The service's tables (hashtable.h): memory of its own, kept across
@@ -200,6 +201,42 @@ svc_set_error(GhSvcSlot *slot, gh_status st, const gh_error *err, const char *wh
 	strlcpy(slot->err_name, err && err->cuda_name ? err->cuda_name : "", sizeof(slot->err_name));
 	strlcpy(slot->err_where, err && err->where ? err->where : where, sizeof(slot->err_where));
 	strlcpy(slot->err_text, err && err->cuda_string ? err->cuda_string : "", sizeof(slot->err_text));
+
+	/* the last failure, for gpuhash_stat_service */
+	SpinLockAcquire(&gh_svc->state_mutex);
+	snprintf(gh_svc->last_error, sizeof(gh_svc->last_error), "%s failed with %s%s%s",
+			 slot->err_where, slot->err_name[0] ? slot->err_name : "an error",
+			 slot->err_text[0] ? ": " : "", slot->err_text);
+	gh_svc->last_error_at = GetCurrentTimestamp();
+	SpinLockRelease(&gh_svc->state_mutex);
+}
+
+/*
+ * svc_publish_state counts, for gpuhash_stat_service, the tables the
+ * service holds and their memory, each table's memory once however many
+ * views share it.
+ */
+static void
+svc_publish_state(void)
+{
+	uint32		n = 0;
+	uint64		bytes = 0;
+
+	for (int i = 0; i < svc_ntables; i++)
+	{
+		bool		seen = false;
+
+		if (!svc_tables[i].used)
+			continue;
+		n++;
+		for (int k = 0; k < i && !seen; k++)
+			seen = svc_tables[k].used && svc_tables[k].table.mem != NULL &&
+				svc_tables[k].table.mem == svc_tables[i].table.mem;
+		if (!seen)
+			bytes += svc_tables[i].table.mem_bytes;
+	}
+	pg_atomic_write_u32(&gh_svc->tables_held, n);
+	pg_atomic_write_u64(&gh_svc->table_bytes, bytes);
 }
 
 /*
@@ -925,6 +962,8 @@ svc_shutdown(int code, Datum arg)
 	{
 		gh_svc->service_pid = 0;
 		gh_svc->service_latch = NULL;
+		pg_atomic_write_u32(&gh_svc->tables_held, 0);
+		pg_atomic_write_u64(&gh_svc->table_bytes, 0);
 	}
 }
 
@@ -969,6 +1008,7 @@ svc_open_device(void)
 				(errmsg("gpuhash GPU service found no usable GPU and stops"),
 				 err.status == GH_ERR_NO_DEVICE ? gh_errdetail_no_gpu(&err) :
 				 errdetail("%s failed with %s.", where, name)));
+		gh_svc->stopped = true;
 		proc_exit(0);
 	}
 	ereport(LOG,
@@ -1029,6 +1069,8 @@ gpuhash_service_main(Datum arg)
 	gh_svc->service_latch = MyLatch;
 	pg_write_barrier();
 	gh_svc->service_pid = MyProcPid;
+	gh_svc->starts++;
+	gh_svc->started_at = GetCurrentTimestamp();
 	ereport(LOG,
 			(errmsg("gpuhash GPU service ready, building tables on the %s",
 					gh_svc->on_gpu ? "GPU" : "CPU twin")));
@@ -1045,7 +1087,10 @@ gpuhash_service_main(Datum arg)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 		if (svc_serve_all())
+		{
+			svc_publish_state();
 			continue;
+		}
 		rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 					   1000L, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
@@ -1053,6 +1098,7 @@ gpuhash_service_main(Datum arg)
 		{
 			svc_reap();
 			svc_xarea_idle();
+			svc_publish_state();
 		}
 	}
 }
