@@ -2,7 +2,8 @@
 -- installation of the current version (gpuhash--X.sql, the full script):
 -- the same member objects, and for each function its signature, result,
 -- kind, volatility, strictness, parallel safety, security, cost, rows,
--- symbol, privileges and comment.  The comparison can fail: a privilege
+-- symbol, privileges and comment, and for each view its definition and
+-- privileges.  The comparison can fail: a privilege
 -- taken away after an update (what an update script that forgot a GRANT
 -- leaves) shows as a difference.
 SET client_min_messages = warning;
@@ -18,7 +19,11 @@ LANGUAGE sql AS $$
      AND d.refclassid = 'pg_extension'::regclass
      AND d.classid = 'pg_proc'::regclass AND d.deptype = 'e'
   UNION ALL
-  SELECT pg_describe_object(d.classid, d.objid, d.objsubid), ''
+  SELECT pg_describe_object(d.classid, d.objid, d.objsubid),
+         CASE WHEN d.classid = 'pg_class'::regclass
+              THEN (SELECT concat_ws(' | ', c.relkind, c.relacl::text, pg_get_viewdef(c.oid))
+                      FROM pg_class c WHERE c.oid = d.objid)
+              ELSE '' END
     FROM pg_depend d
    WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'gpuhash')
      AND d.refclassid = 'pg_extension'::regclass
@@ -65,6 +70,11 @@ SELECT gh_ext_upgrade_from(version)
 REVOKE EXECUTE ON FUNCTION gpuhash_device_reservations() FROM pg_read_all_stats;
 SELECT side, obj FROM gh_ext_diff() ORDER BY 1;
 GRANT EXECUTE ON FUNCTION gpuhash_device_reservations() TO pg_read_all_stats;
+SELECT count(*) AS differences_after_grant FROM gh_ext_diff();
+-- and a view's
+REVOKE SELECT ON gpuhash_stat_database FROM pg_read_all_stats;
+SELECT side, obj FROM gh_ext_diff() ORDER BY 1;
+GRANT SELECT ON gpuhash_stat_database TO pg_read_all_stats;
 SELECT count(*) AS differences_after_grant FROM gh_ext_diff();
 
 -- and a new installation again for the suites after this one

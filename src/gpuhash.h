@@ -190,6 +190,7 @@ extern bool gh_plan_walk_stmt(struct PlannedStmt *stmt, gh_plan_walker walker,
 /* cumulative statistics and the fallbacks' LOG lines (monitor.c) */
 extern void gpuhash_init_monitor(void);
 extern void gh_mon_copied(bool to_device, uint64 bytes);
+extern void gh_mon_flush(void);
 extern void gh_mon_fallback(GhPlanKind op, GhFallback why);
 extern void gh_mon_run(GhPlanKind op, GhTarget target, GhFallback why,
 					   double device_ms, uint64 spilled);

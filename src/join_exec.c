@@ -691,7 +691,7 @@ ghj_publish(GhjState *s)
  * ghj_count_run counts the join's run in the statistics (monitor.c), once
  * for all its participants: the leader counts it, with the workers' device
  * time, batches and fallbacks as they published them; a worker counts
- * nothing (its copies reach the statistics as it exits).  A join that never
+ * only its copies.  A join that never
  * built a table (EXPLAIN without ANALYZE, a LIMIT reached first) is not
  * counted.
  */
@@ -708,7 +708,10 @@ ghj_count_run(GhjState *s)
 	uint64		spilled = 0;
 
 	if (IsParallelWorker())
+	{
+		gh_mon_flush();
 		return;
+	}
 	for (int w = 0; s->shared_copy && w < s->shared_copy->nworkers; w++)
 	{
 		GhjStats   *st = &s->shared_copy->stats[w];

@@ -137,7 +137,6 @@ static void mon_shmem_startup(void);
 static void mon_entry_init(GhMonEntry *e, Oid datid);
 static void mon_entry_zero(GhMonEntry *e);
 static GhMonEntry *mon_entry(void);
-static void mon_flush(void);
 static void mon_exit(int code, Datum arg);
 static Datum mon_timestamp(uint64 t, bool *isnull);
 
@@ -266,9 +265,12 @@ gh_mon_copied(bool to_device, uint64 bytes)
 	}
 }
 
-/* mon_flush adds the copies noted so far to the database's counters. */
-static void
-mon_flush(void)
+/*
+ * gh_mon_flush adds the copies noted so far to the database's counters: at
+ * the end of a run, as a parallel worker's part of a run ends, and at exit.
+ */
+void
+gh_mon_flush(void)
 {
 	GhMonEntry *e;
 
@@ -287,7 +289,7 @@ mon_flush(void)
 static void
 mon_exit(int code, Datum arg)
 {
-	mon_flush();
+	gh_mon_flush();
 }
 
 /*
@@ -346,7 +348,7 @@ gh_mon_run(GhPlanKind op, GhTarget target, GhFallback why, double device_ms,
 		pg_atomic_fetch_add_u64(&e->device_us[op], (uint64) (device_ms * 1000.0));
 	if (spilled > 0)
 		pg_atomic_fetch_add_u64(&e->spilled[op], spilled);
-	mon_flush();
+	gh_mon_flush();
 }
 
 /* mon_timestamp is t (a TimestampTz, 0: none) as a Datum. */
@@ -370,7 +372,7 @@ gpuhash_stat_database(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	int			n = gh_mon ? GH_MON_DATABASES + 1 : 1;
 
-	mon_flush();
+	gh_mon_flush();
 	InitMaterializedSRF(fcinfo, 0);
 	for (int i = 0; i < n; i++)
 	{
@@ -533,7 +535,7 @@ gpuhash_stat_reset(PG_FUNCTION_ARGS)
 {
 	GhMonEntry *e;
 
-	mon_flush();
+	gh_mon_flush();
 	if (gh_mon == NULL)
 	{
 		if ((e = mon_entry()) != NULL)
