@@ -314,8 +314,12 @@ gh_mon_fallback(GhPlanKind op, GhFallback why)
 	ereport(first ? LOG : DEBUG1,
 			(errmsg("%s ran on the CPU twin instead of the GPU: %s",
 					op_names[op], fallback_text[why].why),
+			 gh_mon ?
 			 errdetail("Fallbacks are counted in gpuhash_stat_fallbacks as \"%s\"; "
 					   "this one is logged once per database until gpuhash_stat_reset().",
+					   fallback_text[why].name) :
+			 errdetail("Fallbacks are counted in gpuhash_stat_fallbacks as \"%s\"; "
+					   "without shared_preload_libraries, once per session.",
 					   fallback_text[why].name),
 			 errhint("%s", fallback_text[why].hint)));
 }

@@ -20,7 +20,8 @@
 # pg_prove in a throwaway cluster; the TAP tests on PostgreSQL's own
 # framework (test/t, PostgreSQL::Test::Cluster, run with prove as the
 # cluster user: gh_prove in test/lib.sh), each starting clusters of its own:
-# the GPU service (001_service.pl, part "service"), memory within work_mem
+# the GPU service (001_service.pl, part "service"), the statistics views
+# (007_monitoring.pl, part "service" too), memory within work_mem
 # (002_memory.pl, 003_memory_agg.pl, part "memory"), the device scan on a
 # hot standby (006_standby.pl, part "standby"), a driver or GPU the build
 # cannot serve (007_gpu_refusal.pl, part "refusal") and the robustness suite
@@ -226,6 +227,11 @@ fi
 note "the GPU service (gpuhash.gpu_service = on, device = $device: test/t/001_service.pl)"
 if part service; then
 run_prove service test/t/001_service.pl
+fi
+
+note "the statistics views: fallbacks' LOG lines, the service's state, no preloading (device = $device: test/t/007_monitoring.pl)"
+if part service; then
+run_prove monitoring test/t/007_monitoring.pl
 fi
 
 note "memory within work_mem * hash_mem_multiplier (device = $device: test/t/002_memory.pl)"
