@@ -98,18 +98,26 @@ static const struct
 	const char *hint;
 }			fallback_text[GH_FB_KINDS] = {
 	[GH_FB_NONE] = {"none", NULL, NULL},
-	[GH_FB_NO_GPU] = {"no_gpu",
+	[GH_FB_NO_GPU] = {
+		"no_gpu",
 		"gpuhash.device is \"auto\" and this process found no usable GPU",
-	"Check the GPU and its driver, or set gpuhash.device to \"cpu\" where no GPU is meant to be used."},
-	[GH_FB_CONTEXT_BUDGET] = {"context_budget",
+		"Check the GPU and its driver, or set gpuhash.device to \"cpu\" where no GPU is meant to be used."
+	},
+	[GH_FB_CONTEXT_BUDGET] = {
+		"context_budget",
 		"gpuhash.server_device_memory had no room for this process's CUDA context",
-	"Raise gpuhash.server_device_memory or gpuhash.device_memory_wait, or run fewer GPU queries at once."},
-	[GH_FB_TABLE_LIMIT] = {"table_limit",
+		"Raise gpuhash.server_device_memory or gpuhash.device_memory_wait, or run fewer GPU queries at once."
+	},
+	[GH_FB_TABLE_LIMIT] = {
+		"table_limit",
 		"the hash table was larger than gpuhash.device_memory_limit or gpuhash.server_device_memory allows",
-	"Raise gpuhash.device_memory_limit or gpuhash.server_device_memory, or ANALYZE the tables so that the join is planned in batches that fit."},
-	[GH_FB_DEVICE_MEMORY] = {"device_memory",
+		"Raise gpuhash.device_memory_limit or gpuhash.server_device_memory, or ANALYZE the tables so that the join is planned in batches that fit."
+	},
+	[GH_FB_DEVICE_MEMORY] = {
+		"device_memory",
 		"the GPU, or gpuhash.server_device_memory, had no room for the hash table at the time",
-	"Other work held the device memory; see gpuhash_device_reservations() and gpuhash_device_budget()."},
+		"See gpuhash_device_reservations() and gpuhash_device_budget() for the work that held the device memory."
+	},
 	[GH_FB_CONTEXT_NOT_READY] = {"context_not_ready", NULL, NULL},
 };
 
