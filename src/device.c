@@ -123,6 +123,12 @@ gpuhash_init_device(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	/*
+	 * A postmaster setting can be defined only while the library is
+	 * preloaded; loaded later (LOAD, CREATE EXTENSION) it would be a FATAL
+	 * error, so then the configuration's value is read as a reloadable one,
+	 * which each backend takes at its first use of the GPU.
+	 */
 	DefineCustomIntVariable("gpuhash.cuda_device",
 							"Chooses the GPU the server uses, by its CUDA device ordinal.",
 							"Every backend and the GPU service use this one GPU; "
@@ -130,7 +136,8 @@ gpuhash_init_device(void)
 							"in the server's environment leaves visible.",
 							&gpuhash_cuda_device,
 							0, 0, 1023,
-							PGC_POSTMASTER,
+							process_shared_preload_libraries_in_progress ?
+							PGC_POSTMASTER : PGC_SIGHUP,
 							0,
 							NULL, NULL, NULL);
 
