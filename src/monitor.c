@@ -15,8 +15,10 @@
  * zeroes every counter and frees the entries of databases dropped since.
  *
  * What counts as a run: one execution of a GpuHashJoin or GpuHashAgg node,
- * from executor start to end, its rescans included, and one call of
- * gpuhash_aggregate(); a run that ends in an ERROR is not counted.  A run is
+ * from executor start to end, its rescans included (an aggregate counts
+ * each pass of its engine over the input: a rescan that reads the input
+ * again is another run), and one call of gpuhash_aggregate(); a run that
+ * ends in an ERROR is not counted.  A run is
  * on the GPU, on the CPU twin (gpuhash.device = cpu, or a GPU service that
  * builds on the twin) or fallen back: it was to use the GPU and some of it
  * ran on the twin instead, for the first reason GhFallback names.  The
