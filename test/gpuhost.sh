@@ -23,7 +23,7 @@
 #
 #   archcheck: test/arch_check.sh, a GPU this build has no device code for.
 #   oldarch: the multimap's CUDA test as compute_80 PTX (the path below sm_90).
-#   refusal: test/t/007_gpu_refusal.pl on a host with a driver.
+#   refusal: test/t/008_gpu_refusal.pl on a host with a driver.
 #   aggbench: bench/agg/run.sh (AGGBENCH_ROWS, AGGBENCH_GROUPS, AGGBENCH_CONFIGS).
 #   scanbench: bench/scan/run.sh (SCANBENCH_ROWS): the device scan's speed.
 #
@@ -155,8 +155,8 @@ run_step() {
       cuobjdump --list-ptx /tmp/gh-oldarch/test_multimap_gpu 2>&1 | head -3
       grep -E '^(not ok|# )' "$out/oldarch.tap" | head; tail -3 "$out/oldarch.tap" ;;
     refusal)
-      # test/t/007_gpu_refusal.pl with a real driver beside the emulation
-      GPUHASH_TEST_DEVICE=gpu gh_prove /tmp/gh-refusal test/t/007_gpu_refusal.pl >"$out/refusal.tap" 2>&1 || rc=1
+      # test/t/008_gpu_refusal.pl with a real driver beside the emulation
+      GPUHASH_TEST_DEVICE=gpu gh_prove /tmp/gh-refusal test/t/008_gpu_refusal.pl >"$out/refusal.tap" 2>&1 || rc=1
       grep -E '^(not ok|#)' "$out/refusal.tap" | head -20; tail -3 "$out/refusal.tap" ;;
     archcheck)
       # test/arch_check.sh: a build for an architecture above the GPU's

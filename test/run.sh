@@ -24,7 +24,7 @@
 # (007_monitoring.pl, part "service" too), memory within work_mem
 # (002_memory.pl, 003_memory_agg.pl, part "memory"), the device scan on a
 # hot standby (006_standby.pl, part "standby"), a driver or GPU the build
-# cannot serve (007_gpu_refusal.pl, part "refusal") and the robustness suite
+# cannot serve (008_gpu_refusal.pl, part "refusal") and the robustness suite
 # (004_robust.pl: cancels, kills, injected failures, pgbench, sqlsmith); the
 # differential fuzzer (test/fuzz: random queries against native, about 2
 # minutes); a backend's GPU work in single-user mode
@@ -249,9 +249,9 @@ if part standby; then
 run_prove standby test/t/006_standby.pl
 fi
 
-note "a driver or GPU this build cannot serve, emulated (test/t/007_gpu_refusal.pl)"
+note "a driver or GPU this build cannot serve, emulated (test/t/008_gpu_refusal.pl)"
 if part refusal; then
-run_prove refusal test/t/007_gpu_refusal.pl
+run_prove refusal test/t/008_gpu_refusal.pl
 fi
 
 note "differential fuzzer against native, seed 1 and one from the clock (device = $device: test/fuzz/run.sh)"

@@ -1,4 +1,4 @@
-# test/t/007_gpu_refusal.pl - a GPU or driver this build cannot serve, on
+# test/t/008_gpu_refusal.pl - a GPU or driver this build cannot serve, on
 # any host (issue 38).
 #
 # cuda/device.cu refuses, before any context exists, a driver older than the
