@@ -24,6 +24,7 @@
 #   archcheck: test/arch_check.sh, a GPU this build has no device code for.
 #   oldarch: the multimap's CUDA test as compute_80 PTX (the path below sm_90).
 #   refusal: test/t/008_gpu_refusal.pl on a host with a driver.
+#   prove:NNN: the TAP test test/t/NNN_*.pl with device = gpu.
 #   aggbench: bench/agg/run.sh (AGGBENCH_ROWS, AGGBENCH_GROUPS, AGGBENCH_CONFIGS).
 #   scanbench: bench/scan/run.sh (SCANBENCH_ROWS): the device scan's speed.
 #
@@ -158,6 +159,12 @@ run_step() {
       # test/t/008_gpu_refusal.pl with a real driver beside the emulation
       GPUHASH_TEST_DEVICE=gpu gh_prove /tmp/gh-refusal test/t/008_gpu_refusal.pl >"$out/refusal.tap" 2>&1 || rc=1
       grep -E '^(not ok|#)' "$out/refusal.tap" | head -20; tail -3 "$out/refusal.tap" ;;
+    prove:*)
+      # one TAP test of test/t by its number, e.g. prove:007, device = gpu
+      local t=(test/t/"${step#prove:}"_*.pl)
+      GPUHASH_TAP_DEADLINE=${PROVE_SECONDS:-300} GPUHASH_TEST_DEVICE=gpu \
+        gh_prove "/tmp/gh-$step" "${t[0]}" >"$out/${step/:/-}.tap" 2>&1 || rc=1
+      grep -E '^(not ok|#)' "$out/${step/:/-}.tap" | head -20; tail -3 "$out/${step/:/-}.tap" ;;
     archcheck)
       # test/arch_check.sh: a build for an architecture above the GPU's
       # (ARCH_CHECK_CC) leaves plans alone, with one LOG line and a HINT
