@@ -46,11 +46,13 @@ for my $db ('mon_a', 'mon_b')
 		'CREATE EXTENSION gpuhash',
 		'CREATE TABLE o AS SELECT g AS id, g % 4000 AS k FROM generate_series(1, 50000) g',
 		'CREATE TABLE i AS SELECT g AS k, g * 3 AS v FROM generate_series(0, 99999) g',
-		'ANALYZE o, i');
+		# two keys of 50000 rows: no batching splits its table below 1MB
+		'CREATE TABLE s AS SELECT g % 2 AS k, g AS v FROM generate_series(1, 100000) g',
+		'ANALYZE o, i, s');
 }
 my $native = psql_q($node, { db => 'mon_a' },
 	'SET gpuhash.enabled = off',
-	'SELECT count(*), sum(i.v) FROM o JOIN i ON o.k = i.k');
+	'SELECT count(*), sum(i.v) FROM o JOIN s i ON o.k = i.k');
 
 # fall_back(DB, N): one session that plans the join, then executes it N
 # times with its table past the limit; returns the rows of the last run
@@ -64,7 +66,7 @@ sub fall_back
 		"LOAD 'gpuhash'",
 		'SET gpuhash.force_join = on',
 		'SET gpuhash.budget_cpu_twin = on',
-		'PREPARE p AS SELECT count(*), sum(i.v) FROM o JOIN i ON o.k = i.k',
+		'PREPARE p AS SELECT count(*), sum(i.v) FROM o JOIN s i ON o.k = i.k',
 		'EXECUTE p',
 		'SET gpuhash.device_memory_limit = 1',
 		('EXECUTE p') x $n);
@@ -169,7 +171,8 @@ psql_q(
 	'CREATE EXTENSION gpuhash',
 	'CREATE TABLE o AS SELECT g AS id, g % 4000 AS k FROM generate_series(1, 50000) g',
 	'CREATE TABLE i AS SELECT g AS k, g * 3 AS v FROM generate_series(0, 99999) g',
-	'ANALYZE o, i');
+	'CREATE TABLE s AS SELECT g % 2 AS k, g AS v FROM generate_series(1, 100000) g',
+	'ANALYZE o, i, s');
 $offset = -s $plain->logfile;
 my $own = psql_q(
 	$plain,
