@@ -745,6 +745,8 @@ ghj_end(CustomScanState *node)
 	ghj_count_run(s);
 	ghj_release(s);
 	ghj_shared_end(s);
+	/* the copies releasing made count now, before a worker reports done */
+	gh_mon_flush();
 	ExecEndNode(s->outer_ps);
 	ExecEndNode(s->inner_ps);
 }
