@@ -11,13 +11,15 @@
 #   packaging/build-deb.sh --head   the committed tree (git archive HEAD)
 #   packaging/build-deb.sh --out DIR
 #
-# CUDA is taken from the environment, as debian/rules says: NVCC, else nvcc
-# on PATH, else $CUDA_HOME/bin/nvcc (CUDA_HOME defaults to /usr/local/cuda);
-# with no nvcc the package is built CPU-only.  GPUHASH_CUDA=yes makes a
-# missing nvcc an error, GPUHASH_CUDA=no builds CPU-only all the same.  The
-# build dependencies (debian/control's Build-Depends) are installed with
-# apt-get build-dep when missing, as root; otherwise it names them and stops.
-# GPUHASH_DEB_JOBS: parallel make jobs (default: the number of CPUs).
+# CUDA is taken from the environment, as debian/rules says: NVCC, else
+# $CUDA_HOME/bin/nvcc when CUDA_HOME is set, else nvcc on PATH or in
+# /usr/local/cuda; with no nvcc the package is built CPU-only (the
+# package's Gpuhash-Build field, printed at the end, says which).
+# GPUHASH_CUDA=yes makes a missing nvcc an error, GPUHASH_CUDA=no builds
+# CPU-only all the same.  The build dependencies (debian/control's
+# Build-Depends) are installed with apt-get build-dep when missing, as root;
+# otherwise it names them and stops.  GPUHASH_DEB_JOBS: parallel make jobs
+# (default: the number of CPUs).
 set -uo pipefail
 
 usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
@@ -89,11 +91,6 @@ if ! (cd "$tsrc" && dpkg-checkbuilddeps) 2>"$work/builddeps"; then
   fi
 fi
 
-if [ -n "${NVCC:-}" ] || command -v nvcc >/dev/null || [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ]; then
-  [ "${GPUHASH_CUDA:-}" = no ] && say "CPU-only (GPUHASH_CUDA=no)" || say "with GPU code (nvcc found; slow)"
-else
-  say "CPU-only: no nvcc (set NVCC or CUDA_HOME for a build with GPU code)"
-fi
 jobs=${GPUHASH_DEB_JOBS:-$(nproc 2>/dev/null || echo 1)}
 log=$out/build.log
 say "dpkg-buildpackage -b -us -uc -j$jobs (log: $log)"
