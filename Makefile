@@ -8,6 +8,9 @@
 #   make coverage                 test/run.sh on a build with gcov counters
 #                                 (GPUHASH_COVERAGE=1), then an lcov report of
 #                                 src/ and the CPU twin in coverage/
+#   make deb                      the Debian package postgresql-15-gpuhash
+#                                 (debian/, pg_buildext) in dist/:
+#                                 packaging/build-deb.sh
 #
 # src/*.c and the plain C parts of cuda/ go through PGXS; cuda/*.cu go through
 # nvcc for every GPU architecture of GPUHASH_CUDA_ARCHS plus PTX, and the CUDA runtime is linked statically
@@ -121,3 +124,10 @@ $(C_SRCS:.c=.o): $(wildcard src/*.h cuda/*.h)
 COVERAGE_ARGS ?=
 coverage:
 	bash test/coverage.sh $(COVERAGE_ARGS)
+
+# make deb [DEB_ARGS="--head --out DIR"]: see packaging/build-deb.sh
+DEB_ARGS ?=
+deb:
+	bash packaging/build-deb.sh $(DEB_ARGS)
+
+.PHONY: coverage deb

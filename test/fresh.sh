@@ -1,6 +1,6 @@
 #!/bin/bash
-# test/fresh.sh [--no-cache] [--worktree] [--separate] - proves that the
-# README's two commands, `./demo.sh` and `test/run.sh`, work on a fresh
+# test/fresh.sh [--no-cache] [--worktree] [--separate] [--deb] - proves that
+# the README's two commands, `./demo.sh` and `test/run.sh`, work on a fresh
 # Debian 12 machine: it bootstraps a Debian 12 (bookworm) root with
 # debootstrap, installs in it only what a new machine of this kind ships,
 # copies the project into /root/gpuhash and runs the two commands there as
@@ -16,6 +16,11 @@
 #                              needs too
 #   test/fresh.sh --no-cache   bootstrap afresh, neither reading nor writing
 #                              the cached image
+#   test/fresh.sh --deb        the Debian package instead: build it on this
+#                              host (packaging/build-deb.sh), install it in a
+#                              pristine root and test the installed files
+#                              there (test/deb_check.sh); with --worktree, of
+#                              the working tree
 #
 # What a fresh machine of this kind is: Debian 12 with PostgreSQL 15's server
 # and libpq-dev (so pg_config is on PATH) and a C toolchain, but without the
@@ -54,22 +59,39 @@
 # left in the root, unmounts, checks with findmnt that nothing is mounted
 # below the root and only then removes it.
 #
+# --deb proves that the Debian package works on such a machine without the
+# project's sources: packaging/build-deb.sh builds postgresql-15-gpuhash on
+# this host (outside the root; with GPU code where nvcc is found, as on a
+# build host), and the pristine root receives only the .deb and the tests
+# (sql/, expected/, test/schedule, test/regress.conf, test/isolation/,
+# test/deb_check.sh) in /root/gpuhash, where test/deb_check.sh installs the
+# package with apt-get, checks that the library is the package's, starts a
+# server with it preloaded, and runs the pg_regress suites and isolation
+# specs against it with PGXS's pg_regress (postgresql-server-dev-15, which it
+# installs for that alone).  It ends with deb_check.sh's "N passed, N failed",
+# the package's build counted as one more.  GPUHASH_FRESH_DEB=FILE tests
+# that package instead of building one.
+#
 # Logs go to $GPUHASH_FRESH_LOGDIR (default: a new /tmp/gpuhash-fresh-logs.*):
-# image.log, demo.log, run.log and test-logs/ (test/run.sh's own logs).
+# image.log, demo.log, run.log and test-logs/ (test/run.sh's own logs);
+# with --deb, deb-build.log (packaging/build-deb.sh), deb/ (the package and
+# dpkg-buildpackage's log) and deb.log (test/deb_check.sh).
 # GPUHASH_FRESH_MIRROR overrides the mirror read from the host's apt sources.
 #
 # On a 2-core machine: about 5 minutes with the image cached (the demo, then
 # the whole test suite), a minute more to bootstrap the image; --no-cache
-# --separate (two bootstraps) about 8.
+# --separate (two bootstraps) about 8; --deb about 11 (4 of them nvcc, for
+# the Makefile's eight GPU architectures).
 set -uo pipefail
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
-use_cache=1 tree=head separate=0
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+use_cache=1 tree=head separate=0 deb=0
 while [ $# -gt 0 ]; do
   case $1 in
     --no-cache) use_cache=0 ;;
     --worktree) tree=worktree ;;
     --separate) separate=1 ;;
+    --deb) deb=1 ;;
     -h|--help) usage ;;
     *) echo "unknown argument: $1" >&2; usage ;;
   esac
@@ -321,14 +343,15 @@ new_root() {
   fi
 }
 
-# copy_project ROOT: the project's tree into ROOT/root/gpuhash
+# copy_project ROOT [PATH...]: the project's tree, or only these of its
+# files and folders, into ROOT/root/gpuhash
 copy_project() {
-  local r=$1
+  local r=$1; shift
   mkdir -p "$r/root/gpuhash"
   if [ "$tree" = head ]; then
-    git -C "$src" archive --format=tar HEAD | tar -C "$r/root/gpuhash" -xf -
+    git -C "$src" archive --format=tar HEAD -- "$@" | tar -C "$r/root/gpuhash" -xf -
   else
-    (cd "$src" && git ls-files -z --cached --others --exclude-standard \
+    (cd "$src" && git ls-files -z --cached --others --exclude-standard -- "$@" \
       | while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done \
       | tar --null -T - -cf -) | tar -C "$r/root/gpuhash" -xf -
   fi
@@ -376,6 +399,61 @@ if [ "$use_cache" = 1 ]; then
     remove_root "$BUILT_DIR"
     say "image: $image ($(du -h "$image" | cut -f1), made in $(mmss $((SECONDS - t0))))"
   fi
+fi
+
+# --deb: the package built here, installed and tested in a pristine root
+if [ "$deb" = 1 ]; then
+  debdir=$logdir/deb build_args=(--out "$logdir/deb")
+  [ "$tree" = head ] && build_args+=(--head)
+  start=$SECONDS
+  if [ -n "${GPUHASH_FRESH_DEB:-}" ]; then
+    say "the package: $GPUHASH_FRESH_DEB (GPUHASH_FRESH_DEB; not built here)"
+    mkdir -p "$debdir" && cp "$GPUHASH_FRESH_DEB" "$debdir/"
+    build_rc=$?
+  else
+    say "building the package on this host: packaging/build-deb.sh ${build_args[*]} (log: $logdir/deb-build.log)"
+    "$src/packaging/build-deb.sh" "${build_args[@]}" >"$logdir/deb-build.log" 2>&1
+    build_rc=$?
+    sed 's/^/   | /' "$logdir/deb-build.log" | tail -n 15
+  fi
+  build_time=$((SECONDS - start))
+  shopt -s nullglob
+  debs=("$debdir"/postgresql-15-gpuhash_*.deb)
+  shopt -u nullglob
+  if [ "$build_rc" -ne 0 ] || [ ${#debs[@]} -ne 1 ]; then
+    echo
+    echo "packaging/build-deb.sh: FAILED (exit $build_rc, ${#debs[@]} packages) in $(mmss "$build_time")"
+    echo "logs: $logdir; wall time $(mmss $((SECONDS - t0)))"
+    echo "0 passed, 1 failed"
+    exit 1
+  fi
+  new_root || die "could not make a root (log: $logdir/image.log)"
+  root_dir=$ROOT_DIR r=$root_dir/root
+  say "fresh root: $r"
+  setup_net "$r"
+  copy_project "$r" sql expected test/schedule test/regress.conf test/isolation test/deb_check.sh
+  mkdir -p "$r/root/deb" && cp "${debs[0]}" "$r/root/deb/"
+  mount_root "$r" || die "could not mount /proc, /dev in $r"
+  deb_rc=1 deb_time=0
+  run_cmd "$r" deb "bash test/deb_check.sh /root/deb/$(basename "${debs[0]}")"
+  counts=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$logdir/deb.log" | tail -1)
+  say "removing $root_dir"
+  stop_root_procs "$r"; unmount_all; remove_root "$root_dir"
+  passed=0 failed=0
+  [ -z "${GPUHASH_FRESH_DEB:-}" ] && passed=1
+  if [ -n "$counts" ]; then
+    passed=$((passed + $(echo "$counts" | cut -d' ' -f1)))
+    failed=$((failed + $(echo "$counts" | cut -d' ' -f3)))
+  fi
+  # a check script that failed without counting it: one more failure
+  [ "$deb_rc" -ne 0 ] && [ "$failed" -eq 0 ] && failed=1
+  echo
+  echo "the package: $( [ -z "${GPUHASH_FRESH_DEB:-}" ] && echo "built in $(mmss "$build_time")" || echo given): $(basename "${debs[0]}"), Gpuhash-Build: $(dpkg-deb -f "${debs[0]}" Gpuhash-Build)"
+  echo "test/deb_check.sh: $( [ "$deb_rc" -eq 0 ] && echo ok || echo "FAILED (exit $deb_rc)") in $(mmss "$deb_time"): ${counts:-no count line}"
+  echo "logs: $logdir; wall time $(mmss $((SECONDS - t0)))"
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  exit
 fi
 
 demo_rc=1 run_rc=1 demo_time=0 run_time=0
