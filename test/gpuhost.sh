@@ -25,6 +25,7 @@
 #   oldarch: the multimap's CUDA test as compute_80 PTX (the path below sm_90).
 #   refusal: test/t/008_gpu_refusal.pl on a host with a driver.
 #   prove:NNN: the TAP test test/t/NNN_*.pl with device = gpu.
+#   h2o: bench/h2o/run.sh $H2O_ARGS, the H2O-shaped group-bys and joins.
 #   aggbench: bench/agg/run.sh (AGGBENCH_ROWS, AGGBENCH_GROUPS, AGGBENCH_CONFIGS).
 #   scanbench: bench/scan/run.sh (SCANBENCH_ROWS): the device scan's speed.
 #
@@ -165,6 +166,11 @@ run_step() {
       GPUHASH_TAP_DEADLINE=${PROVE_SECONDS:-300} GPUHASH_TEST_DEVICE=gpu \
         gh_prove "/tmp/gh-$step" "${t[0]}" >"$out/${step/:/-}.tap" 2>&1 || rc=1
       grep -E '^(not ok|#)' "$out/${step/:/-}.tap" | head -20; tail -3 "$out/${step/:/-}.tap" ;;
+    h2o)
+      # bench/h2o/run.sh $H2O_ARGS (e.g. "--rows 10000000 --part groupby"),
+      # its table as it grows in $OUT/h2o.md
+      eval "bash bench/h2o/run.sh ${H2O_ARGS:-}" >"$out/h2o.md" 2>"$out/h2o.err" || rc=1
+      cat "$out/h2o.md" ;;
     archcheck)
       # test/arch_check.sh: a build for an architecture above the GPU's
       # (ARCH_CHECK_CC) leaves plans alone, with one LOG line and a HINT
