@@ -8,11 +8,17 @@
 
 GPUHASH_ROOT=${GPUHASH_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 
-# gh_install_deps: install build and test dependencies when they are missing
-# and we may (root with apt-get).  A GPU host has them from .gpuhost/ instead.
+# gh_install_deps [--build-only | --all]: install build and test dependencies
+# when they are missing and we may (root with apt-get); --all, the default,
+# is what test/run.sh needs.  --build-only (demo.sh) stops at what building,
+# installing and running the extension needs: the server, its headers and
+# PGXS, a C and C++ toolchain and make, without the test tools (pgTAP,
+# pg_prove, IPC::Run, sqlsmith, pgbench).  A GPU host has them from .gpuhost/
+# instead.
 gh_install_deps() {
   [ -n "${GPUHASH_SKIP_DEPS:-}" ] && return 0
-  local need=() incdir pkglib sharedir
+  local need=() incdir pkglib sharedir build_only=0
+  [ "${1:-}" = --build-only ] && build_only=1
   # each thing the build and the tests read, checked on its own: pg_config on
   # PATH (libpq-dev ships it) proves neither the server headers nor PGXS
   command -v pg_config >/dev/null 2>&1 || need+=(postgresql-server-dev-15)
@@ -21,6 +27,14 @@ gh_install_deps() {
   pkglib=$(pg_config --pgxs 2>/dev/null)
   [ -n "$pkglib" ] && [ -f "$pkglib" ] || need+=(postgresql-server-dev-15)
   [ -x /usr/lib/postgresql/15/bin/postgres ] || command -v postgres >/dev/null 2>&1 || need+=(postgresql-15)
+  command -v make >/dev/null 2>&1 || need+=(make)
+  command -v gcc >/dev/null 2>&1 || need+=(gcc)
+  # nvcc's host compiler
+  command -v g++ >/dev/null 2>&1 || need+=(g++)
+  if [ "$build_only" = 1 ]; then
+    gh_apt_install --build-only "${need[@]}"
+    return
+  fi
   [ -x "$(dirname "${pkglib:-/nonexistent}")/../test/regress/pg_regress" ] || need+=(postgresql-server-dev-15)
   command -v pg_prove >/dev/null 2>&1 || need+=(libtap-parser-sourcehandler-pgtap-perl)
   # the TAP tests (test/t): PostgreSQL::Test::Cluster comes with the server
@@ -28,9 +42,7 @@ gh_install_deps() {
   command -v prove >/dev/null 2>&1 || need+=(perl)
   perl -MIPC::Run -e 1 >/dev/null 2>&1 || need+=(libipc-run-perl)
   command -v sqlsmith >/dev/null 2>&1 || need+=(sqlsmith)
-  command -v make >/dev/null 2>&1 || need+=(make)
   command -v python3 >/dev/null 2>&1 || need+=(python3)
-  command -v gcc >/dev/null 2>&1 || need+=(gcc)
   command -v pgbench >/dev/null 2>&1 || [ -x /usr/lib/postgresql/15/bin/pgbench ] || need+=(postgresql-contrib)
   # make coverage (GPUHASH_COVERAGE=1) only: gcov comes with gcc, lcov apart
   if [ "${GPUHASH_COVERAGE:-}" = 1 ]; then
@@ -38,6 +50,15 @@ gh_install_deps() {
   fi
   sharedir=$(pg_config --sharedir 2>/dev/null)
   [ -n "$sharedir" ] && [ -f "$sharedir/extension/pgtap.control" ] || need+=(postgresql-15-pgtap)
+  gh_apt_install --all "${need[@]}"
+}
+
+# gh_apt_install MODE PACKAGE...: apt-get install the packages named (none:
+# does nothing), then gh_install_deps once more in the same MODE
+# (--build-only or --all) to check that they brought what it looks for
+gh_apt_install() {
+  local mode=$1; shift
+  local need=("$@")
   [ ${#need[@]} -eq 0 ] && return 0
   # shellcheck disable=SC2207
   need=($(printf '%s\n' "${need[@]}" | sort -u))
@@ -54,7 +75,7 @@ gh_install_deps() {
   # check again: a package that installed but did not bring what we look for
   GPUHASH_DEPS_RETRY=${GPUHASH_DEPS_RETRY:-0}
   if [ "$GPUHASH_DEPS_RETRY" = 0 ]; then
-    GPUHASH_DEPS_RETRY=1 gh_install_deps
+    GPUHASH_DEPS_RETRY=1 gh_install_deps "$mode"
   else
     echo "still missing after installing: ${need[*]}" >&2
     return 1
