@@ -31,9 +31,9 @@ long() {
   # 0<&0: a background job's stdin is otherwise /dev/null, and psql reads its heredoc
   "$@" 0<&0 & pid=$!
   while kill -0 "$pid" 2>/dev/null; do
-    sleep 1
+    sleep 0.2
     n=$((n + 1))
-    [ $((n % 20)) -eq 0 ] && kill -0 "$pid" 2>/dev/null && say "  ... still $msg"
+    [ $((n % 100)) -eq 0 ] && kill -0 "$pid" 2>/dev/null && say "  ... still running"
   done
   wait "$pid" || rc=$?
   us=$((${EPOCHREALTIME/[.,]/} - start))
@@ -47,7 +47,7 @@ long() {
 
 do_build() { (cd "$here" && make clean && make) >"$buildlog" 2>&1 || { tail -40 "$buildlog"; return 1; }; }
 do_install() { (cd "$here" && make install) >>"$buildlog" 2>&1 || { tail -40 "$buildlog"; return 1; }; }
-q() { gh_as_pg psql -X -v ON_ERROR_STOP=1 -d postgres "$@"; }
+q() { gh_as_pg psql -X -q -v ON_ERROR_STOP=1 -d postgres "$@"; }
 
 long "installing the build dependencies if missing (PostgreSQL 15's server headers, gcc)" \
   gh_install_deps --build-only
@@ -61,14 +61,14 @@ long "starting a throwaway cluster in $dir on port $port" \
 # gh_cluster_start exports PGHOST and PGPORT for psql, which a background job cannot
 export PGHOST=$dir PGPORT=$port PGUSER=postgres PGDATABASE=postgres
 
-long "loading $rows rows into s and $((rows / 10)) into r" q -q <<SQL
+long "loading $rows rows into s and $((rows / 10)) into r" q <<SQL
 CREATE EXTENSION gpuhash;
 CREATE TABLE r AS SELECT g AS k, g % 1000 AS v FROM generate_series(1, $rows / 10) g;
 CREATE TABLE s AS SELECT (random() * ($rows / 10))::int AS k, g AS v FROM generate_series(1, $rows) g;
 ANALYZE r; ANALYZE s;
 SQL
 
-gpus=$(q -qAt -c "SELECT count(*) FROM gpuhash_devices()")
+gpus=$(q -At -c "SELECT count(*) FROM gpuhash_devices()")
 if [ "$gpus" -gt 0 ]; then
   dev=gpu force=off costgpu=off
   say "$gpus GPU(s): gpuhash runs on the GPU and plans its nodes where its cost model says they are faster"
@@ -101,7 +101,7 @@ EXPLAIN (COSTS OFF) :query;
 :query;
 \timing off
 SQL
-native_join=$(q -qAt -c "SET gpuhash.enabled = off" -c "$join")
+native_join=$(q -At -c "SET gpuhash.enabled = off" -c "$join")
 
 say "the same join with gpuhash, on device '$dev' ($([ "$dev" = gpu ] && echo "the GPU" || echo "the CPU twin: no GPU here"))"
 q -v query="$join" <<SQL
@@ -113,7 +113,7 @@ EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) :query;
 :query;
 \\timing off
 SQL
-gpuhash_join=$(q -qAt -c "$gpuhash_on" -c "$join")
+gpuhash_join=$(q -At -c "$gpuhash_on" -c "$join")
 if [ "$native_join" = "$gpuhash_join" ]; then
   say "  the join's result is PostgreSQL's: count|sum = $gpuhash_join both ways"
 else
@@ -150,7 +150,7 @@ EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) :query;
 SQL
 
 say "checking that the GROUP BY's rows are PostgreSQL's (EXCEPT ALL both ways)"
-q -q -v query="$agg" <<SQL
+q -v query="$agg" <<SQL
 SET gpuhash.enabled = off;
 CREATE TABLE agg_native AS :query;
 $gpuhash_on
@@ -179,4 +179,5 @@ SELECT s.k % 5 AS g, count(*), sum(s.v), avg(r.v), min(r.v), max(r.v)
   FROM s JOIN r ON s.k = r.k GROUP BY 1 ORDER BY g;
 \timing off
 SQL
-say "stopping the cluster"
+long "stopping the cluster" gh_cluster_stop "$dir"
+say "demo finished"

@@ -130,14 +130,17 @@ gh_readable_copy() {
 # order, as the Makefile's REGRESS reads them
 gh_regress_suites() { sed -n 's/^test: *//p' "$GPUHASH_ROOT/test/schedule"; }
 
-# gh_free_port: a TCP port nothing listens on, from GPUHASH_PORTS ("FIRST
+# gh_free_port: a port that no server uses, from GPUHASH_PORTS ("FIRST
 # LAST", default 54320 54420: a machine shared by several runs gives each its
-# own range)
+# own range): nothing listens on it over TCP, and no Unix socket of that
+# port is bound in any directory (/proc/net/unix), since the clusters of
+# other runs listen only on sockets in their own directories
 gh_free_port() {
   local p
   # shellcheck disable=SC2086
   for p in $(seq ${GPUHASH_PORTS:-54320 54420}); do
-    if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && [ ! -e /tmp/.s.PGSQL.$p ]; then
+    if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && [ ! -e /tmp/.s.PGSQL.$p ] &&
+       ! grep -q "/\.s\.PGSQL\.$p\$" /proc/net/unix 2>/dev/null; then
       echo $p; return 0
     fi
   done
