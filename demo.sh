@@ -91,6 +91,14 @@ SQL
 gpuhash_on="SET gpuhash.enabled = on; SET gpuhash.device = $dev; SET gpuhash.force_join = $force;
 SET gpuhash.cost_as_gpu = $costgpu;"
 
+# plan_has QUERY NODE: fails the demo unless QUERY's plan with gpuhash has NODE
+plan_has() {
+  if ! q -At -c "$gpuhash_on" -c "EXPLAIN (COSTS OFF) $1" | grep -q "Custom Scan ($2)"; then
+    say "  the plan with gpuhash has no $2: gpuhash did not take this query"
+    exit 1
+  fi
+}
+
 join="SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k"
 say "the join, natively (gpuhash.enabled = off): $join"
 q -v query="$join" <<'SQL'
@@ -114,6 +122,7 @@ EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) :query;
 \\timing off
 SQL
 gpuhash_join=$(q -At -c "$gpuhash_on" -c "$join")
+plan_has "$join" GpuHashJoin
 if [ "$native_join" = "$gpuhash_join" ]; then
   say "  the join's result is PostgreSQL's: count|sum = $gpuhash_join both ways"
 else
@@ -149,6 +158,7 @@ EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) :query;
 \\timing off
 SQL
 
+plan_has "$agg" GpuHashAgg
 say "checking that the GROUP BY's rows are PostgreSQL's (EXCEPT ALL both ways)"
 q -v query="$agg" <<SQL
 SET gpuhash.enabled = off;
@@ -169,12 +179,15 @@ DO \$\$BEGIN RAISE EXCEPTION 'gpuhash''s GROUP BY rows differ from PostgreSQL''s
 SQL
 
 say "an ad-hoc GROUP BY over a join with gpuhash_aggregate(query), then the same query natively"
-q <<'SQL'
+q -v dev="$dev" <<'SQL'
+SET gpuhash.device = :'dev';
 \timing on
 SELECT * FROM gpuhash_aggregate('SELECT s.k % 5 AS g, count(*), sum(s.v), avg(r.v), min(r.v), max(r.v)
                                   FROM s JOIN r ON s.k = r.k GROUP BY 1')
          AS t(g int, n bigint, total bigint, mean numeric, lo int, hi int) ORDER BY g;
+\timing off
 SET gpuhash.enabled = off;
+\timing on
 SELECT s.k % 5 AS g, count(*), sum(s.v), avg(r.v), min(r.v), max(r.v)
   FROM s JOIN r ON s.k = r.k GROUP BY 1 ORDER BY g;
 \timing off
