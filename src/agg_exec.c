@@ -339,52 +339,46 @@ gha_rescan(CustomScanState *node)
 }
 
 /*
- * gha_explain_scan shows what the device scan did, as a scan shows its
- * buffers: pages sent (and how many of them were checked tuple by tuple on
- * the CPU), rows the device read and rows the tuple path read, and the
- * time and bytes of staging and of the device.
+ * gha_explain_scan shows what the device scan did, on one line in TEXT as a
+ * scan shows its buffers: pages sent (and how many of them were checked
+ * tuple by tuple on the CPU) in how many chunks, rows the device read and
+ * rows the tuple path read, the bytes read, and under TIMING the time of
+ * staging and of the device.
  */
 static void
 gha_explain_scan(const GhHeapScanCounts *c, bool workers, ExplainState *es)
 {
+	double		mb = (double) c->pages * BLCKSZ / (1024.0 * 1024.0);
+
 	if (es->format == EXPLAIN_FORMAT_TEXT)
 	{
 		appendStringInfoSpaces(es->str, es->indent * 2);
+		appendStringInfo(es->str, "Device Scan Pages: sent=%llu checked=%llu",
+						 (unsigned long long) c->pages,
+						 (unsigned long long) c->pages_checked);
 		if (workers)
-			appendStringInfo(es->str, "Device Scan Pages: sent=%llu checked=%llu (in workers)\n",
-							 (unsigned long long) c->pages,
-							 (unsigned long long) c->pages_checked);
+			appendStringInfoString(es->str, " (in workers)");
 		else
-			appendStringInfo(es->str, "Device Scan Pages: sent=%llu checked=%llu batches=%llu\n",
-							 (unsigned long long) c->pages,
-							 (unsigned long long) c->pages_checked,
+			appendStringInfo(es->str, " chunks=%llu",
 							 (unsigned long long) c->batches);
-		appendStringInfoSpaces(es->str, es->indent * 2);
-		appendStringInfo(es->str, "Device Scan Rows: device=%llu tuple path=%llu hidden=%llu\n",
+		appendStringInfo(es->str, "  Rows: device=%llu tuple path=%llu hidden=%llu  Read: %.1f MB",
 						 (unsigned long long) c->rows_device,
 						 (unsigned long long) c->rows_host,
-						 (unsigned long long) c->tuples_hidden);
+						 (unsigned long long) c->tuples_hidden, mb);
 		if (es->timing && workers)
-		{
-			appendStringInfoSpaces(es->str, es->indent * 2);
-			appendStringInfo(es->str, "Device Scan Time: %.3f ms summed over the workers (%.1f MB)\n",
-							 c->stage_ms,
-							 (double) c->pages * BLCKSZ / (1024.0 * 1024.0));
-		}
+			appendStringInfo(es->str, "  Time: %.3f ms summed over the workers",
+							 c->stage_ms);
 		else if (es->timing)
-		{
-			appendStringInfoSpaces(es->str, es->indent * 2);
-			appendStringInfo(es->str, "Device Scan Time: staging=%.3f ms device=%.3f ms (%.1f MB)\n",
-							 c->stage_ms, c->device_ms,
-							 (double) c->pages * BLCKSZ / (1024.0 * 1024.0));
-		}
+			appendStringInfo(es->str, "  Time: staging=%.3f ms device=%.3f ms",
+							 c->stage_ms, c->device_ms);
+		appendStringInfoChar(es->str, '\n');
 		return;
 	}
 	ExplainPropertyBool("Device Scan In Workers", workers, es);
 	ExplainPropertyUInteger("Device Scan Pages Sent", NULL, c->pages, es);
 	ExplainPropertyUInteger("Device Scan Pages Checked", NULL, c->pages_checked, es);
 	if (!workers)
-		ExplainPropertyUInteger("Device Scan Batches", NULL, c->batches, es);
+		ExplainPropertyUInteger("Device Scan Chunks", NULL, c->batches, es);
 	ExplainPropertyUInteger("Device Scan Rows", NULL, c->rows_device, es);
 	ExplainPropertyUInteger("Device Scan Tuple Path Rows", NULL, c->rows_host, es);
 	ExplainPropertyUInteger("Device Scan Tuples Hidden", NULL, c->tuples_hidden, es);
@@ -392,7 +386,8 @@ gha_explain_scan(const GhHeapScanCounts *c, bool workers, ExplainState *es)
 	if (es->timing)
 	{
 		ExplainPropertyFloat("Device Scan Staging Time", "ms", c->stage_ms, 3, es);
-		ExplainPropertyFloat("Device Scan Device Time", "ms", c->device_ms, 3, es);
+		if (!workers)
+			ExplainPropertyFloat("Device Scan Device Time", "ms", c->device_ms, 3, es);
 	}
 }
 

@@ -452,29 +452,66 @@ agg_explain(CustomScanState *node, List *ancestors, ExplainState *es)
  * (EXPLAIN ANALYZE of GpuHashAggregate and of GpuHashAgg): Memory Usage is
  * everything the budget counts, at its peak (the groups, the batch arrays
  * and a batch's copies), against Memory Budget; Group Memory and Staging
- * Memory are its two parts, each at its own peak.
+ * Memory are its two parts, each at its own peak.  TEXT groups the figures
+ * on three lines, as HashAggregate's "Batches: 1  Memory Usage: 24kB";
+ * the device's time appears only under TIMING.
  */
 void
 gh_agg_explain_memory(GhAggRun *run, ExplainState *es)
 {
 	GhAggMemory mem;
+	uint64		usage_kb;
+	uint64		group_kb;
+	uint64		staging_kb;
+	uint64		device_kb;
 
 	gh_agg_run_memory(run, &mem);
+	usage_kb = (mem.total_peak + 1023) / 1024;
+	group_kb = (mem.peak + 1023) / 1024;
+	staging_kb = (mem.staging + 1023) / 1024;
+	device_kb = (mem.device_peak + 1023) / 1024;
+	if (es->format == EXPLAIN_FORMAT_TEXT)
+	{
+		appendStringInfoSpaces(es->str, es->indent * 2);
+		appendStringInfo(es->str, "Rows In: " UINT64_FORMAT "  Groups: " UINT64_FORMAT,
+						 (uint64) mem.rows_in, (uint64) mem.groups);
+		if (es->timing)
+			appendStringInfo(es->str, "  Device Time: %.3f ms", mem.ms_device);
+		appendStringInfoChar(es->str, '\n');
+
+		appendStringInfoSpaces(es->str, es->indent * 2);
+		appendStringInfo(es->str, "Batches: " UINT64_FORMAT "  Memory Usage: " UINT64_FORMAT
+						 "kB  Disk Usage: " INT64_FORMAT "kB  Spilled Rows: " UINT64_FORMAT "\n",
+						 (uint64) mem.passes, usage_kb, (int64) mem.disk_kb,
+						 (uint64) mem.spilled_rows);
+
+		appendStringInfoSpaces(es->str, es->indent * 2);
+		appendStringInfo(es->str, "Memory Budget: " UINT64_FORMAT "kB  Group Memory: " UINT64_FORMAT
+						 "kB  Staging Memory: " UINT64_FORMAT "kB  Staging Rows: " UINT64_FORMAT,
+						 (uint64) mem.budget / 1024, group_kb, staging_kb,
+						 (uint64) mem.batch_rows);
+		if (mem.device_budget > 0)
+			appendStringInfo(es->str, "  Device Memory Usage: " UINT64_FORMAT
+							 "kB  Device Memory Budget: " UINT64_FORMAT "kB",
+							 device_kb, (uint64) mem.device_budget / 1024);
+		appendStringInfoChar(es->str, '\n');
+		return;
+	}
 	ExplainPropertyUInteger("Rows In", NULL, mem.rows_in, es);
 	ExplainPropertyUInteger("Groups", NULL, mem.groups, es);
-	/* measured per batch whatever EXPLAIN times, as GpuHashJoin's is */
-	ExplainPropertyFloat("Device Time", "ms", mem.ms_device, 3, es);
+	if (es->timing)
+		ExplainPropertyFloat("Device Time", "ms", mem.ms_device, 3, es);
 	ExplainPropertyUInteger("Batches", NULL, mem.passes, es);
-	ExplainPropertyUInteger("Memory Usage", "kB", (mem.total_peak + 1023) / 1024, es);
+	ExplainPropertyUInteger("Memory Usage", "kB", usage_kb, es);
 	ExplainPropertyInteger("Disk Usage", "kB", mem.disk_kb, es);
 	ExplainPropertyUInteger("Spilled Rows", NULL, mem.spilled_rows, es);
 	ExplainPropertyUInteger("Memory Budget", "kB", mem.budget / 1024, es);
-	ExplainPropertyUInteger("Group Memory", "kB", (mem.peak + 1023) / 1024, es);
-	ExplainPropertyUInteger("Staging Memory", "kB", (mem.staging + 1023) / 1024, es);
+	ExplainPropertyUInteger("Group Memory", "kB", group_kb, es);
+	ExplainPropertyUInteger("Staging Memory", "kB", staging_kb, es);
 	ExplainPropertyUInteger("Staging Rows", NULL, mem.batch_rows, es);
 	if (mem.device_budget > 0)
 	{
-		ExplainPropertyUInteger("Device Memory Usage", "kB", (mem.device_peak + 1023) / 1024, es);
+		ExplainPropertyUInteger("Device Memory Usage", "kB", device_kb, es);
 		ExplainPropertyUInteger("Device Memory Budget", "kB", mem.device_budget / 1024, es);
 	}
 }

@@ -51,11 +51,7 @@ static void ghj_begin(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *ghj_exec(CustomScanState *node);
 static void ghj_end(CustomScanState *node);
 static void ghj_rescan(CustomScanState *node);
-static void explain_build_phases(double load_ms, double store_ms,
-								 double table_ms, ExplainState *es);
-static void explain_probe_phases(double outer_ms, double device_ms,
-								 double order_ms, double rows_ms,
-								 ExplainState *es);
+static void explain_join_workers(GhjState *s, ExplainState *es);
 static void ghj_explain(CustomScanState *node, List *ancestors,
 						ExplainState *es);
 static Size ghj_estimate_dsm(CustomScanState *node, ParallelContext *pcxt);
@@ -899,46 +895,218 @@ jointype_name(JoinType jointype)
 }
 
 /*
- * explain_build_phases shows where a shared build's time went: reading the
- * inner side, making the store (waits for the others included), the table.
+ * GhjExplainFigures is one participant's share of the join, as EXPLAIN
+ * ANALYZE shows it for the leader and for each worker.
+ */
+typedef struct GhjExplainFigures
+{
+	GhTarget	target;
+	uint64		inner_rows;
+	uint64		chunks;			/* outer probe chunks (join_probe.c's batches) */
+	uint64		chunks_cpu;		/* of them, probed before the GPU was ready */
+	uint64		candidates;
+	uint64		matches;
+	bool		timed;			/* has a table, so a device time */
+	bool		shared_build;	/* has a shared build's phases */
+	bool		shared_table;
+	double		build_ms;
+	double		load_ms;
+	double		store_ms;
+	double		table_ms;
+	double		context_ms;
+	double		device_ms;
+	double		outer_ms;
+	double		order_ms;
+	double		rows_ms;
+} GhjExplainFigures;
+
+/*
+ * explain_text_line starts a TEXT line of figures: indented, and for a
+ * worker headed "Worker N:" as PostgreSQL heads its per-worker lines.
  */
 static void
-explain_build_phases(double load_ms, double store_ms, double table_ms,
-					 ExplainState *es)
+explain_text_line(int worker, ExplainState *es)
 {
-	if (es->format == EXPLAIN_FORMAT_TEXT)
-	{
-		appendStringInfoSpaces(es->str, es->indent * 2);
-		appendStringInfo(es->str, "Build Phases: load %.3f ms, store %.3f ms, table %.3f ms\n",
-						 load_ms, store_ms, table_ms);
-		return;
-	}
-	ExplainPropertyFloat("Build Load Time", "ms", load_ms, 3, es);
-	ExplainPropertyFloat("Build Store Time", "ms", store_ms, 3, es);
-	ExplainPropertyFloat("Build Table Time", "ms", table_ms, 3, es);
+	appendStringInfoSpaces(es->str, es->indent * 2);
+	if (worker >= 0)
+		appendStringInfo(es->str, "Worker %d:  ", worker);
 }
 
 /*
- * explain_probe_phases shows where the probe's time went: reading and
- * hashing the outer batches (the outer plan included), the device's
- * answers, ordering each batch's visits, and the batches' rows, verified
- * and emitted, with the time the plan above spends on them.
+ * explain_join_figures shows one participant's figures (worker is -1 for
+ * the leader).  TEXT groups them on a few lines, as Hash groups its
+ * Buckets, Batches and Memory Usage: where the work ran and how long it
+ * took, then the rows; the phases of the build and of the probe are
+ * VERBOSE's.  Other formats give each figure its own property.  Times
+ * appear only under TIMING, as PostgreSQL's own.
  */
 static void
-explain_probe_phases(double outer_ms, double device_ms, double order_ms,
-					 double rows_ms, ExplainState *es)
+explain_join_figures(const GhjExplainFigures *f, int worker, ExplainState *es)
 {
+	bool		phases = es->timing && es->verbose;
+
+	if (es->format == EXPLAIN_FORMAT_TEXT)
+	{
+		explain_text_line(worker, es);
+		appendStringInfo(es->str, "Device: %s", gpuhash_target_name(f->target));
+		if (f->shared_table)
+			appendStringInfoString(es->str, "  Table: one for all participants");
+		if (es->timing)
+		{
+			appendStringInfo(es->str, "  Build Time: %.3f ms", f->build_ms);
+			if (f->timed)
+				appendStringInfo(es->str, "  Device Time: %.3f ms", f->device_ms);
+			if (f->context_ms >= 1.0)
+				appendStringInfo(es->str, "  Context Wait: %.3f ms", f->context_ms);
+		}
+		appendStringInfoChar(es->str, '\n');
+
+		explain_text_line(worker, es);
+		appendStringInfo(es->str, "Inner Rows: " UINT64_FORMAT "  Probe Chunks: " UINT64_FORMAT
+						 "  Candidates: " UINT64_FORMAT "  Verified Matches: " UINT64_FORMAT,
+						 f->inner_rows, f->chunks, f->candidates, f->matches);
+		if (f->chunks_cpu > 0)
+			appendStringInfo(es->str, "  Chunks Before GPU: " UINT64_FORMAT, f->chunks_cpu);
+		appendStringInfoChar(es->str, '\n');
+
+		if (phases && f->shared_build)
+		{
+			explain_text_line(worker, es);
+			appendStringInfo(es->str, "Build Phases: load=%.3f ms store=%.3f ms table=%.3f ms\n",
+							 f->load_ms, f->store_ms, f->table_ms);
+		}
+		if (phases && f->timed)
+		{
+			explain_text_line(worker, es);
+			appendStringInfo(es->str, "Probe Phases: outer=%.3f ms device=%.3f ms order=%.3f ms rows=%.3f ms\n",
+							 f->outer_ms, f->device_ms, f->order_ms, f->rows_ms);
+		}
+		return;
+	}
+
+	ExplainPropertyText("Device", gpuhash_target_name(f->target), es);
+	if (worker >= 0)
+		ExplainPropertyBool("Shared Table", f->shared_table, es);
+	if (es->timing)
+	{
+		ExplainPropertyFloat("Build Time", "ms", f->build_ms, 3, es);
+		if (f->timed)
+			ExplainPropertyFloat("Device Time", "ms", f->device_ms, 3, es);
+		ExplainPropertyFloat("Context Wait", "ms", f->context_ms, 3, es);
+	}
+	ExplainPropertyUInteger("Inner Rows", NULL, f->inner_rows, es);
+	ExplainPropertyUInteger("Probe Chunks", NULL, f->chunks, es);
+	ExplainPropertyUInteger("Candidates", NULL, f->candidates, es);
+	ExplainPropertyUInteger("Verified Matches", NULL, f->matches, es);
+	if (f->chunks_cpu > 0)
+		ExplainPropertyUInteger("Chunks Before GPU", NULL, f->chunks_cpu, es);
+	if (phases && f->shared_build)
+	{
+		ExplainPropertyFloat("Build Load Time", "ms", f->load_ms, 3, es);
+		ExplainPropertyFloat("Build Store Time", "ms", f->store_ms, 3, es);
+		ExplainPropertyFloat("Build Table Time", "ms", f->table_ms, 3, es);
+	}
+	if (phases && f->timed)
+	{
+		ExplainPropertyFloat("Probe Outer Time", "ms", f->outer_ms, 3, es);
+		ExplainPropertyFloat("Probe Order Time", "ms", f->order_ms, 3, es);
+		ExplainPropertyFloat("Probe Rows Time", "ms", f->rows_ms, 3, es);
+	}
+}
+
+/*
+ * explain_join_table shows the table as Hash shows its own: its slots and
+ * how full they are, the inner side's batches (partitions, as Hash's
+ * Batches), and the memory at its peak.
+ */
+static void
+explain_join_table(GhjState *s, int nbatch, int nbatch_original,
+				   int nbatch_planned, Size mem_peak, Size dev_peak,
+				   ExplainState *es)
+{
+	uint32		slots = s->build.table ? s->build.table->mm.capacity : 0;
+	double		lf = slots ? (double) s->build.table->mm.ndistinct / slots : 0;
+
 	if (es->format == EXPLAIN_FORMAT_TEXT)
 	{
 		appendStringInfoSpaces(es->str, es->indent * 2);
-		appendStringInfo(es->str, "Probe Phases: outer %.3f ms, device %.3f ms, order %.3f ms, rows %.3f ms\n",
-						 outer_ms, device_ms, order_ms, rows_ms);
+		if (s->build.table)
+			appendStringInfo(es->str, "Buckets: %u  Load Factor: %.3f  ", slots, lf);
+		appendStringInfo(es->str, "Batches: %d", nbatch);
+		if (nbatch_planned > 1 && nbatch == 1)
+			appendStringInfo(es->str, " (planned %d)", nbatch_planned);
+		else if (nbatch != nbatch_original)
+			appendStringInfo(es->str, " (originally %d)", nbatch_original);
+		appendStringInfo(es->str, "  Memory Usage: " UINT64_FORMAT "kB",
+						 (uint64) (mem_peak + 1023) / 1024);
+		if (s->build.table)
+			appendStringInfo(es->str, "  Device Memory: " UINT64_FORMAT "kB",
+							 (uint64) (dev_peak + 1023) / 1024);
+		appendStringInfoChar(es->str, '\n');
 		return;
 	}
-	ExplainPropertyFloat("Probe Outer Time", "ms", outer_ms, 3, es);
-	ExplainPropertyFloat("Probe Device Time", "ms", device_ms, 3, es);
-	ExplainPropertyFloat("Probe Order Time", "ms", order_ms, 3, es);
-	ExplainPropertyFloat("Probe Rows Time", "ms", rows_ms, 3, es);
+	if (s->build.table)
+	{
+		ExplainPropertyUInteger("Hash Buckets", NULL, slots, es);
+		ExplainPropertyFloat("Load Factor", NULL, lf, 3, es);
+	}
+	ExplainPropertyInteger("Hash Batches", NULL, nbatch, es);
+	ExplainPropertyInteger("Original Hash Batches", NULL, nbatch_original, es);
+	if (nbatch_planned > 1)
+		ExplainPropertyInteger("Planned Hash Batches", NULL, nbatch_planned, es);
+	ExplainPropertyUInteger("Memory Usage", "kB", (mem_peak + 1023) / 1024, es);
+	if (s->build.table)
+		ExplainPropertyUInteger("Device Memory", "kB", (dev_peak + 1023) / 1024, es);
+}
+
+/*
+ * explain_join_workers shows each worker's figures: "Worker N:" lines in
+ * TEXT, a Workers list of groups in the other formats.
+ */
+static void
+explain_join_workers(GhjState *s, ExplainState *es)
+{
+	bool		opened = false;
+
+	for (int w = 0; w < s->shared_copy->nworkers; w++)
+	{
+		GhjStats   *st = &s->shared_copy->stats[w];
+		GhjExplainFigures f = {0};
+
+		if (!st->valid)
+			continue;
+		f.target = st->target;
+		f.inner_rows = st->inner_rows;
+		f.chunks = st->batches;
+		f.chunks_cpu = st->cpu_batches;
+		f.candidates = st->candidates;
+		f.matches = st->matches;
+		f.timed = true;
+		f.shared_build = s->shared_build;
+		f.shared_table = st->shared_table;
+		f.build_ms = st->build_ms;
+		f.load_ms = st->load_ms;
+		f.store_ms = st->store_ms;
+		f.table_ms = st->table_ms;
+		f.context_ms = st->context_ms;
+		f.device_ms = st->device_ms;
+		f.outer_ms = st->outer_ms;
+		f.order_ms = st->order_ms;
+		f.rows_ms = st->rows_ms;
+		if (es->format != EXPLAIN_FORMAT_TEXT)
+		{
+			if (!opened)
+				ExplainOpenGroup("Workers", "Workers", false, es);
+			opened = true;
+			ExplainOpenGroup("Worker", NULL, true, es);
+			ExplainPropertyInteger("Worker Number", NULL, w, es);
+		}
+		explain_join_figures(&f, w, es);
+		if (es->format != EXPLAIN_FORMAT_TEXT)
+			ExplainCloseGroup("Worker", NULL, true, es);
+	}
+	if (opened)
+		ExplainCloseGroup("Workers", "Workers", false, es);
 }
 
 /*
@@ -974,6 +1142,7 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		Size		mem_peak = s->batch.mem_peak;
 		Size		dev_peak = s->build.dev_peak;
 		uint8		over_budget = s->batch.over_budget;
+		GhjExplainFigures f = {0};
 
 		/* the batches and memory of the participant that had the most */
 		for (int w = 0; s->shared_copy && w < s->shared_copy->nworkers; w++)
@@ -990,65 +1159,37 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			over_budget |= st->over_budget;
 		}
 
-		ExplainPropertyText("Device", gpuhash_target_name(s->build.target), es);
+		f.target = s->build.target;
 		/*
 		 * With batches, the store holds one batch: count what was read; a
 		 * shared build's partitions (join_parts.c): those this one joined.
 		 */
-		ExplainPropertyUInteger("Inner Rows", NULL,
-								s->parts.nparts_joined > 0 ? s->parts.part_inner_rows :
-								s->batch.nbatch > 1 ? s->build.n_inner_read :
-								s->build.ninner + s->build.n_nullkey,
-								es);
-		ExplainPropertyUInteger("Batches", NULL, s->probe.n_batches, es);
-		ExplainPropertyUInteger("Candidates", NULL, s->probe.n_candidates, es);
-		ExplainPropertyUInteger("Verified Matches", NULL, s->probe.n_matches, es);
-		ExplainPropertyFloat("Build Time", "ms", s->build.build_ms, 3, es);
-		if (s->build.store_shared)
-			explain_build_phases(s->build.load_ms, s->build.store_ms, s->build.table_ms, es);
+		f.inner_rows = s->parts.nparts_joined > 0 ? s->parts.part_inner_rows :
+			s->batch.nbatch > 1 ? s->build.n_inner_read :
+			s->build.ninner + s->build.n_nullkey;
+		f.chunks = s->probe.n_batches;
+		f.chunks_cpu = s->probe.n_cpu_batches;
+		f.candidates = s->probe.n_candidates;
+		f.matches = s->probe.n_matches;
+		f.timed = s->build.table != NULL;
+		f.shared_build = s->build.store_shared;
+		f.build_ms = s->build.build_ms;
+		f.load_ms = s->build.load_ms;
+		f.store_ms = s->build.store_ms;
+		f.table_ms = s->build.table_ms;
+		f.context_ms = s->build.context_ms;
 		if (s->build.table)
-		{
-			double		lf = s->build.table->mm.capacity ?
-				(double) s->build.table->mm.ndistinct / s->build.table->mm.capacity : 0;
+			f.device_ms = s->build.dev_ms_done + s->build.table->device_ms;
+		f.outer_ms = s->probe.outer_ms;
+		f.order_ms = s->probe.order_ms;
+		f.rows_ms = s->probe.rows_ms;
+		explain_join_figures(&f, -1, es);
+		explain_join_table(s, nbatch, nbatch_original, nbatch_planned,
+						   mem_peak, dev_peak, es);
 
-			double		device_ms = s->build.dev_ms_done + s->build.table->device_ms;
-
-			ExplainPropertyFloat("Device Time", "ms", device_ms, 3, es);
-			explain_probe_phases(s->probe.outer_ms, device_ms, s->probe.order_ms,
-								 s->probe.rows_ms, es);
-			ExplainPropertyFloat("Load Factor", NULL, lf, 3, es);
-			ExplainPropertyUInteger("Device Memory", "kB",
-									(dev_peak + 1023) / 1024, es);
-		}
-		if (s->build.context_ms >= 1.0)
-			ExplainPropertyFloat("Context Wait", "ms", s->build.context_ms, 3, es);
-		if (s->probe.n_cpu_batches > 0)
-			ExplainPropertyUInteger("Batches Before GPU", NULL, s->probe.n_cpu_batches, es);
 		holder = s->build.table ? gh_table_holder(s->build.table) : NULL;
 		if (holder != NULL)
 			ExplainPropertyText("Table Held By", holder, es);
-
-		/* the join's batches, as Hash shows its own */
-		if (es->format != EXPLAIN_FORMAT_TEXT)
-		{
-			ExplainPropertyInteger("Hash Batches", NULL, nbatch, es);
-			ExplainPropertyInteger("Original Hash Batches", NULL,
-								   nbatch_original, es);
-			if (nbatch_planned > 1)
-				ExplainPropertyInteger("Planned Hash Batches", NULL,
-									   nbatch_planned, es);
-		}
-		else if (nbatch_planned > 1 && nbatch == 1)
-			ExplainPropertyText("Hash Batches",
-								psprintf("1 (planned %d; the inner side fit in one)",
-										 nbatch_planned), es);
-		else if (nbatch != nbatch_original)
-			ExplainPropertyText("Hash Batches",
-								psprintf("%d (originally %d)", nbatch,
-										 nbatch_original), es);
-		else
-			ExplainPropertyInteger("Hash Batches", NULL, nbatch, es);
-		ExplainPropertyUInteger("Memory Usage", "kB", (mem_peak + 1023) / 1024, es);
 		if (over_budget)
 			ExplainPropertyText("Over Budget",
 								(over_budget & GHJ_OVER_SKEW) ?
@@ -1062,29 +1203,6 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		if (s->shared_copy->nparts > 0)
 			ExplainPropertyInteger("Shared Partitions", NULL,
 								   s->shared_copy->nparts, es);
-		for (int w = 0; w < s->shared_copy->nworkers; w++)
-		{
-			GhjStats   *st = &s->shared_copy->stats[w];
-			char		label[32];
-			char	   *text;
-
-			if (!st->valid)
-				continue;
-			snprintf(label, sizeof(label), "Worker %d", w);
-			text = psprintf("Inner Rows: " UINT64_FORMAT ", Batches: " UINT64_FORMAT
-							", Candidates: " UINT64_FORMAT ", Verified Matches: " UINT64_FORMAT
-							", Build Time: %.3f ms%s, Context Wait: %.3f ms, Device Time: %.3f ms"
-							", Probe Phases: (outer %.3f, order %.3f, rows %.3f)"
-							", Batches Before GPU: " UINT64_FORMAT "%s",
-							st->inner_rows, st->batches, st->candidates, st->matches,
-							st->build_ms,
-							s->shared_build ?
-							psprintf(" (load %.3f, store %.3f, table %.3f)",
-									 st->load_ms, st->store_ms, st->table_ms) : "",
-							st->context_ms, st->device_ms,
-							st->outer_ms, st->order_ms, st->rows_ms, st->cpu_batches,
-							st->shared_table ? ", Table: one for all participants" : "");
-			ExplainPropertyText(label, text, es);
-		}
+		explain_join_workers(s, es);
 	}
 }
