@@ -53,8 +53,8 @@ BEGIN
   PERFORM set_config('work_mem', wm, false);
   PERFORM gh_set_mode('gpuhash');
   FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
-    IF l ~ 'Hash Batches: \d+' THEN
-      n := greatest(n, substring(l FROM 'Hash Batches: (\d+)')::int);
+    IF l ~ '^\s+(?:Buckets: \d+  Load Factor: \S+  )?Batches: (\d+)' THEN
+      n := greatest(n, substring(l FROM '^\s+(?:Buckets: \d+  Load Factor: \S+  )?Batches: (\d+)')::int);
     END IF;
   END LOOP;
   PERFORM set_config('gpuhash.enabled', saved_enabled, false);
@@ -156,8 +156,8 @@ DECLARE l text; back bool := false; batched bool := false;
 BEGIN
   PERFORM gh_set_mode('gpuhash');
   FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
-    back := back OR l ~ 'Hash Batches: 1 \(planned \d+; the inner side fit in one\)';
-    batched := batched OR coalesce(substring(l FROM 'Hash Batches: (\d+)')::int, 0) > 1;
+    back := back OR l ~ '^\s+(?:Buckets: \d+  Load Factor: \S+  )?Batches: 1 \(planned \d+\)';
+    batched := batched OR coalesce(substring(l FROM '^\s+(?:Buckets: \d+  Load Factor: \S+  )?Batches: (\d+)')::int, 0) > 1;
   END LOOP;
   PERFORM gh_set_mode('native');
   RETURN CASE WHEN back THEN 'taken back' WHEN batched THEN 'batches' ELSE 'one batch' END;

@@ -11,7 +11,7 @@ SET parallel_setup_cost = 0;
 \echo == warm-up
 SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
 \echo == shared store, batch_rows 65536
-EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
+EXPLAIN (ANALYZE, VERBOSE, COSTS OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
 SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
 \echo == shared store, batch_rows 1048576
 SET gpuhash.batch_rows = 1048576;
@@ -22,4 +22,4 @@ RESET gpuhash.batch_rows;
 SET gpuhash.shared_build = off;
 SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
 SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
-EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;
+EXPLAIN (ANALYZE, VERBOSE, COSTS OFF) SELECT count(*), sum(r.v) FROM s JOIN r ON s.k = r.k;

@@ -23,8 +23,9 @@
 #     through GpuHashAgg with gpuhash.force_agg, serial and with 16 workers,
 #     with gpuhash.enable_scan on and off, and natively with 16 workers.
 # For the device scan it reports the heap's bytes per second, from the
-# table's size and the run's time, and from EXPLAIN ANALYZE's "Device Scan
-# Time" (staging and device separately, serial), against the 55 GB/s that
+# table's size and the run's time, and from the Time of EXPLAIN ANALYZE's
+# "Device Scan Pages" line (staging and device separately, serial; shown
+# with TIMING, which is on here), against the 55 GB/s that
 # pinned copies reach on an H200.
 #
 # Environment: REPEATS (3), BENCH_DEVICE (gpu), BENCH_SHARED_BUFFERS (24GB),

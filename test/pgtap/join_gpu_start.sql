@@ -54,16 +54,16 @@ SET LOCAL gpuhash.enabled = on;
 \if :gpu
 SELECT is(:'node'::json ->> 'Device', 'gpu',
           'a first join of the session under device = auto ends on the GPU');
-SELECT cmp_ok(coalesce((:'node'::json ->> 'Batches Before GPU')::int, 0), '>', 0,
-              'its first batches were probed on the CPU twin while the context was made');
-SELECT cmp_ok((:'node'::json ->> 'Batches Before GPU')::int, '<',
-              (:'node'::json ->> 'Batches')::int,
+SELECT cmp_ok(coalesce((:'node'::json ->> 'Chunks Before GPU')::int, 0), '>', 0,
+              'its first probe chunks were probed on the CPU twin while the context was made');
+SELECT cmp_ok((:'node'::json ->> 'Chunks Before GPU')::int, '<',
+              (:'node'::json ->> 'Probe Chunks')::int,
               'and the rest on the GPU');
 \else
 SELECT ok(:'node' = '', 'without a GPU, device = auto leaves the join to PostgreSQL');
 SET LOCAL gpuhash.device = cpu;
 SELECT ok(pg_temp.ghj_node(pg_temp.explain_json(
-  'SELECT o.id, i.v FROM gs_outer o JOIN gs_inner i ON o.k = i.k')) ->> 'Batches Before GPU' IS NULL,
+  'SELECT o.id, i.v FROM gs_outer o JOIN gs_inner i ON o.k = i.k')) ->> 'Chunks Before GPU' IS NULL,
   'the CPU twin never waits for a GPU');
 SELECT is((SELECT count(*) FROM gs_outer o JOIN gs_inner i ON o.k = i.k),
           (SELECT count(*) FROM gs_native), 'the CPU twin join returns native''s row count');

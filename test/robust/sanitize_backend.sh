@@ -109,8 +109,8 @@ for tool in $tools; do
   fi
   diag "$label: devices=$(val devices "$out"); selftest=$(val selftest "$out"); explain: $(val explain "$out")"
   ex=$(val explain "$out")
-  [[ "$ex" == *"Device: $device"* ]] && [ "$(echo "$ex" | grep -oE 'Batches: [0-9]+' | awk '{ print $2 }' | sort -n | tail -1)" -gt 1 ] 2>/dev/null
-  check $? "$label: EXPLAIN ANALYZE shows a GpuHashJoin on device $device probing in several batches ($ex)"
+  [[ "$ex" == *"Device: $device"* ]] && [ "$(echo "$ex" | grep -oE 'Probe Chunks: [0-9]+' | awk '{ print $2 }' | sort -n | tail -1)" -gt 1 ] 2>/dev/null
+  check $? "$label: EXPLAIN ANALYZE shows a GpuHashJoin on device $device probing in several chunks ($ex)"
 
   # every check answered, each with native's rows
   got=$(grep -c '^[[:space:]]*1: r = "' "$out")

@@ -75,12 +75,12 @@ BEGIN
   RETURN res;
 END $$;
 
--- the Device and Batches lines of q's EXPLAIN ANALYZE, forced
+-- the Device and Probe Chunks lines of q's EXPLAIN ANALYZE, forced
 CREATE FUNCTION rb_explain(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE l text; res text := '';
 BEGIN
   FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
-    IF l ~ '(Device|Batches):' THEN res := res || regexp_replace(btrim(l), '\s+', ' ', 'g') || '; '; END IF;
+    IF l ~ '(Device|Probe Chunks):' THEN res := res || regexp_replace(btrim(l), '\s+', ' ', 'g') || '; '; END IF;
   END LOOP;
   RETURN res;
 END $$;

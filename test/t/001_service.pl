@@ -385,7 +385,7 @@ my $xplan = q1("SET gpuhash.force_join = on", $parallel,
 	"SET work_mem = '64kB'", "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $xq");
 ok($xplan =~ /Shared Partitions: [1-9]/,
 	"an underestimated shared build spills to partitions")
-  or diag(grep_lines(qr/Inner Side|Batches|Partition/, $xplan));
+  or diag(grep_lines(qr/Inner Side|Batches|Chunks|Partition/, $xplan));
 is( digest("SET gpuhash.force_join = on; $parallel; SET work_mem = '64kB'",
 		$xq),
 	digest($native, $xq),

@@ -260,12 +260,13 @@ ok( $plan =~ /read by all participants together/
 
 # the plans were GpuHashJoins, in batches
 $plan = plan_lines(
-	qr/GpuHashJoin|Hash Batches/,
+	qr/GpuHashJoin|Batches:/,
 	q1( "SET gpuhash.force_join = on",
 		"SET max_parallel_workers_per_gather = 0",
 		"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $query"));
 ok( $plan =~ /GpuHashJoin/
-	  && $plan =~ /Hash Batches: ([2-9]|[1-9][0-9]+)/,
+	  && $plan =~
+	  /^\s*(?:Buckets: \d+  Load Factor: \S+  )?Batches: ([2-9]|[1-9][0-9]+)/m,
 	"the join is a GpuHashJoin in batches ($plan)")
   or diag($plan);
 

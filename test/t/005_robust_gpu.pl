@@ -424,11 +424,11 @@ sub errors_caught
 	);
 }
 
-# the first and the last "Device:" lines of EXPLAIN ANALYZE in TEXT, squeezed
+# the devices of the first and the last "Device:" lines of EXPLAIN ANALYZE
+# in TEXT, squeezed ("Device:cpu"); the times that may follow are left out
 sub device_lines
 {
-	my @d = map { (my $l = $_) =~ s/\s+//g; $l } grep { /^ +Device:/ }
-	  split /\n/, shift;
+	my @d = map { /^ +Device: (\S+)/ ? "Device:$1" : () } split /\n/, shift;
 	return @d;
 }
 
