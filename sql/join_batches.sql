@@ -41,7 +41,7 @@ BEGIN
 END $$;
 
 -- bb_batched(wm, query): whether the query's GpuHashJoins ran with more
--- than one batch under work_mem wm (the largest "Hash Batches" of its
+-- than one batch under work_mem wm (the largest "Batches" of its
 -- EXPLAIN ANALYZE, forced)
 CREATE FUNCTION bb_batched(wm text, q text) RETURNS bool LANGUAGE plpgsql AS $$
 DECLARE
@@ -53,8 +53,8 @@ BEGIN
   PERFORM set_config('work_mem', wm, false);
   PERFORM gh_set_mode('gpuhash');
   FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
-    IF l ~ '^\s+(?:Buckets: \d+  Load Factor: \S+  )?Batches: (\d+)' THEN
-      n := greatest(n, substring(l FROM '^\s+(?:Buckets: \d+  Load Factor: \S+  )?Batches: (\d+)')::int);
+    IF l ~ '^\s+Buckets: \d+  Load Factor: \S+  Batches: (\d+)' THEN
+      n := greatest(n, substring(l FROM '^\s+Buckets: \d+  Load Factor: \S+  Batches: (\d+)')::int);
     END IF;
   END LOOP;
   PERFORM set_config('gpuhash.enabled', saved_enabled, false);
@@ -147,7 +147,7 @@ RESET gpuhash.force_join;
 -- fewer than the outer side's 9000, which start the join with batches at
 -- 64kB; 300 rows come, which fit the store, so the rows in
 -- the other batches' files come back and the outer side is read once, with
--- no file (EXPLAIN: "Hash Batches: 1 (planned N; ...)").  A full join
+-- no file (EXPLAIN: "Batches: 1 (planned N)").  A full join
 -- whose inner side has a NULL key (v = 27916) keeps its batches: that row
 -- is emitted after the last one.  bb_taken_back says which
 -- happened.
@@ -156,8 +156,8 @@ DECLARE l text; back bool := false; batched bool := false;
 BEGIN
   PERFORM gh_set_mode('gpuhash');
   FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
-    back := back OR l ~ '^\s+(?:Buckets: \d+  Load Factor: \S+  )?Batches: 1 \(planned \d+\)';
-    batched := batched OR coalesce(substring(l FROM '^\s+(?:Buckets: \d+  Load Factor: \S+  )?Batches: (\d+)')::int, 0) > 1;
+    back := back OR l ~ '^\s+Buckets: \d+  Load Factor: \S+  Batches: 1 \(planned \d+\)';
+    batched := batched OR coalesce(substring(l FROM '^\s+Buckets: \d+  Load Factor: \S+  Batches: (\d+)')::int, 0) > 1;
   END LOOP;
   PERFORM gh_set_mode('native');
   RETURN CASE WHEN back THEN 'taken back' WHEN batched THEN 'batches' ELSE 'one batch' END;

@@ -98,9 +98,9 @@ BEGIN
   FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
     IF l ~ 'Join Type: ' THEN
       jt := substring(l FROM 'Join Type: (\w+)');
-    ELSIF l ~ '^\s+(?:Buckets: \d+  Load Factor: \S+  )?Batches: (\d+)' AND jt IS NOT NULL THEN
+    ELSIF l ~ '^\s+Buckets: \d+  Load Factor: \S+  Batches: (\d+)' AND jt IS NOT NULL THEN
       join_type := jt;
-      batches := substring(l FROM '^\s+(?:Buckets: \d+  Load Factor: \S+  )?Batches: (\d+)')::int;
+      batches := substring(l FROM '^\s+Buckets: \d+  Load Factor: \S+  Batches: (\d+)')::int;
       RETURN NEXT;
       jt := NULL;
     END IF;
@@ -149,8 +149,8 @@ BEGIN
   FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
     IF l ~ 'Join Type: ' THEN
       plan := plan || substring(l FROM 'Join Type: \w+') || ', ';
-    ELSIF l ~ '^\s+(?:Buckets: \d+  Load Factor: \S+  )?Batches: (\d+)' THEN
-      plan := plan || CASE WHEN substring(l FROM '^\s+(?:Buckets: \d+  Load Factor: \S+  )?Batches: (\d+)')::int > 1
+    ELSIF l ~ '^\s+Buckets: \d+  Load Factor: \S+  Batches: (\d+)' THEN
+      plan := plan || CASE WHEN substring(l FROM '^\s+Buckets: \d+  Load Factor: \S+  Batches: (\d+)')::int > 1
                            THEN 'batches' ELSE 'one batch' END || ': ';
     END IF;
   END LOOP;

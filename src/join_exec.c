@@ -1061,7 +1061,9 @@ explain_join_table(GhjState *s, int nbatch, int nbatch_original,
 
 /*
  * explain_join_workers shows each worker's figures: "Worker N:" lines in
- * TEXT, a Workers list of groups in the other formats.
+ * TEXT, a "Join Workers" list of Worker groups in the other formats.  Not
+ * "Workers": PostgreSQL adds that key itself to every node of a parallel
+ * plan under ANALYZE, and a second one would hide one from JSON readers.
  */
 static void
 explain_join_workers(GhjState *s, ExplainState *es)
@@ -1096,7 +1098,7 @@ explain_join_workers(GhjState *s, ExplainState *es)
 		if (es->format != EXPLAIN_FORMAT_TEXT)
 		{
 			if (!opened)
-				ExplainOpenGroup("Workers", "Workers", false, es);
+				ExplainOpenGroup("Join Workers", "Join Workers", false, es);
 			opened = true;
 			ExplainOpenGroup("Worker", NULL, true, es);
 			ExplainPropertyInteger("Worker Number", NULL, w, es);
@@ -1106,7 +1108,7 @@ explain_join_workers(GhjState *s, ExplainState *es)
 			ExplainCloseGroup("Worker", NULL, true, es);
 	}
 	if (opened)
-		ExplainCloseGroup("Workers", "Workers", false, es);
+		ExplainCloseGroup("Join Workers", "Join Workers", false, es);
 }
 
 /*

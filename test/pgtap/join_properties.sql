@@ -349,7 +349,7 @@ SELECT is((SELECT (j ->> 'Parallel Aware')::bool FROM par_node), true,
 RESET parallel_leader_participation;
 SELECT is((SELECT coalesce((j ->> 'Verified Matches')::bigint, 0)
                   + coalesce((SELECT sum((w ->> 'Verified Matches')::bigint)
-                                FROM json_array_elements(j -> 'Workers') w), 0)::bigint
+                                FROM json_array_elements(j -> 'Join Workers') w), 0)::bigint
              FROM par_node),
           (SELECT split_part(:'native_par', '/', 1)::bigint),
           'leader and workers'' verified matches add up to the join''s rows');
