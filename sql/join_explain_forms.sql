@@ -98,6 +98,88 @@ SELECT count(*) AS differing_rows FROM
   ((SELECT * FROM ef_p EXCEPT ALL SELECT * FROM ef_native)
    UNION ALL (SELECT * FROM ef_native EXCEPT ALL SELECT * FROM ef_p)) d;
 
+-- the node's figures in PostgreSQL's manner: times only under TIMING,
+-- in every format; in TEXT the figures grouped as Hash groups its own,
+-- Batches being the inner side's partitions on the table's line; per
+-- worker, groups of their own properties in JSON and XML
+CREATE FUNCTION ef_times(opts text, q text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE l text; n bigint := 0;
+BEGIN
+  FOR l IN EXECUTE format('EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF, %s) %s', opts, q) LOOP
+    n := n + (SELECT count(*) FROM regexp_matches(l, '(Build|Device|Context Wait|Staging|Probe \w+|Load|Store|Table) Time|Time:|"[^"]*Time"|<[^>]*Time>', 'g'));
+  END LOOP;
+  RETURN n;
+END $$;
+SET max_parallel_workers_per_gather = 0;
+SET gpuhash.force_agg = on;
+SELECT f AS format,
+       ef_times(f || ', TIMING OFF', 'SELECT ef_a.b, count(*) FROM ef_a JOIN ef_b USING (a) GROUP BY 1') AS times_timing_off,
+       ef_times(f, 'SELECT ef_a.b, count(*) FROM ef_a JOIN ef_b USING (a) GROUP BY 1') > 0 AS times_with_timing
+  FROM unnest(ARRAY['FORMAT TEXT', 'FORMAT JSON', 'FORMAT XML', 'FORMAT YAML', 'VERBOSE']) f;
+RESET gpuhash.force_agg;
+CREATE FUNCTION ef_text(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE l text; inside bool := false;
+BEGIN
+  FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+    IF l ~ 'GpuHashJoin' THEN inside := true; ELSIF l ~ '->' THEN inside := false; END IF;
+    -- the figures that depend on the table's size are masked
+    IF inside THEN
+      RETURN NEXT regexp_replace(regexp_replace(l, 'Buckets: \d+  Load Factor: [\d.]+', 'Buckets: N  Load Factor: F'),
+                                 '(Memory Usage|Device Memory): \d+kB', '\1: NkB', 'g');
+    END IF;
+  END LOOP;
+END $$;
+SELECT ef_text('SELECT * FROM ef_a JOIN ef_b USING (a)');
+-- the outer side read in chunks of gpuhash.batch_rows rows
+SET gpuhash.batch_rows = 64;
+SELECT count(*) FILTER (WHERE l ~ '^\s+Inner Rows: \d+  Probe Chunks: \d+  ') AS chunk_lines,
+       max(substring(l FROM 'Probe Chunks: (\d+)')::int) >= (SELECT count(*) FROM ef_a) / 64 AS probe_chunks
+  FROM ef_text('SELECT * FROM ef_a JOIN ef_b USING (a)') l;
+RESET gpuhash.batch_rows;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SET parallel_leader_participation = off;
+CREATE FUNCTION ef_plan(stmt text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE r text;
+BEGIN
+  EXECUTE stmt INTO r;
+  RETURN r;
+END $$;
+CREATE TEMP TABLE ef_par AS
+  SELECT f, x AS plan FROM unnest(ARRAY['JSON', 'XML']) f,
+    LATERAL (SELECT ef_plan('EXPLAIN (ANALYZE, VERBOSE, FORMAT ' || f || ') SELECT count(*) FROM ef_a JOIN ef_b USING (a)')) y(x);
+RESET parallel_leader_participation;
+RESET max_parallel_workers_per_gather;
+-- JSON: the join's node; its own and its workers' Verified Matches add
+-- up to the join's rows, every worker a group with its Worker Number and
+-- no figure packed in a string
+WITH RECURSIVE n(j) AS (SELECT plan::json -> 0 -> 'Plan' FROM ef_par WHERE f = 'JSON'
+                        UNION ALL SELECT c FROM n, json_array_elements(n.j -> 'Plans') c),
+  node AS (SELECT j FROM n WHERE j ->> 'Custom Plan Provider' = 'GpuHashJoin')
+SELECT (SELECT coalesce((j ->> 'Verified Matches')::bigint, 0) FROM node)
+       + coalesce((SELECT sum((w ->> 'Verified Matches')::bigint)
+                     FROM node, json_array_elements(j -> 'Join Workers') w), 0)
+       = (SELECT count(*) FROM ef_a JOIN ef_b USING (a)) AS matches_add_up,
+       (SELECT bool_and(json_typeof(w -> 'Worker Number') = 'number' AND json_typeof(w -> 'Probe Chunks') = 'number')
+          FROM node, json_array_elements(j -> 'Join Workers') w) IS NOT FALSE AS workers_are_groups,
+       (SELECT count(*) FROM node, json_each_text(j) p WHERE p.value ~ 'Matches: ') AS packed_strings;
+-- XML: the same figures, as elements of Worker elements
+SELECT coalesce(nullif((xpath('string(//e:Plan[e:Custom-Plan-Provider="GpuHashJoin"]/e:Verified-Matches)', plan::xml,
+                              ARRAY[ARRAY['e', 'http://www.postgresql.org/2009/explain']]))[1]::text, '')::bigint, 0)
+       + coalesce((SELECT sum(m::text::bigint)
+                     FROM unnest(xpath('//e:Plan[e:Custom-Plan-Provider="GpuHashJoin"]/e:Join-Workers/e:Worker/e:Verified-Matches/text()',
+                                       plan::xml, ARRAY[ARRAY['e', 'http://www.postgresql.org/2009/explain']])) m), 0)
+       = (SELECT count(*) FROM ef_a JOIN ef_b USING (a)) AS xml_matches_add_up
+  FROM ef_par WHERE f = 'XML';
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+DROP FUNCTION ef_times;
+DROP FUNCTION ef_text;
+DROP FUNCTION ef_plan;
+
 DROP FUNCTION ef_forms;
 DROP TABLE ef_a, ef_b, ef_p, ef_i, ef_queries CASCADE;
 RESET gpuhash.force_join;
