@@ -47,10 +47,42 @@
 
 #include "join_exec.h"
 
+/*
+ * GhjExplainFigures is one participant's share of the join, as EXPLAIN
+ * ANALYZE shows it for the leader and for each worker.
+ */
+typedef struct GhjExplainFigures
+{
+	GhTarget	target;
+	uint64		inner_rows;
+	uint64		chunks;			/* outer probe chunks (join_probe.c's batches) */
+	uint64		chunks_cpu;		/* of them, probed before the GPU was ready */
+	uint64		candidates;
+	uint64		matches;
+	bool		timed;			/* has a table, so a device time */
+	bool		shared_build;	/* has a shared build's phases */
+	bool		shared_table;
+	double		build_ms;
+	double		load_ms;
+	double		store_ms;
+	double		table_ms;
+	double		context_ms;
+	double		device_ms;
+	double		outer_ms;
+	double		order_ms;
+	double		rows_ms;
+} GhjExplainFigures;
+
 static void ghj_begin(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *ghj_exec(CustomScanState *node);
 static void ghj_end(CustomScanState *node);
 static void ghj_rescan(CustomScanState *node);
+static void explain_text_line(int worker, ExplainState *es);
+static void explain_join_figures(const GhjExplainFigures *f, int worker,
+								 ExplainState *es);
+static void explain_join_table(GhjState *s, int nbatch, int nbatch_original,
+							   int nbatch_planned, Size mem_peak,
+							   Size dev_peak, ExplainState *es);
 static void explain_join_workers(GhjState *s, ExplainState *es);
 static void ghj_explain(CustomScanState *node, List *ancestors,
 						ExplainState *es);
@@ -893,32 +925,6 @@ jointype_name(JoinType jointype)
 			return "?";
 	}
 }
-
-/*
- * GhjExplainFigures is one participant's share of the join, as EXPLAIN
- * ANALYZE shows it for the leader and for each worker.
- */
-typedef struct GhjExplainFigures
-{
-	GhTarget	target;
-	uint64		inner_rows;
-	uint64		chunks;			/* outer probe chunks (join_probe.c's batches) */
-	uint64		chunks_cpu;		/* of them, probed before the GPU was ready */
-	uint64		candidates;
-	uint64		matches;
-	bool		timed;			/* has a table, so a device time */
-	bool		shared_build;	/* has a shared build's phases */
-	bool		shared_table;
-	double		build_ms;
-	double		load_ms;
-	double		store_ms;
-	double		table_ms;
-	double		context_ms;
-	double		device_ms;
-	double		outer_ms;
-	double		order_ms;
-	double		rows_ms;
-} GhjExplainFigures;
 
 /*
  * explain_text_line starts a TEXT line of figures: indented, and for a
