@@ -36,6 +36,7 @@
 #                        shown as "NAME (not TPC-H)" and left out of the
 #                        geometric mean; --queries "" runs them alone
 #     --explain-timing   the logged EXPLAIN with every node's time and VERBOSE
+#                        (and gpuhash's device times, shown only with TIMING)
 #                        (EXPLAIN (ANALYZE, VERBOSE)), to see where a query's
 #                        time goes; its run is not one of the timed ones
 #     --out DIR          logs and results (default bench/tpch/out-<date>)
