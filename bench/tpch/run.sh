@@ -36,9 +36,9 @@
 #                        shown as "NAME (not TPC-H)" and left out of the
 #                        geometric mean; --queries "" runs them alone
 #     --explain-timing   the logged EXPLAIN with every node's time and VERBOSE
-#                        (and gpuhash's device times, shown only with TIMING)
 #                        (EXPLAIN (ANALYZE, VERBOSE)), to see where a query's
 #                        time goes; its run is not one of the timed ones
+#                        (gpuhash's device times show only with TIMING)
 #     --out DIR          logs and results (default bench/tpch/out-<date>)
 #     --conf "LINES"     extra postgresql.conf lines (newline-separated); with
 #                        --reuse they are appended and the cluster restarted
