@@ -115,7 +115,7 @@ say "the same join with gpuhash, on device '$dev' ($([ "$dev" = gpu ] && echo "t
 q -v query="$join" <<SQL
 $gpuhash_on
 SELECT gpuhash_active_device() AS "device that runs gpuhash";
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) :query;
+EXPLAIN (ANALYZE, COSTS OFF) :query;
 \\timing on
 :query;
 :query;
@@ -148,7 +148,7 @@ say "the same GROUP BY with gpuhash, on device '$dev', as GpuHashAgg with no cha
 q -v query="$agg" <<SQL
 $gpuhash_on
 SELECT gpuhash_active_device() AS "device that runs gpuhash";
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) :query;
+EXPLAIN (ANALYZE, COSTS OFF) :query;
 \\echo '(result rows not shown: one per k)'
 \\timing on
 \\o /dev/null
