@@ -83,8 +83,9 @@ fi
 q <<'SQL'
 \echo '== GPUs this backend can use (none on a host without a GPU)'
 SELECT * FROM gpuhash_devices();
-\echo '== settings'
-SELECT name, setting, short_desc FROM pg_settings WHERE name LIKE 'gpuhash.%' ORDER BY name;
+\echo '== settings (developer options left out)'
+SELECT name, setting, short_desc FROM pg_settings
+ WHERE name LIKE 'gpuhash.%' AND category <> 'Developer Options' ORDER BY name;
 SQL
 
 # gpuhash's settings for the "with gpuhash" halves
