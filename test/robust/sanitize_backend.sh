@@ -109,7 +109,7 @@ for tool in $tools; do
   fi
   diag "$label: devices=$(val devices "$out"); selftest=$(val selftest "$out"); explain: $(val explain "$out")"
   ex=$(val explain "$out")
-  [[ "$ex" == *"Device: $device"* ]] && [ "$(echo "$ex" | grep -oE 'Probe Chunks: [0-9]+' | awk '{ print $2 }' | sort -n | tail -1)" -gt 1 ] 2>/dev/null
+  [[ "$ex" == *"Device: $device"* ]] && [ "$(echo "$ex" | grep -oE 'Probe Chunks: [0-9]+' | grep -oE '[0-9]+$' | sort -n | tail -1)" -gt 1 ] 2>/dev/null
   check $? "$label: EXPLAIN ANALYZE shows a GpuHashJoin on device $device probing in several chunks ($ex)"
 
   # every check answered, each with native's rows
