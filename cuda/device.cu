@@ -38,24 +38,35 @@ static int gh_context_ordinal = -1;
 #define GH_TRY(call) GH_CUDA_TRY(call, #call)
 
 /*
- * gh_arch_in says whether one of list's capabilities ("75:80:90") meets
- * the test of cc: sass, the same major version and a minor at or below
- * cc's; else (PTX) any capability at or below cc.
+ * gh_arch_next reads the next capability of a list of them ("75:80:90")
+ * from *p into *cc and steps past it; false at the list's end.
+ */
+static bool
+gh_arch_next(const char **p, int *cc)
+{
+	char	   *end;
+	long		a = strtol(*p, &end, 10);
+
+	if (end == *p)
+		return false;
+	*cc = (int) a;
+	*p = *end == ':' ? end + 1 : end;
+	return true;
+}
+
+/*
+ * gh_arch_in says whether one of list's capabilities meets the test of cc:
+ * sass, the same major version and a minor at or below cc's; else (PTX)
+ * any capability at or below cc.
  */
 static bool
 gh_arch_in(const char *list, int cc, bool sass)
 {
-	for (const char *p = list; *p;)
-	{
-		char	   *end;
-		long		a = strtol(p, &end, 10);
+	int			a;
 
-		if (end == p)
-			break;
+	while (gh_arch_next(&list, &a))
 		if (a > 0 && a <= cc && (!sass || a / 10 == cc / 10))
 			return true;
-		p = *end == ':' ? end + 1 : end;
-	}
 	return false;
 }
 
@@ -91,19 +102,15 @@ gh_build_archs_text(void)
 		return text;
 	for (int k = 0; k < 2; k++)
 	{
+		const char *p = lists[k];
 		bool		first = true;
+		int			a;
 
-		for (const char *p = lists[k]; *p && len < sizeof(text);)
+		while (len < sizeof(text) && gh_arch_next(&p, &a))
 		{
-			char	   *end;
-			long		a = strtol(p, &end, 10);
-
-			if (end == p)
-				break;
-			len += snprintf(text + len, sizeof(text) - len, "%s%ld",
+			len += snprintf(text + len, sizeof(text) - len, "%s%d",
 							words[k][first ? 0 : 1], a);
 			first = false;
-			p = *end == ':' ? end + 1 : end;
 		}
 	}
 	return text;
