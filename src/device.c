@@ -93,6 +93,7 @@ static void gh_forbid_postmaster(void);
 static void gh_gpu_context(void);
 static void gh_free_entry(GhAlloc *a, bool report);
 static void gh_log_no_gpu(void);
+static bool gh_no_gpu_explained(const gh_error *err);
 static void gh_prewarm_exit(int code, Datum arg);
 static bool gh_reserve_context(bool may_wait);
 static GhAlloc *gh_track(GhTarget target, bool pinned_host, size_t bytes);
@@ -240,7 +241,7 @@ gh_errdetail_no_gpu(const gh_error *err)
  * architecture, a driver too old, or gpuhash.cuda_device.  (No driver at
  * all is a host without a GPU: the callers' own HINT fits it.)
  */
-bool
+static bool
 gh_no_gpu_explained(const gh_error *err)
 {
 	return err->device_cc > 0 || err->driver_version > 0 ||

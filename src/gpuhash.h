@@ -92,7 +92,6 @@ extern bool gpuhash_gpu_warming(void);
 extern const char *gpuhash_target_name(GhTarget target);
 extern int	gpuhash_gpu_count(void);
 extern int	gh_errdetail_no_gpu(const gh_error *err);
-extern bool gh_no_gpu_explained(const gh_error *err);
 extern void gpuhash_report(gh_status status, const gh_error *err,
 						   const char *action);
 extern void *gh_dev_alloc(GhTarget target, size_t bytes);
