@@ -122,8 +122,13 @@ DECLARE l text; inside bool := false;
 BEGIN
   FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
     IF l ~ 'GpuHashJoin' THEN inside := true; ELSIF l ~ '->' THEN inside := false; END IF;
-    -- the figures that depend on the table's size are masked
+    -- the figures that depend on the table's size are masked, and the
+    -- device must be the one gpuhash.device names (cpu here, gpu on a GPU host)
     IF inside THEN
+      IF l ~ ('Device: ' || current_setting('gpuhash.device') || '$') OR
+         (current_setting('gpuhash.device') = 'auto' AND l ~ 'Device: (cpu|gpu)$') THEN
+        l := regexp_replace(l, 'Device: \w+$', 'Device: as gpuhash.device');
+      END IF;
       RETURN NEXT regexp_replace(regexp_replace(l, 'Buckets: \d+  Load Factor: [\d.]+', 'Buckets: N  Load Factor: F'),
                                  '(Memory Usage|Device Memory): \d+kB', '\1: NkB', 'g');
     END IF;

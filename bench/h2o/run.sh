@@ -6,7 +6,7 @@
 #
 #   bench/h2o/run.sh [--rows N] [--groups K] [--part groupby|join|all]
 #                    [--queries "q1 q3 j2"] [--repeats R] [--workers W]
-#                    [--device gpu|cpu] [--keep] [--reuse DIR]
+#                    [--device gpu|cpu] [--keep] [--reuse DIR] [--plans DIR]
 #
 # Defaults: 5*10^7 rows, K = 100, all parts, every query, 3 timed runs after
 # a warm-up, 16 workers, device gpu.  Needs gpuhash built and installed and
@@ -14,7 +14,9 @@
 # --keep leaves the cluster and its data for a later --reuse DIR (a second
 # call on a still warm GPU host).  With --device cpu the planner plans with
 # the GPU's cost model (gpuhash.cost_as_gpu) and the CPU twin runs the plans:
-# a check of the script and of the rows, not a measurement.
+# a check of the script and of the rows, not a measurement.  --plans DIR
+# keeps each query's last plans, EXPLAIN (ANALYZE, VERBOSE), as
+# DIR/QUERY-native.txt and DIR/QUERY-gpuhash.txt.
 #
 # The data, written by SQL here (the benchmark's own generator is R), with
 # its columns and cardinalities:
@@ -48,7 +50,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../test/lib.sh"
 . "$here/../lib.sh"
 
-rows=50000000 groups=100 part=all queries="" repeats=3 workers=16 device=gpu keep=0 reuse=""
+rows=50000000 groups=100 part=all queries="" repeats=3 workers=16 device=gpu keep=0 reuse="" plans=""
 while [ $# -gt 0 ]; do
   case $1 in
     --rows) rows=$2; shift 2 ;;
@@ -60,7 +62,8 @@ while [ $# -gt 0 ]; do
     --device) device=$2; shift 2 ;;
     --keep) keep=1; shift ;;
     --reuse) reuse=$2; shift 2 ;;
-    *) echo "usage: bench/h2o/run.sh [--rows N] [--groups K] [--part groupby|join|all] [--queries Q] [--repeats R] [--workers W] [--device gpu|cpu] [--keep] [--reuse DIR]" >&2; exit 2 ;;
+    --plans) plans=$2; shift 2 ;;
+    *) echo "usage: bench/h2o/run.sh [--rows N] [--groups K] [--part groupby|join|all] [--queries Q] [--repeats R] [--workers W] [--device gpu|cpu] [--keep] [--reuse DIR] [--plans DIR]" >&2; exit 2 ;;
   esac
 done
 t0=$(date +%s)
@@ -182,15 +185,19 @@ compare() {
         SELECT count(*) FROM a FULL JOIN b USING (skel, k)
          WHERE a.skel IS NULL OR b.skel IS NULL OR NOT h2o_close(a.f, b.f)"
 }
-# run SETTINGS SQL: REPEATS timed runs after a warm-up; prints the median ms,
-# and keeps the last plan in the file $planf
+# run SETTINGS SQL [NAME]: REPEATS timed runs after a warm-up; prints the
+# median ms, and keeps the last plan in the file $planf (and, with --plans,
+# in $plans/NAME.txt)
+explain="ANALYZE, COSTS OFF"
+[ -n "$plans" ] && { explain="ANALYZE, VERBOSE, COSTS OFF"; mkdir -p "$plans"; }
 run() {
   local set=$1 s=$2 ts=() i
   q -c "$set" -c "$s" >/dev/null
   for i in $(seq 1 "$repeats"); do
-    q -c "$set" -c "EXPLAIN (ANALYZE, COSTS OFF) $s" >"$planf"
+    q -c "$set" -c "EXPLAIN ($explain) $s" >"$planf"
     ts+=("$(grep -o 'Execution Time: [0-9.]*' "$planf" | awk '{print $3}')")
   done
+  [ -n "$plans" ] && [ -n "${3:-}" ] && cp "$planf" "$plans/$3.txt"
   printf '%s\n' "${ts[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
 }
 native="SET gpuhash.enabled = off;"
@@ -202,8 +209,8 @@ fail=0
 for n in $queries; do
   [ -n "${sql[$n]:-}" ] || { echo "unknown query $n" >&2; exit 2; }
   say "$n"
-  tn=$(run "$native" "${sql[$n]}")
-  tg=$(run "" "${sql[$n]}")
+  tn=$(run "$native" "${sql[$n]}" "$n-native")
+  tg=$(run "" "${sql[$n]}" "$n-gpuhash")
   nodes="$(grep -c 'GpuHashAgg' "$planf" || true) / $(grep -c 'GpuHashJoin' "$planf" || true)"
   bad=$(compare "${sql[$n]}")
   same=same; [ "$bad" = 0 ] || { same="DIFFERENT ($bad rows)"; fail=1; }
