@@ -339,8 +339,10 @@ SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET max_parallel_workers_per_gather = 2;
-SELECT ds_explain('ANALYZE, COSTS OFF, TIMING OFF', 'SELECT a % 10, count(*) FROM ds_narrow GROUP BY 1',
-                  'Device Scan|Seq Scan|GpuHashAggPack');
+-- (the packets a worker sends depend on how the workers share the pages)
+SELECT regexp_replace(l, 'actual rows=\d+ loops', 'actual rows=N loops') AS ds_explain
+  FROM ds_explain('ANALYZE, COSTS OFF, TIMING OFF', 'SELECT a % 10, count(*) FROM ds_narrow GROUP BY 1',
+                  'Device Scan|Seq Scan|GpuHashAggPack') l;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;

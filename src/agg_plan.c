@@ -88,14 +88,19 @@ bool		gpuhash_force_agg = false;
  * What the leader's lookup of a numbered key's value costs, in operators:
  * each packet brings the distinct values of its rows once, and the leader
  * gives each its run-wide number (aggregate_batch.c's number_packet_keys),
- * a hash of the value and a probe of a dictionary that can outgrow the
- * caches.  On an H200 host a GROUP BY over a text key of about 500K values
- * in 50M rows spent about 15 s there, 0.3 us a row, against native's 11.9 s
- * for the whole query (issue 37); PostgreSQL's price of that plan, scaled
- * from 2M rows, makes that about 50 operators.  To be checked against more
- * shapes on the GPU host.
+ * a hash of the value and a probe of a dictionary.  Measured on an H200
+ * host (issue 37):
+ * - a dictionary that outgrows the caches: a GROUP BY over a text key of
+ *	 about 500K values in 50M rows spent about 15 s there, 0.3 us a lookup,
+ *	 against native's 11.9 s for the whole query; PostgreSQL's price of that
+ *	 plan, scaled from 2M rows, makes that about 50 operators;
+ * - one whose values the byte cache holds (aggregate_dict.c, at most
+ *	 GHA_NUMBER_CACHED values): H2O's q2, two text keys of 100 values, 7.6M
+ *	 lookups in packets of 264 rows, about 70 ns each, a quarter of that.
  */
 #define GHA_NUMBER_OPS 50.0
+#define GHA_NUMBER_OPS_CACHED 12.0
+#define GHA_NUMBER_CACHED 4096.0
 
 /*
  * custom_private of the CustomPath, for gha_plan_path: what gha_check_query
@@ -472,16 +477,19 @@ gha_upper_paths(PlannerInfo *root, UpperRelationKind stage,
  * of a packed input, and counts the keys the device groups by number (a
  * GROUP BY key of a type compared otherwise than bit by bit, not a device
  * expression's, where no carried key keeps them all on the host): for each,
- * the distinct values expected in a packet of
- * gpuhash.batch_rows rows drawn from the key's nd values,
- * nd * (1 - exp(-rows / nd)), per row of the packet.  A key of few values
- * costs nearly nothing; one whose values are mostly new to each packet, a
- * lookup a row.
+ * the distinct values expected in a packet (gh_agg_pack_rows_estimate:
+ * rows, at most gpuhash.batch_rows, fewer under a small work_mem) drawn
+ * from the key's nd values, nd * (1 - exp(-rows / nd)), per row of the
+ * packet; a lookup of a key of at most GHA_NUMBER_CACHED values counts as
+ * the fraction GHA_NUMBER_OPS_CACHED / GHA_NUMBER_OPS of one.  A key of few
+ * values costs nearly nothing; one whose values are mostly new to each
+ * packet, a lookup a row.
  */
 static double
 numbered_lookups(PlannerInfo *root, GhaQuery *q, double in_rows)
 {
-	double		packet = Max(gpuhash_batch_rows, 1);
+	double		packet = gh_agg_pack_rows_estimate(q->ngrouped, list_length(q->inputs),
+												   list_length(q->exprs));
 	double		n = 0;
 
 	q->nnumbered = 0;
@@ -500,7 +508,8 @@ numbered_lookups(PlannerInfo *root, GhaQuery *q, double in_rows)
 		q->nnumbered++;
 		nd = Max(estimate_num_groups(root, list_make1(key), Max(in_rows, 1.0),
 									 NULL, NULL), 1.0);
-		n += nd / packet * (1.0 - exp(-packet / nd));
+		n += nd / packet * (1.0 - exp(-packet / nd)) *
+			(nd <= GHA_NUMBER_CACHED ? GHA_NUMBER_OPS_CACHED : GHA_NUMBER_OPS) / GHA_NUMBER_OPS;
 	}
 	return n;
 }

@@ -769,6 +769,7 @@ extern bool gh_agg_can_pack(GhAggPlan *plan);
 extern bool gh_agg_try_pack(GhAggPlan *plan, PlannedStmt *pstmt);
 extern int	gh_agg_max_node_id(PlannedStmt *pstmt);
 extern bool gh_agg_pack_gather(GhAggPlan *plan, Gather *gather, int node_id);
+extern double gh_agg_pack_rows_estimate(int nkeys, int ncols, int nexprs);
 
 /* in aggregate.c */
 extern PGDLLEXPORT Datum gpuhash_aggregate(PG_FUNCTION_ARGS);

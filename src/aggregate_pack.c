@@ -8,9 +8,9 @@
  * would otherwise receive every row through the tuple queues and take each
  * apart: at 10^8 rows that alone costs more than the aggregation.  Instead,
  * gh_agg_try_pack puts a GpuHashAggPack custom scan between the Gather and
- * its partial plan.  In every participant it pulls a sixteenth of the
- * leader's batch (gpuhash.batch_rows rows, fewer where the memory budget
- * holds fewer: aggregate_batch.c's gh_agg_batch_cap) from the partial plan,
+ * its partial plan.  In every participant it pulls gpuhash.batch_rows rows
+ * (fewer where the leader's batch holds fewer under the memory budget:
+ * aggregate_batch.c's gh_agg_batch_cap; see packet_rows) from the partial plan,
  * writes their keys (Datum bits, 4 bytes for keys of
  * at most 4 bytes, and a NULL mask if any is NULL) and arguments (int32,
  * int64 or double, with valid flags if any is NULL) column by column into
@@ -335,19 +335,57 @@ gh_agg_pack_gather(GhAggPlan *plan, Gather *gather, int node_id)
 }
 
 /*
- * packet_rows is how many rows of row_bytes a packet takes: a sixteenth
- * (GH_AGG_BATCH_PACKETS) of the leader's batch of rows of batch_row_bytes
- * (gh_agg_batch_cap: at most gpuhash.batch_rows, fewer where the memory
- * budget holds fewer), so that a packet never holds more rows than the
- * leader's batch and its buffers are within a sixteenth of the batch's; and
- * a packet is one bytea, below 1 GB.
+ * packet_rows is how many rows of row_bytes a packet takes: at most
+ * gpuhash.batch_rows, and at most the leader's whole batch of rows of
+ * batch_row_bytes (gh_agg_batch_cap, which holds GH_AGG_BATCH_PACKETS
+ * packets where the memory budget allows and fewer rows where it does
+ * not), so that a packet always fits one batch; and a packet is one bytea,
+ * below 1 GB.
+ *
+ * A packet is not cut to a sixteenth of a small batch: under the default
+ * work_mem the CPU twin's batch of a two-key GROUP BY holds about 4,000
+ * rows, and packets of 264 rows made the leader look up each numbered key's
+ * distinct values once per 264 rows.  On an H200 host that was most of the
+ * time of H2O's q2 (two text keys of 100 values, 10^7 rows: 600 ms against
+ * native's 420; bench/results/2026-11-29-h2o-packets.md).  A worker's
+ * packet then takes at most what the leader's batch takes, within the
+ * budget each parallel worker has of its own, as PostgreSQL's do.
  */
 static uint32
 packet_rows(Size batch_row_bytes, Size row_bytes)
 {
-	Size		cap = Max(gh_agg_batch_cap(batch_row_bytes) / GH_AGG_BATCH_PACKETS, 1);
+	Size		cap = Min((Size) Max(gpuhash_batch_rows, 1),
+						  (Size) gh_agg_batch_cap(batch_row_bytes));
 
-	return (uint32) Min(cap, (MaxAllocSize - sizeof(GhAggPacketHeader)) / row_bytes);
+	return (uint32) Max(Min(cap, (MaxAllocSize - sizeof(GhAggPacketHeader)) / row_bytes), 1);
+}
+
+/*
+ * gh_agg_pack_rows_estimate is, for the planner's costs, about how many rows
+ * a packet of a GROUP BY with nkeys device keys, ncols input columns and
+ * nexprs device expressions takes: packet_rows of a plan whose columns are
+ * sums of integers (the kinds change a row's bytes little).
+ */
+double
+gh_agg_pack_rows_estimate(int nkeys, int ncols, int nexprs)
+{
+	GhAggPlan	plan = {0};
+	GhAggCol	cols[GH_AGG_MAX_COLS] = {{0}};
+
+	plan.device_keys = true;
+	plan.nkeys = Min(nkeys, GH_AGG_MAX_KEYS);
+	plan.ncols = Min(ncols + nexprs, GH_AGG_MAX_COLS);
+	plan.ncols_in = Min(ncols, plan.ncols);
+	plan.nexprs = plan.ncols - plan.ncols_in;
+	plan.cols = cols;
+	for (int c = 0; c < plan.ncols; c++)
+	{
+		cols[c].kind = GH_AGG_KIND_INT;
+		cols[c].ops = GH_AGG_OP_SUM;
+		cols[c].vtype = GHV_INT8;
+	}
+	return packet_rows(gh_agg_batch_row_bytes(&plan, GH_TARGET_CPU, GH_LOAD_FACTOR_MIN),
+					   packet_row_bytes(plan.nkeys, plan.ncols_in));
 }
 
 static Node *
