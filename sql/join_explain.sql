@@ -74,7 +74,8 @@ SELECT gh_explain_analyze('SELECT count(*) FROM fa a JOIN fb b ON a.k = b.k AND 
 -- and the row counts match the native plan's for the same nodes
 SELECT gh_explain_analyze('SELECT count(*) FROM fa a JOIN fb b ON a.k = b.k AND a.v < b.v', 'native');
 
--- EXPLAIN VERBOSE: the output columns of the join and of its inputs
+-- EXPLAIN VERBOSE: the output columns of the join and of its inputs; the
+-- join computes a target list of expressions itself, with no Result above
 SET gpuhash.enabled = on;
 SET gpuhash.force_join = on;
 EXPLAIN (VERBOSE, COSTS OFF) SELECT a.id, b.t, a.k + b.k AS s FROM pa a LEFT JOIN pb b ON a.k = b.k AND a.id < b.id;

@@ -657,7 +657,14 @@ make_gpu_join_path(PlannerInfo *root, RelOptInfo *joinrel, JoinType jointype,
 		rows = clamp_row_est(rows / parallel_divisor(outer));
 	cpath->path.rows = rows;
 	cpath->path.pathkeys = NIL;
-	cpath->flags = 0;			/* no backward scan, no mark/restore */
+	/*
+	 * No backward scan, no mark/restore.  The join projects any target list
+	 * (join_exec.c builds its projection from the plan's), so the planner
+	 * may hand it one of expressions instead of putting a Result above it:
+	 * on H2O's j3, a LEFT JOIN whose columns came out in another order, that
+	 * Result cost each of 16 workers a fifth of its time.
+	 */
+	cpath->flags = CUSTOMPATH_SUPPORT_PROJECTION;
 	cpath->custom_paths = list_make2(outer, inner);
 	cpath->custom_private = list_make4(keys, joinquals, otherquals,
 									   list_make3_int(jointype,
