@@ -164,12 +164,16 @@ if [ -z "$queries" ]; then
 fi
 
 # The comparison: each side's rows into a temporary table, each row split
-# into its text with the decimal numbers taken out (keys, integers) and
-# those numbers as float8[]; rows pair up by that text (and their rank among
-# equal texts) and must have the same numbers to 9 significant digits.
+# into its text with every number taken out and those numbers as float8[];
+# rows pair up by that text and their rank among equal texts (ordered by
+# their numbers: the keys first) and must have the same numbers to 9
+# significant digits.  Integers are numbers too: a float8 sum that is a
+# whole number prints without a decimal point (4447), and one added in
+# another order may not (4446.999999999999); on an H200 one group of
+# 200,000 in q5 did that once.
 q -c "CREATE OR REPLACE FUNCTION h2o_split(t text, OUT skel text, OUT f float8[]) LANGUAGE sql IMMUTABLE AS \$\$
-        SELECT regexp_replace(t, '-?[0-9]+\\.[0-9]+(e[-+][0-9]+)?', '#', 'g'),
-               ARRAY(SELECT m[1]::float8 FROM regexp_matches(t, '(-?[0-9]+\\.[0-9]+(?:e[-+][0-9]+)?)', 'g') m) \$\$" \
+        SELECT regexp_replace(t, '-?[0-9]+(\\.[0-9]+)?(e[-+][0-9]+)?', '#', 'g'),
+               ARRAY(SELECT m[1]::float8 FROM regexp_matches(t, '(-?[0-9]+(?:\\.[0-9]+)?(?:e[-+][0-9]+)?)', 'g') m) \$\$" \
   -c "CREATE OR REPLACE FUNCTION h2o_close(a float8[], b float8[]) RETURNS bool LANGUAGE sql IMMUTABLE AS \$\$
         SELECT cardinality(a) = cardinality(b) AND
                coalesce(bool_and(abs(x - y) <= 1e-9 * greatest(abs(x), abs(y)) OR abs(x - y) < 1e-12), true)
