@@ -95,11 +95,18 @@ bool		gpuhash_force_agg = false;
  *	 against native's 11.9 s for the whole query; PostgreSQL's price of that
  *	 plan, scaled from 2M rows, makes that about 50 operators;
  * - one whose values the byte cache holds (aggregate_dict.c, at most
- *	 GHA_NUMBER_CACHED values): H2O's q2, two text keys of 100 values, 7.6M
- *	 lookups in packets of 264 rows, about 70 ns each, a quarter of that.
+ *	 GHA_NUMBER_CACHED values): H2O's q2, two text keys of 100 values in
+ *	 packets of about 4,200 rows, copied its packets in 30 ms per 5M rows
+ *	 where two integer keys of 100 values took 11 ms (on the CPU twin of a
+ *	 2-core host; the copying is the same code on a GPU host).  The 236K
+ *	 lookups are about 4 ms of the difference, 17 ns each where copying a
+ *	 row took 2.2 ns: about what cost_gha charges a row's three columns
+ *	 (0.17 operators), so a lookup is priced at 2.
+ * The first figure is the leader's whole stall, not the lookup's time
+ * alone: with a lookup a row the leader falls behind the workers' queues.
  */
 #define GHA_NUMBER_OPS 50.0
-#define GHA_NUMBER_OPS_CACHED 12.0
+#define GHA_NUMBER_OPS_CACHED 2.0
 #define GHA_NUMBER_CACHED 4096.0
 
 /*
