@@ -15,7 +15,9 @@
 #   - every TPC-H query and every query of test/shard/queries returns, read
 #     through the shards, exactly the rows PostgreSQL returns from the
 #     unsharded tables (gpuhash.enabled = off), serially
-#     (enable_async_append = off) and with async Append;
+#     (enable_async_append = off), with async Append, and with gpuhash's
+#     operators forced on the coordinator too, above the shards' Foreign
+#     Scans;
 #   - the per-shard views of test/shard/views (shard/view.sh), merged on the
 #     coordinator, return the rows of the unsharded query they stand for;
 #   - EXPLAIN VERBOSE: a join of the co-located tables grouped by the
@@ -188,12 +190,15 @@ sub run
 my @native = ('gpuhash.enabled = off');
 my @sharded = ('search_path = sharded, public');
 my @serial = (@sharded, 'enable_async_append = off');
+# gpuhash's operators above the shards' Foreign Scans on the coordinator
+my @forced = (@sharded, 'gpuhash.force_join = on', 'gpuhash.force_agg = on');
 my %expected;
 for my $name (sort keys %queries)
 {
 	my ($want, $werr, $wrc) = run($coord, 'tpch', \@native, $queries{$name});
 	$expected{$name} = $want;
-	for my $mode ([ 'serial', \@serial ], [ 'async', \@sharded ])
+	for my $mode ([ 'serial', \@serial ], [ 'async', \@sharded ],
+		[ 'gpuhash forced on the coordinator', \@forced ])
 	{
 		my ($got, $err, $grc) = run($coord, 'tpch', $mode->[1], $queries{$name});
 		ok( $wrc == 0 && $grc == 0 && $want ne '' && $got eq $want,
