@@ -26,6 +26,8 @@
 #   refusal: test/t/008_gpu_refusal.pl on a host with a driver.
 #   prove:NNN: the TAP test test/t/NNN_*.pl with device = gpu.
 #   h2o: bench/h2o/run.sh $H2O_ARGS, the H2O-shaped group-bys and joins.
+#   shard: bench/shard/run.sh $SHARD_ARGS, one server against 1 to 4 shard
+#   servers (postgres_fdw) sharing the GPU; needs bench/tpch/.dbgen carried.
 #   aggbench: bench/agg/run.sh (AGGBENCH_ROWS, AGGBENCH_GROUPS, AGGBENCH_CONFIGS).
 #   scanbench: bench/scan/run.sh (SCANBENCH_ROWS): the device scan's speed.
 #
@@ -171,6 +173,12 @@ run_step() {
       # its table as it grows in $OUT/h2o.md
       eval "bash bench/h2o/run.sh ${H2O_ARGS:-}" >"$out/h2o.md" 2>"$out/h2o.err" || rc=1
       cat "$out/h2o.md" ;;
+    shard)
+      # bench/shard/run.sh $SHARD_ARGS (e.g. "--scale 1 --shards '1 2 3 4'"),
+      # its tables in $OUT/shard.md, every timing and plan in $OUT/shard-logs.tgz
+      eval "bash bench/shard/run.sh --out /tmp/shard ${SHARD_ARGS:-}" >"$out/shard.md" 2>"$out/shard.err" || rc=1
+      cat "$out/shard.md"
+      tar czf "$out/shard-logs.tgz" -C /tmp shard 2>/dev/null ;;
     archcheck)
       # test/arch_check.sh: a build for an architecture above the GPU's
       # (ARCH_CHECK_CC) leaves plans alone, with one LOG line and a HINT

@@ -119,11 +119,12 @@ gh_tmpdir() {
   echo "$d"
 }
 
-# gh_readable_copy DIR PATH...: copy the checkout's PATHs into DIR, readable
-# by GH_OSUSER (who may not read the checkout itself: /root is mode 700)
+# gh_readable_copy DIR PATH...: copy the checkout's PATHs into DIR, at the
+# same relative paths (bench/tpch is DIR/bench/tpch), readable by GH_OSUSER
+# (who may not read the checkout itself: /root is mode 700)
 gh_readable_copy() {
   local dir=$1; shift
-  mkdir -p "$dir" && (cd "$GPUHASH_ROOT" && cp -r "$@" "$dir/") && chmod -R a+rX "$dir"
+  mkdir -p "$dir" && (cd "$GPUHASH_ROOT" && cp -r --parents "$@" "$dir/") && chmod -R a+rX "$dir"
 }
 
 # gh_regress_suites: the pg_regress suites (sql/NAME.sql) in test/schedule's
@@ -251,15 +252,16 @@ gh_tap_check() {
 }
 
 # gh_prove LOGDIR TEST... [:: ARGS]: run TAP tests (test/t/NNN_name.pl) with
-# prove -v as GH_OSUSER, from a copy of the checkout's test/ and sql/ that
-# this user can read; the TAP goes to stdout, the tests' own logs
+# prove -v as GH_OSUSER, from a copy of the checkout's test/, sql/, shard/
+# and bench/tpch/ (with the TPC-H tools build.sh left there) that this user
+# can read; the TAP goes to stdout, the tests' own logs
 # (regress_log_NAME, the servers' logs) to LOGDIR; ARGS after :: go to each
 # test.  Passes GPUHASH_* and MEMAGG_* through; returns prove's status.
 gh_prove() {
   local logdir=$1 work rc v tests=() envs=(); shift
   gh_tap_check || return 1
   work=$(gh_tmpdir)
-  gh_readable_copy "$work/tree" test sql || return 1
+  gh_readable_copy "$work/tree" test sql shard bench/tpch || return 1
   [ "$(id -u)" -eq 0 ] && chown -R "$GH_OSUSER" "$work"
   while [ $# -gt 0 ] && [ "$1" != :: ]; do tests+=("$work/tree/$1"); shift; done
   for v in $(compgen -e); do

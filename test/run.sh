@@ -24,7 +24,9 @@
 # (007_monitoring.pl, part "service" too), memory within work_mem
 # (002_memory.pl, 003_memory_agg.pl, part "memory"), the device scan on a
 # hot standby (006_standby.pl, part "standby"), a driver or GPU the build
-# cannot serve (008_gpu_refusal.pl, part "refusal") and the robustness suite
+# cannot serve (008_gpu_refusal.pl, part "refusal"), a sharded layout over
+# postgres_fdw, a coordinator and three shards, against the same TPC-H data
+# unsharded (009_shard.pl, part "shard") and the robustness suite
 # (004_robust.pl: cancels, kills, injected failures, pgbench, sqlsmith); the
 # differential fuzzer (test/fuzz: random queries against native, about 2
 # minutes); a backend's GPU work in single-user mode
@@ -91,7 +93,7 @@ run_prove() {
 
 # part NAME: whether this run includes that part (GPUHASH_TEST_PARTS, a list
 # of layering readme cuda regress autoexplain pgtap service memory standby
-# fuzz single; unset: all;
+# refusal shard fuzz single; unset: all;
 # robust follows GPUHASH_TEST_SKIP_ROBUST).  For a GPU
 # host, whose calls are limited in time, to run the suite in two calls; CI
 # never sets it.
@@ -252,6 +254,11 @@ fi
 note "a driver or GPU this build cannot serve, emulated (test/t/008_gpu_refusal.pl)"
 if part refusal; then
 run_prove refusal test/t/008_gpu_refusal.pl
+fi
+
+note "a sharded layout: postgres_fdw coordinator, three shards, TPC-H sharded and not (device = $device: test/t/009_shard.pl)"
+if part shard; then
+run_prove shard test/t/009_shard.pl
 fi
 
 note "differential fuzzer against native, seed 1 and one from the clock (device = $device: test/fuzz/run.sh)"
