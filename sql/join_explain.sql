@@ -82,6 +82,12 @@ EXPLAIN (VERBOSE, COSTS OFF) SELECT a.id, b.t, a.k + b.k AS s FROM pa a LEFT JOI
 EXPLAIN (VERBOSE, COSTS OFF) SELECT a.id FROM pa a WHERE NOT EXISTS (SELECT 1 FROM pb b WHERE b.k = a.k + 1);
 EXPLAIN (VERBOSE, COSTS OFF) SELECT b, x.c FROM pb b JOIN (SELECT k, count(*) AS c FROM pa GROUP BY k) x ON x.k = b.k;
 RESET gpuhash.force_join;
+-- the expressions the join computes itself, over NULL-extended rows too,
+-- give native's rows
+SELECT gh_check('SELECT a.id, b.t, a.k + b.k AS s, coalesce(b.t, ''none'') || a.id AS c
+                   FROM pa a LEFT JOIN pb b ON a.k = b.k AND a.id < b.id');
+SELECT gh_check('SELECT a.id, b.id, coalesce(a.k, b.k) * 2 AS k2, (a.t IS NULL) <> (b.t IS NULL) AS one
+                   FROM pa a FULL JOIN pb b ON a.k = b.k');
 SET gpuhash.enabled = off;
 
 RESET max_parallel_workers_per_gather;
