@@ -47,38 +47,13 @@
 
 #include "join_exec.h"
 
-/*
- * GhjExplainFigures is one participant's share of the join, as EXPLAIN
- * ANALYZE shows it for the leader and for each worker.
- */
-typedef struct GhjExplainFigures
-{
-	GhTarget	target;
-	uint64		inner_rows;
-	uint64		chunks;			/* outer probe chunks (join_probe.c's batches) */
-	uint64		chunks_cpu;		/* of them, probed before the GPU was ready */
-	uint64		candidates;
-	uint64		matches;
-	bool		timed;			/* has a table, so a device time */
-	bool		shared_build;	/* has a shared build's phases */
-	bool		shared_table;
-	double		build_ms;
-	double		load_ms;
-	double		store_ms;
-	double		table_ms;
-	double		context_ms;
-	double		device_ms;
-	double		outer_ms;
-	double		order_ms;
-	double		rows_ms;
-} GhjExplainFigures;
-
 static void ghj_begin(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *ghj_exec(CustomScanState *node);
 static void ghj_end(CustomScanState *node);
 static void ghj_rescan(CustomScanState *node);
 static void explain_text_line(int worker, ExplainState *es);
-static void explain_join_figures(const GhjExplainFigures *f, int worker,
+static void explain_join_figures(const GhjStats *st, bool timed,
+								 bool shared_build, int worker,
 								 ExplainState *es);
 static void explain_join_table(GhjState *s, int nbatch, int nbatch_original,
 							   int nbatch_planned, Size mem_peak,
@@ -939,84 +914,86 @@ explain_text_line(int worker, ExplainState *es)
 }
 
 /*
- * explain_join_figures shows one participant's figures (worker is -1 for
- * the leader).  TEXT groups them on a few lines, as Hash groups its
+ * explain_join_figures shows one participant's figures, st (worker is -1
+ * for the leader; timed: it has a table, so a device time; shared_build: it
+ * has a shared build's phases).  TEXT groups them on a few lines, as Hash groups its
  * Buckets, Batches and Memory Usage: where the work ran and how long it
  * took, then the rows; the phases of the build and of the probe are
  * VERBOSE's.  Other formats give each figure its own property.  Times
  * appear only under TIMING, as PostgreSQL's own.
  */
 static void
-explain_join_figures(const GhjExplainFigures *f, int worker, ExplainState *es)
+explain_join_figures(const GhjStats *st, bool timed, bool shared_build,
+					 int worker, ExplainState *es)
 {
 	bool		phases = es->timing && es->verbose;
 
 	if (es->format == EXPLAIN_FORMAT_TEXT)
 	{
 		explain_text_line(worker, es);
-		appendStringInfo(es->str, "Device: %s", gpuhash_target_name(f->target));
-		if (f->shared_table)
+		appendStringInfo(es->str, "Device: %s", gpuhash_target_name(st->target));
+		if (st->shared_table)
 			appendStringInfoString(es->str, "  Table: one for all participants");
 		if (es->timing)
 		{
-			appendStringInfo(es->str, "  Build Time: %.3f ms", f->build_ms);
-			if (f->timed)
-				appendStringInfo(es->str, "  Device Time: %.3f ms", f->device_ms);
-			if (f->context_ms >= 1.0)
-				appendStringInfo(es->str, "  Context Wait: %.3f ms", f->context_ms);
+			appendStringInfo(es->str, "  Build Time: %.3f ms", st->build_ms);
+			if (timed)
+				appendStringInfo(es->str, "  Device Time: %.3f ms", st->device_ms);
+			if (st->context_ms >= 1.0)
+				appendStringInfo(es->str, "  Context Wait: %.3f ms", st->context_ms);
 		}
 		appendStringInfoChar(es->str, '\n');
 
 		explain_text_line(worker, es);
 		appendStringInfo(es->str, "Inner Rows: " UINT64_FORMAT "  Probe Chunks: " UINT64_FORMAT
 						 "  Candidates: " UINT64_FORMAT "  Verified Matches: " UINT64_FORMAT,
-						 f->inner_rows, f->chunks, f->candidates, f->matches);
-		if (f->chunks_cpu > 0)
-			appendStringInfo(es->str, "  Chunks Before GPU: " UINT64_FORMAT, f->chunks_cpu);
+						 st->inner_rows, st->batches, st->candidates, st->matches);
+		if (st->cpu_batches > 0)
+			appendStringInfo(es->str, "  Chunks Before GPU: " UINT64_FORMAT, st->cpu_batches);
 		appendStringInfoChar(es->str, '\n');
 
-		if (phases && f->shared_build)
+		if (phases && shared_build)
 		{
 			explain_text_line(worker, es);
 			appendStringInfo(es->str, "Build Phases: load=%.3f ms store=%.3f ms table=%.3f ms\n",
-							 f->load_ms, f->store_ms, f->table_ms);
+							 st->load_ms, st->store_ms, st->table_ms);
 		}
-		if (phases && f->timed)
+		if (phases && timed)
 		{
 			explain_text_line(worker, es);
 			appendStringInfo(es->str, "Probe Phases: outer=%.3f ms device=%.3f ms order=%.3f ms rows=%.3f ms\n",
-							 f->outer_ms, f->device_ms, f->order_ms, f->rows_ms);
+							 st->outer_ms, st->device_ms, st->order_ms, st->rows_ms);
 		}
 		return;
 	}
 
-	ExplainPropertyText("Device", gpuhash_target_name(f->target), es);
+	ExplainPropertyText("Device", gpuhash_target_name(st->target), es);
 	if (worker >= 0)
-		ExplainPropertyBool("Shared Table", f->shared_table, es);
+		ExplainPropertyBool("Shared Table", st->shared_table, es);
 	if (es->timing)
 	{
-		ExplainPropertyFloat("Build Time", "ms", f->build_ms, 3, es);
-		if (f->timed)
-			ExplainPropertyFloat("Device Time", "ms", f->device_ms, 3, es);
-		ExplainPropertyFloat("Context Wait", "ms", f->context_ms, 3, es);
+		ExplainPropertyFloat("Build Time", "ms", st->build_ms, 3, es);
+		if (timed)
+			ExplainPropertyFloat("Device Time", "ms", st->device_ms, 3, es);
+		ExplainPropertyFloat("Context Wait", "ms", st->context_ms, 3, es);
 	}
-	ExplainPropertyUInteger("Inner Rows", NULL, f->inner_rows, es);
-	ExplainPropertyUInteger("Probe Chunks", NULL, f->chunks, es);
-	ExplainPropertyUInteger("Candidates", NULL, f->candidates, es);
-	ExplainPropertyUInteger("Verified Matches", NULL, f->matches, es);
-	if (f->chunks_cpu > 0)
-		ExplainPropertyUInteger("Chunks Before GPU", NULL, f->chunks_cpu, es);
-	if (phases && f->shared_build)
+	ExplainPropertyUInteger("Inner Rows", NULL, st->inner_rows, es);
+	ExplainPropertyUInteger("Probe Chunks", NULL, st->batches, es);
+	ExplainPropertyUInteger("Candidates", NULL, st->candidates, es);
+	ExplainPropertyUInteger("Verified Matches", NULL, st->matches, es);
+	if (st->cpu_batches > 0)
+		ExplainPropertyUInteger("Chunks Before GPU", NULL, st->cpu_batches, es);
+	if (phases && shared_build)
 	{
-		ExplainPropertyFloat("Build Load Time", "ms", f->load_ms, 3, es);
-		ExplainPropertyFloat("Build Store Time", "ms", f->store_ms, 3, es);
-		ExplainPropertyFloat("Build Table Time", "ms", f->table_ms, 3, es);
+		ExplainPropertyFloat("Build Load Time", "ms", st->load_ms, 3, es);
+		ExplainPropertyFloat("Build Store Time", "ms", st->store_ms, 3, es);
+		ExplainPropertyFloat("Build Table Time", "ms", st->table_ms, 3, es);
 	}
-	if (phases && f->timed)
+	if (phases && timed)
 	{
-		ExplainPropertyFloat("Probe Outer Time", "ms", f->outer_ms, 3, es);
-		ExplainPropertyFloat("Probe Order Time", "ms", f->order_ms, 3, es);
-		ExplainPropertyFloat("Probe Rows Time", "ms", f->rows_ms, 3, es);
+		ExplainPropertyFloat("Probe Outer Time", "ms", st->outer_ms, 3, es);
+		ExplainPropertyFloat("Probe Order Time", "ms", st->order_ms, 3, es);
+		ExplainPropertyFloat("Probe Rows Time", "ms", st->rows_ms, 3, es);
 	}
 }
 
@@ -1079,28 +1056,9 @@ explain_join_workers(GhjState *s, ExplainState *es)
 	for (int w = 0; w < s->shared_copy->nworkers; w++)
 	{
 		GhjStats   *st = &s->shared_copy->stats[w];
-		GhjExplainFigures f = {0};
 
 		if (!st->valid)
 			continue;
-		f.target = st->target;
-		f.inner_rows = st->inner_rows;
-		f.chunks = st->batches;
-		f.chunks_cpu = st->cpu_batches;
-		f.candidates = st->candidates;
-		f.matches = st->matches;
-		f.timed = true;
-		f.shared_build = s->shared_build;
-		f.shared_table = st->shared_table;
-		f.build_ms = st->build_ms;
-		f.load_ms = st->load_ms;
-		f.store_ms = st->store_ms;
-		f.table_ms = st->table_ms;
-		f.context_ms = st->context_ms;
-		f.device_ms = st->device_ms;
-		f.outer_ms = st->outer_ms;
-		f.order_ms = st->order_ms;
-		f.rows_ms = st->rows_ms;
 		if (es->format != EXPLAIN_FORMAT_TEXT)
 		{
 			if (!opened)
@@ -1109,7 +1067,7 @@ explain_join_workers(GhjState *s, ExplainState *es)
 			ExplainOpenGroup("Worker", NULL, true, es);
 			ExplainPropertyInteger("Worker Number", NULL, w, es);
 		}
-		explain_join_figures(&f, w, es);
+		explain_join_figures(st, true, s->shared_build, w, es);
 		if (es->format != EXPLAIN_FORMAT_TEXT)
 			ExplainCloseGroup("Worker", NULL, true, es);
 	}
@@ -1150,7 +1108,7 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		Size		mem_peak = s->batch.mem_peak;
 		Size		dev_peak = s->build.dev_peak;
 		uint8		over_budget = s->batch.over_budget;
-		GhjExplainFigures f = {0};
+		GhjStats	me = {0};
 
 		/* the batches and memory of the participant that had the most */
 		for (int w = 0; s->shared_copy && w < s->shared_copy->nworkers; w++)
@@ -1167,31 +1125,19 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			over_budget |= st->over_budget;
 		}
 
-		f.target = s->build.target;
+		ghj_fill_stats(s, &me);
 		/*
 		 * With batches, the store holds one batch: count what was read; a
 		 * shared build's partitions (join_parts.c): those this one joined.
 		 */
-		f.inner_rows = s->parts.nparts_joined > 0 ? s->parts.part_inner_rows :
+		me.inner_rows = s->parts.nparts_joined > 0 ? s->parts.part_inner_rows :
 			s->batch.nbatch > 1 ? s->build.n_inner_read :
 			s->build.ninner + s->build.n_nullkey;
-		f.chunks = s->probe.n_batches;
-		f.chunks_cpu = s->probe.n_cpu_batches;
-		f.candidates = s->probe.n_candidates;
-		f.matches = s->probe.n_matches;
-		f.timed = s->build.table != NULL;
-		f.shared_build = s->build.store_shared;
-		f.build_ms = s->build.build_ms;
-		f.load_ms = s->build.load_ms;
-		f.store_ms = s->build.store_ms;
-		f.table_ms = s->build.table_ms;
-		f.context_ms = s->build.context_ms;
 		if (s->build.table)
-			f.device_ms = s->build.dev_ms_done + s->build.table->device_ms;
-		f.outer_ms = s->probe.outer_ms;
-		f.order_ms = s->probe.order_ms;
-		f.rows_ms = s->probe.rows_ms;
-		explain_join_figures(&f, -1, es);
+			me.device_ms += s->build.dev_ms_done;
+		/* the leader says who holds the table: Table Held By, below */
+		me.shared_table = false;
+		explain_join_figures(&me, s->build.table != NULL, s->build.store_shared, -1, es);
 		explain_join_table(s, nbatch, nbatch_original, nbatch_planned,
 						   mem_peak, dev_peak, es);
 

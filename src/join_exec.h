@@ -98,7 +98,7 @@ typedef struct GhjStats
 	bool		shared_table;	/* a service table shared by the participants */
 	GhTarget	target;			/* where its table was */
 	GhFallback	fallback;		/* its first fallback to the CPU twin */
-	/* filled by join_exec.c after ghj_publish_stats */
+	/* filled by join_exec.c after ghj_publish_stats (ghj_fill_stats) */
 	int			nbatch;			/* the join's batches (join_batch.c) */
 	int			nbatch_original;
 	int			nbatch_planned; /* batches taken back (ghj_batch_shrink) */
@@ -570,6 +570,7 @@ extern void ghj_shared_table_built(GhjShared *sh, uint32 table_id,
 								   bool identity);
 extern void ghj_shared_table_failed(GhjShared *sh);
 extern uint32 ghj_shared_table_wait(GhjShared *sh, bool *identity);
+extern void ghj_fill_stats(GhjState *s, GhjStats *st);
 extern void ghj_publish_stats(GhjState *s);
 
 /* join_parts.c */

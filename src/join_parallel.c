@@ -1025,16 +1025,14 @@ ghj_shared_table_wait(GhjShared *sh, bool *identity)
 	return state == GHJ_SVC_BUILT ? peer : 0;
 }
 
-/* ghj_publish_stats: a parallel worker puts its counters into shared memory. */
+/*
+ * ghj_fill_stats puts this participant's counters into st (the part of
+ * GhjStats above its batches' figures): what a worker publishes, and what
+ * the leader's EXPLAIN shows of its own share.
+ */
 void
-ghj_publish_stats(GhjState *s)
+ghj_fill_stats(GhjState *s, GhjStats *st)
 {
-	GhjStats   *st;
-
-	if (s->par.shared == NULL || !IsParallelWorker() ||
-		ParallelWorkerNumber < 0 || ParallelWorkerNumber >= s->par.shared->nworkers)
-		return;
-	st = &s->par.shared->stats[ParallelWorkerNumber];
 	st->inner_rows = s->build.ninner + s->build.n_nullkey;
 	st->batches = s->probe.n_batches;
 	st->candidates = s->probe.n_candidates;
@@ -1053,4 +1051,14 @@ ghj_publish_stats(GhjState *s)
 	st->target = s->build.target;
 	st->fallback = ghj_run_fallback(s);
 	st->valid = s->build.n_builds > 0;
+}
+
+/* ghj_publish_stats: a parallel worker puts its counters into shared memory. */
+void
+ghj_publish_stats(GhjState *s)
+{
+	if (s->par.shared == NULL || !IsParallelWorker() ||
+		ParallelWorkerNumber < 0 || ParallelWorkerNumber >= s->par.shared->nworkers)
+		return;
+	ghj_fill_stats(s, &s->par.shared->stats[ParallelWorkerNumber]);
 }
