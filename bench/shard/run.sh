@@ -6,7 +6,8 @@
 # stdout, progress on stderr.
 #
 #   bench/shard/run.sh [--scale S] [--shards "1 2 3 4"] [--repeats R]
-#                      [--queries "1 3 ..."] [--no-extra] [--data tpch|sql]
+#                      [--queries "1 3 ..."] [--no-extra] [--extra "a b ..."]
+#                      [--data tpch|sql]
 #                      [--device gpu|cpu] [--workers W] [--server-memory MB]
 #                      [--out DIR] [--datadir DIR] [--keep] [--reuse DIR]
 #
@@ -18,6 +19,7 @@
 #   --queries       TPC-H query numbers (default 1 to 22; "" for none)
 #   --no-extra      leave out test/shard/queries (this project's own joins
 #                   and GROUP BYs over the TPC-H tables, run after TPC-H's)
+#   --extra NAMES   only these of test/shard/queries (file names without .sql)
 #   --data sql      test/shard/generate.sql's TPC-H-shaped rows instead of
 #                   dbgen's (no TPC-H queries then); default: dbgen's where
 #                   bench/tpch/.dbgen is or can be built
@@ -66,7 +68,7 @@ root=$(cd "$here/../.." && pwd)
 . "$root/test/lib.sh"
 . "$root/bench/lib.sh"
 
-scale=1 shard_counts="1 2 3 4" repeats=3 queries="$(seq -s ' ' 1 22)" extra=1 data=auto
+scale=1 shard_counts="1 2 3 4" repeats=3 queries="$(seq -s ' ' 1 22)" extra=1 extra_names="" data=auto
 device=gpu workers=16 server_mem="" out="" datadir="" keep=0 reuse=""
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -76,6 +78,7 @@ while [ $# -gt 0 ]; do
     --repeats) repeats=$2; shift ;;
     --queries) queries=$2; shift ;;
     --no-extra) extra=0 ;;
+    --extra) extra=1; extra_names=$2; shift ;;
     --data) data=$2; shift ;;
     --device) device=$2; shift ;;
     --workers) workers=$2; shift ;;
@@ -227,7 +230,11 @@ if [ -n "$queries" ]; then
 fi
 if [ "$extra" = 1 ]; then
   for f in "$root"/test/shard/queries/*.sql; do
-    cp "$f" "$work/q/"; names+=("$(basename "$f" .sql)")
+    name=$(basename "$f" .sql)
+    if [ -n "$extra_names" ] && [[ " $extra_names " != *" $name "* ]]; then
+      continue
+    fi
+    cp "$f" "$work/q/"; names+=("$name")
   done
 fi
 chmod -R a+rX "$work/q"
