@@ -7,6 +7,7 @@
 #   bench/h2o/run.sh [--rows N] [--groups K] [--part groupby|join|all]
 #                    [--queries "q1 q3 j2"] [--repeats R] [--workers W]
 #                    [--device gpu|cpu] [--keep] [--reuse DIR] [--plans DIR]
+#                    [--gpuhash-set "SET ...;"]
 #
 # Defaults: 5*10^7 rows, K = 100, all parts, every query, 3 timed runs after
 # a warm-up, 16 workers, device gpu.  Needs gpuhash built and installed and
@@ -16,7 +17,10 @@
 # the GPU's cost model (gpuhash.cost_as_gpu) and the CPU twin runs the plans:
 # a check of the script and of the rows, not a measurement.  --plans DIR
 # keeps each query's last plans, EXPLAIN (ANALYZE, VERBOSE), as
-# DIR/QUERY-native.txt and DIR/QUERY-gpuhash.txt.
+# DIR/QUERY-native.txt and DIR/QUERY-gpuhash.txt.  --gpuhash-set SQL runs
+# SQL (e.g. "SET gpuhash.force_agg = on;") in the gpuhash side's sessions
+# only: gpuhash's plans where the planner would not choose them, to
+# measure them; the table's header says so.
 #
 # The data, written by SQL here (the benchmark's own generator is R), with
 # its columns and cardinalities:
@@ -63,7 +67,8 @@ while [ $# -gt 0 ]; do
     --keep) keep=1; shift ;;
     --reuse) reuse=$2; shift 2 ;;
     --plans) plans=$2; shift 2 ;;
-    *) echo "usage: bench/h2o/run.sh [--rows N] [--groups K] [--part groupby|join|all] [--queries Q] [--repeats R] [--workers W] [--device gpu|cpu] [--keep] [--reuse DIR] [--plans DIR]" >&2; exit 2 ;;
+    --gpuhash-set) gset=$2; shift 2 ;;
+    *) echo "usage: bench/h2o/run.sh [--rows N] [--groups K] [--part groupby|join|all] [--queries Q] [--repeats R] [--workers W] [--device gpu|cpu] [--keep] [--reuse DIR] [--plans DIR] [--gpuhash-set SQL]" >&2; exit 2 ;;
   esac
 done
 t0=$(date +%s)
@@ -181,7 +186,7 @@ q -c "CREATE OR REPLACE FUNCTION h2o_split(t text, OUT skel text, OUT f float8[]
 # compare SQL: the number of native's and gpuhash's rows of SQL that do not pair up
 compare() {
   q -c "$native" -c "CREATE TEMP TABLE h2o_rn AS $1" -c "RESET gpuhash.enabled" \
-    -c "CREATE TEMP TABLE h2o_rg AS $1" \
+    -c "${gset:-SELECT 1;}" -c "CREATE TEMP TABLE h2o_rg AS $1" \
     -c "WITH a AS (SELECT s.*, row_number() OVER (PARTITION BY s.skel ORDER BY s.f) AS k
                      FROM h2o_rn t, LATERAL h2o_split(t::text) s),
              b AS (SELECT s.*, row_number() OVER (PARTITION BY s.skel ORDER BY s.f) AS k
@@ -215,6 +220,7 @@ run() {
 }
 native="SET gpuhash.enabled = off;"
 echo "# bench/h2o: $rows rows, K = $groups, device $device, $workers workers, medians of $repeats"
+[ -n "${gset:-}" ] && { echo; echo "gpuhash side's sessions ran \`$gset\` first."; }
 echo
 echo "Times: the median of $repeats runs in one session after a warm-up; \"first\": the warm-up, a new"
 echo "session's first run of the query (gpuhash's includes its backend's CUDA context)."
@@ -226,7 +232,7 @@ for n in $queries; do
   [ -n "${sql[$n]:-}" ] || { echo "unknown query $n" >&2; exit 2; }
   say "$n"
   read -r tn fn <<<"$(run "$native" "${sql[$n]}" "$n-native")"
-  read -r tg fg <<<"$(run "" "${sql[$n]}" "$n-gpuhash")"
+  read -r tg fg <<<"$(run "${gset:-SELECT 1;}" "${sql[$n]}" "$n-gpuhash")"
   nodes="$(grep -c 'GpuHashAgg' "$planf" || true) / $(grep -c 'GpuHashJoin' "$planf" || true)"
   bad=$(compare "${sql[$n]}")
   same=same; [ "$bad" = 0 ] || { same="DIFFERENT ($bad rows)"; fail=1; }

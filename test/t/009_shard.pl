@@ -37,7 +37,16 @@
 #     shard), whose shards run every join in the GPU service within
 #     gpuhash.server_device_memory, each return exact rows, and afterwards
 #     the services are up, never restarted, and no ended session still holds
-#     device memory.
+#     device memory.  A shard's aggregates run in its backends, and on a GPU
+#     each such remote session holds a CUDA context (counted as about half a
+#     GiB): the shards' budget is README's advice for that, 2 GB plus a
+#     context's share per remote session;
+#   - on a GPU, the same eight sessions again where the shards' budget holds
+#     fewer contexts than sessions, under gpuhash.device = auto: every
+#     session's rows are still exact, and the remote sessions that found no
+#     room ran on the CPU twin, counted in gpuhash_stat_fallbacks as
+#     context_budget.  (The twin makes no CUDA context, so this part is the
+#     GPU's alone.)
 
 use strict;
 use warnings;
@@ -63,14 +72,17 @@ gpuhash.device = $device
 $plan_conf
 });
 # each shard: the GPU service for every join, a share of the GPU (on the
-# twin, whose allocations then count as the GPU's would)
+# twin, whose allocations then count as the GPU's would); on a GPU, room
+# for the contexts of the eight concurrent remote sessions below
+my $concurrent = 8;
+my $shard_mem = $device eq 'cpu' ? 2048 : 2048 + 520 * ($concurrent + 1);
 my @shards = map {
 	scalar gh_node(
 		"shard$_", qq{
 gpuhash.device = $device
 $plan_conf
 gpuhash.gpu_service = on
-gpuhash.server_device_memory = 2048
+gpuhash.server_device_memory = $shard_mem
 } . ($device eq 'cpu' ? "gpuhash.budget_cpu_twin = on\n" : ''))
 } 1 .. $nshards;
 for my $node ($coord, @shards)
@@ -363,31 +375,41 @@ my @conc = ('key_group', 'late_semi', 'brand_revenue');
 my $script = join('', map { "SET $_;\n" } @sharded)
   . join('', map { $queries{$_} } (@conc) x 3);
 my $want = join('', map { $expected{$_} } (@conc) x 3);
-my @bg = map {
-	psql_bg($coord, [ '-q', '-At', '-v', 'ON_ERROR_STOP=1' ],
-		db => 'tpch',
-		stdin => $script,
-		timeout => 300,
-		out => "$tmp/session$_.out")
-} 1 .. 8;
-my $most = 0;
-for (1 .. 600)
+
+# concurrent_sessions(TAG): $concurrent coordinator sessions at once, each
+# running $script; returns (sessions whose rows were exact, the most remote
+# sessions seen at once on shard 1)
+sub concurrent_sessions
 {
-	my $n = psql_q($shards[0],
-		"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'postgres_fdw'");
-	$most = $n if $n > $most;
-	last unless grep { $_->pumpable } @bg;
-	sleep_s(0.2);
+	my ($tag) = @_;
+	my @bg = map {
+		psql_bg($coord, [ '-q', '-At', '-v', 'ON_ERROR_STOP=1' ],
+			db => 'tpch',
+			stdin => $script,
+			timeout => 300,
+			out => "$tmp/$tag$_.out")
+	} 1 .. $concurrent;
+	my $most = 0;
+	for (1 .. 600)
+	{
+		my $n = psql_q($shards[0],
+			"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'postgres_fdw'");
+		$most = $n if $n > $most;
+		last unless grep { $_->pumpable } @bg;
+		sleep_s(0.2);
+	}
+	my $exact = 0;
+	for my $i (1 .. $concurrent)
+	{
+		my $done = $bg[ $i - 1 ]->finish;
+		my $got = -e "$tmp/$tag$i.out" ? slurp_file("$tmp/$tag$i.out") : '';
+		$exact++ if $done && $got eq $want;
+		diag("$tag session $i:\n" . substr($got, 0, 400)) unless $done && $got eq $want;
+	}
+	return ($exact, $most);
 }
-my $exact = 0;
-for my $i (1 .. 8)
-{
-	my $done = $bg[ $i - 1 ]->finish;
-	my $got = -e "$tmp/session$i.out" ? slurp_file("$tmp/session$i.out") : '';
-	$exact++ if $done && $got eq $want;
-	diag("session $i:\n" . substr($got, 0, 400)) unless $done && $got eq $want;
-}
-is($exact, 8, 'eight concurrent coordinator sessions: every one\'s rows exact');
+my ($exact, $most) = concurrent_sessions('session');
+is($exact, $concurrent, 'eight concurrent coordinator sessions: every one\'s rows exact');
 ok($most >= 2, "the shards served several remote sessions at once (at most $most seen on shard 1)");
 for my $k (1 .. $nshards)
 {
@@ -404,6 +426,27 @@ for my $k (1 .. $nshards)
 	ok(wait_until(100, 0.1, sub { psql_q($s, { db => 'tpch' }, $held) eq '' }),
 		"shard $k: no ended session holds device memory")
 	  or diag(psql_q($s, { db => 'tpch' }, $held));
+}
+
+if ($device ne 'cpu')
+{
+	# room for the service's context and two more on every shard, fewer than
+	# the sessions; auto runs what finds no room on the CPU twin
+	my $fb = "SELECT coalesce(sum(fallbacks), 0) FROM gpuhash_stat_fallbacks
+		WHERE reason = 'context_budget'";
+	my $before = psql_q($shards[0], { db => 'tpch' }, $fb);
+	for my $s (@shards)
+	{
+		psql_q($s, "ALTER SYSTEM SET gpuhash.server_device_memory = 2048");
+		psql_q($s, "ALTER SYSTEM SET gpuhash.device = 'auto'");
+		$s->reload;
+	}
+	my ($exact2) = concurrent_sessions('small');
+	is($exact2, $concurrent,
+		'a budget of fewer contexts than remote sessions, device auto: every session\'s rows exact');
+	my $after = psql_q($shards[0], { db => 'tpch' }, $fb);
+	ok($after > $before,
+		"and shard 1's sessions that found no room ran on the CPU twin (context_budget fallbacks $before -> $after)");
 }
 
 $_->stop for ($coord, @shards);
