@@ -333,8 +333,9 @@ SELECT ds_explain('VERBOSE, COSTS OFF', 'SELECT b, count(*) FROM ds_alter GROUP 
 RESET gpuhash.enable_scan;
 SELECT ds_explain('VERBOSE, COSTS OFF', 'SELECT b, count(*) FROM ds_alter WHERE a + b > random() GROUP BY b');
 SELECT ds_explain('VERBOSE, COSTS OFF', 'SELECT length(t), count(*) FROM ds_toast GROUP BY 1');
--- in parallel workers the scan node is never run (the workers launched
--- read the pages)
+-- in parallel workers the scan node is not run, the workers' device scans
+-- read the pages; they count their rows in the node's figures, as if it
+-- had returned them
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;

@@ -339,59 +339,6 @@ gha_rescan(CustomScanState *node)
 }
 
 /*
- * gha_explain_scan shows what the device scan did, on one line in TEXT as a
- * scan shows its buffers: pages sent (and how many of them were checked
- * tuple by tuple on the CPU) in how many chunks, rows the device read and
- * rows the tuple path read, the bytes read, and under TIMING the time of
- * staging and of the device.
- */
-static void
-gha_explain_scan(const GhHeapScanCounts *c, bool workers, ExplainState *es)
-{
-	double		mb = (double) c->pages * BLCKSZ / (1024.0 * 1024.0);
-
-	if (es->format == EXPLAIN_FORMAT_TEXT)
-	{
-		appendStringInfoSpaces(es->str, es->indent * 2);
-		appendStringInfo(es->str, "Device Scan Pages: sent=%llu checked=%llu",
-						 (unsigned long long) c->pages,
-						 (unsigned long long) c->pages_checked);
-		if (workers)
-			appendStringInfoString(es->str, " (in workers)");
-		else
-			appendStringInfo(es->str, " chunks=%llu",
-							 (unsigned long long) c->batches);
-		appendStringInfo(es->str, "  Rows: device=%llu tuple path=%llu hidden=%llu  Read: %.1f MB",
-						 (unsigned long long) c->rows_device,
-						 (unsigned long long) c->rows_host,
-						 (unsigned long long) c->tuples_hidden, mb);
-		if (es->timing && workers)
-			appendStringInfo(es->str, "  Time: %.3f ms summed over the workers",
-							 c->stage_ms);
-		else if (es->timing)
-			appendStringInfo(es->str, "  Time: staging=%.3f ms device=%.3f ms",
-							 c->stage_ms, c->device_ms);
-		appendStringInfoChar(es->str, '\n');
-		return;
-	}
-	ExplainPropertyBool("Device Scan In Workers", workers, es);
-	ExplainPropertyUInteger("Device Scan Pages Sent", NULL, c->pages, es);
-	ExplainPropertyUInteger("Device Scan Pages Checked", NULL, c->pages_checked, es);
-	if (!workers)
-		ExplainPropertyUInteger("Device Scan Chunks", NULL, c->batches, es);
-	ExplainPropertyUInteger("Device Scan Rows", NULL, c->rows_device, es);
-	ExplainPropertyUInteger("Device Scan Tuple Path Rows", NULL, c->rows_host, es);
-	ExplainPropertyUInteger("Device Scan Tuples Hidden", NULL, c->tuples_hidden, es);
-	ExplainPropertyUInteger("Device Scan Bytes", NULL, c->pages * BLCKSZ, es);
-	if (es->timing)
-	{
-		ExplainPropertyFloat("Device Scan Staging Time", "ms", c->stage_ms, 3, es);
-		if (!workers)
-			ExplainPropertyFloat("Device Scan Device Time", "ms", c->device_ms, 3, es);
-	}
-}
-
-/*
  * gha_explain shows the group keys as HashAggregate does, where it groups,
  * and with ANALYZE the run's memory.
  */
@@ -466,7 +413,7 @@ gha_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	else if (es->verbose)
 		ExplainPropertyText("Device Scan", psprintf("off (%s)", st->scan_refusal), es);
 	if (es->analyze && st->scanned)
-		gha_explain_scan(&st->scan_counts, false, es);
+		gh_explain_scan_counts(&st->scan_counts, false, es);
 	else if (es->analyze && st->run != NULL && st->packed)
 	{
 		GhAggMemory mem;
@@ -483,7 +430,7 @@ gha_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			c.rows_host = mem.scan_rows_host;
 			c.rows_device = mem.rows_in - Min(mem.rows_in, mem.scan_rows_host);
 			c.stage_ms = mem.scan_ms;
-			gha_explain_scan(&c, true, es);
+			gh_explain_scan_counts(&c, true, es);
 		}
 	}
 	if (es->analyze && st->run != NULL)

@@ -25,6 +25,8 @@
 #include "catalog/objectaddress.h"
 #include "catalog/pg_am_d.h"
 #include "catalog/pg_type_d.h"
+#include "commands/explain.h"
+#include "executor/instrument.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -120,8 +122,8 @@ void
 gpuhash_init_heapscan(void)
 {
 	DefineCustomBoolVariable("gpuhash.enable_scan",
-							 "Lets GpuHashAgg read its input table as heap pages that the device deforms.",
-							 "Off: the input comes through PostgreSQL's own scan, row by row.",
+							 "Lets GpuHashAgg read its input table, and GpuHashJoin its outer table, as heap pages that the device deforms.",
+							 "Off: those rows come through PostgreSQL's own scan, row by row.",
 							 &gpuhash_enable_scan,
 							 true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
@@ -614,6 +616,7 @@ gh_heapscan_end(GhHeapScan *s)
 struct GhScanSource
 {
 	GhHeapScan *scan;
+	Instrumentation *instr;		/* the child's, under EXPLAIN ANALYZE */
 	TupleTableSlot *slot;		/* the scan's output columns, virtual */
 	int			ninput;
 	int		   *map;			/* per output column, its index in attnos */
@@ -719,15 +722,16 @@ gh_scan_source_begin(PlanState *child, EState *estate, GhTarget target)
 										ALLOCSET_SMALL_SIZES);
 	src->scan = gh_heapscan_begin(rel, estate->es_snapshot, attnos, nattnos,
 								  pscan, target);
+	src->instr = child->instrument;
 	return src;
 }
 
 /*
- * gh_scan_source_next returns the next visible row as a virtual slot, its
+ * scan_source_row returns the next visible row as a virtual slot, its
  * values valid until the next call, or NULL at the end.
  */
-TupleTableSlot *
-gh_scan_source_next(GhScanSource *src)
+static TupleTableSlot *
+scan_source_row(GhScanSource *src)
 {
 	TupleTableSlot *slot = src->slot;
 
@@ -777,6 +781,27 @@ gh_scan_source_next(GhScanSource *src)
 	}
 }
 
+/*
+ * gh_scan_source_next returns the next visible row as a virtual slot, its
+ * values valid until the next call, or NULL at the end.  Under EXPLAIN
+ * ANALYZE it counts the row (and the time and buffers of reading it) in
+ * the scan node's own instrumentation, as ExecProcNode would have, so
+ * that the plan shows the sequential scan's rows where the device scan
+ * read them in its place.
+ */
+TupleTableSlot *
+gh_scan_source_next(GhScanSource *src)
+{
+	TupleTableSlot *slot;
+
+	if (src->instr == NULL)
+		return scan_source_row(src);
+	InstrStartNode(src->instr);
+	slot = scan_source_row(src);
+	InstrStopNode(src->instr, slot == NULL ? 0.0 : 1.0);
+	return slot;
+}
+
 const GhHeapScanCounts *
 gh_scan_source_counts(GhScanSource *src)
 {
@@ -789,6 +814,88 @@ gh_scan_source_end(GhScanSource *src)
 	gh_heapscan_end(src->scan);
 	ExecDropSingleTupleTableSlot(src->slot);
 	MemoryContextDelete(src->rowcxt);
+}
+
+/*
+ * gh_scan_counts_add adds the counts of add to sum.
+ */
+void
+gh_scan_counts_add(GhHeapScanCounts *sum, const GhHeapScanCounts *add)
+{
+	sum->pages += add->pages;
+	sum->pages_checked += add->pages_checked;
+	sum->tuples_hidden += add->tuples_hidden;
+	sum->rows_device += add->rows_device;
+	sum->rows_host += add->rows_host;
+	sum->batches += add->batches;
+	sum->stage_ms += add->stage_ms;
+	sum->device_ms += add->device_ms;
+}
+
+/*
+ * gh_explain_scan_text appends gh_explain_scan_counts' TEXT line to str,
+ * without its indent or line end (GpuHashJoin puts a worker's prefix
+ * before it).
+ */
+void
+gh_explain_scan_text(StringInfo str, const GhHeapScanCounts *c, bool workers,
+					 bool timing)
+{
+	double		mb = (double) c->pages * BLCKSZ / (1024.0 * 1024.0);
+
+	appendStringInfo(str, "Device Scan Pages: sent=%llu checked=%llu",
+					 (unsigned long long) c->pages,
+					 (unsigned long long) c->pages_checked);
+	if (workers)
+		appendStringInfoString(str, " (in workers)");
+	else
+		appendStringInfo(str, " chunks=%llu", (unsigned long long) c->batches);
+	appendStringInfo(str, "  Rows: device=%llu tuple path=%llu hidden=%llu  Read: %.1f MB",
+					 (unsigned long long) c->rows_device,
+					 (unsigned long long) c->rows_host,
+					 (unsigned long long) c->tuples_hidden, mb);
+	if (timing && workers)
+		appendStringInfo(str, "  Time: %.3f ms summed over the workers",
+						 c->stage_ms);
+	else if (timing)
+		appendStringInfo(str, "  Time: staging=%.3f ms device=%.3f ms",
+						 c->stage_ms, c->device_ms);
+}
+
+/*
+ * gh_explain_scan_counts shows what a device scan did (GpuHashAgg's input,
+ * GpuHashJoin's outer side), on one line in TEXT as a scan shows its
+ * buffers: pages sent (and how many of them were checked
+ * tuple by tuple on the CPU) in how many chunks, rows the device read and
+ * rows the tuple path read, the bytes read, and under TIMING the time of
+ * staging and of the device.  workers: the counts are the workers' sums,
+ * whose deforming is the CPU twin's.
+ */
+void
+gh_explain_scan_counts(const GhHeapScanCounts *c, bool workers, ExplainState *es)
+{
+	if (es->format == EXPLAIN_FORMAT_TEXT)
+	{
+		appendStringInfoSpaces(es->str, es->indent * 2);
+		gh_explain_scan_text(es->str, c, workers, es->timing);
+		appendStringInfoChar(es->str, '\n');
+		return;
+	}
+	ExplainPropertyBool("Device Scan In Workers", workers, es);
+	ExplainPropertyUInteger("Device Scan Pages Sent", NULL, c->pages, es);
+	ExplainPropertyUInteger("Device Scan Pages Checked", NULL, c->pages_checked, es);
+	if (!workers)
+		ExplainPropertyUInteger("Device Scan Chunks", NULL, c->batches, es);
+	ExplainPropertyUInteger("Device Scan Rows", NULL, c->rows_device, es);
+	ExplainPropertyUInteger("Device Scan Tuple Path Rows", NULL, c->rows_host, es);
+	ExplainPropertyUInteger("Device Scan Tuples Hidden", NULL, c->tuples_hidden, es);
+	ExplainPropertyUInteger("Device Scan Bytes", NULL, c->pages * BLCKSZ, es);
+	if (es->timing)
+	{
+		ExplainPropertyFloat("Device Scan Staging Time", "ms", c->stage_ms, 3, es);
+		if (!workers)
+			ExplainPropertyFloat("Device Scan Device Time", "ms", c->device_ms, 3, es);
+	}
 }
 
 /* ---- SQL: the device scan of a whole table, for the tests ---- */

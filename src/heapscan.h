@@ -82,4 +82,12 @@ extern const GhHeapScanCounts *gh_scan_source_counts(GhScanSource *src);
 extern const char *gh_scan_source_table(PlanState *child);
 extern void gh_scan_source_end(GhScanSource *src);
 
+struct ExplainState;
+extern void gh_scan_counts_add(GhHeapScanCounts *sum,
+							   const GhHeapScanCounts *add);
+extern void gh_explain_scan_text(StringInfo str, const GhHeapScanCounts *c,
+								 bool workers, bool timing);
+extern void gh_explain_scan_counts(const GhHeapScanCounts *c, bool workers,
+								   struct ExplainState *es);
+
 #endif							/* GPUHASH_HEAPSCAN_H */

@@ -468,6 +468,7 @@ ghj_begin(CustomScanState *node, EState *estate, int eflags)
 	s->outer_ps = ExecInitNode(linitial(cscan->custom_plans), estate, eflags);
 	s->inner_ps = ExecInitNode(lsecond(cscan->custom_plans), estate, eflags);
 	node->custom_ps = list_make2(s->outer_ps, s->inner_ps);
+	s->outer_scan_refusal = gh_scan_source_refusal(s->outer_ps, estate);
 
 	s->outer_slot = ExecInitExtraTupleSlot(estate, ExecGetResultType(s->outer_ps),
 										   &TTSOpsVirtual);
@@ -750,6 +751,7 @@ ghj_end(CustomScanState *node)
 	ghj_shared_end(s);
 	/* the copies releasing made count now, before a worker reports done */
 	gh_mon_flush();
+	ghj_outer_scan_end(s);
 	ExecEndNode(s->outer_ps);
 	ExecEndNode(s->inner_ps);
 }
@@ -805,6 +807,7 @@ ghj_rescan(CustomScanState *node)
 		ExecReScan(s->inner_ps);
 	ghj_reset_probe(s);
 	s->state = s->build.built ? GHJ_NEXT_BATCH : GHJ_BUILD_TABLE;
+	ghj_outer_scan_end(s);
 	if (s->outer_ps->chgParam == NULL)
 		ExecReScan(s->outer_ps);
 }
@@ -964,6 +967,12 @@ explain_join_figures(const GhjStats *st, bool timed, bool shared_build,
 			appendStringInfo(es->str, "Probe Phases: outer=%.3f ms device=%.3f ms order=%.3f ms rows=%.3f ms\n",
 							 st->outer_ms, st->device_ms, st->order_ms, st->rows_ms);
 		}
+		if (st->outer_scanned)
+		{
+			explain_text_line(worker, es);
+			gh_explain_scan_text(es->str, &st->outer_scan, false, es->timing);
+			appendStringInfoChar(es->str, '\n');
+		}
 		return;
 	}
 
@@ -995,6 +1004,8 @@ explain_join_figures(const GhjStats *st, bool timed, bool shared_build,
 		ExplainPropertyFloat("Probe Order Time", "ms", st->order_ms, 3, es);
 		ExplainPropertyFloat("Probe Rows Time", "ms", st->rows_ms, 3, es);
 	}
+	if (st->outer_scanned)
+		gh_explain_scan_counts(&st->outer_scan, false, es);
 }
 
 /*
@@ -1099,6 +1110,11 @@ ghj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Join Filter",
 							deparse_expression((Node *) make_ands_explicit(s->joinquals_expr),
 											   context, useprefix, false), es);
+	if (s->outer_scan_refusal == NULL)
+		ExplainPropertyText("Outer Device Scan", gh_scan_source_table(s->outer_ps), es);
+	else if (es->verbose && IsA(s->outer_ps->plan, SeqScan))
+		ExplainPropertyText("Outer Device Scan",
+							psprintf("off (%s)", s->outer_scan_refusal), es);
 	if (es->analyze && s->build.n_builds > 0)
 	{
 		int			nbatch = Max(Max(s->batch.nbatch, s->batch.nbatch_original),

@@ -48,6 +48,7 @@
 
 #include "gh_hash.h"
 #include "gpuhash_join.h"
+#include "heapscan.h"
 #include "keys.h"
 
 /*
@@ -98,6 +99,8 @@ typedef struct GhjStats
 	bool		shared_table;	/* a service table shared by the participants */
 	GhTarget	target;			/* where its table was */
 	GhFallback	fallback;		/* its first fallback to the CPU twin */
+	bool		outer_scanned;	/* the device scan read its outer side */
+	GhHeapScanCounts outer_scan;	/* what that scan did */
 	/* filled by join_exec.c after ghj_publish_stats (ghj_fill_stats) */
 	int			nbatch;			/* the join's batches (join_batch.c) */
 	int			nbatch_original;
@@ -406,6 +409,11 @@ typedef struct GhjState
 	bool		shared_build;	/* the plan asks for a shared build */
 	PlanState  *outer_ps;
 	PlanState  *inner_ps;
+	/* the outer side read as pages by the device scan (ghj_outer_next) */
+	const char *outer_scan_refusal; /* why not, or NULL */
+	GhScanSource *outer_src;	/* the current read of the outer side */
+	bool		outer_src_tried;
+	GhHeapScanCounts outer_scan;	/* what earlier reads did (rescans) */
 	List	   *hashclauses;	/* for EXPLAIN */
 	List	   *joinquals_expr;	/* for EXPLAIN */
 
@@ -586,6 +594,9 @@ extern void ghj_parts_end(GhjState *s);
 extern TupleTableSlot *ghj_parts_next_tuple(GhjState *s, bool inner);
 
 /* join_probe.c */
+extern TupleTableSlot *ghj_outer_next(GhjState *s);
+extern void ghj_outer_scan_counts(GhjState *s, GhHeapScanCounts *c);
+extern void ghj_outer_scan_end(GhjState *s);
 extern bool ghj_next_batch(GhjState *s);
 extern TupleTableSlot *ghj_probe_batch(GhjState *s, ExprContext *econtext);
 extern TupleTableSlot *ghj_probe_batch_direct(GhjState *s);

@@ -1050,6 +1050,9 @@ ghj_fill_stats(GhjState *s, GhjStats *st)
 	st->shared_table = s->build.table && gh_table_shared(s->build.table);
 	st->target = s->build.target;
 	st->fallback = ghj_run_fallback(s);
+	st->outer_scanned = s->outer_scan_refusal == NULL;
+	if (st->outer_scanned)
+		ghj_outer_scan_counts(s, &st->outer_scan);
 	st->valid = s->build.n_builds > 0;
 }
 

@@ -448,7 +448,7 @@ ghj_parts_write_outer(GhjState *s, bool in_time)
 		uint64		h;
 
 		CHECK_FOR_INTERRUPTS();
-		slot = ExecProcNode(s->outer_ps);
+		slot = ghj_outer_next(s);
 		if (TupIsNull(slot))
 			break;
 		if (!in_time)
