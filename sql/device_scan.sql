@@ -322,7 +322,7 @@ SELECT ds_packed('SELECT i2, count(*), sum(i4), sum(i8), sum(n), avg(i2), min(d)
 SELECT ds_packed('SELECT i4, d, count(*), sum(v), sum(i2), max(f4) FROM ds_pk GROUP BY i4, d');
 SELECT ds_packed('SELECT i8, count(*), sum(n), avg(n), min(t), max(t) FROM ds_pk GROUP BY i8');
 SELECT ds_packed('SELECT t, count(*), sum(v), sum(n), count(bp) FROM ds_pk GROUP BY t');
-SELECT ds_packed('SELECT bp, count(*), sum(i4), min(t) FROM ds_pk GROUP BY bp');
+SELECT ds_packed('SELECT rtrim(bp), count(*), sum(i4), min(t) FROM ds_pk GROUP BY bp');
 SELECT ds_packed('SELECT d, t, rtrim(bp), count(*), sum(n), sum(v) FROM ds_pk GROUP BY d, t, bp');
 SELECT ds_packed('SELECT km, count(*), sum(v) FROM ds_pk_toast GROUP BY km');
 SELECT ds_packed('SELECT ke, km, count(*), sum(id), max(ke) FROM ds_pk_toast GROUP BY ke, km');
