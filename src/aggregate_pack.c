@@ -34,6 +34,19 @@
  * as do the text values of a column whose min or max the leader keeps (the
  * device counts them: their valid flags are 1).
  *
+ * Where the partial plan is a parallel sequential scan that the device
+ * scan can read (heapscan.h), no input row becomes a slot: pack_batches
+ * takes the scan's deformed batches and appends a chunk of a batch's rows
+ * to the packet key by key and column by column, each a tight loop over
+ * the rows the device read (GH_HS_ROW), straight from the batch's Datum
+ * words, valid flags and staged pages (a numbered key's value is numbered
+ * where it lies, NUMERICs are decoded there); the rows left to the tuple
+ * path (GH_HS_HOST: compressed or out-of-line values) follow one by one as
+ * any child's rows do (pack_row).  A packet that cannot take a batch whole
+ * takes the rest on the next call.  Rows so come out of scan order, which
+ * packets never promised.  On the CPU twin this made a worker's scanning
+ * and packing about ... (bench/results/2026-11-29-pack-columns-twin.md).
+ *
  * The plan is changed after planning, so nothing here runs through setrefs:
  * the node has no expressions of its own, reads its child's output columns
  * by position, and its one output column is described by custom_scan_tlist.
