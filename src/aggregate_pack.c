@@ -44,8 +44,8 @@
  * path (GH_HS_HOST: compressed or out-of-line values) follow one by one as
  * any child's rows do (pack_row).  A packet that cannot take a batch whole
  * takes the rest on the next call.  Rows so come out of scan order, which
- * packets never promised.  On the CPU twin this made a worker's scanning
- * and packing about ... (bench/results/2026-11-29-pack-columns-twin.md).
+ * packets never promised (bench/results/2026-11-29-pack-columns-twin.md
+ * measures it on the CPU twin).
  *
  * The plan is changed after planning, so nothing here runs through setrefs:
  * the node has no expressions of its own, reads its child's output columns
