@@ -226,6 +226,122 @@ SELECT ds_agg('SELECT t, count(*), sum(n) FROM ds_types GROUP BY t', 2);
 SELECT ds_agg('SELECT v % 7, count(*), sum(id) FROM ds_vis GROUP BY 1', 2);
 SELECT ds_agg('SELECT d, c, count(*), sum(b), sum(a) FROM ds_alter GROUP BY d, c', 2);
 SELECT ds_agg('SELECT a % 10, count(*), sum(a) FROM ds_narrow GROUP BY 1', 2);
+-- the packets of parallel workers are filled from the device scan's batches
+-- column by column (GH_HS_ROW rows straight from the batch's arrays, the
+-- tuple path's rows one by one): ds_packed(q) runs q in two workers and the
+-- leader, then natively, compares the groups as multisets (EXCEPT ALL both
+-- ways) and says from EXPLAIN ANALYZE whether the packed plan read the
+-- table with the device scan, whether rows took the tuple path, and whether
+-- the packets held at most gpuhash.batch_rows rows each
+CREATE FUNCTION ds_packed(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  l text;
+  packed bool := false;
+  scanned bool := false;
+  host bigint := 0;
+  packets bigint := 0;
+  rows_in bigint := 0;
+  res_on text[];
+  res_off text[];
+  missing bigint;
+  extra bigint;
+  w text := 'SELECT array_agg(x::text) FROM (' || q || ') x';
+BEGIN
+  PERFORM set_config('gpuhash.force_agg', 'on', true);
+  PERFORM set_config('max_parallel_workers_per_gather', '2', true);
+  PERFORM set_config('parallel_setup_cost', '0', true);
+  PERFORM set_config('parallel_tuple_cost', '0', true);
+  PERFORM set_config('min_parallel_table_scan_size', '0', true);
+  FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || w LOOP
+    IF l ~ 'GpuHashAggPack' THEN
+      packed := true;
+      packets := substring(l from 'rows=(\d+)')::bigint * substring(l from 'loops=(\d+)')::bigint;
+    END IF;
+    IF l ~ '^\s+Device Scan: ds_' THEN scanned := true; END IF;
+    IF l ~ 'tuple path=\d+' THEN host := substring(l from 'tuple path=(\d+)')::bigint; END IF;
+    IF l ~ 'Rows In: \d+' THEN rows_in := substring(l from 'Rows In: (\d+)')::bigint; END IF;
+  END LOOP;
+  EXECUTE w INTO res_on;
+  PERFORM set_config('gpuhash.enabled', 'off', true);
+  EXECUTE w INTO res_off;
+  PERFORM set_config('gpuhash.enabled', 'on', true);
+  SELECT count(*) INTO missing FROM (SELECT unnest(res_off) EXCEPT ALL SELECT unnest(res_on)) x;
+  SELECT count(*) INTO extra FROM (SELECT unnest(res_on) EXCEPT ALL SELECT unnest(res_off)) x;
+  RETURN format('%s groups, %s, %s, %s, missing %s, extra %s',
+                coalesce(cardinality(res_off), 0),
+                CASE WHEN packed AND scanned THEN 'packed from the device scan' WHEN packed THEN 'packed, NO device scan' ELSE 'NOT packed' END,
+                CASE WHEN host > 0 THEN 'tuple path rows' ELSE 'no tuple path rows' END,
+                CASE WHEN packets > 0 AND packets * current_setting('gpuhash.batch_rows')::bigint >= rows_in
+                     THEN 'packets within batch_rows' ELSE 'packets OVER batch_rows' END,
+                missing, extra);
+END $$;
+-- keys of 2, 4 and 8 bytes and dates, text and bpchar keys of short
+-- (1-byte header) and long (4-byte header, over 126 bytes) values, equal
+-- bpchar values that differ in trailing blanks, NULLs in every column;
+-- numeric arguments with NaN and 25 digits (listed whole in the packet),
+-- text min and max (listed whole too); a dropped column before the others
+CREATE TABLE ds_pk (gone text, i2 int2, i4 int, i8 int8, d date, t text,
+                    bp bpchar, n numeric, v int, f4 float4)
+  WITH (autovacuum_enabled = off);
+INSERT INTO ds_pk
+SELECT repeat('x', g % 40),
+       CASE WHEN g % 17 = 0 THEN NULL ELSE (g % 50 - 25)::int2 END,
+       CASE WHEN g % 13 = 0 THEN NULL ELSE g % 300 - 150 END,
+       CASE WHEN g % 11 = 0 THEN NULL ELSE (g % 70) * 10000000007 END,
+       CASE WHEN g % 19 = 0 THEN NULL ELSE date '2000-01-01' + g % 40 END,
+       CASE WHEN g % 7 = 0 THEN NULL
+            WHEN g % 5 = 0 THEN repeat('L', 130) || (g % 6)
+            ELSE 's' || (g % 60) END,
+       CASE WHEN g % 9 = 0 THEN NULL
+            WHEN g % 4 = 0 THEN (rpad('b', 140, 'y') || (g % 3))::bpchar
+            WHEN g % 4 = 1 THEN ('b' || (g % 30) || ' ')::bpchar
+            ELSE ('b' || (g % 30))::bpchar END,
+       CASE WHEN g % 23 = 0 THEN NULL
+            WHEN g % 29 = 0 THEN 'NaN'
+            WHEN g % 31 = 0 THEN 1234567890123456789012345 + g % 3
+            ELSE (g % 1000) / 8.0 END,
+       g % 100,
+       CASE WHEN g % 37 = 0 THEN NULL ELSE (g % 64) / 4.0 END
+  FROM generate_series(1, 20000) g;
+ALTER TABLE ds_pk DROP COLUMN gone;
+VACUUM ANALYZE ds_pk;
+-- rows that the device leaves to the tuple path: keys compressed in line
+-- (STORAGE MAIN) and stored out of line (EXTERNAL), among short ones
+CREATE TABLE ds_pk_toast (id int, km text, ke text, v int)
+  WITH (autovacuum_enabled = off);
+ALTER TABLE ds_pk_toast ALTER COLUMN km SET STORAGE MAIN;
+ALTER TABLE ds_pk_toast ALTER COLUMN ke SET STORAGE EXTERNAL;
+INSERT INTO ds_pk_toast
+SELECT g,
+       CASE WHEN g % 3 = 0 THEN repeat('compressible ', 400) || (g % 5) ELSE 'm' || (g % 5) END,
+       CASE WHEN g % 4 = 0 THEN repeat(md5((g % 6)::text), 80) ELSE 'e' || (g % 6) END,
+       g % 10
+  FROM generate_series(1, 4000) g;
+VACUUM ANALYZE ds_pk_toast;
+SELECT ds_packed('SELECT i2, count(*), sum(i4), sum(i8), sum(n), avg(i2), min(d) FROM ds_pk GROUP BY i2');
+SELECT ds_packed('SELECT i4, d, count(*), sum(v), sum(i2), max(f4) FROM ds_pk GROUP BY i4, d');
+SELECT ds_packed('SELECT i8, count(*), sum(n), avg(n), min(t), max(t) FROM ds_pk GROUP BY i8');
+SELECT ds_packed('SELECT t, count(*), sum(v), sum(n), count(bp) FROM ds_pk GROUP BY t');
+SELECT ds_packed('SELECT rtrim(bp), count(*), sum(i4), min(t) FROM ds_pk GROUP BY bp');
+SELECT ds_packed('SELECT d, t, rtrim(bp), count(*), sum(n), sum(v) FROM ds_pk GROUP BY d, t, bp');
+SELECT ds_packed('SELECT km, count(*), sum(v) FROM ds_pk_toast GROUP BY km');
+SELECT ds_packed('SELECT ke, km, count(*), sum(id), max(ke) FROM ds_pk_toast GROUP BY ke, km');
+-- small packets: a batch of the scan spans many of them
+SET gpuhash.batch_rows = 50;
+SELECT ds_packed('SELECT i2, count(*), sum(i4), sum(i8), sum(n), avg(i2), min(d) FROM ds_pk GROUP BY i2');
+SELECT ds_packed('SELECT d, t, rtrim(bp), count(*), sum(n), sum(v), max(t) FROM ds_pk GROUP BY d, t, bp');
+SELECT ds_packed('SELECT ke, km, count(*), sum(id), max(ke) FROM ds_pk_toast GROUP BY ke, km');
+RESET gpuhash.batch_rows;
+-- and the least work_mem: small packets, small batches, tight limits on
+-- the values a packet lists whole
+SET work_mem = '64kB';
+SELECT ds_packed('SELECT i4, d, count(*), sum(v), sum(i2), max(f4) FROM ds_pk GROUP BY i4, d');
+SELECT ds_packed('SELECT i8, count(*), sum(n), avg(n), min(t), max(t) FROM ds_pk GROUP BY i8');
+SELECT ds_packed('SELECT d, t, rtrim(bp), count(*), sum(n), sum(v) FROM ds_pk GROUP BY d, t, bp');
+SELECT ds_packed('SELECT ke, km, count(*), sum(id), max(ke) FROM ds_pk_toast GROUP BY ke, km');
+RESET work_mem;
+DROP FUNCTION ds_packed(text);
+DROP TABLE ds_pk, ds_pk_toast;
 -- a filter stays with the scan: PostgreSQL's scan reads the input
 SELECT ds_agg('SELECT i2, count(*) FROM ds_types WHERE i4 > random() GROUP BY i2');
 -- a WHERE that GpuHashAgg compiles (its Device Filter) leaves the scan

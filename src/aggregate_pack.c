@@ -34,6 +34,19 @@
  * as do the text values of a column whose min or max the leader keeps (the
  * device counts them: their valid flags are 1).
  *
+ * Where the partial plan is a parallel sequential scan that the device
+ * scan can read (heapscan.h), no input row becomes a slot: pack_batches
+ * takes the scan's deformed batches and appends a chunk of a batch's rows
+ * to the packet key by key and column by column, each a tight loop over
+ * the rows the device read (GH_HS_ROW), straight from the batch's Datum
+ * words, valid flags and staged pages (a numbered key's value is numbered
+ * where it lies, NUMERICs are decoded there); the rows left to the tuple
+ * path (GH_HS_HOST: compressed or out-of-line values) follow one by one as
+ * any child's rows do (pack_row).  A packet that cannot take a batch whole
+ * takes the rest on the next call.  Rows so come out of scan order, which
+ * packets never promised (bench/results/2026-11-29-pack-columns-twin.md
+ * measures it on the CPU twin).
+ *
  * The plan is changed after planning, so nothing here runs through setrefs:
  * the node has no expressions of its own, reads its child's output columns
  * by position, and its one output column is described by custom_scan_tlist.
@@ -99,6 +112,21 @@ typedef struct PackDict
 
 #define PACK_KEY_PRIV	4		/* custom_private entries per key */
 
+/*
+ * Row slots of a device scan batch that pack_batches takes at a time: the
+ * packet's lists of values and dictionaries are checked against their limit
+ * between chunks, so a chunk can pass it by at most this many rows' values
+ * (each in a staged page, so less than a page).
+ */
+#define PACK_CHUNK_ROWS	1024
+
+/* A value to be listed whole at the end of the packet, for its row. */
+typedef struct PackWhole
+{
+	uint32		row;
+	Datum		value;
+} PackWhole;
+
 typedef struct PackState
 {
 	CustomScanState css;
@@ -141,6 +169,21 @@ typedef struct PackState
 	GhScanSource *src;
 	bool		src_tried;
 	GhHeapScanCounts scan_sent;	/* the counts the packets have carried */
+	/*
+	 * Reading the device scan's batches column by column (pack_batches):
+	 * the batch and its next row slot, each key's and column's column of
+	 * the batch, a chunk's rows by status, the values of a chunk's rows
+	 * listed whole (per column, in row order), and one tuple-path row.
+	 */
+	GhHeapScanBatch batch;
+	uint32		brow;
+	int			scol[GH_AGG_MAX_KEYS + GH_AGG_MAX_COLS];
+	uint32	   *sel;			/* GH_HS_ROW row slots of a chunk */
+	uint32	   *hsel;			/* GH_HS_HOST row slots of a chunk */
+	PackWhole  *whole[GH_AGG_MAX_COLS];
+	uint32		nwhole[GH_AGG_MAX_COLS];
+	Datum	   *hvals;
+	bool	   *hnulls;
 } PackState;
 
 static Node *pack_create_state(CustomScan *cscan);
@@ -162,6 +205,10 @@ packet_row_bytes(int nkeys, int ncols)
 	return (Size) nkeys * 8 + 1 + (Size) ncols * 10;
 }
 static void pack_whole(PackState *ps, int c, uint32 n, Datum v);
+static uint32 pack_dict_entry(PackState *ps, int k, Datum v);
+static void pack_row(PackState *ps, uint32 n, const Datum *values,
+					 const bool *isnull, uint8 *anynull, uint32 *nullcols);
+static uint32 pack_batches(PackState *ps, uint8 *anynull, uint32 *nullcols);
 
 static CustomScanMethods pack_scan_methods = {
 	.CustomName = GH_PACK_NAME,
@@ -480,21 +527,40 @@ pack_begin(CustomScanState *node, EState *estate, int eflags)
 }
 
 /*
- * pack_input returns the next input row: the device scan's, where it reads
- * the input, or the child's; NULL at the end.
+ * pack_source returns the device scan of the input, started at the first
+ * call where it can read the input, or NULL: the child then runs.  The
+ * packet's columns are then read from the scan's batches (pack_batches),
+ * for which it sets up what the batches need.
  */
-static TupleTableSlot *
-pack_input(PackState *ps)
+static GhScanSource *
+pack_source(PackState *ps)
 {
-	if (ps->scan_refusal == NULL && !ps->src_tried)
+	int			ninput;
+
+	if (ps->scan_refusal != NULL || ps->src_tried)
+		return ps->src;
+	ps->src_tried = true;
+	ps->src = gh_scan_source_begin(ps->child, ps->css.ss.ps.state,
+								   GH_TARGET_CPU);
+	if (ps->src == NULL)
+		return NULL;
+	memset(&ps->batch, 0, sizeof(ps->batch));
+	ps->brow = 0;
+	for (int j = 0; j < ps->nkeys + ps->ncols; j++)
+		ps->scol[j] = gh_scan_source_column(ps->src, ps->from[j] - 1);
+	if (ps->sel == NULL)
 	{
-		ps->src_tried = true;
-		ps->src = gh_scan_source_begin(ps->child, ps->css.ss.ps.state,
-									   GH_TARGET_CPU);
+		ninput = list_length(ps->child->plan->targetlist);
+		ps->sel = palloc(sizeof(uint32) * PACK_CHUNK_ROWS);
+		ps->hsel = palloc(sizeof(uint32) * PACK_CHUNK_ROWS);
+		ps->hvals = palloc(sizeof(Datum) * Max(ninput, 1));
+		ps->hnulls = palloc(sizeof(bool) * Max(ninput, 1));
+		for (int c = 0; c < ps->ncols; c++)
+			if (ps->vtype[c] == GHV_TEXT ||
+				(ps->vtype[c] == GHV_NUMERIC && ps->kind[c] == GH_AGG_KIND_NUMERIC))
+				ps->whole[c] = palloc(sizeof(PackWhole) * PACK_CHUNK_ROWS);
 	}
-	if (ps->src != NULL)
-		return gh_scan_source_next(ps->src);
-	return ExecProcNode(ps->child);
+	return ps->src;
 }
 
 /*
@@ -732,6 +798,368 @@ pack_narrow(char **p, const void *src, uint32 n)
 }
 
 /*
+ * pack_row writes one input row, whose columns are values and isnull (the
+ * child's output), as row n of the packet being filled, adding to *anynull
+ * the NULL keys and to *nullcols the columns it leaves not valid.
+ */
+static void
+pack_row(PackState *ps, uint32 n, const Datum *values, const bool *isnull,
+		 uint8 *anynull, uint32 *nullcols)
+{
+	uint8		mask = 0;
+
+	for (int k = 0; k < ps->nkeys; k++)
+	{
+		int			a = ps->from[k] - 1;
+		bool		knull = isnull[a];
+		Datum		v = knull ? (Datum) 0 : values[a];
+
+		mask |= (uint8) (knull << k);
+		if (ps->kdict[k])
+			((uint32 *) ps->keys[k])[n] = knull ? 0 : pack_dict_entry(ps, k, v);
+		else if (ps->kwidth[k] == 4)
+			((int32 *) ps->keys[k])[n] = (int32) v;
+		else
+			((uint64 *) ps->keys[k])[n] = (uint64) v;
+	}
+	ps->nullmask[n] = mask;
+	*anynull |= mask;
+	for (int c = 0; c < ps->ncols; c++)
+	{
+		int			a = ps->from[ps->nkeys + c] - 1;
+		Datum		v = values[a];
+
+		if (isnull[a])
+		{
+			ps->valid[c][n] = 0;
+			*nullcols |= (uint32) 1 << c;
+			if (ps->cwidth[c] == 4)
+				((int32 *) ps->vals[c])[n] = 0;
+			else if (ps->cwidth[c] == 8)
+				((int64 *) ps->vals[c])[n] = 0;
+			continue;
+		}
+		ps->valid[c][n] = 1;
+		switch (ps->vtype[c])
+		{
+			case GHV_INT2:
+				if (ps->cwidth[c])
+					((int32 *) ps->vals[c])[n] = DatumGetInt16(v);
+				break;
+			case GHV_INT4:
+				if (ps->cwidth[c])
+					((int32 *) ps->vals[c])[n] = DatumGetInt32(v);
+				break;
+			case GHV_INT8:
+			case GHV_TIMESTAMP:
+				if (ps->cwidth[c])
+					((int64 *) ps->vals[c])[n] = DatumGetInt64(v);
+				break;
+			case GHV_DATE:
+				if (ps->cwidth[c])
+					((int32 *) ps->vals[c])[n] = DatumGetDateADT(v);
+				break;
+			case GHV_FLOAT4:
+				if (ps->cwidth[c])
+					((double *) ps->vals[c])[n] = (double) DatumGetFloat4(v);
+				break;
+			case GHV_FLOAT8:
+				if (ps->cwidth[c])
+					((double *) ps->vals[c])[n] = DatumGetFloat8(v);
+				break;
+			case GHV_NUMERIC:
+				if (ps->kind[c] == GH_AGG_KIND_NUMERIC && !pack_numeric(ps, c, n, v))
+				{
+					ps->valid[c][n] = 0;
+					*nullcols |= (uint32) 1 << c;
+				}
+				break;
+			case GHV_TEXT:
+				/* counted on the device (valid 1), the value for the leader */
+				pack_whole(ps, c, n, v);
+				break;
+			default:
+				break;
+		}
+	}
+}
+
+/*
+ * batch_datum is the Datum of word w of a batch column whose type is by
+ * value or not (then w is the value's place in the staged pages).
+ */
+static inline Datum
+batch_datum(const GhHeapScanBatch *b, bool byval, uint64 w)
+{
+	return byval ? (Datum) w : PointerGetDatum(b->pages + (uint32) w);
+}
+
+/*
+ * pack_key_columns writes the keys of the m GH_HS_ROW rows ps->sel[] of
+ * the batch as rows n0 on of the packet, one key at a time; returns the
+ * keys found NULL, as the NULL mask's bits.
+ */
+static uint8
+pack_key_columns(PackState *ps, uint32 n0, uint32 m)
+{
+	const GhHeapScanBatch *b = &ps->batch;
+	const uint32 *sel = ps->sel;
+	uint8	   *mask = ps->nullmask + n0;
+	uint8		any = 0;
+
+	memset(mask, 0, m);
+	for (int k = 0; k < ps->nkeys; k++)
+	{
+		const uint64 *w = b->words[ps->scol[k]];
+		const uint8 *valid = b->valid[ps->scol[k]];
+
+		for (uint32 i = 0; i < m; i++)
+			mask[i] |= (uint8) ((valid[sel[i]] == 0) << k);
+		if (ps->kdict[k])
+		{
+			uint32	   *out = (uint32 *) ps->keys[k] + n0;
+			bool		byval = ps->kbyval[k];
+
+			for (uint32 i = 0; i < m; i++)
+				out[i] = valid[sel[i]] == 0 ? 0 :
+					pack_dict_entry(ps, k, batch_datum(b, byval, w[sel[i]]));
+		}
+		else if (ps->kwidth[k] == 4)
+		{
+			int32	   *out = (int32 *) ps->keys[k] + n0;
+
+			for (uint32 i = 0; i < m; i++)
+				out[i] = valid[sel[i]] ? (int32) w[sel[i]] : 0;
+		}
+		else
+		{
+			uint64	   *out = (uint64 *) ps->keys[k] + n0;
+
+			for (uint32 i = 0; i < m; i++)
+				out[i] = valid[sel[i]] ? w[sel[i]] : 0;
+		}
+	}
+	for (uint32 i = 0; i < m; i++)
+		any |= mask[i];
+	return any;
+}
+
+/*
+ * pack_arg_columns writes the input columns of the m GH_HS_ROW rows
+ * ps->sel[] of the batch as rows n0 on of the packet, one column at a time,
+ * converted as pack_row converts them; the values to be listed whole go to
+ * ps->whole[c], in row order, for pack_flush_whole.  Returns the columns
+ * left not valid somewhere, as nullcols' bits.
+ */
+static uint32
+pack_arg_columns(PackState *ps, uint32 n0, uint32 m)
+{
+	const GhHeapScanBatch *b = &ps->batch;
+	const uint32 *sel = ps->sel;
+	uint32		nullcols = 0;
+
+	for (int c = 0; c < ps->ncols; c++)
+	{
+		const uint64 *w = b->words[ps->scol[ps->nkeys + c]];
+		const uint8 *bvalid = b->valid[ps->scol[ps->nkeys + c]];
+		uint8	   *valid = ps->valid[c] + n0;
+		uint8		all = 1;
+
+		for (uint32 i = 0; i < m; i++)
+		{
+			valid[i] = bvalid[sel[i]] != 0;
+			all &= valid[i];
+		}
+		if (!all)
+			nullcols |= (uint32) 1 << c;
+		ps->nwhole[c] = 0;
+		switch (ps->vtype[c])
+		{
+			case GHV_INT2:
+				if (ps->cwidth[c])
+				{
+					int32	   *out = (int32 *) ps->vals[c] + n0;
+
+					for (uint32 i = 0; i < m; i++)
+						out[i] = valid[i] ? (int32) DatumGetInt16((Datum) w[sel[i]]) : 0;
+				}
+				break;
+			case GHV_INT4:
+			case GHV_DATE:
+				if (ps->cwidth[c])
+				{
+					int32	   *out = (int32 *) ps->vals[c] + n0;
+
+					for (uint32 i = 0; i < m; i++)
+						out[i] = valid[i] ? DatumGetInt32((Datum) w[sel[i]]) : 0;
+				}
+				break;
+			case GHV_INT8:
+			case GHV_TIMESTAMP:
+				if (ps->cwidth[c])
+				{
+					int64	   *out = (int64 *) ps->vals[c] + n0;
+
+					for (uint32 i = 0; i < m; i++)
+						out[i] = valid[i] ? DatumGetInt64((Datum) w[sel[i]]) : 0;
+				}
+				break;
+			case GHV_FLOAT4:
+				if (ps->cwidth[c])
+				{
+					double	   *out = (double *) ps->vals[c] + n0;
+
+					for (uint32 i = 0; i < m; i++)
+						out[i] = valid[i] ? (double) DatumGetFloat4((Datum) w[sel[i]]) : 0;
+				}
+				break;
+			case GHV_FLOAT8:
+				if (ps->cwidth[c])
+				{
+					double	   *out = (double *) ps->vals[c] + n0;
+
+					for (uint32 i = 0; i < m; i++)
+						out[i] = valid[i] ? DatumGetFloat8((Datum) w[sel[i]]) : 0;
+				}
+				break;
+			case GHV_NUMERIC:
+				if (ps->kind[c] == GH_AGG_KIND_NUMERIC)
+				{
+					int64	   *out = (int64 *) ps->vals[c] + n0;
+					uint8	   *ds = ps->ds[c] + n0;
+
+					/* in place: never compressed nor out of line in a ROW */
+					for (uint32 i = 0; i < m; i++)
+					{
+						Datum		v;
+						int64		mv;
+						int			dsv;
+
+						out[i] = 0;
+						ds[i] = 0;
+						if (!valid[i])
+							continue;
+						v = batch_datum(b, false, w[sel[i]]);
+						if (gh_agg_num_decode(v, &mv, &dsv) == GH_NUMV_FINITE)
+						{
+							out[i] = mv;
+							ds[i] = (uint8) dsv;
+							continue;
+						}
+						valid[i] = 0;
+						nullcols |= (uint32) 1 << c;
+						ps->whole[c][ps->nwhole[c]].row = n0 + i;
+						ps->whole[c][ps->nwhole[c]++].value = v;
+					}
+				}
+				else if (ps->cwidth[c])
+					memset((char *) ps->vals[c] + (size_t) n0 * ps->cwidth[c], 0,
+						   (size_t) m * ps->cwidth[c]);
+				break;
+			case GHV_TEXT:
+				/* counted on the device (valid 1), the value for the leader */
+				for (uint32 i = 0; i < m; i++)
+				{
+					if (!valid[i])
+						continue;
+					ps->whole[c][ps->nwhole[c]].row = n0 + i;
+					ps->whole[c][ps->nwhole[c]++].value =
+						batch_datum(b, false, w[sel[i]]);
+				}
+				break;
+			default:
+				if (ps->cwidth[c])
+					memset((char *) ps->vals[c] + (size_t) n0 * ps->cwidth[c], 0,
+						   (size_t) m * ps->cwidth[c]);
+				break;
+		}
+	}
+	return nullcols;
+}
+
+/*
+ * pack_flush_whole lists the values pack_arg_columns set aside in the
+ * packet's list of exceptions, in the order of their rows as the leader
+ * reads them (read_exceptions): a merge of the columns' lists.
+ */
+static void
+pack_flush_whole(PackState *ps)
+{
+	uint32		at[GH_AGG_MAX_COLS] = {0};
+
+	for (;;)
+	{
+		int			best = -1;
+
+		for (int c = 0; c < ps->ncols; c++)
+		{
+			if (at[c] >= ps->nwhole[c])
+				continue;
+			if (best < 0 || ps->whole[c][at[c]].row < ps->whole[best][at[best]].row)
+				best = c;
+		}
+		if (best < 0)
+			break;
+		pack_whole(ps, best, ps->whole[best][at[best]].row,
+				   ps->whole[best][at[best]].value);
+		at[best]++;
+	}
+	memset(ps->nwhole, 0, sizeof(ps->nwhole));
+}
+
+/*
+ * pack_batches fills the packet from the device scan's batches, returning
+ * its rows: a chunk of the batch's row slots at a time, its GH_HS_ROW rows
+ * key by key and column by column straight from the batch's arrays, then
+ * its GH_HS_HOST rows one by one through the tuple path (pack_row, so they
+ * come out exactly as from the child).  The rows are counted once but not
+ * kept in the scan's order.  A batch that the packet cannot take whole is
+ * continued on the next call.
+ */
+static uint32
+pack_batches(PackState *ps, uint8 *anynull, uint32 *nullcols)
+{
+	uint32		n = 0;
+
+	while (!ps->done && n < ps->cap &&
+		   ps->exc.len + ps->dict_bytes < ps->exc_limit)
+	{
+		const uint8 *status = ps->batch.status;
+		uint32		room = Min(ps->cap - n, (uint32) PACK_CHUNK_ROWS);
+		uint32		m = 0;
+		uint32		h = 0;
+		uint32		r;
+
+		if (ps->brow >= ps->batch.nrows)
+		{
+			if (!gh_scan_source_next_batch(ps->src, &ps->batch))
+				ps->done = true;
+			ps->brow = 0;
+			continue;
+		}
+		CHECK_FOR_INTERRUPTS();
+		for (r = ps->brow; r < ps->batch.nrows && m + h < room; r++)
+		{
+			ps->sel[m] = r;
+			m += status[r] == GH_HS_ROW;
+			if (unlikely(status[r] == GH_HS_HOST))
+				ps->hsel[h++] = r;
+		}
+		ps->brow = r;
+		*anynull |= pack_key_columns(ps, n, m);
+		*nullcols |= pack_arg_columns(ps, n, m);
+		pack_flush_whole(ps);
+		n += m;
+		for (uint32 i = 0; i < h; i++)
+		{
+			gh_scan_source_host_row(ps->src, ps->hsel[i], ps->hvals, ps->hnulls);
+			pack_row(ps, n++, ps->hvals, ps->hnulls, anynull, nullcols);
+		}
+	}
+	return n;
+}
+
+/*
  * pack_exec returns the next packet: up to cap rows of the child, as one
  * bytea in the form gh_agg_run_add_packet reads.
  */
@@ -769,93 +1197,24 @@ pack_exec(CustomScanState *node)
 		resetStringInfo(&d->ent);
 		ps->dict_bytes += 8;
 	}
-	while (!ps->done && n < ps->cap &&
-		   ps->exc.len + ps->dict_bytes < ps->exc_limit)
+	if (pack_source(ps) != NULL)
+		n = pack_batches(ps, &anynull, &nullcols);
+	else
 	{
-		TupleTableSlot *slot = pack_input(ps);
-		uint8		mask = 0;
-
-		if (TupIsNull(slot))
+		while (!ps->done && n < ps->cap &&
+			   ps->exc.len + ps->dict_bytes < ps->exc_limit)
 		{
-			ps->done = true;
-			break;
-		}
-		slot_getallattrs(slot);
-		for (int k = 0; k < ps->nkeys; k++)
-		{
-			int			a = ps->from[k] - 1;
-			bool		isnull = slot->tts_isnull[a];
-			Datum		v = isnull ? (Datum) 0 : slot->tts_values[a];
+			TupleTableSlot *slot = ExecProcNode(ps->child);
 
-			mask |= (uint8) (isnull << k);
-			if (ps->kdict[k])
-				((uint32 *) ps->keys[k])[n] = isnull ? 0 : pack_dict_entry(ps, k, v);
-			else if (ps->kwidth[k] == 4)
-				((int32 *) ps->keys[k])[n] = (int32) v;
-			else
-				((uint64 *) ps->keys[k])[n] = (uint64) v;
-		}
-		ps->nullmask[n] = mask;
-		anynull |= mask;
-		for (int c = 0; c < ps->ncols; c++)
-		{
-			int			a = ps->from[ps->nkeys + c] - 1;
-			Datum		v = slot->tts_values[a];
-
-			if (slot->tts_isnull[a])
+			if (TupIsNull(slot))
 			{
-				ps->valid[c][n] = 0;
-				nullcols |= (uint32) 1 << c;
-				if (ps->cwidth[c] == 4)
-					((int32 *) ps->vals[c])[n] = 0;
-				else if (ps->cwidth[c] == 8)
-					((int64 *) ps->vals[c])[n] = 0;
-				continue;
+				ps->done = true;
+				break;
 			}
-			ps->valid[c][n] = 1;
-			switch (ps->vtype[c])
-			{
-				case GHV_INT2:
-					if (ps->cwidth[c])
-						((int32 *) ps->vals[c])[n] = DatumGetInt16(v);
-					break;
-				case GHV_INT4:
-					if (ps->cwidth[c])
-						((int32 *) ps->vals[c])[n] = DatumGetInt32(v);
-					break;
-				case GHV_INT8:
-				case GHV_TIMESTAMP:
-					if (ps->cwidth[c])
-						((int64 *) ps->vals[c])[n] = DatumGetInt64(v);
-					break;
-				case GHV_DATE:
-					if (ps->cwidth[c])
-						((int32 *) ps->vals[c])[n] = DatumGetDateADT(v);
-					break;
-				case GHV_FLOAT4:
-					if (ps->cwidth[c])
-						((double *) ps->vals[c])[n] = (double) DatumGetFloat4(v);
-					break;
-				case GHV_FLOAT8:
-					if (ps->cwidth[c])
-						((double *) ps->vals[c])[n] = DatumGetFloat8(v);
-					break;
-				case GHV_NUMERIC:
-					if (ps->kind[c] == GH_AGG_KIND_NUMERIC && !pack_numeric(ps, c, n, v))
-					{
-						ps->valid[c][n] = 0;
-						nullcols |= (uint32) 1 << c;
-					}
-					break;
-				case GHV_TEXT:
-					/* counted on the device (valid 1), the value for the leader */
-					pack_whole(ps, c, n, v);
-					break;
-				default:
-					break;
-			}
+			slot_getallattrs(slot);
+			pack_row(ps, n++, slot->tts_values, slot->tts_isnull, &anynull,
+					 &nullcols);
 		}
-		n++;
 	}
 	if (n == 0)
 		return out;

@@ -510,6 +510,20 @@ gh_heapscan_status(GhHeapScan *s, uint32 row)
 }
 
 /*
+ * gh_heapscan_batch describes the scan's current batch in *batch, for a
+ * caller that reads its columns in place.
+ */
+void
+gh_heapscan_batch(GhHeapScan *s, GhHeapScanBatch *batch)
+{
+	batch->nrows = s->nrows;
+	batch->status = s->status;
+	batch->words = (const uint64 *const *) s->words;
+	batch->valid = (const uint8 *const *) s->valid;
+	batch->pages = (const char *) s->pages;
+}
+
+/*
  * hs_value: output column col of a GH_HS_ROW row (gh_heapscan_value's work,
  * static so that the row source's loop over every row has it in line).
  */
@@ -764,18 +778,8 @@ scan_source_row(GhScanSource *src)
 											   &slot->tts_isnull[i]);
 		}
 		else
-		{
-			MemoryContext old = MemoryContextSwitchTo(src->rowcxt);
-
-			MemoryContextReset(src->rowcxt);
-			gh_heapscan_host_row(src->scan, src->row, src->hvals, src->hnulls);
-			MemoryContextSwitchTo(old);
-			for (int i = 0; i < src->ninput; i++)
-			{
-				slot->tts_values[i] = src->hvals[src->input_att[i] - 1];
-				slot->tts_isnull[i] = src->hnulls[src->input_att[i] - 1];
-			}
-		}
+			gh_scan_source_host_row(src, src->row, slot->tts_values,
+									slot->tts_isnull);
 		src->row++;
 		return ExecStoreVirtualTuple(slot);
 	}
@@ -800,6 +804,66 @@ gh_scan_source_next(GhScanSource *src)
 	slot = scan_source_row(src);
 	InstrStopNode(src->instr, slot == NULL ? 0.0 : 1.0);
 	return slot;
+}
+
+/*
+ * gh_scan_source_next_batch reads the scan's next batch into *batch, its
+ * arrays valid until the next call; false at the end.
+ */
+bool
+gh_scan_source_next_batch(GhScanSource *src, GhHeapScanBatch *batch)
+{
+	const GhHeapScanCounts *c = gh_heapscan_counts(src->scan);
+	uint64		before = c->rows_device + c->rows_host;
+	bool		more;
+
+	/* under EXPLAIN ANALYZE, the batch's rows count as the scan node's */
+	if (src->instr != NULL)
+		InstrStartNode(src->instr);
+	more = !src->done && gh_heapscan_next(src->scan);
+	if (src->instr != NULL)
+		InstrStopNode(src->instr, more ? (double) (c->rows_device + c->rows_host - before) : 0.0);
+	if (!more)
+	{
+		src->done = true;
+		return false;
+	}
+	gh_heapscan_batch(src->scan, batch);
+	/* nothing of it is left for gh_scan_source_next */
+	src->row = src->nrows = batch->nrows;
+	return true;
+}
+
+/*
+ * gh_scan_source_column is the column of the source's batches that holds
+ * column i (from 0) of the scan's output.
+ */
+int
+gh_scan_source_column(GhScanSource *src, int i)
+{
+	Assert(i >= 0 && i < src->ninput);
+	return src->map[i];
+}
+
+/*
+ * gh_scan_source_host_row reads row (GH_HS_HOST) of the current batch
+ * through the tuple path into values and isnull, one entry per column of
+ * the scan's output, valid until the next call.
+ */
+void
+gh_scan_source_host_row(GhScanSource *src, uint32 row, Datum *values,
+						bool *isnull)
+{
+	MemoryContext old = MemoryContextSwitchTo(src->rowcxt);
+
+	MemoryContextReset(src->rowcxt);
+	gh_heapscan_host_row(src->scan, row, src->hvals, src->hnulls);
+	MemoryContextSwitchTo(old);
+	for (int i = 0; i < src->ninput; i++)
+	{
+		values[i] = src->hvals[src->input_att[i] - 1];
+		isnull[i] = src->hnulls[src->input_att[i] - 1];
+	}
 }
 
 const GhHeapScanCounts *

@@ -43,6 +43,22 @@ typedef struct GhHeapScanCounts
 
 typedef struct GhHeapScan GhHeapScan;
 
+/*
+ * One deformed batch of a device scan, to be read in place, column by
+ * column (cuda/gh_heapscan.h says what the arrays hold): status of each of
+ * the nrows row slots; for each output column its words and valid flags;
+ * and the staged pages, from which a word that is not a Datum is an
+ * offset.  Valid until the scan's next batch.
+ */
+typedef struct GhHeapScanBatch
+{
+	uint32		nrows;
+	const uint8 *status;
+	const uint64 *const *words;
+	const uint8 *const *valid;
+	const char *pages;
+} GhHeapScanBatch;
+
 extern bool gpuhash_enable_scan;
 extern int	gpuhash_scan_batch_pages;
 
@@ -55,6 +71,7 @@ extern GhHeapScan *gh_heapscan_begin(Relation rel, Snapshot snapshot,
 extern bool gh_heapscan_next(GhHeapScan *scan);
 extern uint32 gh_heapscan_nrows(GhHeapScan *scan);
 extern uint8 gh_heapscan_status(GhHeapScan *scan, uint32 row);
+extern void gh_heapscan_batch(GhHeapScan *scan, GhHeapScanBatch *batch);
 extern Datum gh_heapscan_value(GhHeapScan *scan, int col, uint32 row,
 							   bool *isnull);
 extern void gh_heapscan_host_row(GhHeapScan *scan, uint32 row,
@@ -71,6 +88,11 @@ extern void gh_heapscan_end(GhHeapScan *scan);
  * output columns that are the table's attributes, an MVCC snapshot), or
  * why not; a parallel scan's source reads the block ranges of the scan's
  * shared state, as the scan would have.
+ *
+ * A caller that can take the scan's columns as they are reads whole
+ * batches instead (gh_scan_source_next_batch), the slot's column i being
+ * the batch's column gh_scan_source_column(i), and its GH_HS_HOST rows
+ * through gh_scan_source_host_row; it uses one way or the other, not both.
  */
 typedef struct GhScanSource GhScanSource;
 
@@ -78,6 +100,11 @@ extern const char *gh_scan_source_refusal(PlanState *child, EState *estate);
 extern GhScanSource *gh_scan_source_begin(PlanState *child, EState *estate,
 										  GhTarget target);
 extern TupleTableSlot *gh_scan_source_next(GhScanSource *src);
+extern bool gh_scan_source_next_batch(GhScanSource *src,
+									  GhHeapScanBatch *batch);
+extern int	gh_scan_source_column(GhScanSource *src, int i);
+extern void gh_scan_source_host_row(GhScanSource *src, uint32 row,
+									Datum *values, bool *isnull);
 extern const GhHeapScanCounts *gh_scan_source_counts(GhScanSource *src);
 extern const char *gh_scan_source_table(PlanState *child);
 extern void gh_scan_source_end(GhScanSource *src);
