@@ -186,7 +186,7 @@ q -c "CREATE OR REPLACE FUNCTION h2o_split(t text, OUT skel text, OUT f float8[]
 # compare SQL: the number of native's and gpuhash's rows of SQL that do not pair up
 compare() {
   q -c "$native" -c "CREATE TEMP TABLE h2o_rn AS $1" -c "RESET gpuhash.enabled" \
-    -c "${gset:-SELECT 1;}" -c "CREATE TEMP TABLE h2o_rg AS $1" \
+    -c "${gset:-SET gpuhash.enabled = on;}" -c "CREATE TEMP TABLE h2o_rg AS $1" \
     -c "WITH a AS (SELECT s.*, row_number() OVER (PARTITION BY s.skel ORDER BY s.f) AS k
                      FROM h2o_rn t, LATERAL h2o_split(t::text) s),
              b AS (SELECT s.*, row_number() OVER (PARTITION BY s.skel ORDER BY s.f) AS k
@@ -232,7 +232,7 @@ for n in $queries; do
   [ -n "${sql[$n]:-}" ] || { echo "unknown query $n" >&2; exit 2; }
   say "$n"
   read -r tn fn <<<"$(run "$native" "${sql[$n]}" "$n-native")"
-  read -r tg fg <<<"$(run "${gset:-SELECT 1;}" "${sql[$n]}" "$n-gpuhash")"
+  read -r tg fg <<<"$(run "${gset:-SET gpuhash.enabled = on;}" "${sql[$n]}" "$n-gpuhash")"
   nodes="$(grep -c 'GpuHashAgg' "$planf" || true) / $(grep -c 'GpuHashJoin' "$planf" || true)"
   bad=$(compare "${sql[$n]}")
   same=same; [ "$bad" = 0 ] || { same="DIFFERENT ($bad rows)"; fail=1; }
