@@ -9,7 +9,8 @@
  *							state for what does not fit, results written
  *							directly in the stored format
  *	aggregate_dict.c		numbered keys: keys of any other hashable type
- *							given dense numbers that the device groups
+ *							given dense numbers that the device groups;
+ *							the parallel participants' shared dictionary
  *	aggregate_groups.c		the group sets: accumulators, representatives and
  *							the device's hash table, grown as groups come,
  *							and the memory they hold

@@ -11,10 +11,11 @@
  * may differ in bytes (1.0 and 1.00, char(n) padding, a nondeterministic
  * collation), get one number, so the device's groups are PostgreSQL's; the
  * result turns numbers back into the first value met, as a hash aggregate
- * keeps its first row's.  Parallel workers send, with every packet, a
+ * keeps its first row's.  Parallel workers number values through a
+ * dictionary they share (below), and past its budget send with a packet a
  * dictionary of the packet's distinct values (compared by bytes only:
- * aggregate_pack.c), so the leader looks up each distinct value of a packet
- * once, not each row.
+ * aggregate_pack.c), so the leader looks up a value once per global number,
+ * or once per packet, never each row.
  *
  * In front of each dictionary, a byte cache: a direct-mapped table from
  * the bytes of a short value (its data, whatever its varlena header) to its

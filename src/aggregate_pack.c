@@ -23,10 +23,15 @@
  *
  * Only the exact device-key path is packed (the device then groups without
  * any host check): keys by value with bitwise equality travel as their
- * Datums; other keys (text, char(n), numeric, ...) as numbers into a
- * dictionary of the packet's distinct values, compared by their bytes here,
- * which the leader numbers again by the type's equality, once per distinct
- * value of a packet (aggregate_dict.c).  Carried keys keep a run on the
+ * Datums; other keys (text, char(n), numeric, ...) as numbers that all
+ * participants give values together, compared by their bytes, in a shared
+ * dictionary in the parallel query's DSA (aggregate_dict.c, THE SHARED
+ * DICTIONARY; the node is parallel_aware for the DSM that holds its
+ * handle): a participant introduces a number's value once and then sends
+ * only the number, which the leader numbers again by the type's equality
+ * once per pass.  Past the shared dictionary's share of the budget, values
+ * go as numbers into a dictionary of the packet's distinct values, which
+ * the leader numbers once per packet.  Carried keys keep a run on the
  * host; such queries take rows one by one in the leader.  NUMERIC arguments travel as the fixed point the device
  * takes (gh_agg_num_decode: a scaled int64 and its display scale); the few
  * values that are not fixed point (NaN, infinities, more than 18 digits)
