@@ -9,7 +9,8 @@
  *							state for what does not fit, results written
  *							directly in the stored format
  *	aggregate_dict.c		numbered keys: keys of any other hashable type
- *							given dense numbers that the device groups
+ *							given dense numbers that the device groups;
+ *							the parallel participants' shared dictionary
  *	aggregate_groups.c		the group sets: accumulators, representatives and
  *							the device's hash table, grown as groups come,
  *							and the memory they hold
@@ -55,6 +56,7 @@
 #include "nodes/parsenodes.h"
 #include "nodes/plannodes.h"
 #include "portability/instr_time.h"
+#include "utils/dsa.h"
 #include "utils/hsearch.h"
 #include "utils/logtape.h"
 #include "utils/tuplestore.h"
@@ -229,7 +231,12 @@ typedef struct GhAggPlan
  * for each numbered key, in key order, uint32 count, uint32 bytes, then
  * count values, each MAXALIGNed from the dictionary's start (by value: the
  * 8-byte Datum; fixed length: the typlen bytes; varlena: 4-byte header and
- * data).  The leader gives each value its run-wide number.
+ * data), then uint32 tag[count] padded to MAXALIGN.  The leader gives each
+ * value its run-wide number.  Where the participants share a dictionary
+ * (aggregate_dict.c's shared dictionary), a row's word may instead be
+ * GH_PACKET_GLOBAL and the value's number in it; an entry whose tag is not
+ * GH_PACKET_LOCAL introduces that global number's value, which the packet
+ * carries before any row of its sender uses the number.
  * Count-only columns have no values.  Narrow arrays and absent NULL arrays
  * make a packet of one int4 key and one int4 argument 8 bytes a row instead
  * of 18: every byte crosses a tuple queue and is copied by the one leader.
@@ -277,6 +284,11 @@ typedef struct GhAggPacketHeader
 #define GH_PACKET_EXC_LIMIT		(64 * 1024 * 1024)
 
 #define GH_PACKET_KEY_NULLS		0x01
+
+/* A numbered key's packet word: a global number (shared dictionary) */
+#define GH_PACKET_GLOBAL		0x80000000U
+/* A packet dictionary entry's tag: the value has no global number */
+#define GH_PACKET_LOCAL			0xFFFFFFFFU
 
 /*
  * gh_agg_key_width, gh_agg_col_width: bytes a key or an input column's
@@ -438,6 +450,25 @@ typedef struct GhAggDict
 } GhAggDict;
 
 /*
+ * The leader's view of one numbered key's shared dictionary: the value of
+ * each global number some packet introduced (in the run's memory, for all
+ * passes), and the number the present pass gave it, looked up once per
+ * global number and pass.
+ */
+typedef struct GhAggGlobal
+{
+	Datum	   *vals;			/* global number -> value */
+	int64	   *ids;			/* -> the pass's number, or GH_GLOBAL_* */
+	uint64	   *hash;			/* GH_GLOBAL_MISS: the value's hash */
+	uint32		cap;
+	Size		bytes;			/* all of the above */
+} GhAggGlobal;
+
+#define GH_GLOBAL_UNKNOWN	(-3)	/* no packet introduced the value yet */
+#define GH_GLOBAL_MISS		(-2)	/* past the budget: no number this pass */
+#define GH_GLOBAL_UNSEEN	(-1)	/* not looked up in this pass */
+
+/*
  * Past the budget, a value that is not in its key's dictionary is not
  * numbered (its group cannot be in memory, and the dictionary must not
  * grow): its word is this bit and its hash's upper bits, the same for every
@@ -538,6 +569,9 @@ typedef struct GhAggStats
 	uint64		text_values;	/* values of text min/max kept by the host */
 	uint64		rescales;
 	uint64		packet_bytes;
+	uint64		dict_global;	/* numbered keys: global numbers learned */
+	uint64		dict_intro;		/* values introduced with a global number */
+	uint64		dict_packet;	/* values sent as packet entries only */
 	uint64		worker_busy_us; /* sum over packets */
 	/* the workers' device scans, as their packets tell */
 	uint64		scan_pages;
@@ -637,6 +671,10 @@ typedef struct GhAggMemory
 	uint64		scan_hidden;
 	uint64		scan_rows_host;
 	double		scan_ms;		/* summed over the workers */
+	/* numbered keys that came in packets (GhAggStats' dict_*) */
+	uint64		dict_global;
+	uint64		dict_intro;
+	uint64		dict_packet;
 } GhAggMemory;
 
 /*
@@ -678,6 +716,7 @@ struct GhAggRun
 	GhAggSpill	spill;
 	GhAggCursor out;
 	GhAggDict	dict[GH_AGG_MAX_KEYS];	/* numbered keys' dictionaries */
+	GhAggGlobal global[GH_AGG_MAX_KEYS];	/* their shared dictionaries */
 };
 
 /* in aggregate_numeric.c */
@@ -699,13 +738,31 @@ extern Datum gh_agg_text_value(GhAggRun *run, GhGroupSet *s, uint64 g,
 extern void gh_expr_fixups(GhAggRun *run, const uint32 *absent,
 							   uint32 nabsent, uint32 nbad);
 
+/*
+ * The participants' shared dictionary of numbered keys (aggregate_dict.c):
+ * GhSharedDict in the parallel query's shared memory, GhSharedDictRef a
+ * process's attachment to it.
+ */
+typedef struct GhSharedDict GhSharedDict;
+typedef struct GhSharedDictRef GhSharedDictRef;
+
 /* in aggregate_dict.c */
 extern uint64 gh_agg_dict_encode(GhAggRun *run, int k, Datum v, uint32 row);
 extern Datum gh_agg_key_value(GhAggRun *run, int k, uint64 word, uint32 row);
 extern Datum gh_agg_dict_value(GhAggRun *run, int k, uint64 word, uint32 row);
 extern void gh_agg_dict_packet(GhAggRun *run, int k, const char *dict,
-							   uint32 count, uint32 bytes, uint64 *words,
-							   Datum *vals);
+							   uint32 count, uint32 bytes, const char *tags,
+							   uint64 *words, Datum *vals);
+extern uint64 gh_agg_dict_global(GhAggRun *run, int k, uint32 g, uint32 row);
+extern Size gh_shared_dict_size(void);
+extern void gh_shared_dict_create(GhSharedDict *sd, dsa_area *area, Size budget);
+extern void gh_shared_dict_reset(GhSharedDict *sd, GhSharedDictRef *ref);
+extern GhSharedDictRef *gh_shared_dict_attach(GhSharedDict *sd, dsa_area *area);
+extern void gh_shared_dict_detach(GhSharedDictRef *ref);
+extern int64 gh_shared_dict_number(GhSharedDictRef *ref, int k, const char *data,
+								   uint32 len, uint32 hash);
+extern void gh_shared_dict_counts(GhSharedDictRef *ref, uint64 *numbered,
+								  bool *full);
 extern void gh_agg_dict_miss(GhAggRun *run, uint32 row, int k, Datum v);
 extern void gh_agg_dict_reset(GhAggRun *run);
 extern Size gh_agg_dict_bytes(GhAggRun *run);

@@ -632,7 +632,9 @@ read_exceptions(GhAggRun *run, const char *p, uint32 bytes, uint32 nexc,
  * number_packet_keys gives the packet's n rows, staged from row batch.n on,
  * the words of their numbered keys: local[k] is key k's array of numbers
  * into the packet's own dictionary, whose bytes (dict_bytes of them) are
- * at p; each of its values is looked up once (gh_agg_dict_packet).
+ * at p, or of global numbers (GH_PACKET_GLOBAL) of the participants' shared
+ * dictionary.  Each packet entry is looked up once (gh_agg_dict_packet),
+ * each global number once per pass (gh_agg_dict_global).
  */
 static void
 number_packet_keys(GhAggRun *run, const uint32 *const *local, const char *p,
@@ -664,12 +666,14 @@ number_packet_keys(GhAggRun *run, const uint32 *const *local, const char *p,
 		memcpy(&count, dict + off, 4);
 		memcpy(&bytes, dict + off + 4, 4);
 		off += 8;
-		if (count > n || bytes > dict_bytes - off)
+		if (count > n || bytes > dict_bytes - off ||
+			MAXALIGN((Size) count * 4) > dict_bytes - off - bytes)
 			elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
 		words = palloc(sizeof(uint64) * (count + 1));
 		vals = palloc(sizeof(Datum) * (count + 1));
-		gh_agg_dict_packet(run, k, dict + off, count, bytes, words, vals);
-		off += bytes;
+		gh_agg_dict_packet(run, k, dict + off, count, bytes, dict + off + bytes,
+						   words, vals);
+		off += bytes + MAXALIGN((Size) count * 4);
 		for (uint32 i = 0; i < n; i++)
 		{
 			uint32		j = local[k][i];
@@ -679,7 +683,12 @@ number_packet_keys(GhAggRun *run, const uint32 *const *local, const char *p,
 				out[i] = 0;
 				continue;
 			}
-			if (j >= count)
+			if (j & GH_PACKET_GLOBAL)
+			{
+				out[i] = gh_agg_dict_global(run, k, j & ~GH_PACKET_GLOBAL, first + i);
+				continue;
+			}
+			if (j >= count || words[j] == PG_UINT64_MAX)
 				elog(ERROR, "gpuhash_aggregate: malformed packet of %u rows", n);
 			out[i] = words[j];
 			if (words[j] & GH_DICT_MISS)

@@ -23,10 +23,15 @@
  *
  * Only the exact device-key path is packed (the device then groups without
  * any host check): keys by value with bitwise equality travel as their
- * Datums; other keys (text, char(n), numeric, ...) as numbers into a
- * dictionary of the packet's distinct values, compared by their bytes here,
- * which the leader numbers again by the type's equality, once per distinct
- * value of a packet (aggregate_dict.c).  Carried keys keep a run on the
+ * Datums; other keys (text, char(n), numeric, ...) as numbers that all
+ * participants give values together, compared by their bytes, in a shared
+ * dictionary in the parallel query's DSA (aggregate_dict.c, THE SHARED
+ * DICTIONARY; the node is parallel_aware for the DSM that holds its
+ * handle): a participant introduces a number's value once and then sends
+ * only the number, which the leader numbers again by the type's equality
+ * once per pass.  Past the shared dictionary's share of the budget, values
+ * go as numbers into a dictionary of the packet's distinct values, which
+ * the leader numbers once per packet.  Carried keys keep a run on the
  * host; such queries take rows one by one in the leader.  NUMERIC arguments travel as the fixed point the device
  * takes (gh_agg_num_decode: a scaled int64 and its display scale); the few
  * values that are not fixed point (NaN, infinities, more than 18 digits)
@@ -64,6 +69,7 @@
 
 #include "catalog/pg_type.h"
 #include "commands/explain.h"
+#include "access/parallel.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
@@ -106,9 +112,33 @@ typedef struct PackDict
 	uint32		nslots;			/* a power of two, at least 2 * cap */
 	uint32	   *hash;			/* per entry */
 	uint32	   *off;			/* per entry: its offset in ent */
+	uint32	   *tag;			/* per entry: its global number, or
+								 * GH_PACKET_LOCAL */
 	uint32		n;
 	int32		last;			/* the entry of the row before, -1: none */
 } PackDict;
+
+/*
+ * The participant's cache of one numbered key's shared dictionary: the
+ * values it has introduced (aggregate_dict.c's SHARED DICTIONARY), by
+ * their bytes, with their global numbers, for the whole scan.  It grows to
+ * the participant's share of the budget and then takes no more values:
+ * those are looked up in the shared table, and introduced again, once per
+ * packet.
+ */
+typedef struct PackCache
+{
+	StringInfoData bytes;		/* the values' bytes, one after another */
+	uint32	   *slots;			/* open addressing: entry + 1 */
+	uint32		nslots;			/* a power of two, 0: none yet */
+	uint32	   *hash;			/* per entry */
+	uint32	   *off;			/* per entry: its offset in bytes */
+	uint32	   *len;
+	uint32	   *num;			/* per entry: its global number */
+	uint32		n;
+	uint32		cap;
+	int32		last;			/* the entry of the row before, -1: none */
+} PackCache;
 
 #define PACK_KEY_PRIV	4		/* custom_private entries per key */
 
@@ -143,6 +173,15 @@ typedef struct PackState
 	bool		kbyval[GH_AGG_MAX_KEYS];
 	PackDict	dict[GH_AGG_MAX_KEYS];
 	Size		dict_bytes;		/* the packet's dictionaries, headers included */
+	/* the participants' shared dictionary, where the plan runs in parallel */
+	bool		anydict;		/* some key is numbered */
+	GhSharedDict *shared;		/* in the parallel query's DSM */
+	GhSharedDictRef *sref;		/* attached; NULL: packet entries only */
+	PackCache	cache[GH_AGG_MAX_KEYS];
+	Size		cache_bytes;
+	Size		cache_limit;
+	uint64		shared_numbered;	/* at shutdown (leader): values numbered */
+	bool		shared_full;	/* ... and whether a value found no room */
 	AttrNumber	from[GH_AGG_MAX_KEYS + GH_AGG_MAX_COLS];	/* child column
 																 * of each key,
 																 * then column */
@@ -217,6 +256,15 @@ static CustomScanMethods pack_scan_methods = {
 
 static void pack_explain(CustomScanState *node, List *ancestors,
 						 ExplainState *es);
+static Size pack_estimate_dsm(CustomScanState *node, ParallelContext *pcxt);
+static void pack_init_dsm(CustomScanState *node, ParallelContext *pcxt,
+						  void *coordinate);
+static void pack_reinit_dsm(CustomScanState *node, ParallelContext *pcxt,
+							void *coordinate);
+static void pack_init_worker(CustomScanState *node, shm_toc *toc,
+							 void *coordinate);
+static void pack_shutdown(CustomScanState *node);
+static void pack_cache_reset(PackState *ps);
 
 static CustomExecMethods pack_exec_methods = {
 	.CustomName = GH_PACK_NAME,
@@ -224,6 +272,11 @@ static CustomExecMethods pack_exec_methods = {
 	.ExecCustomScan = pack_exec,
 	.EndCustomScan = pack_end,
 	.ReScanCustomScan = pack_rescan,
+	.EstimateDSMCustomScan = pack_estimate_dsm,
+	.InitializeDSMCustomScan = pack_init_dsm,
+	.ReInitializeDSMCustomScan = pack_reinit_dsm,
+	.InitializeWorkerCustomScan = pack_init_worker,
+	.ShutdownCustomScan = pack_shutdown,
 	.ExplainCustomScan = pack_explain,
 };
 
@@ -358,7 +411,8 @@ gh_agg_pack_gather(GhAggPlan *plan, Gather *gather, int node_id)
 	cs->scan.plan.plan_rows = Max(1.0, child->plan_rows / cap);
 	cs->scan.plan.plan_width = (int) Min((double) child->plan_width * cap,
 										 (double) MaxAllocSize);
-	cs->scan.plan.parallel_aware = false;
+	/* for its DSM: the participants' shared dictionary of numbered keys */
+	cs->scan.plan.parallel_aware = true;
 	cs->scan.plan.parallel_safe = true;
 	cs->scan.plan.plan_node_id = node_id;
 	cs->scan.plan.extParam = bms_copy(child->extParam);
@@ -507,8 +561,14 @@ pack_begin(CustomScanState *node, EState *estate, int eflags)
 		d->slots = palloc0(sizeof(uint32) * d->nslots);
 		d->hash = palloc(sizeof(uint32) * ps->cap);
 		d->off = palloc(sizeof(uint32) * ps->cap);
+		d->tag = palloc(sizeof(uint32) * ps->cap);
 		d->last = -1;
+		ps->anydict = true;
+		initStringInfo(&ps->cache[k].bytes);
+		ps->cache[k].last = -1;
 	}
+	/* as the shared dictionary's share: aggregate_dict.c */
+	ps->cache_limit = get_hash_memory_limit() / 4;
 	ps->nullmask = palloc(ps->cap);
 	for (int c = 0; c < ps->ncols; c++)
 	{
@@ -600,6 +660,20 @@ pack_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	else if (es->verbose)
 		ExplainPropertyText("Device Scan",
 							psprintf("off (%s)", ps->scan_refusal), es);
+	if (es->analyze && ps->shared != NULL)
+	{
+		if (es->format == EXPLAIN_FORMAT_TEXT)
+		{
+			appendStringInfoSpaces(es->str, es->indent * 2);
+			appendStringInfo(es->str, "Shared Dictionary: values=" UINT64_FORMAT "%s\n",
+							 ps->shared_numbered, ps->shared_full ? " full" : "");
+		}
+		else
+		{
+			ExplainPropertyUInteger("Shared Dictionary Values", NULL, ps->shared_numbered, es);
+			ExplainPropertyBool("Shared Dictionary Full", ps->shared_full, es);
+		}
+	}
 }
 
 /*
@@ -669,21 +743,146 @@ d_entry_equals(PackState *ps, int k, uint32 e, const char *data, Size len)
 }
 
 /*
- * pack_dict_entry returns the number, in the packet's dictionary of
- * numbered key k, of its value v (not NULL), adding the value if it is not
- * there: compared by bytes (the leader numbers values by the type's own
- * equality, so equal values of other bytes only cost an entry).
+ * d_entry_word is the packet word of entry e of dictionary d: the entry,
+ * or the global number it introduces.
+ */
+static inline uint32
+d_entry_word(PackDict *d, uint32 e)
+{
+	return d->tag[e] == GH_PACKET_LOCAL ? e : (GH_PACKET_GLOBAL | d->tag[e]);
+}
+
+/* c_entry_equals says whether entry e of cache c has these bytes. */
+static inline bool
+c_entry_equals(PackCache *c, uint32 e, const char *data, Size len)
+{
+	return c->len[e] == len && memcmp(c->bytes.data + c->off[e], data, len) == 0;
+}
+
+/*
+ * pack_cache_find returns the entry of cache c with these bytes, of hash h,
+ * or -1.
+ */
+static int32
+pack_cache_find(PackCache *c, uint32 h, const char *data, Size len)
+{
+	uint32		mask = c->nslots - 1;
+	uint32		e;
+
+	if (c->nslots == 0)
+		return -1;
+	for (uint32 slot = h & mask; (e = c->slots[slot]) != 0; slot = (slot + 1) & mask)
+		if (c->hash[e - 1] == h && c_entry_equals(c, e - 1, data, len))
+			return (int32) (e - 1);
+	return -1;
+}
+
+/* pack_grow makes p (NULL: none yet) an array of ncap uint32s. */
+static uint32 *
+pack_grow(uint32 *p, uint32 ncap)
+{
+	Size		bytes = sizeof(uint32) * (Size) ncap;
+
+	return p ? repalloc_huge(p, bytes) : palloc_extended(bytes, MCXT_ALLOC_HUGE);
+}
+
+/*
+ * pack_cache_add remembers that these bytes, of hash h, have global number
+ * num and have been introduced, unless the cache is at its share of the
+ * budget.
+ */
+static void
+pack_cache_add(PackState *ps, PackCache *c, uint32 h, const char *data,
+			   Size len, uint32 num)
+{
+	Size		cost = len + 6 * sizeof(uint32);
+	uint32		slot;
+
+	if (ps->cache_bytes + cost > ps->cache_limit || len > PG_INT32_MAX / 2)
+		return;
+	if (c->n == c->cap)
+	{
+		uint32		ncap = c->cap == 0 ? 256 : c->cap * 2;
+
+		c->hash = pack_grow(c->hash, ncap);
+		c->off = pack_grow(c->off, ncap);
+		c->len = pack_grow(c->len, ncap);
+		c->num = pack_grow(c->num, ncap);
+		ps->cache_bytes += (Size) (ncap - c->cap) * 4 * sizeof(uint32);
+		c->cap = ncap;
+	}
+	if ((c->n + 1) * 2 > c->nslots)
+	{
+		uint32		nslots = Max(c->nslots * 2, 512);
+
+		if (c->slots)
+			pfree(c->slots);
+		c->slots = palloc_extended(sizeof(uint32) * nslots, MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+		for (uint32 i = 0; i < c->n; i++)
+		{
+			for (slot = c->hash[i] & (nslots - 1); c->slots[slot] != 0;
+				 slot = (slot + 1) & (nslots - 1))
+				;
+			c->slots[slot] = i + 1;
+		}
+		ps->cache_bytes += (Size) (nslots - c->nslots) * sizeof(uint32);
+		c->nslots = nslots;
+	}
+	for (slot = h & (c->nslots - 1); c->slots[slot] != 0; slot = (slot + 1) & (c->nslots - 1))
+		;
+	c->hash[c->n] = h;
+	c->off[c->n] = (uint32) c->bytes.len;
+	c->len[c->n] = (uint32) len;
+	c->num[c->n] = num;
+	appendBinaryStringInfo(&c->bytes, data, (int) len);
+	ps->cache_bytes += len;
+	c->slots[slot] = c->n + 1;
+	c->last = (int32) c->n++;
+}
+
+/*
+ * pack_cache_reset forgets what the participant introduced: a rescan's
+ * packets go to a new run, and its shared dictionary starts empty.
+ */
+static void
+pack_cache_reset(PackState *ps)
+{
+	for (int k = 0; k < ps->nkeys; k++)
+	{
+		PackCache  *c = &ps->cache[k];
+
+		if (!ps->kdict[k])
+			continue;
+		if (c->nslots > 0)
+			memset(c->slots, 0, sizeof(uint32) * c->nslots);
+		c->n = 0;
+		c->last = -1;
+		resetStringInfo(&c->bytes);
+	}
+}
+
+/*
+ * pack_dict_entry returns the packet word of numbered key k's value v (not
+ * NULL).  Where the participants share a dictionary, a value this
+ * participant introduced is its global number (GH_PACKET_GLOBAL); else it
+ * is an entry of the packet's dictionary, added if it is not there, and
+ * tagged with the value's global number where the shared dictionary gives
+ * it one (the entry then introduces it, and the word is the number).
+ * Values are compared by bytes (the leader numbers values by the type's
+ * own equality, so equal values of other bytes only cost an entry).
  */
 static uint32
 pack_dict_entry(PackState *ps, int k, Datum v)
 {
 	PackDict   *d = &ps->dict[k];
+	PackCache  *c = &ps->cache[k];
 	const char *data;
 	Size		len;
 	uint32		h;
 	uint32		mask = d->nslots - 1;
 	uint32		slot;
 	uint32		e;
+	uint32		tag = GH_PACKET_LOCAL;
 
 	if (ps->kbyval[k])
 	{
@@ -705,17 +904,43 @@ pack_dict_entry(PackState *ps, int k, Datum v)
 		len = VARSIZE_ANY_EXHDR(p);
 	}
 	/* rows in scan order often repeat the value before: no hash then */
+	if (ps->sref != NULL && c->last >= 0 && c_entry_equals(c, (uint32) c->last, data, len))
+		return GH_PACKET_GLOBAL | c->num[c->last];
 	if (d->last >= 0 && d_entry_equals(ps, k, (uint32) d->last, data, len))
-		return (uint32) d->last;
+		return d_entry_word(d, (uint32) d->last);
 	h = hash_bytes((const unsigned char *) data, (int) len);
+	if (ps->sref != NULL)
+	{
+		int32		ce = pack_cache_find(c, h, data, len);
+
+		if (ce >= 0)
+		{
+			c->last = ce;
+			return GH_PACKET_GLOBAL | c->num[ce];
+		}
+	}
 	for (slot = h & mask; (e = d->slots[slot]) != 0; slot = (slot + 1) & mask)
 	{
 		if (d->hash[e - 1] == h && d_entry_equals(ps, k, e - 1, data, len))
-			return d->last = e - 1;
+		{
+			d->last = e - 1;
+			return d_entry_word(d, e - 1);
+		}
+	}
+	if (ps->sref != NULL && len <= PG_INT32_MAX / 2)
+	{
+		int64		num = gh_shared_dict_number(ps->sref, k, data, (uint32) len, h);
+
+		if (num >= 0)
+		{
+			tag = (uint32) num;
+			pack_cache_add(ps, c, h, data, len, tag);
+		}
 	}
 	e = d->n++;
 	d->hash[e] = h;
 	d->off[e] = (uint32) d->ent.len;
+	d->tag[e] = tag;
 	if (ps->ktyplen[k] == -1 && !ps->kbyval[k])
 	{
 		uint64		hdr = 0;	/* as large as SET_VARSIZE's union */
@@ -727,9 +952,10 @@ pack_dict_entry(PackState *ps, int k, Datum v)
 	while (d->ent.len % MAXIMUM_ALIGNOF != 0)
 		appendStringInfoCharMacro(&d->ent, '\0');
 	d->slots[slot] = e + 1;
-	ps->dict_bytes += d->ent.len - d->off[e];
+	/* the entry and its tag, less the tags' padding counted at the end */
+	ps->dict_bytes += d->ent.len - d->off[e] + 4;
 	d->last = (int32) e;
-	return e;
+	return d_entry_word(d, e);
 }
 
 /* pack_array appends n entries of width w from src at *p. */
@@ -1175,8 +1401,11 @@ pack_exec(CustomScanState *node)
 	uint32		narrowcols = 0;
 	uint32		onedscols = 0;
 	uint8		onedsval[GH_AGG_MAX_COLS];
+	uint32		pad = 0;
 	instr_time	t0;
 	char	   *p;
+
+	StaticAssertStmt(MAXIMUM_ALIGNOF == 8, "a dictionary's tags are padded to 8 bytes");
 
 	INSTR_TIME_SET_CURRENT(t0);
 	ExecClearTuple(out);
@@ -1218,6 +1447,13 @@ pack_exec(CustomScanState *node)
 	}
 	if (n == 0)
 		return out;
+
+	/* the dictionaries exactly: each key's tags padded to MAXALIGN */
+	ps->dict_bytes = 0;
+	for (int k = 0; k < ps->nkeys; k++)
+		if (ps->kdict[k])
+			ps->dict_bytes += 8 + ps->dict[k].ent.len +
+				MAXALIGN((Size) ps->dict[k].n * 4);
 
 	/*
 	 * The packet: header, the 8-byte arrays, the 4-byte ones, then the byte
@@ -1283,6 +1519,9 @@ pack_exec(CustomScanState *node)
 		pack_array(&p, &d->n, 1, 4);
 		pack_array(&p, &bytes, 1, 4);
 		pack_array(&p, d->ent.data, bytes, 1);
+		pack_array(&p, d->tag, d->n, 4);
+		if (d->n % 2 != 0)
+			pack_array(&p, &pad, 1, 4);
 	}
 	hdr->dict_bytes = (uint32) ps->dict_bytes;
 	hdr->nexc = ps->nexc;
@@ -1309,7 +1548,86 @@ pack_end(CustomScanState *node)
 
 	if (ps->src != NULL)
 		gh_scan_source_end(ps->src);
+	if (ps->sref != NULL)
+		gh_shared_dict_detach(ps->sref);
+	ps->sref = NULL;
 	ExecEndNode(ps->child);
+}
+
+/*
+ * pack_estimate_dsm is the DSM the node takes: its shared dictionary,
+ * where some key is numbered.
+ */
+static Size
+pack_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
+{
+	PackState  *ps = (PackState *) node;
+
+	return ps->anydict ? gh_shared_dict_size() : 0;
+}
+
+/*
+ * pack_init_dsm, in the leader before the workers start, creates the
+ * shared dictionary in the parallel query's DSA, with a quarter of the
+ * aggregate's memory budget, and attaches the leader to it.  Without a DSA
+ * (no DSM segment could be made) the packets carry their own dictionaries.
+ */
+static void
+pack_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+	PackState  *ps = (PackState *) node;
+	dsa_area   *area = node->ss.ps.state->es_query_dsa;
+
+	if (!ps->anydict || area == NULL)
+		return;
+	ps->shared = (GhSharedDict *) coordinate;
+	pack_cache_reset(ps);
+	gh_shared_dict_create(ps->shared, area, get_hash_memory_limit() / 4);
+	ps->sref = gh_shared_dict_attach(ps->shared, area);
+}
+
+/*
+ * pack_reinit_dsm, for a rescan, empties the shared dictionary, and what
+ * the leader remembers of it: the packets go to a new run.
+ */
+static void
+pack_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+	PackState  *ps = (PackState *) node;
+
+	if (ps->sref == NULL)
+		return;
+	gh_shared_dict_reset(ps->shared, ps->sref);
+	pack_cache_reset(ps);
+}
+
+/* pack_init_worker attaches a parallel worker to the shared dictionary. */
+static void
+pack_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
+{
+	PackState  *ps = (PackState *) node;
+	dsa_area   *area = node->ss.ps.state->es_query_dsa;
+
+	if (!ps->anydict || area == NULL)
+		return;
+	ps->shared = (GhSharedDict *) coordinate;
+	ps->sref = gh_shared_dict_attach(ps->shared, area);
+}
+
+/*
+ * pack_shutdown, before the DSM goes, keeps what EXPLAIN shows of the
+ * shared dictionary and detaches from it.
+ */
+static void
+pack_shutdown(CustomScanState *node)
+{
+	PackState  *ps = (PackState *) node;
+
+	if (ps->sref == NULL)
+		return;
+	gh_shared_dict_counts(ps->sref, &ps->shared_numbered, &ps->shared_full);
+	gh_shared_dict_detach(ps->sref);
+	ps->sref = NULL;
 }
 
 static void
@@ -1324,4 +1642,5 @@ pack_rescan(CustomScanState *node)
 	memset(&ps->scan_sent, 0, sizeof(ps->scan_sent));
 	ExecReScan(ps->child);
 	ps->done = false;
+	pack_cache_reset(ps);
 }

@@ -167,6 +167,9 @@ gh_agg_run_memory(GhAggRun *run, GhAggMemory *mem)
 	mem->scan_hidden = run->stats.scan_hidden;
 	mem->scan_rows_host = run->stats.scan_rows_host;
 	mem->scan_ms = run->stats.scan_us / 1000.0;
+	mem->dict_global = run->stats.dict_global;
+	mem->dict_intro = run->stats.dict_intro;
+	mem->dict_packet = run->stats.dict_packet;
 }
 
 /*
@@ -316,6 +319,11 @@ gh_agg_run_report(GhAggRun *run)
 		 st->ms_input - st->ms_copy - st->ms_flush_input,
 		 st->worker_busy_us / 1000.0,
 		 st->worker_busy_us / 1000.0 / Max(st->workers_launched, 1));
+	if (st->dict_global + st->dict_packet > 0)
+		elog(DEBUG2, "gpuhash_aggregate numbered keys: %llu values of the shared dictionary "
+			 "(introduced %llu times), %llu packet entries looked up",
+			 (unsigned long long) st->dict_global, (unsigned long long) st->dict_intro,
+			 (unsigned long long) st->dict_packet);
 }
 
 /*

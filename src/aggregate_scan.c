@@ -452,8 +452,12 @@ agg_explain(CustomScanState *node, List *ancestors, ExplainState *es)
  * (EXPLAIN ANALYZE of GpuHashAggregate and of GpuHashAgg): Memory Usage is
  * everything the budget counts, at its peak (the groups, the batch arrays
  * and a batch's copies), against Memory Budget; Group Memory and Staging
- * Memory are its two parts, each at its own peak.  TEXT groups the figures
- * on three lines, as HashAggregate's "Batches: 1  Memory Usage: 24kB";
+ * Memory are its two parts, each at its own peak; where packets carried
+ * numbered keys, how many values the participants' shared dictionary
+ * numbered, how often they were introduced, and how many packet entries the
+ * leader looked up one by one (aggregate_dict.c).  TEXT groups the figures
+ * on three lines (four with numbered keys), as HashAggregate's
+ * "Batches: 1  Memory Usage: 24kB";
  * the device's time appears only under TIMING.
  */
 void
@@ -495,6 +499,13 @@ gh_agg_explain_memory(GhAggRun *run, ExplainState *es)
 							 "kB  Device Memory Budget: " UINT64_FORMAT "kB",
 							 device_kb, (uint64) mem.device_budget / 1024);
 		appendStringInfoChar(es->str, '\n');
+		if (mem.dict_global + mem.dict_packet > 0)
+		{
+			appendStringInfoSpaces(es->str, es->indent * 2);
+			appendStringInfo(es->str, "Key Values: shared=" UINT64_FORMAT
+							 " introduced=" UINT64_FORMAT " packet entries=" UINT64_FORMAT "\n",
+							 mem.dict_global, mem.dict_intro, mem.dict_packet);
+		}
 		return;
 	}
 	ExplainPropertyUInteger("Rows In", NULL, mem.rows_in, es);
@@ -513,5 +524,11 @@ gh_agg_explain_memory(GhAggRun *run, ExplainState *es)
 	{
 		ExplainPropertyUInteger("Device Memory Usage", "kB", device_kb, es);
 		ExplainPropertyUInteger("Device Memory Budget", "kB", mem.device_budget / 1024, es);
+	}
+	if (mem.dict_global + mem.dict_packet > 0)
+	{
+		ExplainPropertyUInteger("Shared Key Values", NULL, mem.dict_global, es);
+		ExplainPropertyUInteger("Introduced Key Values", NULL, mem.dict_intro, es);
+		ExplainPropertyUInteger("Packet Key Entries", NULL, mem.dict_packet, es);
 	}
 }
