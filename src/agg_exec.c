@@ -229,6 +229,9 @@ gha_group(GhaState *st)
 
 	st->run = gh_agg_run_begin(st->plan, gpuhash_exec_target());
 	MemoryContextSwitchTo(old);
+	/* the groups of every participant's rows: their budgets together */
+	if (IsA(st->child->plan, Gather))
+		gh_agg_spill_share(st->run, ((Gather *) st->child->plan)->num_workers + 1);
 	if (st->packed)
 	{
 		nest = NewGUCNestLevel();

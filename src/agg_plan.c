@@ -232,12 +232,14 @@ unfiltered_scan(Path *scan, RelOptInfo *rel)
  * cost_gha.
  */
 static Cost
-spill_cost(double rows, double ngroups, int nkeys, int ncols, bool device_keys)
+spill_cost(double rows, double ngroups, int nkeys, int ncols, bool device_keys,
+		   int participants)
 {
 	/* per group: count, keys and NULL mask, a column's accumulators, slots */
 	double		group_bytes = 8 + 9.0 * nkeys + 44.0 * ncols + 16.0 / gpuhash_load_factor;
 	double		need;
-	double		budget = (double) get_hash_memory_limit();
+	/* a parallel input's run has every participant's (gh_agg_spill_share) */
+	double		budget = (double) get_hash_memory_limit() * Max(participants, 1);
 	double		spilled;
 	double		pages;
 
@@ -327,7 +329,9 @@ text_extremes(GhaQuery *q)
  * - Per group, the target list and HAVING.
  * - The spill, when the estimated groups need more than their budget
  *	 (aggregate_spill.c: the device budget for device keys on the GPU, else
- *	 work_mem * hash_mem_multiplier): the rows of the groups that do not fit are
+ *	 work_mem * hash_mem_multiplier, for each participant of a parallel
+ *	 input, as PostgreSQL's own parallel aggregate has it in all): the rows
+ *	 of the groups that do not fit are
  *	 written to partitions and read back, one by one in the leader: the
  *	 pages both ways and ten tuples' CPU a row: priced at four, TPC-H's Q13
  *	 and Q18 spilled under a 4MB work_mem and were slower than native
@@ -398,7 +402,8 @@ cost_gha(CustomPath *path, Path *child, PathTarget *target, double ngroups,
 	/* every value of a text min or max: copied, looked up and compared */
 	per_row += cpu_operator_cost * GHA_TEXT_EXTREME_OPS * text_extremes(q);
 	path->path.startup_cost = input + gpuhash_join_setup_cost + rows * per_row +
-		spill_cost(rows, ngroups, nkeys, ncols, device_keys);
+		spill_cost(rows, ngroups, nkeys, ncols, device_keys,
+				   IsA(child, GatherPath) ? ((GatherPath *) child)->num_workers + 1 : 1);
 	/* a row the device's quals remove is packed and sent for nothing: a tuple */
 	if (q->quals != NIL)
 		path->path.startup_cost += Max(rows - q->filtered_rows, 0) * cpu_tuple_cost;

@@ -1105,6 +1105,9 @@ run_input(GhAggPlan *plan, GhAggRun *run)
 								 GUC_ACTION_SAVE, true, 0, false);
 	pstmt = pg_plan_query(plan->input, plan->sql, CURSOR_OPT_PARALLEL_OK, NULL);
 	dest.packed = gh_agg_try_pack(plan, pstmt);
+	/* the groups of every participant's rows: their budgets together */
+	if (IsA(pstmt->planTree, Gather))
+		gh_agg_spill_share(run, ((Gather *) pstmt->planTree)->num_workers + 1);
 
 	/*
 	 * With packets, the leader's job is to drain the workers' queues: a

@@ -784,6 +784,7 @@ extern void gh_agg_to_fallback(GhAggRun *run, uint32 nbad);
 
 /* in aggregate_spill.c */
 extern void gh_agg_spill_init(GhAggRun *run);
+extern void gh_agg_spill_share(GhAggRun *run, int participants);
 extern Size gh_agg_device_limit(void);
 extern void gh_agg_spill_check(GhAggRun *run);
 extern bool gh_agg_spill_keep(GhAggRun *run, TupleTableSlot *slot);

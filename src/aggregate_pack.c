@@ -1569,7 +1569,9 @@ pack_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 /*
  * pack_init_dsm, in the leader before the workers start, creates the
  * shared dictionary in the parallel query's DSA, with a quarter of the
- * aggregate's memory budget, and attaches the leader to it.  Without a DSA
+ * aggregate's memory budget (work_mem * hash_mem_multiplier for each
+ * participant, as the run's: gh_agg_spill_share), and attaches the leader
+ * to it.  Without a DSA
  * (no DSM segment could be made) the packets carry their own dictionaries.
  */
 static void
@@ -1582,7 +1584,9 @@ pack_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 		return;
 	ps->shared = (GhSharedDict *) coordinate;
 	pack_cache_reset(ps);
-	gh_shared_dict_create(ps->shared, area, get_hash_memory_limit() / 4);
+	/* a quarter of the run's budget, which is every participant's */
+	gh_shared_dict_create(ps->shared, area,
+						  get_hash_memory_limit() / 4 * (Size) (pcxt->nworkers + 1));
 	ps->sref = gh_shared_dict_attach(ps->shared, area);
 }
 

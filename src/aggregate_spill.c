@@ -16,6 +16,14 @@
  * or half of the GPU's when neither is set, as GpuHashJoin's tables have.
  * So a GPU aggregation of 10^7 groups under a 4MB work_mem does not spill,
  * as long as the GPU holds them, and its host memory stays within work_mem.
+ *
+ * A run whose input parallel workers pack (aggregate_pack.c) holds the
+ * groups of every participant's rows: its budget is work_mem *
+ * hash_mem_multiplier times the participants the plan has (the Gather's
+ * workers and the leader), as PostgreSQL gives a parallel hash join's
+ * shared table and as its own parallel plan of the aggregate, a partial
+ * hash aggregate in each participant, may hold in all
+ * (gh_agg_spill_share).
  * The batch is in the host budget too, as a hash aggregate's input is in
  * PostgreSQL's: its arrays are sized so that they and the groups its rows
  * could start take at most half of the budget (aggregate_batch.c's
@@ -94,6 +102,33 @@ spill_whole(const GhAggCol *col)
  * gh_agg_spill_init sets run's budget and prepares what a spill needs but
  * does not create the tapes: a run that fits never touches a file.
  */
+/* spill_bits: the partitions a pass writes, as many as a quarter of the budget buffers */
+static void
+spill_bits(GhAggSpill *sp)
+{
+	sp->bits = SPILL_MIN_BITS;
+	while (sp->bits < SPILL_MAX_BITS &&
+		   ((Size) BLCKSZ << (sp->bits + 1)) <= sp->budget / 4)
+		sp->bits++;
+}
+
+/*
+ * gh_agg_spill_share gives a run whose input comes from a parallel plan of
+ * participants processes (workers and leader) the budget of all of them,
+ * before its first row.
+ */
+void
+gh_agg_spill_share(GhAggRun *run, int participants)
+{
+	GhAggSpill *sp = &run->spill;
+
+	if (participants <= 1)
+		return;
+	sp->budget = (Size) Min((double) get_hash_memory_limit() * participants,
+							(double) (SIZE_MAX / 4));
+	/* the partitions stay those gh_agg_spill_init made room for */
+}
+
 void
 gh_agg_spill_init(GhAggRun *run)
 {
@@ -104,10 +139,7 @@ gh_agg_spill_init(GhAggRun *run)
 	sp->budget = get_hash_memory_limit();
 	sp->device_budget = run->exact && run->target == GH_TARGET_GPU ?
 		device_budget() : 0;
-	sp->bits = SPILL_MIN_BITS;
-	while (sp->bits < SPILL_MAX_BITS &&
-		   ((Size) BLCKSZ << (sp->bits + 1)) <= sp->budget / 4)
-		sp->bits++;
+	spill_bits(sp);
 	sp->cxt = AllocSetContextCreate(run->cxt, "gpuhash_aggregate spill",
 									ALLOCSET_SMALL_SIZES);
 	sp->desc = CreateTemplateTupleDesc(Max(natts, 1));
