@@ -46,12 +46,15 @@
  * starts, and no participant races to create it), attaches it in each
  * worker, empties it in ReInitializeDSMCustomScan and detaches at shutdown;
  * its memory is the DSA's, which goes with the parallel context.  Each
- * participant keeps a cache of bytes -> global number in front of it, so
- * that a value costs one lookup in the shared table per participant.
+ * participant keeps a cache of bytes -> global number in front of it (up
+ * to half of its own work_mem * hash_mem_multiplier), so that a value
+ * costs one lookup in the shared table per participant while the cache
+ * has room, and one per row of it after.
  *
  * A participant sends a global number only after it has introduced it: the
  * first packet of that participant that uses the number carries the value
- * and the number as a dictionary entry (its tag).  A tuple queue keeps a
+ * and the number as a dictionary entry (its tag), once, whether or not its
+ * cache kept the value (a bitmap of the numbers it introduced).  A tuple queue keeps a
  * participant's packets in order, so the leader knows every global number's
  * value before a row uses it, without reading the DSA itself (which the
  * leader has installed only while it runs the plan below the Gather).  The
@@ -64,8 +67,8 @@
  * its kept value, as rows of a packet entry do.
  *
  * The shared table counts its values against a quarter of the aggregate's
- * memory budget (work_mem * hash_mem_multiplier, as the leader's own
- * dictionaries): past it no participant adds a value, and a value not yet
+ * memory budget (work_mem * hash_mem_multiplier for each participant, as
+ * the run's: aggregate_spill.c): past it no participant adds a value, and a value not yet
  * numbered travels as today, an entry of its packet's own dictionary.  The
  * result never depends on the room there was.
  *-------------------------------------------------------------------------

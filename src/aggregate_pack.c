@@ -123,8 +123,11 @@ typedef struct PackDict
  * values it has introduced (aggregate_dict.c's SHARED DICTIONARY), by
  * their bytes, with their global numbers, for the whole scan.  It grows to
  * the participant's share of the budget and then takes no more values:
- * those are looked up in the shared table, and introduced again, once per
- * packet.
+ * those are looked up in the shared table.  Either way a participant
+ * introduces a global number once: a bitmap of the numbers it introduced
+ * (one bit a value) lets a value the cache has no room for travel as its
+ * number after its first packet, the leader having read that packet
+ * before (one worker's packets keep their order in its queue).
  */
 typedef struct PackCache
 {
@@ -138,6 +141,9 @@ typedef struct PackCache
 	uint32		n;
 	uint32		cap;
 	int32		last;			/* the entry of the row before, -1: none */
+	/* bit g: global number g introduced by this participant already */
+	uint64	   *sent;
+	uint32		sent_words;
 } PackCache;
 
 #define PACK_KEY_PRIV	4		/* custom_private entries per key */
@@ -567,8 +573,11 @@ pack_begin(CustomScanState *node, EState *estate, int eflags)
 		initStringInfo(&ps->cache[k].bytes);
 		ps->cache[k].last = -1;
 	}
-	/* as the shared dictionary's share: aggregate_dict.c */
-	ps->cache_limit = get_hash_memory_limit() / 4;
+	/*
+	 * Half of this process's work_mem * hash_mem_multiplier: the cache is
+	 * the participant's one hash table, beside a packet of a sixteenth.
+	 */
+	ps->cache_limit = get_hash_memory_limit() / 2;
 	ps->nullmask = palloc(ps->cap);
 	for (int c = 0; c < ps->ncols; c++)
 	{
@@ -840,6 +849,37 @@ pack_cache_add(PackState *ps, PackCache *c, uint32 h, const char *data,
 	c->last = (int32) c->n++;
 }
 
+/* pack_sent says whether this participant introduced global number num. */
+static inline bool
+pack_sent(PackCache *c, uint32 num)
+{
+	return (num >> 6) < c->sent_words &&
+		(c->sent[num >> 6] & ((uint64) 1 << (num & 63))) != 0;
+}
+
+/* pack_set_sent notes that this participant introduces global number num. */
+static void
+pack_set_sent(PackState *ps, PackCache *c, uint32 num)
+{
+	if ((num >> 6) >= c->sent_words)
+	{
+		uint32		nwords = Max(c->sent_words * 2, (num >> 6) + 1);
+
+		nwords = Max(nwords, 64);
+		if (c->sent == NULL)
+			c->sent = palloc_extended(sizeof(uint64) * nwords, MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+		else
+		{
+			c->sent = repalloc_huge(c->sent, sizeof(uint64) * nwords);
+			memset(c->sent + c->sent_words, 0,
+				   sizeof(uint64) * (nwords - c->sent_words));
+		}
+		ps->cache_bytes += sizeof(uint64) * (nwords - c->sent_words);
+		c->sent_words = nwords;
+	}
+	c->sent[num >> 6] |= (uint64) 1 << (num & 63);
+}
+
 /*
  * pack_cache_reset forgets what the participant introduced: a rescan's
  * packets go to a new run, and its shared dictionary starts empty.
@@ -855,6 +895,8 @@ pack_cache_reset(PackState *ps)
 			continue;
 		if (c->nslots > 0)
 			memset(c->slots, 0, sizeof(uint32) * c->nslots);
+		if (c->sent_words > 0)
+			memset(c->sent, 0, sizeof(uint64) * c->sent_words);
 		c->n = 0;
 		c->last = -1;
 		resetStringInfo(&c->bytes);
@@ -935,6 +977,10 @@ pack_dict_entry(PackState *ps, int k, Datum v)
 		{
 			tag = (uint32) num;
 			pack_cache_add(ps, c, h, data, len, tag);
+			/* introduced in an earlier packet: the number alone */
+			if (pack_sent(c, tag))
+				return GH_PACKET_GLOBAL | tag;
+			pack_set_sent(ps, c, tag);
 		}
 	}
 	e = d->n++;
