@@ -93,6 +93,8 @@ typedef struct GhaQuery
 	double		numbered_per_row;	/* the leader's lookups of values new to
 									 * a packet, per input row
 									 * (agg_plan.c's numbered_lookups) */
+	double		numbered_values;	/* the numbered keys' distinct values */
+	double		numbered_bytes; /* what the shared dictionary holds of them */
 } GhaQuery;
 
 
