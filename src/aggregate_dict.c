@@ -596,7 +596,8 @@ void
 gh_agg_dict_reset(GhAggRun *run)
 {
 	memset(run->dict, 0, sizeof(run->dict));
-	for (int k = 0; k < run->nkeys; k++)
+	/* a run of more keys than GH_AGG_MAX_KEYS checks them all on the host */
+	for (int k = 0; k < Min(run->nkeys, GH_AGG_MAX_KEYS); k++)
 	{
 		GhAggGlobal *gl = &run->global[k];
 
@@ -612,7 +613,7 @@ gh_agg_dict_bytes(GhAggRun *run)
 {
 	Size		bytes = 0;
 
-	for (int k = 0; k < run->nkeys; k++)
+	for (int k = 0; k < Min(run->nkeys, GH_AGG_MAX_KEYS); k++)
 		bytes += run->dict[k].bytes + run->global[k].bytes;
 	return bytes;
 }

@@ -35,6 +35,7 @@
 #ifndef GPUHASH_JOIN_EXEC_H
 #define GPUHASH_JOIN_EXEC_H
 
+#include "executor/executor.h"
 #include "nodes/execnodes.h"
 #include "portability/instr_time.h"
 #include "port/atomics.h"
@@ -594,9 +595,6 @@ extern void ghj_parts_end(GhjState *s);
 extern TupleTableSlot *ghj_parts_next_tuple(GhjState *s, bool inner);
 
 /* join_probe.c */
-extern TupleTableSlot *ghj_outer_next(GhjState *s);
-extern void ghj_outer_scan_counts(GhjState *s, GhHeapScanCounts *c);
-extern void ghj_outer_scan_end(GhjState *s);
 extern bool ghj_next_batch(GhjState *s);
 extern TupleTableSlot *ghj_probe_batch(GhjState *s, ExprContext *econtext);
 extern TupleTableSlot *ghj_probe_batch_direct(GhjState *s);
@@ -704,6 +702,57 @@ ghj_run_fallback(GhjState *s)
 	if (s->build.fallback != GH_FB_NONE)
 		return s->build.fallback;
 	return s->build.gpu_later ? GH_FB_CONTEXT_NOT_READY : GH_FB_NONE;
+}
+
+
+/*
+ * ghj_outer_next returns the outer side's next row: from the device scan
+ * where it reads the outer side (started on the first call after
+ * ghj_begin or a rescan), else from the child; NULL at the end.  The row's
+ * values are valid until the next call.  (Here, not in join_probe.c: the
+ * probe and the shared partitions both read the outer side.)
+ */
+static inline TupleTableSlot *
+ghj_outer_next(GhjState *s)
+{
+	if (s->outer_scan_refusal == NULL && !s->outer_src_tried)
+	{
+		s->outer_src_tried = true;
+		s->outer_src = gh_scan_source_begin(s->outer_ps, s->css.ss.ps.state,
+											GH_TARGET_CPU);
+	}
+	if (s->outer_src != NULL)
+		return gh_scan_source_next(s->outer_src);
+	return ExecProcNode(s->outer_ps);
+}
+
+/*
+ * ghj_outer_scan_counts gives what the device scan of the outer side did
+ * in this participant so far: ended reads and the current one.
+ */
+static inline void
+ghj_outer_scan_counts(GhjState *s, GhHeapScanCounts *c)
+{
+	*c = s->outer_scan;
+	if (s->outer_src != NULL)
+		gh_scan_counts_add(c, gh_scan_source_counts(s->outer_src));
+}
+
+/*
+ * ghj_outer_scan_end ends the current device scan of the outer side, if
+ * any, keeping its counts; the next ghj_outer_next starts another (a
+ * rescan).
+ */
+static inline void
+ghj_outer_scan_end(GhjState *s)
+{
+	if (s->outer_src != NULL)
+	{
+		gh_scan_counts_add(&s->outer_scan, gh_scan_source_counts(s->outer_src));
+		gh_scan_source_end(s->outer_src);
+		s->outer_src = NULL;
+	}
+	s->outer_src_tried = false;
 }
 
 #endif							/* GPUHASH_JOIN_EXEC_H */

@@ -116,55 +116,6 @@ store_outer(GhjState *s, TupleTableSlot *slot, uint32 n)
 }
 
 /*
- * ghj_outer_next returns the outer side's next row: from the device scan
- * where it reads the outer side (started on the first call after
- * ghj_begin or a rescan), else from the child; NULL at the end.  The row's
- * values are valid until the next call.
- */
-TupleTableSlot *
-ghj_outer_next(GhjState *s)
-{
-	if (s->outer_scan_refusal == NULL && !s->outer_src_tried)
-	{
-		s->outer_src_tried = true;
-		s->outer_src = gh_scan_source_begin(s->outer_ps, s->css.ss.ps.state,
-											GH_TARGET_CPU);
-	}
-	if (s->outer_src != NULL)
-		return gh_scan_source_next(s->outer_src);
-	return ExecProcNode(s->outer_ps);
-}
-
-/*
- * ghj_outer_scan_counts gives what the device scan of the outer side did
- * in this participant so far: ended reads and the current one.
- */
-void
-ghj_outer_scan_counts(GhjState *s, GhHeapScanCounts *c)
-{
-	*c = s->outer_scan;
-	if (s->outer_src != NULL)
-		gh_scan_counts_add(c, gh_scan_source_counts(s->outer_src));
-}
-
-/*
- * ghj_outer_scan_end ends the current device scan of the outer side, if
- * any, keeping its counts; the next ghj_outer_next starts another (a
- * rescan).
- */
-void
-ghj_outer_scan_end(GhjState *s)
-{
-	if (s->outer_src != NULL)
-	{
-		gh_scan_counts_add(&s->outer_scan, gh_scan_source_counts(s->outer_src));
-		gh_scan_source_end(s->outer_src);
-		s->outer_src = NULL;
-	}
-	s->outer_src_tried = false;
-}
-
-/*
  * next_outer pulls the next outer row (of the partition being joined, in a
  * shared build that spilled) and makes it econtext's outer tuple; NULL,
  * with outer_done set, when the outer side has no more.
